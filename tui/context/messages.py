@@ -1,0 +1,138 @@
+"""Messages as the engine sees them: the wire fields plus provenance, which is never sent."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+# Who produced a message. Trust follows the source unless the user overrides it.
+SOURCES = ("user", "system_prompt", "app", "model", "tool", "document", "memory", "subtask")
+UNTRUSTED_SOURCES = frozenset({"tool", "document", "memory", "subtask"})
+WIRE_FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
+
+IMAGE_PATCH = 28  # pixels per side of one vision patch, the usual estimate
+
+
+class MessageError(ValueError):
+    """A message that cannot be sent as it is (unknown role, wrong content type...)."""
+
+
+def default_source(role: str) -> str:
+    return {"system": "system_prompt", "developer": "system_prompt", "assistant": "model",
+            "tool": "tool"}.get(role, "user")
+
+
+@dataclass
+class Provenance:
+    source: str = "user"
+    trusted: bool = True
+    label: str = ""  # e.g. "tool:web_fetch", "file:notes.md"
+
+    @classmethod
+    def for_source(cls, source: str, label: str = "") -> "Provenance":
+        if source not in SOURCES:
+            raise MessageError(f"unknown provenance source {source!r} (expected one of {', '.join(SOURCES)})")
+        return cls(source=source, trusted=source not in UNTRUSTED_SOURCES, label=label)
+
+
+@dataclass
+class Message:
+    role: str
+    content: Any = ""  # a string, a list of parts, or None (an assistant turn with only tool calls)
+    name: str | None = None
+    tool_calls: list[dict] | None = None
+    tool_call_id: str | None = None
+    reasoning_content: str | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+    pinned: bool = False
+    id: str = ""
+
+    def to_wire(self) -> dict:
+        """The dict sent to a server or a template: wire fields only, never provenance."""
+        wire: dict[str, Any] = {"role": self.role, "content": self.content}
+        for key in ("name", "tool_calls", "tool_call_id", "reasoning_content"):
+            value = getattr(self, key)
+            if value is not None:
+                wire[key] = value
+        return wire
+
+    def text(self) -> str:
+        """The message's plain text: string content, or the text parts joined."""
+        return content_text(self.content)
+
+    def to_record(self) -> dict:
+        record = self.to_wire()
+        record["provenance"] = {"source": self.provenance.source, "trusted": self.provenance.trusted,
+                                "label": self.provenance.label}
+        if self.pinned:
+            record["pinned"] = True
+        if self.id:
+            record["id"] = self.id
+        return record
+
+
+def content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def image_parts(content: Any) -> list[dict]:
+    if not isinstance(content, list):
+        return []
+    return [p for p in content if isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image")]
+
+
+def image_token_estimate(part: dict) -> int:
+    """Vision tokens for one image part, estimated from its size in 28x28 patches (labelled estimate).
+
+    A part may give `width`/`height` (ours, or inside `image_url`); without them 448x448 is assumed.
+    """
+    inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
+    width = int(part.get("width") or inner.get("width") or 448)
+    height = int(part.get("height") or inner.get("height") or 448)
+    return max(1, -(-width // IMAGE_PATCH)) * max(1, -(-height // IMAGE_PATCH))
+
+
+def _check_content(role: str, content: Any) -> None:
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise MessageError(f"{role} message content must be a string or a list of parts, not {type(content).__name__}")
+    for part in content:
+        if not isinstance(part, dict) or "type" not in part:
+            raise MessageError(f"{role} message has a content part without a 'type': {json.dumps(part)[:60]}")
+
+
+def message_from_dict(data: Any, index: int = 0) -> Message:
+    """Build a Message from an OpenAI-style dict, with optional `provenance`, `pinned`, `id` keys."""
+    if not isinstance(data, dict):
+        raise MessageError(f"message {index} is not an object")
+    role = data.get("role")
+    if role not in ROLES:
+        raise MessageError(f"message {index} has role {role!r}; expected one of {', '.join(ROLES)}")
+    content = data.get("content", "")
+    _check_content(role, content)
+    prov = data.get("provenance")
+    if isinstance(prov, dict):
+        provenance = Provenance.for_source(prov.get("source", default_source(role)), prov.get("label", ""))
+        if "trusted" in prov:
+            provenance.trusted = bool(prov["trusted"])
+    else:
+        provenance = Provenance.for_source(default_source(role))
+    reasoning = data.get("reasoning_content", data.get("reasoning", data.get("thinking")))
+    return Message(role=role, content=content, name=data.get("name"), tool_calls=data.get("tool_calls"),
+                   tool_call_id=data.get("tool_call_id"), reasoning_content=reasoning,
+                   provenance=provenance, pinned=bool(data.get("pinned", False)),
+                   id=str(data.get("id", "")) or f"m{index}")
+
+
+def messages_from_list(items: Any) -> list[Message]:
+    if not isinstance(items, list):
+        raise MessageError("messages must be a JSON list")
+    return [message_from_dict(item, i) for i, item in enumerate(items)]

@@ -1,0 +1,163 @@
+"""Where templates come from: built-in names, .jinja files, tokenizer_config.json, GGUF files, servers."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+from .harmony import SPECIAL_TOKENS as HARMONY_TOKENS
+from .harmony import render_harmony
+from .templates import TemplateRenderError, render_template
+
+# Strings that look like a template's control tokens: <|im_start|>, <｜User｜>, [INST], <start_of_turn>...
+SPECIAL_PATTERN = re.compile(
+    r"<\|[A-Za-z0-9_./:-]{1,40}\|>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>"
+    r"|<｜[^｜<>\n]{1,40}｜>|\[/?[A-Z][A-Z_]{2,30}\]"
+    r"|<(?:start|end)_of_turn>|</?s>|<bos>|<eos>|</?think>|</?tool_call>|</?tool_response>")
+
+
+class TemplateNotFound(ValueError):
+    """An unknown template name, or a file that holds no chat template."""
+
+
+@dataclass
+class BuiltinSpec:
+    file: str | None
+    defaults: dict
+    family: str
+
+
+BUILTINS: dict[str, BuiltinSpec] = {
+    "chatml": BuiltinSpec("chatml.jinja", {}, "Qwen 2.5 / ChatML"),
+    "qwen3": BuiltinSpec("qwen3.jinja", {}, "Qwen3"),
+    "llama3": BuiltinSpec("llama3.jinja", {"bos_token": "<|begin_of_text|>"}, "Llama 3.1 / 3.3"),
+    "mistral-v3": BuiltinSpec("mistral-v3.jinja", {"bos_token": "<s>", "eos_token": "</s>"}, "Mistral v3"),
+    "mistral-tekken": BuiltinSpec("mistral-tekken.jinja", {"bos_token": "<s>", "eos_token": "</s>"},
+                                  "Mistral tekken (Nemo)"),
+    "gemma": BuiltinSpec("gemma.jinja", {"bos_token": "<bos>"}, "Gemma"),
+    "deepseek-r1": BuiltinSpec("deepseek-r1.jinja", {"bos_token": "<｜begin▁of▁sentence｜>"}, "DeepSeek-R1"),
+    "phi3": BuiltinSpec("phi3.jinja", {"eos_token": "<|endoftext|>"}, "Phi-3 / 3.5"),
+    "harmony": BuiltinSpec(None, {}, "gpt-oss (harmony, as openai-harmony renders it)"),
+}
+ALIASES = {"mistral": "mistral-v3", "tekken": "mistral-tekken", "qwen2.5": "chatml", "gpt-oss": "harmony",
+           "llama3.1": "llama3", "llama3.3": "llama3", "deepseek": "deepseek-r1", "phi3.5": "phi3"}
+
+
+@dataclass
+class ChatTemplate:
+    """A renderable template plus what the engine needs to know about it."""
+
+    name: str
+    origin: str  # "builtin", "file:PATH", "server:URL", ...
+    source: str | None = None  # Jinja text (None for the harmony renderer)
+    defaults: dict = field(default_factory=dict)
+    renderer: Callable[..., str] | None = None
+
+    def render(self, messages: list[dict], **variables: Any) -> str:
+        merged = {**self.defaults, **variables}
+        if self.renderer is not None:
+            try:
+                return self.renderer(messages, **merged)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise TemplateRenderError(type(exc).__name__, str(exc)) from None
+        return render_template(self.source or "", messages, **merged)
+
+    def special_strings(self) -> list[str]:
+        """The control-token strings this template writes: what untrusted text must not contain."""
+        found = set(HARMONY_TOKENS) if self.renderer is render_harmony else set()
+        found.update(SPECIAL_PATTERN.findall(self.source or ""))
+        for key in ("bos_token", "eos_token"):
+            if isinstance(self.defaults.get(key), str) and self.defaults[key]:
+                found.add(self.defaults[key])
+        return sorted(found, key=lambda s: (-len(s), s))
+
+
+def builtin_names() -> list[str]:
+    return list(BUILTINS)
+
+
+def builtin_template(name: str) -> ChatTemplate:
+    key = ALIASES.get(name.lower(), name.lower())
+    spec = BUILTINS.get(key)
+    if spec is None:
+        raise TemplateNotFound(f"unknown template {name!r}; built-in templates: {', '.join(BUILTINS)}")
+    if spec.file is None:
+        return ChatTemplate(key, "builtin", None, dict(spec.defaults), render_harmony)
+    text = resources.files("tui.context.builtin").joinpath(spec.file).read_text(encoding="utf-8")
+    return ChatTemplate(key, "builtin", text, dict(spec.defaults))
+
+
+def template_from_text(text: str, origin: str, name: str = "custom", **defaults: Any) -> ChatTemplate:
+    return ChatTemplate(name, origin, text, {k: v for k, v in defaults.items() if v is not None})
+
+
+def _pick_named(templates: list, wanted: str | None) -> str:
+    table = {t.get("name"): t.get("template") for t in templates if isinstance(t, dict)}
+    key = wanted or "default"
+    if key not in table:
+        raise TemplateNotFound(f"no chat template named {key!r} (have: {', '.join(map(str, table))})")
+    return table[key]
+
+
+def _token_text(value: Any) -> str | None:
+    if isinstance(value, dict):  # AddedToken serialised form
+        return value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def load_tokenizer_config(path: Path, variant: str | None = None) -> ChatTemplate:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    raw = data.get("chat_template")
+    if raw is None:
+        raise TemplateNotFound(f"{path} has no chat_template")
+    text = _pick_named(raw, variant) if isinstance(raw, list) else raw
+    return template_from_text(text, f"file:{path}", path.parent.name or "tokenizer_config",
+                              bos_token=_token_text(data.get("bos_token")),
+                              eos_token=_token_text(data.get("eos_token")))
+
+
+def load_gguf(path: Path) -> ChatTemplate:
+    """Read `tokenizer.chat_template` from a GGUF file's metadata (weights are not loaded)."""
+    try:
+        from gguf import GGUFReader
+    except ImportError as exc:  # pragma: no cover - gguf is a dependency
+        raise TemplateNotFound("reading GGUF files needs the 'gguf' package") from exc
+    reader = GGUFReader(str(path), "r")
+
+    def field_text(key: str) -> str | None:
+        item = reader.fields.get(key)
+        return None if item is None else bytes(item.parts[item.data[0]]).decode("utf-8")
+
+    def token(key: str) -> str | None:
+        item = reader.fields.get(key)
+        tokens = reader.fields.get("tokenizer.ggml.tokens")
+        if item is None or tokens is None:
+            return None
+        index = int(item.parts[item.data[0]][0])
+        return bytes(tokens.parts[tokens.data[index]]).decode("utf-8")
+
+    text = field_text("tokenizer.chat_template")
+    if text is None:
+        raise TemplateNotFound(f"{path} has no tokenizer.chat_template")
+    return template_from_text(text, f"gguf:{path}", path.stem, bos_token=token("tokenizer.ggml.bos_token_id"),
+                              eos_token=token("tokenizer.ggml.eos_token_id"))
+
+
+def load_template(spec: str) -> ChatTemplate:
+    """A template by built-in name or by path (.jinja, tokenizer_config.json, .gguf)."""
+    path = Path(spec).expanduser()
+    if not path.exists():
+        if "/" in spec or spec.endswith((".jinja", ".json", ".gguf")):
+            raise TemplateNotFound(f"template file not found: {spec}")
+        return builtin_template(spec)
+    if path.is_dir():
+        raise TemplateNotFound(f"{spec} is a directory, not a template file")
+    if path.suffix == ".gguf":
+        return load_gguf(path)
+    if path.suffix == ".json":
+        return load_tokenizer_config(path)
+    return template_from_text(path.read_text(encoding="utf-8"), f"file:{path}", path.stem)
