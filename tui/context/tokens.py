@@ -1,0 +1,272 @@
+"""Token counting: tiktoken encodings shipped with the package, Hugging Face tokenizer.json files.
+
+Counting rule: a control token written by the template counts as one token; everything else,
+content included, is encoded as plain text. The document is cut at the template's control tokens
+into segments; each segment is encoded once and cached by its text, so editing one message
+re-encodes only the segment that holds it. Tokens are attributed to the span they start in.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import lzma
+import re
+import threading
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from itertools import accumulate
+from pathlib import Path
+from typing import Protocol
+
+from .document import Document
+
+ENCODING_SHA256 = {
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+# Pre-tokenisation patterns and special tokens of tiktoken's published encodings.
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+                  r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+HARMONY_SPECIALS = {"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002,
+                    "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
+                    "<|message|>": 200008, "<|call|>": 200012}
+ENCODINGS = {
+    "o200k_base": ("o200k_base", O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+    "o200k_harmony": ("o200k_base", O200K_PATTERN, {**HARMONY_SPECIALS, "<|endofprompt|>": 200018}),
+    "cl100k_base": ("cl100k_base", CL100K_PATTERN, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258,
+                                                    "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+                                                    "<|endofprompt|>": 100276}),
+}
+HF_TOKENIZERS = {"qwen3": "qwen3-tokenizer.json.xz"}
+MODEL_PREFIXES = [  # model name prefix -> tokenizer; longest prefixes first
+    ("gpt-oss", "o200k_harmony"), ("gpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("o1", "o200k_base"), ("o3", "o200k_base"),
+    ("o4", "o200k_base"), ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("text-embedding-3", "cl100k_base"),
+    ("qwen3", "qwen3"), ("qwen/qwen3", "qwen3"), ("tiny-qwen3", "qwen3"),
+]
+
+
+class TokenizerNotFound(ValueError):
+    """An unknown tokenizer name, a missing file, or a corrupted encoding."""
+
+
+class Tokenizer(Protocol):
+    name: str
+
+    def plain_starts(self, text: str) -> tuple[array, bool]:
+        """Start offsets of the tokens of `text` encoded as plain text; the bool says byte offsets."""
+
+    def special_count(self, text: str) -> int:
+        """Tokens for a control-token string written by the template (1 if the tokenizer knows it)."""
+
+    def specials(self) -> set[str]:
+        """Control-token strings this tokenizer knows by itself."""
+
+
+def _read_package(subdir: str, name: str) -> bytes:
+    return resources.files("tui.context").joinpath(subdir, name).read_bytes()
+
+
+def load_ranks(encoding_file: str) -> dict[bytes, int]:
+    """BPE ranks from the shipped gzip file, checked against tiktoken's published sha256."""
+    raw = gzip.decompress(_read_package("encodings", f"{encoding_file}.tiktoken.gz"))
+    if hashlib.sha256(raw).hexdigest() != ENCODING_SHA256[encoding_file]:
+        raise TokenizerNotFound(f"{encoding_file}: the shipped encoding file is corrupted (sha256 mismatch)")
+    ranks = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+class TiktokenTokenizer:
+    def __init__(self, name: str):
+        import tiktoken  # deferred: loading an encoding costs ~0.3 s
+
+        file, pattern, specials = ENCODINGS[name]
+        self.name = name
+        self._specials = specials
+        self._encoding = tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=load_ranks(file),
+                                           special_tokens=specials)
+
+    def plain_starts(self, text: str) -> tuple[array, bool]:
+        tokens = self._encoding.encode_ordinary(text)
+        lengths = map(len, self._encoding.decode_tokens_bytes(tokens))
+        return array("q", accumulate(lengths, initial=0))[:-1] if tokens else array("q"), True
+
+    def special_count(self, text: str) -> int:
+        return 1  # the model's own tokenizer has it as one control token; the estimate says so
+
+    def specials(self) -> set[str]:
+        return set(self._specials)
+
+    def encode_whole(self, text: str) -> int:
+        return len(self._encoding.encode(text, allowed_special="all"))
+
+
+class HFTokenizer:
+    def __init__(self, name: str, json_text: str):
+        from tokenizers import Tokenizer as RawTokenizer
+
+        self.name = name
+        self._tokenizer = RawTokenizer.from_str(json_text)
+        self._lock = threading.Lock()  # the special-token switch is shared state
+        self._added = {t.content for t in self._tokenizer.get_added_tokens_decoder().values()}
+
+    def _encode(self, text: str, as_plain: bool):
+        with self._lock:
+            self._tokenizer.encode_special_tokens = as_plain
+            return self._tokenizer.encode(text, add_special_tokens=False)
+
+    def plain_starts(self, text: str) -> tuple[array, bool]:
+        # content is text: never turn it into control tokens
+        return array("q", (start for start, _ in self._encode(text, True).offsets)), False
+
+    def special_count(self, text: str) -> int:
+        return len(self._encode(text, False).ids)
+
+    def specials(self) -> set[str]:
+        return set(self._added)
+
+    def encode_whole(self, text: str) -> int:
+        return len(self._encode(text, False).ids)
+
+
+_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=8)
+def _cached_tokenizer(spec: str) -> Tokenizer:
+    if spec in ENCODINGS:
+        return TiktokenTokenizer(spec)
+    if spec in HF_TOKENIZERS:
+        text = lzma.decompress(_read_package("tokenizer_files", HF_TOKENIZERS[spec])).decode("utf-8")
+        return HFTokenizer(spec, text)
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise TokenizerNotFound(f"unknown tokenizer {spec!r}; built-in: {', '.join([*ENCODINGS, *HF_TOKENIZERS])}"
+                                " or a path to a tokenizer.json")
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    try:
+        data = path.read_bytes()
+        text = (lzma.decompress(data) if path.suffix == ".xz" else data).decode("utf-8")
+        return HFTokenizer(str(path), text)
+    except (OSError, lzma.LZMAError, UnicodeDecodeError, Exception) as exc:
+        raise TokenizerNotFound(f"cannot read tokenizer {spec}: {exc}") from None
+
+
+def get_tokenizer(spec: str) -> Tokenizer:
+    """A tokenizer by name (o200k_base, o200k_harmony, cl100k_base, qwen3) or tokenizer.json path."""
+    with _LOCK:
+        return _cached_tokenizer(spec)
+
+
+def tokenizer_for_model(model: str) -> str:
+    lowered = (model or "").lower().rsplit("/", 1)[-1] if "/" in (model or "") else (model or "").lower()
+    for prefix, name in MODEL_PREFIXES:
+        if lowered.startswith(prefix) or (model or "").lower().startswith(prefix):
+            return name
+    return "o200k_base"
+
+
+@dataclass
+class TokenCounts:
+    total: int
+    by_role: dict[str, int]
+    by_kind: dict[str, int]
+    exact: bool
+    tokenizer: str
+
+
+@dataclass
+class SegmentCache:
+    """Token start offsets per segment text; shared across recounts so edits re-encode one segment."""
+
+    entries: dict[str, tuple[array, bool]] = field(default_factory=dict)
+    limit: int = 20_000
+
+    def starts(self, tokenizer: Tokenizer, text: str) -> tuple[array, bool]:
+        hit = self.entries.get(text)
+        if hit is None:
+            hit = tokenizer.plain_starts(text)
+            if len(self.entries) >= self.limit:
+                self.entries.clear()
+            self.entries[text] = hit
+        return hit
+
+
+def _special_regex(strings: set[str]) -> re.Pattern | None:
+    ordered = sorted((s for s in strings if s), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+
+def _cuts(document: Document, pattern: re.Pattern | None) -> list[tuple[int, int, int]]:
+    """(start, end, span index) of each control token inside marker spans."""
+    cuts = []
+    if pattern is None:
+        return cuts
+    for index, span in enumerate(document.spans):
+        if span.kind == "marker":
+            for match in pattern.finditer(document.text, span.start, span.end):
+                cuts.append((match.start(), match.end(), index))
+    return cuts
+
+
+def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: list[str],
+                 cache: SegmentCache | None = None, exact: bool = False) -> TokenCounts:
+    """Count the document's tokens per span (written into span.tokens), per role and per kind."""
+    cache = cache if cache is not None else SegmentCache()
+    specials = set(template_specials) | tokenizer.specials()
+    cuts = _cuts(document, _special_regex(specials))
+    per_span = [0] * len(document.spans)
+    bounds = [span.end for span in document.spans]
+    position = 0
+    for cut_start, cut_end, span_index in [*cuts, (len(document.text), len(document.text), -1)]:
+        if cut_start > position:
+            _count_segment(document, bounds, position, cut_start, tokenizer, cache, per_span)
+        if span_index >= 0:
+            per_span[span_index] += tokenizer.special_count(document.text[cut_start:cut_end])
+        position = cut_end
+    by_role: dict[str, int] = {}
+    by_kind: dict[str, int] = {}
+    for span, count in zip(document.spans, per_span):
+        span.tokens = count
+        role = document.role_of(span)
+        by_role[role] = by_role.get(role, 0) + count
+        by_kind[span.kind] = by_kind.get(span.kind, 0) + count
+    return TokenCounts(sum(per_span), by_role, by_kind, exact, tokenizer.name)
+
+
+def _count_segment(document: Document, bounds: list[int], start: int, end: int, tokenizer: Tokenizer,
+                   cache: SegmentCache, per_span: list[int]) -> None:
+    segment = document.text[start:end]
+    starts, in_bytes = cache.starts(tokenizer, segment)
+    index = bisect_left(bounds, start + 1)  # first span that ends after `start`
+    taken = 0
+    cursor, byte_offset = start, 0
+    while index < len(bounds) and taken < len(starts):
+        span_end = min(bounds[index], end)
+        if in_bytes:
+            byte_offset += len(document.text[cursor:span_end].encode("utf-8"))
+            limit = byte_offset
+        else:
+            limit = span_end - start
+        cursor = span_end
+        upto = bisect_left(starts, limit) if span_end < end else len(starts)
+        per_span[index] += upto - taken
+        taken = upto
+        if bounds[index] >= end:
+            break
+        index += 1
