@@ -56,6 +56,7 @@ class ChatTemplate:
     source: str | None = None  # Jinja text (None for the harmony renderer)
     defaults: dict = field(default_factory=dict)
     renderer: Callable[..., str] | None = None
+    _verbatim: bool | None = field(default=None, repr=False, compare=False)
 
     def render(self, messages: list[dict], **variables: Any) -> str:
         merged = {**self.defaults, **variables}
@@ -65,6 +66,20 @@ class ChatTemplate:
             except (TypeError, ValueError, KeyError, AttributeError) as exc:
                 raise TemplateRenderError(type(exc).__name__, str(exc)) from None
         return render_template(self.source or "", messages, **merged)
+
+    def copies_text_verbatim(self) -> bool:
+        """Whether a user's text lands in the document unchanged (no trim, no escaping).
+
+        Probed once per template; typing may splice text in place only when this holds.
+        """
+        if self._verbatim is None:
+            probe = "  \u2063probe \"x\" <y>\n\n "
+            try:
+                self._verbatim = probe in self.render([{"role": "user", "content": probe}],
+                                                      add_generation_prompt=True)
+            except TemplateRenderError:
+                self._verbatim = False
+        return self._verbatim
 
     def special_strings(self) -> list[str]:
         """The control-token strings this template writes: what untrusted text must not contain."""

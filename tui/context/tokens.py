@@ -207,7 +207,8 @@ class SegmentCache:
         return hit
 
 
-def _special_regex(strings: set[str]) -> re.Pattern | None:
+@lru_cache(maxsize=32)
+def _special_regex(strings: frozenset[str]) -> re.Pattern | None:
     ordered = sorted((s for s in strings if s), key=len, reverse=True)
     return re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
@@ -229,7 +230,7 @@ def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: li
     """Count the document's tokens per span (written into span.tokens), per role and per kind."""
     cache = cache if cache is not None else SegmentCache()
     specials = set(template_specials) | tokenizer.specials()
-    cuts = _cuts(document, _special_regex(specials))
+    cuts = _cuts(document, _special_regex(frozenset(specials)))
     per_span = [0] * len(document.spans)
     bounds = [span.end for span in document.spans]
     position = 0

@@ -1,0 +1,87 @@
+"""Shared fixtures: test data, the real llama.cpp server from ../shared, and the skip-or-fail rule.
+
+A user's clone has no ../shared: tests that need it skip with a reason. CI sets
+CTXPANE_REQUIRE_SHARED=1, which turns those skips into failures so they always run there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+SHARED = Path(os.environ.get("CTXPANE_SHARED_DIR", ROOT.parent / "shared"))
+REQUIRE_SHARED = os.environ.get("CTXPANE_REQUIRE_SHARED") == "1"
+
+
+def need_shared(reason: str) -> None:
+    """Skip (or, under CI, fail) when ../shared is not beside the project."""
+    message = f"{reason}: {SHARED} is absent (it exists beside the project on the developers' machines and CI)"
+    if REQUIRE_SHARED:
+        pytest.fail(message + "; CTXPANE_REQUIRE_SHARED=1 forbids skipping")
+    pytest.skip(message)
+
+
+def load_cases() -> list[dict]:
+    lines = (DATA / "template_cases.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+def template_source(name: str) -> str:
+    return (DATA / "templates" / name).read_text(encoding="utf-8")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """The real llama.cpp server with the tiny Qwen3 model: yields its base URL (…/v1)."""
+    script = SHARED / "server" / "start-llama-server.sh"
+    if not script.exists():
+        need_shared("the real llama.cpp server is needed")
+    port = free_port()
+    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        pytest.fail(f"llama-server did not start: {result.stderr[-2000:]}")
+    url = result.stdout.strip().splitlines()[-1]
+    try:
+        yield url
+    finally:
+        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+
+
+def drop_read_override() -> list[str]:
+    """A command prefix under which even root obeys file permissions (so unreadable files can be tested)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file permissions cannot be enforced")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+
+
+@pytest.fixture()
+def run_cli(tmp_path):
+    """Run the real `ctxpane` entry point in a subprocess; returns CompletedProcess."""
+
+    def run(*args: str, input_text: str | None = None, env: dict | None = None, timeout: int = 120,
+            without_root_reads: bool = False):
+        full_env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"),
+                    "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                    **(env or {})}
+        prefix = drop_read_override() if without_root_reads else []
+        return subprocess.run([*prefix, sys.executable, "-m", "tui", *args], capture_output=True, text=True,
+                              input=input_text, env=full_env, timeout=timeout, cwd=str(ROOT))
+
+    return run

@@ -1,0 +1,47 @@
+"""The `ctxpane` command: the app by default, and headless subcommands for scripts."""
+
+from __future__ import annotations
+
+import sys
+
+from tui.errors import UsageError
+
+SUBCOMMANDS = {
+    "render": ("tui.commands.render", "show the document a request would send, with token counts"),
+    "doctor": ("tui.commands.doctor", "check a self-hosted server against the engine"),
+    "replay": ("tui.commands.replay", "step through a saved session's requests"),
+    "export": ("tui.commands.export", "export a saved session (markdown, request JSON, curl, document)"),
+}
+
+
+def fail(message: str) -> int:
+    print(f"ctxpane: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in SUBCOMMANDS:
+        import importlib
+
+        module = importlib.import_module(SUBCOMMANDS[args[0]][0])
+        try:
+            return module.run(args[1:])
+        except UsageError as exc:
+            return fail(str(exc))
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:  # e.g. `ctxpane render --json | head`
+            sys.stderr.close()
+            return 0
+    from tui.app.launch import run_app
+
+    return run_app(args)
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,78 @@
+"""session -> assemble -> snapshot: the one computation every view reads from."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .document import Document, build_document
+from .messages import Message
+from .template_library import ChatTemplate
+from .tokens import SegmentCache, TokenCounts, Tokenizer, count_tokens
+
+# Names of tokenizers that are a template family's own, so their counts are exact.
+NATIVE_TOKENIZER = {"qwen3": "qwen3", "chatml": "qwen3", "harmony": "o200k_harmony"}
+# Control-token strings of the common families, flagged wherever they appear in content.
+COMMON_SPECIALS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+                   "<|begin_of_text|>", "<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|return|>",
+                   "<|call|>", "<|constrain|>", "[INST]", "[/INST]", "<start_of_turn>", "<end_of_turn>",
+                   "<|system|>", "<|user|>", "<|assistant|>", "<｜User｜>", "<｜Assistant｜>", "<|endoftext|>")
+
+
+@dataclass
+class SpecialFlag:
+    """A control-token string found inside a message's own text (it is counted as plain text)."""
+
+    message: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class Snapshot:
+    document: Document
+    counts: TokenCounts
+    template: str
+    tokenizer: str
+    wire: list[dict]
+    flags: list[SpecialFlag] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def wire_messages(messages: list[Message | dict]) -> list[dict]:
+    return [m.to_wire() if isinstance(m, Message) else dict(m) for m in messages]
+
+
+def find_special_strings(document: Document, specials: list[str]) -> list[SpecialFlag]:
+    ordered = sorted(set(specials) | set(COMMON_SPECIALS), key=len, reverse=True)
+    pattern = re.compile("|".join(map(re.escape, ordered)))
+    flags = []
+    for span in document.spans:
+        if span.kind != "marker" and span.message is not None:
+            for match in pattern.finditer(document.text, span.start, span.end):
+                flags.append(SpecialFlag(span.message, match.start(), match.end(), match.group(0)))
+    return flags
+
+
+def is_exact(template: ChatTemplate, tokenizer: Tokenizer) -> bool:
+    if tokenizer.name.endswith((".json", ".xz")) or tokenizer.name.startswith("server:"):
+        return True  # the user or the server named the model's own tokenizer
+    return NATIVE_TOKENIZER.get(template.name) == tokenizer.name
+
+
+def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: Tokenizer,
+             variables: dict | None = None, add_generation_prompt: bool = True,
+             tools: list | None = None, cache: SegmentCache | None = None) -> Snapshot:
+    """Render the request's document, attribute it, count it, flag control strings in content."""
+    wire = wire_messages(messages)
+    render_vars = dict(variables or {})
+    render_vars["add_generation_prompt"] = add_generation_prompt
+    if tools:
+        render_vars["tools"] = tools
+    specials = template.special_strings()
+    document = build_document(template.render, wire, specials, **render_vars)
+    counts = count_tokens(document, tokenizer, specials, cache, exact=is_exact(template, tokenizer))
+    return Snapshot(document, counts, template.name, tokenizer.name, wire,
+                    find_special_strings(document, specials))
