@@ -64,7 +64,8 @@ def is_exact(template: ChatTemplate, tokenizer: Tokenizer) -> bool:
 
 def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: Tokenizer,
              variables: dict | None = None, add_generation_prompt: bool = True,
-             tools: list | None = None, cache: SegmentCache | None = None) -> Snapshot:
+             tools: list | None = None, cache: SegmentCache | None = None,
+             exact: bool | None = None) -> Snapshot:
     """Render the request's document, attribute it, count it, flag control strings in content."""
     wire = wire_messages(messages)
     render_vars = dict(variables or {})
@@ -73,6 +74,7 @@ def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: 
         render_vars["tools"] = tools
     specials = template.special_strings()
     document = build_document(template.render, wire, specials, **render_vars)
-    counts = count_tokens(document, tokenizer, specials, cache, exact=is_exact(template, tokenizer))
+    exact = is_exact(template, tokenizer) if exact is None else exact  # the caller may know better
+    counts = count_tokens(document, tokenizer, specials, cache, exact=exact)
     return Snapshot(document, counts, template.name, tokenizer.name, wire,
                     find_special_strings(document, specials))

@@ -1,0 +1,133 @@
+"""What a server knows about itself: its kind, model, context size, template and tokenizer.
+
+llama.cpp (`/props`, `/tokenize`, `/apply-template`), vLLM (`/version`, `/tokenize` with messages),
+Ollama (`/api/show`: a Go template, not Jinja), LM Studio (`/api/v0/models`), and hosted APIs that
+offer none of this (the engine then falls back to a built-in template and tiktoken, as estimates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ClientError
+from .http import OpenAIClient
+
+HOSTED = {"api.openai.com": "openai", "openrouter.ai": "openrouter", "api.together.xyz": "together",
+          "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek"}
+# Context windows of hosted models, used when the server does not say (tokens).
+HOSTED_CONTEXT = [("gpt-4.1", 1_047_576), ("gpt-5", 400_000), ("gpt-4o", 128_000), ("o1", 200_000), ("o3", 200_000),
+                  ("o4", 200_000), ("gpt-4-turbo", 128_000), ("gpt-4", 8_192), ("gpt-3.5", 16_385),
+                  ("gpt-oss", 131_072)]
+
+
+@dataclass
+class ServerInfo:
+    kind: str = "openai-compatible"
+    models: list[str] = field(default_factory=list)
+    model: str = ""
+    n_ctx: int | None = None
+    chat_template: str | None = None
+    template_language: str = "jinja"  # "go" for Ollama
+    bos_token: str | None = None
+    eos_token: str | None = None
+    can_tokenize: bool = False
+    can_apply_template: bool = False
+    build: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_own_template(self) -> bool:
+        return bool(self.chat_template) and self.template_language == "jinja"
+
+
+def hosted_context(model: str) -> int | None:
+    lowered = model.lower().rsplit("/", 1)[-1]
+    for prefix, size in HOSTED_CONTEXT:
+        if lowered.startswith(prefix):
+            return size
+    return None
+
+
+async def _try(call) -> Any:
+    try:
+        return await call
+    except ClientError:
+        return None
+
+
+async def probe(client: OpenAIClient, model: str = "") -> ServerInfo:
+    """Ask the server what it is. Raises ClientError only if even /v1/models cannot be reached."""
+    info = ServerInfo()
+    host = client.endpoint.host.split(":")[0]
+    info.kind = next((kind for suffix, kind in HOSTED.items() if host.endswith(suffix)), info.kind)
+    listing = await client.get_json("/models")
+    info.models = [str(m.get("id")) for m in (listing or {}).get("data", []) if isinstance(m, dict)]
+    info.model = model or client.endpoint.model or (info.models[0] if info.models else "")
+    if info.kind != "openai-compatible":
+        info.n_ctx = hosted_context(info.model)
+        info.notes.append(f"{info.kind} offers no template or tokenizer: counts are estimates")
+        return info
+    for meta in (m.get("meta") or {} for m in (listing or {}).get("data", []) if isinstance(m, dict)):
+        info.n_ctx = info.n_ctx or meta.get("n_ctx")
+    for model_entry in (listing or {}).get("data", []):
+        if isinstance(model_entry, dict) and model_entry.get("max_model_len"):
+            info.n_ctx = info.n_ctx or int(model_entry["max_model_len"])
+    if await _probe_llamacpp(client, info) or await _probe_vllm(client, info) \
+            or await _probe_ollama(client, info) or await _probe_lmstudio(client, info):
+        return info
+    info.notes.append("unknown server kind: using a built-in template and tiktoken (estimates)")
+    return info
+
+
+async def _probe_llamacpp(client: OpenAIClient, info: ServerInfo) -> bool:
+    props = await _try(client.get_json("/props", at_root=True))
+    if not isinstance(props, dict) or not ("chat_template" in props or "build_info" in props):
+        return False
+    info.kind = "llama.cpp"
+    info.chat_template = props.get("chat_template") or None
+    info.bos_token, info.eos_token = props.get("bos_token"), props.get("eos_token")
+    info.build = str(props.get("build_info", ""))
+    settings = props.get("default_generation_settings") or {}
+    info.n_ctx = settings.get("n_ctx") or props.get("n_ctx") or info.n_ctx
+    info.can_tokenize = info.can_apply_template = True
+    return True
+
+
+async def _probe_vllm(client: OpenAIClient, info: ServerInfo) -> bool:
+    version = await _try(client.get_json("/version", at_root=True))
+    if not isinstance(version, dict) or "version" not in version:
+        return False
+    info.kind, info.build = "vllm", str(version["version"])
+    info.can_tokenize = True  # /tokenize accepts `messages` and applies the server's own template
+    info.notes.append("vLLM: the server's rendering is compared through /tokenize with messages")
+    return True
+
+
+async def _probe_ollama(client: OpenAIClient, info: ServerInfo) -> bool:
+    version = await _try(client.get_json("/api/version", at_root=True))
+    if not isinstance(version, dict) or "version" not in version:
+        return False
+    info.kind, info.build = "ollama", str(version["version"])
+    shown = await _try(client.post_json("/api/show", {"model": info.model}, at_root=True))
+    if isinstance(shown, dict):
+        info.chat_template = shown.get("template")
+        info.template_language = "go"
+        for key, value in (shown.get("model_info") or {}).items():
+            if key.endswith(".context_length"):
+                info.n_ctx = int(value)
+        info.notes.append("Ollama's template is a Go template, not Jinja: shown as text, rendered with a "
+                          "built-in Jinja template instead (an estimate)")
+    return True
+
+
+async def _probe_lmstudio(client: OpenAIClient, info: ServerInfo) -> bool:
+    listing = await _try(client.get_json("/api/v0/models", at_root=True))
+    if not isinstance(listing, dict) or not isinstance(listing.get("data"), list):
+        return False
+    info.kind = "lmstudio"
+    for entry in listing["data"]:
+        if isinstance(entry, dict) and entry.get("id") == info.model:
+            info.n_ctx = entry.get("loaded_context_length") or entry.get("max_context_length") or info.n_ctx
+    info.notes.append("LM Studio exposes no template or tokenizer: counts are estimates")
+    return True

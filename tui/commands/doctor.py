@@ -1,0 +1,67 @@
+"""`ctxpane doctor URL`: check a self-hosted server against the engine before trusting it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from rich.console import Console
+from rich.text import Text
+
+from tui.client.doctor import Report, run_doctor
+from tui.client.endpoint import Endpoint, EndpointError
+from tui.client.errors import ClientError
+from tui.client.http import Limits, OpenAIClient
+from tui.commands.render import QuietParser
+from tui.context.safety import visible
+from tui.errors import UsageError
+
+MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "skip": ("-", "dim")}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = QuietParser(prog="ctxpane doctor", description="Check a server's template, tokens and cache.")
+    parser.add_argument("url", help="base URL, with or without /v1")
+    parser.add_argument("--model", default="", help="model to check (default: the server's first)")
+    parser.add_argument("--api-key-env", default=None, help="variable holding the API key (default OPENAI_API_KEY)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="read timeout in seconds")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+async def _doctor(endpoint: Endpoint, timeout: float) -> Report:
+    async with OpenAIClient(endpoint, Limits(connect=5.0, read=timeout, retries=2)) as client:
+        return await run_doctor(client)
+
+
+def print_report(report: Report) -> None:
+    console = Console(highlight=False)
+    console.print(Text(f"ctxpane doctor {report.url}", "bold"))
+    for check in report.checks:
+        mark, style = MARKS[check.status]
+        console.print(Text(f" {mark} {check.name}: ", style) + Text(visible(check.detail)))
+        if check.name == "rendering" and "ours" in check.data:
+            console.print(Text(f"     ours:   {check.data['ours']!r}", "dim"))
+            console.print(Text(f"     server: {check.data['server']!r}", "dim"))
+    verdict = {0: ("all good", "green"), 1: ("problems found", "yellow")}[report.exit_code]
+    console.print(Text(verdict[0], f"bold {verdict[1]}"))
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        endpoint = Endpoint.from_env(args.url, args.model, args.api_key_env)
+    except EndpointError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        report = asyncio.run(_doctor(endpoint, args.timeout))
+    except ClientError as exc:
+        print(f"ctxpane doctor: could not check {endpoint.base_url}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        print_report(report)
+    return report.exit_code
