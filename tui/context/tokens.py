@@ -271,3 +271,41 @@ def _count_segment(document: Document, bounds: list[int], start: int, end: int, 
         if bounds[index] >= end:
             break
         index += 1
+
+
+def _char_offsets(segment: str, byte_starts: array) -> list[int]:
+    """Byte offsets within `segment` turned into character offsets."""
+    if segment.isascii():
+        return list(byte_starts)
+    char_at_byte, position = {}, 0
+    for index, char in enumerate(segment):
+        char_at_byte[position] = index
+        position += len(char.encode("utf-8"))
+    result, last = [], 0
+    for start in byte_starts:  # a token may start inside a character: it belongs to that character
+        while start not in char_at_byte and start > 0:
+            start -= 1
+        last = char_at_byte.get(start, last)
+        result.append(last)
+    return result
+
+
+def token_starts(document: Document, tokenizer: Tokenizer, template_specials: list[str],
+                 cache: SegmentCache | None = None) -> list[int]:
+    """The character offset where each token of the document starts (for the cache prefix)."""
+    cache = cache if cache is not None else SegmentCache()
+    specials = set(template_specials) | tokenizer.specials()
+    result: list[int] = []
+    position = 0
+    for cut_start, cut_end, span_index in [*_cuts(document, _special_regex(frozenset(specials))),
+                                           (len(document.text), len(document.text), -1)]:
+        if cut_start > position:
+            segment = document.text[position:cut_start]
+            starts, in_bytes = cache.starts(tokenizer, segment)
+            offsets = _char_offsets(segment, starts) if in_bytes else list(starts)
+            result.extend(position + offset for offset in offsets)
+        if span_index >= 0:
+            count = tokenizer.special_count(document.text[cut_start:cut_end])
+            result.extend([cut_start] * count)
+        position = cut_end
+    return result

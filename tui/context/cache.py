@@ -1,0 +1,111 @@
+"""The cache-stable prefix: what a request shares with the previous one, and why it stops there.
+
+Provider rules for what is actually reused:
+- OpenAI: nothing below 1,024 prefix tokens; above, the prefix rounded down to a 128-token step.
+- llama.cpp: the longest common prefix with the slot's last prompt, minus one (the last prompt
+  token is always evaluated again).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from .document import Document
+
+RULES = ("llama.cpp", "openai", "none")
+
+
+@dataclass
+class RequestShape:
+    """What the cache comparison needs to remember of a request."""
+
+    text: str
+    token_starts: list[int]  # character offset of each token
+    message_ids: list[str]
+    message_texts: list[str]
+    message_roles: list[str]
+    tools: list | None = None
+    variables: dict = field(default_factory=dict)
+    dropped: frozenset = frozenset()  # ids of messages the policy left out
+
+
+@dataclass
+class CachePrefix:
+    chars: int
+    tokens: int  # tokens of this request lying wholly inside the shared prefix
+    total_tokens: int
+    message: int | None  # document message index where the prefix ends
+    span_kind: str | None
+    cause: str
+    predicted_cached: int
+    rule: str
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the common prefix, by halving (fast on long equal prefixes)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def tokens_before(token_starts: list[int], boundary: int, text_length: int) -> int:
+    """Tokens that end at or before `boundary` (a token ends where the next one starts)."""
+    if boundary >= text_length:
+        return len(token_starts)
+    return max(0, bisect_right(token_starts, boundary) - 1)
+
+
+def predict_cached(rule: str, prefix_tokens: int, total_tokens: int) -> int:
+    if rule == "llama.cpp":
+        return max(0, min(prefix_tokens, total_tokens - 1))
+    if rule == "openai":
+        return 0 if prefix_tokens < 1024 else 1024 + (prefix_tokens - 1024) // 128 * 128
+    return 0
+
+
+def _cause(previous: RequestShape, current: RequestShape, document: Document, boundary: int) -> tuple:
+    if boundary >= len(previous.text):
+        return None, None, "none: the whole previous request is reused"
+    starts = [s.start for s in document.spans]
+    span = document.spans[bisect_right(starts, boundary) - 1] if document.spans and boundary < len(document.text) \
+        else None
+    message = span.message if span else None
+    kind = span.kind if span else None
+    newly_dropped = sorted(current.dropped - previous.dropped)
+    if newly_dropped:
+        return message, kind, f"truncation shift: {', '.join(newly_dropped)} dropped since the previous request"
+    if (previous.tools or None) != (current.tools or None) and (message is None or kind == "marker"):
+        return message, kind, "changed tool list"
+    changed_vars = sorted(k for k in set(previous.variables) | set(current.variables)
+                          if previous.variables.get(k) != current.variables.get(k))
+    if message is not None and message < len(current.message_ids):
+        message_id = current.message_ids[message]
+        old = dict(zip(previous.message_ids, previous.message_texts))
+        if message_id in old and old[message_id] != current.message_texts[message]:
+            role = current.message_roles[message]
+            what = "changed system prompt" if role in ("system", "developer") else f"edited {role} message"
+            return message, kind, f"{what} ({message_id})"
+        if message_id not in old and kind != "marker":
+            return message, kind, f"new message {message_id} where the previous request had other text"
+    if changed_vars:
+        return message, kind, f"template variable changed: {', '.join(changed_vars)}"
+    if kind == "marker":
+        return message, kind, "template text changed (a date or other value the template writes)"
+    return message, kind, f"changed text in {kind or 'the document'}"
+
+
+def cache_prefix(previous: RequestShape | None, current: RequestShape, document: Document,
+                 rule: str = "llama.cpp") -> CachePrefix:
+    total = len(current.token_starts)
+    if previous is None:
+        return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule)
+    boundary = common_prefix_length(previous.text, current.text)
+    shared = min(tokens_before(current.token_starts, boundary, len(current.text)), len(previous.token_starts))
+    message, kind, cause = _cause(previous, current, document, boundary)
+    return CachePrefix(boundary, shared, total, message, kind, cause, predict_cached(rule, shared, total), rule)

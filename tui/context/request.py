@@ -1,0 +1,162 @@
+"""One request, fully assembled: fences, policy, document, tokens, forged blocks, cache prefix.
+
+session messages -> fenced wire messages -> keep-all document (costs) -> policy plan ->
+document actually sent -> counts, forged blocks, cache prefix against the previous request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .assemble import Snapshot, assemble
+from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
+from .cache import CachePrefix, RequestShape, cache_prefix
+from .document import Document, Span
+from .fences import FenceStyle, FencedText, fence
+from .messages import Message, content_text, image_parts, image_token_estimate
+from .reader import ForgedBlock, forged_blocks
+from .template_library import ChatTemplate
+from .tokens import SegmentCache, Tokenizer, count_tokens, token_starts
+
+SUMMARY_ID = "summary"
+
+
+@dataclass
+class RequestSettings:
+    template: ChatTemplate
+    tokenizer: Tokenizer
+    variables: dict = field(default_factory=dict)
+    tools: list | None = None
+    add_generation_prompt: bool = True
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    fences: FenceStyle = field(default_factory=FenceStyle)
+    cache_rule: str = "llama.cpp"
+    exact: bool | None = None
+
+
+@dataclass
+class FenceInfo:
+    message: int  # session index
+    fence_id: str
+    source: str
+    escaped: int
+
+
+@dataclass
+class RequestView:
+    """Everything the pane shows for one request."""
+
+    snapshot: Snapshot
+    origin: list[int]  # document message index -> session message index (-1: the summary)
+    ledger: list[LedgerEntry]
+    plan: Plan
+    fences: list[FenceInfo]
+    forged: list[ForgedBlock]
+    prefix: CachePrefix
+    shape: RequestShape
+    keep_all_tokens: int
+    budget: int | None
+    image_tokens: int
+    summary_cost: int = 0
+
+    @property
+    def document(self) -> Document:
+        return self.snapshot.document
+
+    @property
+    def sent_tokens(self) -> int:
+        return self.snapshot.counts.total + self.image_tokens
+
+
+def fence_messages(messages: list[Message], style: FenceStyle,
+                   specials: list[str]) -> tuple[list[dict], dict[int, FencedText], list[FenceInfo]]:
+    wire, fenced, infos = [], {}, []
+    for index, message in enumerate(messages):
+        item = message.to_wire()
+        if style.enabled and not message.provenance.trusted and message.role != "assistant":
+            source = message.provenance.label or message.provenance.source
+            fence_id = message.id or f"m{index}"
+            result = fence(content_text(message.content), source, fence_id, style, specials)
+            item["content"] = result.text
+            fenced[index] = result
+            infos.append(FenceInfo(index, fence_id, source, result.escaped))
+        wire.append(item)
+    return wire, fenced, infos
+
+
+def split_fence_spans(document: Document, fenced: dict[int, FencedText], origin: list[int]) -> Document:
+    """Mark the header, note and footer of each fence as kind `fence` inside its content span."""
+    spans: list[Span] = []
+    for span in document.spans:
+        session_index = origin[span.message] if span.message is not None else None
+        item = fenced.get(session_index) if span.kind == "content" else None
+        text = document.span_text(span)
+        head = (item.header + item.note) if item else ""
+        if not item or not text.startswith(head) or not text.endswith(item.footer):
+            spans.append(span)
+            continue
+        body_start, body_end = span.start + len(head), span.end - len(item.footer)
+        for start, end, kind in ((span.start, body_start, "fence"), (body_start, body_end, "content"),
+                                 (body_end, span.end, "fence")):
+            if end > start:
+                spans.append(replace(span, start=start, end=end, kind=kind, tokens=0))
+    return Document(document.text, spans, document.roles)
+
+
+def _costs(snapshot: Snapshot, count: int) -> tuple[list[int], int]:
+    costs, overhead = [0] * count, 0
+    for span in snapshot.document.spans:
+        if span.message is None:
+            overhead += span.tokens
+        else:
+            costs[span.message] += span.tokens
+    return costs, overhead
+
+
+def _summary_message(settings: PolicySettings, dropped: int) -> dict:
+    text = settings.summary or f"[summary of {dropped} earlier messages: pending a model call]"
+    return {"role": "user", "content": text}
+
+
+def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
+    return assemble(wire, settings.template, settings.tokenizer, settings.variables,
+                    settings.add_generation_prompt, settings.tools, cache, settings.exact)
+
+
+def build_request(messages: list[Message], settings: RequestSettings, previous: RequestShape | None = None,
+                  request_number: int = 1, previously_dropped: dict[str, int] | None = None,
+                  cache: SegmentCache | None = None) -> RequestView:
+    """Assemble the request that `messages` would send now, with every policy applied."""
+    cache = cache if cache is not None else SegmentCache()
+    specials = settings.template.special_strings()
+    wire, fenced, fence_infos = fence_messages(messages, settings.fences, specials)
+    full = _render(wire, settings, cache)
+    costs, overhead = _costs(full, len(messages))
+    images = [sum(image_token_estimate(p) for p in image_parts(m.content)) for m in messages]
+    costs = [c + i for c, i in zip(costs, images)]
+    plan = plan_truncation([m.role for m in messages], costs, overhead, [m.pinned for m in messages],
+                           [bool(m.tool_calls) for m in messages], settings.policy, request_number,
+                           previously_dropped, [m.id or f"m{i}" for i, m in enumerate(messages)])
+    origin = list(plan.kept)
+    snapshot = full
+    if plan.ledger:
+        kept_wire = [wire[i] for i in plan.kept]
+        if settings.policy.name == "summarise":
+            first = next((n for n, i in enumerate(plan.kept) if messages[i].role not in ("system", "developer")), 0)
+            kept_wire.insert(first, _summary_message(settings.policy, len(plan.ledger)))
+            origin.insert(first, -1)
+        snapshot = _render(kept_wire, settings, cache)
+    document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
+    if document is not snapshot.document:
+        counts = count_tokens(document, settings.tokenizer, specials, cache, snapshot.counts.exact)
+        snapshot = replace(snapshot, document=document, counts=counts)
+    shape = RequestShape(document.text, token_starts(document, settings.tokenizer, specials, cache),
+                         [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],
+                         [content_text(messages[i].content) if i >= 0 else "" for i in origin],
+                         [messages[i].role if i >= 0 else "user" for i in origin],
+                         settings.tools, dict(settings.variables),
+                         frozenset(e.message_id for e in plan.ledger))
+    return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document),
+                       cache_prefix(previous, shape, document, settings.cache_rule), shape,
+                       full.counts.total + sum(images), settings.policy.budget,
+                       sum(images[i] for i in plan.kept), settings.policy.summary_cost)
