@@ -13,6 +13,13 @@ CONVERSATIONS = {
     "no_system": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
                   {"role": "user", "content": "Bye"}],
     "single": [{"role": "user", "content": "Héllo 👋 <b>x</b>"}],
+    "tools": [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "Weather and time?"},
+              {"role": "assistant", "content": "", "tool_calls": [
+                  {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}},
+                  {"id": "b", "type": "function", "function": {"name": "get_time", "arguments": {"tz": "CET"}}}]},
+              {"role": "tool", "tool_call_id": "a", "content": "rain"},
+              {"role": "tool", "tool_call_id": "b", "content": "10:00"},
+              {"role": "assistant", "content": "Rainy, ten o'clock."}, {"role": "user", "content": "Thanks"}],
     "long": [{"role": "user", "content": f"turn {i}"} if i % 2 == 0 else {"role": "assistant", "content": f"ok {i}"}
              for i in range(11)],
 }
@@ -29,8 +36,22 @@ PAIRS = [
 ]
 
 
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+
+@pytest.mark.parametrize("builtin,real", [("chatml", "Qwen-Qwen2.5-7B-Instruct.jinja"),
+                                          ("qwen3", "Qwen-Qwen3-0.6B.jinja"), ("qwen3", "qwen3-server.jinja")])
+@pytest.mark.parametrize("conversation", ["tools", "single", "system_3turn"])
+def test_builtin_matches_real_template_with_tools(builtin, real, conversation):
+    messages = CONVERSATIONS[conversation]
+    expected = template_from_text(template_source(real), "test").render(messages, tools=TOOLS,
+                                                                         add_generation_prompt=True)
+    assert builtin_template(builtin).render(messages, tools=TOOLS, add_generation_prompt=True) == expected
+
+
 @pytest.mark.parametrize("builtin,real,defaults", PAIRS, ids=[f"{b}-vs-{r}" for b, r, _ in PAIRS])
-@pytest.mark.parametrize("conversation", list(CONVERSATIONS))
+@pytest.mark.parametrize("conversation", [name for name in CONVERSATIONS if name != "tools"])
 @pytest.mark.parametrize("agp", [False, True])
 def test_builtin_matches_real_template(builtin, real, defaults, conversation, agp):
     messages = CONVERSATIONS[conversation]

@@ -28,6 +28,7 @@ class RequestShape:
     tools: list | None = None
     variables: dict = field(default_factory=dict)
     dropped: frozenset = frozenset()  # ids of messages the policy left out
+    tail_start: int | None = None  # where the trailing generation prompt begins (text of no message)
 
 
 @dataclass
@@ -70,8 +71,9 @@ def predict_cached(rule: str, prefix_tokens: int, total_tokens: int) -> int:
 
 
 def _cause(previous: RequestShape, current: RequestShape, document: Document, boundary: int) -> tuple:
-    if boundary >= len(previous.text):
-        return None, None, "none: the whole previous request is reused"
+    tail = len(previous.text) if previous.tail_start is None else previous.tail_start
+    if boundary >= tail:
+        return None, None, "none: the whole previous request is reused (new turns follow)"
     starts = [s.start for s in document.spans]
     span = document.spans[bisect_right(starts, boundary) - 1] if document.spans and boundary < len(document.text) \
         else None

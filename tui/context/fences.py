@@ -18,7 +18,8 @@ from dataclasses import dataclass
 # Look-alikes: the characters a parser keys on, swapped for ones it does not.
 LOOKALIKE = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆", "|": "¦", "｜": "¦"})
 RULE_BLOCK = r"<</?\s*[A-Za-z_][\w.-]*(?:\s+[^<>\n]*)?>>"
-GENERIC_CONTROL = r"<\|[^|<>\n]{1,40}\|>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>|<｜[^｜<>\n]{1,40}｜>"
+GENERIC_CONTROL = (r"<\|[^|<>\n]{1,40}\|>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>|<｜[^｜<>\n]{1,40}｜>"
+                   r"|</?(?:start|end)_of_turn>")  # Gemma's markers, whatever the active template
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ def _attr(value: str) -> str:
 
 def escape_pattern(style: FenceStyle, specials: list[str]) -> re.Pattern:
     parts = [re.escape(s) for s in sorted(set(specials), key=len, reverse=True) if s]
-    parts += [rf"</?\s*{re.escape(style.tag)}\b[^>\n]*>?", RULE_BLOCK, GENERIC_CONTROL, r"\[/?[A-Z][A-Z_]{2,30}\]"]
+    parts += [rf"</?\s*{re.escape(style.tag)}\b[^>\n]*>?", RULE_BLOCK, GENERIC_CONTROL, r"\[/?[A-Z][A-Z_]{2,30}\]",
+              r"<\||\|>|<｜|｜>"]  # a stray half of a control token (e.g. left by a cut) goes too
     return re.compile("|".join(parts), re.IGNORECASE)
 
 

@@ -123,6 +123,16 @@ def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) ->
                     settings.add_generation_prompt, settings.tools, cache, settings.exact)
 
 
+def _tail_start(document: Document) -> int:
+    """Start of the trailing text that belongs to no message (the generation prompt)."""
+    start = len(document.text)
+    for span in reversed(document.spans):
+        if span.message is not None:
+            break
+        start = span.start
+    return start
+
+
 def build_request(messages: list[Message], settings: RequestSettings, previous: RequestShape | None = None,
                   request_number: int = 1, previously_dropped: dict[str, int] | None = None,
                   cache: SegmentCache | None = None) -> RequestView:
@@ -155,7 +165,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
                          [content_text(messages[i].content) if i >= 0 else "" for i in origin],
                          [messages[i].role if i >= 0 else "user" for i in origin],
                          settings.tools, dict(settings.variables),
-                         frozenset(e.message_id for e in plan.ledger))
+                         frozenset(e.message_id for e in plan.ledger), _tail_start(document))
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document),
                        cache_prefix(previous, shape, document, settings.cache_rule), shape,
                        full.counts.total + sum(images), settings.policy.budget,
