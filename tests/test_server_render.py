@@ -33,7 +33,7 @@ def test_document_and_tokens_match_server(root, run_cli, tmp_path, name):
     path = tmp_path / "body.json"
     path.write_text(json.dumps(body))
     result = run_cli("render", str(path), "--template", str(DATA / "templates" / "qwen3-server.jinja"),
-                     "--tokenizer", "qwen3", "--json")
+                     "--tokenizer", "qwen3", "--no-fences", "--json")
     assert result.returncode == 0, result.stderr
     ours = json.loads(result.stdout)
     assert ours["text"] == server_prompt
@@ -49,3 +49,18 @@ def test_engine_in_process_matches_server_count(root):
     snap = assemble(messages, template, get_tokenizer("qwen3"), tools=tools)
     usage = post(root, "/v1/chat/completions", {"messages": messages, "tools": tools, "max_tokens": 1})["usage"]
     assert snap.counts.total == usage["prompt_tokens"]
+
+
+def test_fenced_request_counts_match_server(root):
+    """With fences on, the wire messages ctxpane sends produce the document and count the engine shows."""
+    from tui.context import messages_from_list
+    from tui.context.request import RequestSettings, build_request
+
+    template = load_template(str(DATA / "templates" / "qwen3-server.jinja"))
+    messages, tools = CONVERSATIONS["tool_roundtrip"]
+    view = build_request(messages_from_list(messages), RequestSettings(template, get_tokenizer("qwen3"), tools=tools))
+    assert view.fences and "<untrusted" in view.snapshot.wire[2]["content"]
+    body = {"messages": view.snapshot.wire, "tools": tools}
+    assert post(root, "/apply-template", body)["prompt"] == view.document.text
+    usage = post(root, "/v1/chat/completions", {**body, "max_tokens": 1})["usage"]
+    assert usage["prompt_tokens"] == view.sent_tokens
