@@ -123,3 +123,16 @@ def test_cost_series_quadratic_against_linear():
     rows = cost_series(list(zip(capped, keep_all)))
     assert rows[-1]["keep_all_total"] == 5500 and rows[-1]["sent_total"] == 100 + 200 + 300 * 8
     assert rows[4] == {"request": 5, "sent": 300, "keep_all": 500, "sent_total": 1200, "keep_all_total": 1500}
+
+
+def test_drop_oldest_stops_at_the_first_unit_that_does_not_fit():
+    # The big answer (100) does not fit; the small, older question must not be kept in its place.
+    plan = plan_truncation(["system", "user", "assistant", "user", "assistant", "user"], [10, 10, 100, 10, 10, 10],
+                           0, [False] * 6, [False] * 6, PolicySettings("drop-oldest", context_window=60))
+    assert plan.kept == [0, 3, 4, 5] and [e.message for e in plan.ledger] == [1, 2]
+
+
+def test_a_unit_that_fits_exactly_is_kept():
+    plan = plan_truncation(["system", "user", "assistant", "user"], [10, 10, 20, 10], 5, [False] * 4, [False] * 4,
+                           PolicySettings("drop-oldest", context_window=45))
+    assert plan.kept == [0, 2, 3] and [e.message for e in plan.ledger] == [1]  # 5 + 10 + 20 + 10 = 45
