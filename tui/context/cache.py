@@ -111,3 +111,23 @@ def cache_prefix(previous: RequestShape | None, current: RequestShape, document:
     shared = min(tokens_before(current.token_starts, boundary, len(current.text)), len(previous.token_starts))
     message, kind, cause = _cause(previous, current, document, boundary)
     return CachePrefix(boundary, shared, total, message, kind, cause, predict_cached(rule, shared, total), rule)
+
+
+def message_diff(previous: RequestShape | None, current: RequestShape) -> list[dict]:
+    """This request against the previous one, message by message: same, changed, new or gone."""
+    old = dict(zip(previous.message_ids, previous.message_texts)) if previous else {}
+    rows = []
+    for message_id, role, text in zip(current.message_ids, current.message_roles, current.message_texts):
+        if message_id not in old:
+            status = "new"
+        elif old[message_id] != text:
+            status = "changed"
+        else:
+            status = "same"
+        rows.append({"id": message_id, "role": role, "status": status, "chars": len(text)})
+    if previous:
+        kept = set(current.message_ids)
+        rows += [{"id": i, "role": r, "status": "gone", "chars": len(t)}
+                 for i, r, t in zip(previous.message_ids, previous.message_roles, previous.message_texts)
+                 if i not in kept]
+    return rows

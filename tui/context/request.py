@@ -67,6 +67,26 @@ class RequestView:
     def sent_tokens(self) -> int:
         return self.snapshot.counts.total + self.image_tokens
 
+    def breakdown(self, window: int | None, reserved: int) -> list[tuple[str, int]]:
+        """Tokens by what they are: each role's own text, template overhead, fences, images, reply, free."""
+        parts: dict[str, int] = {}
+        for span in self.document.spans:
+            if span.kind == "marker":
+                key = "template overhead"
+            elif span.kind == "fence":
+                key = "fences"
+            else:
+                key = self.document.role_of(span)
+            parts[key] = parts.get(key, 0) + span.tokens
+        order = ["system", "developer", "user", "assistant", "tool", "template overhead", "fences"]
+        rows = [(key, parts.pop(key)) for key in order if key in parts] + sorted(parts.items())
+        if self.image_tokens:
+            rows.append(("images (estimate)", self.image_tokens))
+        rows.append(("reserved output", reserved))
+        if window:
+            rows.append(("free", max(0, window - self.sent_tokens - reserved)))
+        return rows
+
 
 def fence_messages(messages: list[Message], style: FenceStyle,
                    specials: list[str]) -> tuple[list[dict], dict[int, FencedText], list[FenceInfo]]:

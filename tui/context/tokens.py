@@ -136,6 +136,9 @@ class HFTokenizer:
     def special_count(self, text: str) -> int:
         return len(self._encode(text, False).ids)
 
+    def plain_ids(self, text: str) -> list[int]:
+        return list(self._encode(text, True).ids)
+
     def specials(self) -> set[str]:
         return set(self._added)
 

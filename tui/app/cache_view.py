@@ -1,0 +1,34 @@
+"""Cache: per request, the cached tokens predicted and reported, and the cause of the last break."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.context.request import RequestView
+from tui.context.safety import visible
+
+
+class CacheView(Static):
+    DEFAULT_CSS = "CacheView { padding: 0 1; }"
+
+    def show(self, view: RequestView, requests: list) -> None:
+        prefix = view.prefix
+        head = Text(f"next request: {prefix.tokens} of {prefix.total_tokens} tokens unchanged; "
+                    f"{prefix.rule} would reuse {prefix.predicted_cached}\n", style="bold")
+        head.append(f"where it breaks: {visible(prefix.cause)}\n")
+        table = Table(box=None, header_style="bold")
+        for column in ("#", "sent", "predicted", "reported", "cause"):
+            table.add_column(column, justify="right" if column != "cause" else "left")
+        for record in requests[-50:]:
+            reported = "—" if record.cached_reported is None else str(record.cached_reported)
+            predicted = "—" if record.predicted_cached is None else str(record.predicted_cached)
+            style = ""
+            if record.cached_reported is not None and record.predicted_cached is not None \
+                    and abs(record.cached_reported - record.predicted_cached) > 1:
+                style = "yellow"
+            table.add_row(str(record.number), str(record.document_tokens), predicted, reported,
+                          visible(record.cache_cause), style=style)
+        self.update(Group(head, table) if requests else Group(head, Text("no request sent yet", style="dim")))

@@ -1,0 +1,46 @@
+"""The chat side: the messages, a status line and the composer."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from tui.context.messages import Message
+
+from .composer import Composer
+from .message_item import MessageItem
+
+
+class ChatPanel(Vertical):
+    DEFAULT_CSS = """
+    ChatPanel { width: 1fr; min-width: 30; }
+    ChatPanel #messages { height: 1fr; }
+    ChatPanel #status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="messages")
+        yield Static(id="status")
+        yield Composer(id="composer")
+
+    def show_messages(self, messages: list[Message], dropped: set[int]) -> None:
+        box = self.query_one("#messages", VerticalScroll)
+        box.remove_children()
+        box.mount_all([MessageItem(m, i, i in dropped) for i, m in enumerate(messages)])
+        box.scroll_end(animate=False)
+
+    def add_message(self, message: Message, index: int) -> MessageItem:
+        item = MessageItem(message, index)
+        box = self.query_one("#messages", VerticalScroll)
+        box.mount(item)
+        box.scroll_end(animate=False)
+        return item
+
+    def set_status(self, text: str, style: str = "") -> None:
+        self.query_one("#status", Static).update(Text(text, style=style))
+
+    def focused_index(self) -> int | None:
+        focused = self.app.focused
+        return focused.index if isinstance(focused, MessageItem) else None

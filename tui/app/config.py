@@ -1,0 +1,73 @@
+"""Where the endpoint and settings come from: flags, then the environment, then config.toml (XDG)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from platformdirs import user_config_dir
+
+LOCAL_PORTS = ((8080, "llama.cpp"), (11434, "Ollama"), (1234, "LM Studio"), (8000, "vLLM"))
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used: the app starts with defaults and shows this."""
+
+
+def config_dir() -> Path:
+    return Path(user_config_dir("ctxpane", appauthor=False))
+
+
+@dataclass
+class Settings:
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    template: str = ""
+    tokenizer: str = ""
+    theme: str = ""
+    scan_local: bool = True
+    policy: dict = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=dict)  # where base_url etc. came from, for the status line
+
+
+def read_config(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    for key in ("keys", "policy"):
+        if key in data and not isinstance(data[key], dict):
+            raise ConfigError(f"{path}: [{key}] must be a table")
+    return data
+
+
+def resolve(flags: dict, environ: dict | None = None, config_path: Path | None = None) -> tuple[Settings, list[str]]:
+    """Flags win over the environment, which wins over the config file."""
+    environ = os.environ if environ is None else environ
+    problems: list[str] = []
+    try:
+        config = read_config(config_path or config_dir() / "config.toml")
+    except ConfigError as exc:
+        config, problems = {}, [str(exc)]
+    settings = Settings(policy=dict(config.get("policy", {})), keys={k: str(v) for k, v in config.get("keys", {}).items()},
+                        scan_local=bool(config.get("scan_local", True)))
+    env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
+    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme"):
+        if flags.get(name):
+            setattr(settings, name, flags[name])
+            settings.source[name] = "flag"
+        elif name in env_names and environ.get(env_names[name]):
+            setattr(settings, name, environ[env_names[name]])
+            settings.source[name] = f"${env_names[name]}"
+        elif config.get(name):
+            setattr(settings, name, str(config[name]))
+            settings.source[name] = "config.toml"
+    if flags.get("no_scan"):
+        settings.scan_local = False
+    return settings, problems

@@ -1,0 +1,141 @@
+"""Where each screen row of the document comes from: a slice of the text, or a note put between lines.
+
+Kept separate from the widget so it can be tested and measured without a terminal. Updates are
+incremental: only lines from the first changed character onwards are laid out again, which keeps
+typing at the end of a 2 MB document cheap.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import accumulate
+
+from rich.cells import get_character_cell_size
+
+from tui.context.cache import common_prefix_length
+
+
+@dataclass(frozen=True)
+class Note:
+    """A line that is not part of the document: a dropped message, the cache boundary, the draft mark."""
+
+    text: str
+    style: str  # a key into the role/kind styles: dropped, cache, draft
+
+
+@dataclass(frozen=True)
+class Line:
+    start: int
+    end: int
+    note: Note | None = None
+
+
+def wrap_points(text: str, width: int) -> list[int]:
+    """Offsets where each screen row of `text` starts, wrapping at `width` cells (wide characters kept whole)."""
+    if width <= 0 or len(text) <= width and text.isascii():
+        return [0]
+    if text.isascii():
+        return list(range(0, len(text), width)) or [0]
+    points, used = [0], 0
+    for index, char in enumerate(text):
+        size = get_character_cell_size(char)
+        if used + size > width and used:
+            points.append(index)
+            used = 0
+        used += size
+    return points
+
+
+class DocLayout:
+    def __init__(self) -> None:
+        self.text = ""
+        self.notes: list[tuple[int, Note]] = []
+        self.width = 80
+        self.lines: list[Line] = []
+        self.rows: list[int] = []  # screen rows of each line
+        self.first_row: list[int] = [0]  # row where each line starts (and the total at the end)
+
+    @property
+    def height(self) -> int:
+        return self.first_row[-1]
+
+    def update(self, text: str, notes: list[tuple[int, Note]], width: int) -> int:
+        """Lay out a new text; returns the index of the first line that changed."""
+        notes = sorted(notes, key=lambda item: item[0])
+        if width != self.width or not self.lines:
+            keep_from = 0
+        else:
+            keep_from = self._unchanged_until(text, notes)
+        start = self.lines[keep_from].start if keep_from < len(self.lines) else 0
+        self.text, self.notes, self.width = text, notes, width
+        del self.lines[keep_from:]
+        del self.rows[keep_from:]
+        self.lines.extend(self._build(start, [n for n in notes if n[0] >= start]))
+        self.rows.extend(self._rows(line) for line in self.lines[keep_from:])
+        self.first_row = list(accumulate(self.rows, initial=0))
+        return keep_from
+
+    def _unchanged_until(self, text: str, notes: list[tuple[int, Note]]) -> int:
+        """Index of the first line that may differ; notes before it must be the same too."""
+        same = common_prefix_length(self.text, text)
+        old_notes = [n for n in self.notes if n[0] < same]
+        if old_notes != [n for n in notes if n[0] < same]:
+            return 0
+        starts = [line.start for line in self.lines]
+        index = bisect_right(starts, same) - 1  # the line holding the first changed character
+        while index > 0 and (self.lines[index].note is not None or self.lines[index].start >= same):
+            index -= 1
+        # Step back past notes sitting at this line's start, so they are placed again.
+        while index > 0 and self.lines[index - 1].note is not None:
+            index -= 1
+        return max(0, index)
+
+    def _build(self, position: int, notes: list[tuple[int, Note]]) -> list[Line]:
+        lines: list[Line] = []
+        text, length, pending = self.text, len(self.text), 0
+        while True:
+            while pending < len(notes) and notes[pending][0] <= position:
+                lines.append(Line(position, position, notes[pending][1]))
+                pending += 1
+            newline = text.find("\n", position)
+            end = length if newline < 0 else newline
+            forced = notes[pending][0] if pending < len(notes) and notes[pending][0] < end else None
+            if forced is not None:  # a note mid-line splits the line there
+                lines.append(Line(position, forced))
+                position = forced
+                continue
+            lines.append(Line(position, end))
+            if newline < 0:
+                break
+            position = newline + 1
+        for offset, note in notes[pending:]:
+            lines.append(Line(offset, offset, note))
+        return lines
+
+    def _rows(self, line: Line) -> int:
+        if line.note is not None:
+            return 1
+        return len(wrap_points(self.text[line.start:line.end], self.width))
+
+    def locate(self, row: int) -> tuple[Line, int, int] | None:
+        """The line shown on screen row `row`, and the [start, end) text offsets of that row."""
+        if row < 0 or row >= self.height:
+            return None
+        index = bisect_right(self.first_row, row) - 1
+        line = self.lines[index]
+        if line.note is not None:
+            return line, line.start, line.start
+        within = row - self.first_row[index]
+        points = wrap_points(self.text[line.start:line.end], self.width)
+        start = line.start + points[within]
+        end = line.start + points[within + 1] if within + 1 < len(points) else line.end
+        return line, start, end
+
+    def row_of(self, offset: int) -> int:
+        """The screen row where text offset `offset` is shown."""
+        starts = [line.start for line in self.lines]
+        index = max(0, bisect_right(starts, offset) - 1)
+        while index > 0 and self.lines[index].note is not None:
+            index -= 1
+        return self.first_row[index]

@@ -1,0 +1,35 @@
+"""`ctxpane [FILE]`: parse the flags and start the app. Heavy imports wait until after parsing."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxpane", description="Chat with an LLM and watch, live, what it is sent.",
+                                     epilog="subcommands: render, doctor, replay, export (ctxpane SUBCOMMAND -h)")
+    parser.add_argument("file", nargs="?", help="a session file to open")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL, then config.toml)")
+    parser.add_argument("--model", help="model name")
+    parser.add_argument("--api-key-env", help="variable holding the API key (default OPENAI_API_KEY)")
+    parser.add_argument("--template", help="chat template: built-in name or path")
+    parser.add_argument("--tokenizer", help="tokenizer: o200k_base, cl100k_base, o200k_harmony, qwen3, or a path")
+    parser.add_argument("--theme", help="theme name")
+    parser.add_argument("--no-scan", action="store_true", help="do not look for a local server")
+    parser.add_argument("--replay", action="store_true", help="open the session in replay mode")
+    return parser
+
+
+def run_app(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from .app import CtxpaneApp, LaunchOptions
+
+    options = LaunchOptions(file=Path(args.file).expanduser() if args.file else None,
+                            flags={"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
+                                   "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,
+                                   "no_scan": args.no_scan},
+                            replay=args.replay)
+    app = CtxpaneApp(options)
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,64 @@
+"""Ledger: every message the policy left out of the request, why, and since when; plus a search."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from tui.context.budget import still_in_window
+from tui.context.request import RequestView
+from tui.context.safety import visible
+
+
+class LedgerView(Vertical):
+    DEFAULT_CSS = """
+    LedgerView { padding: 0 1; }
+    LedgerView Input { margin: 1 0 0 0; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._view: RequestView | None = None
+        self._texts: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="ledger-table")
+        yield Input(placeholder="is this text still in the window? type to search", id="ledger-search")
+        yield Static(id="ledger-hits")
+
+    def show(self, view: RequestView, texts: list[str]) -> None:
+        self._view, self._texts = view, texts
+        if not view.ledger:
+            table = Text(f"nothing dropped: policy {view.plan.kept and 'keeps every message' or ''}", style="dim")
+        else:
+            table = Table(box=None, header_style="bold")
+            for column in ("message", "role", "tokens", "policy", "since", "reason"):
+                table.add_column(column)
+            for entry in view.ledger:
+                table.add_row(str(entry.message), entry.role, str(entry.tokens), entry.policy,
+                              f"request {entry.since_request}", visible(entry.reason), style="strike")
+        self.query_one("#ledger-table", Static).update(table)
+        self._search(self.query_one("#ledger-search", Input).value)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._search(event.value)
+
+    def _search(self, query: str) -> None:
+        hits_widget = self.query_one("#ledger-hits", Static)
+        if not query or self._view is None:
+            hits_widget.update("")
+            return
+        hits = still_in_window(self._texts, self._view.plan, query)
+        if not hits:
+            hits_widget.update(Text("not found in any message", style="dim"))
+            return
+        out = Text()
+        for hit in hits:
+            if hit["kept"]:
+                out.append(f"message {hit['message']}: in the window\n", style="green")
+            else:
+                out.append(f"message {hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})\n", style="red")
+        hits_widget.update(out)

@@ -1,0 +1,86 @@
+"""One message in the chat: its role and provenance, its text (never markup), reasoning and tool calls folded."""
+
+from __future__ import annotations
+
+import json
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Collapsible, Static
+
+from tui.context.messages import Message
+from tui.context.safety import visible
+
+
+def header_text(message: Message, index: int, dropped: bool) -> Text:
+    prov = message.provenance
+    text = Text(f"{message.role}", style="bold")
+    text.append(f" #{index}", style="dim")
+    if prov.source not in ("user", "system_prompt", "model") or not prov.trusted:
+        text.append(f"  {prov.label or prov.source}", style="italic")
+    if not prov.trusted:
+        text.append("  untrusted", style="bold yellow")
+    if message.pinned:
+        text.append("  📌 pinned", style="bold")
+    if dropped:
+        text.append("  ✂ dropped from the request", style="strike dim")
+    return text
+
+
+def tool_calls_text(calls: list[dict]) -> Text:
+    lines = []
+    for call in calls:
+        function = call.get("function", {})
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        lines.append(f"{function.get('name', '?')}({arguments})")
+    return Text(visible("\n".join(lines)))
+
+
+class MessageItem(Vertical, can_focus=True):
+    DEFAULT_CSS = """
+    MessageItem { height: auto; padding: 0 1; margin: 0 0 1 0; border-left: thick $panel; }
+    MessageItem:focus { border-left: thick $accent; background: $boost; }
+    MessageItem.role-user { border-left: thick $success; }
+    MessageItem.role-assistant { border-left: thick $primary; }
+    MessageItem.role-system, MessageItem.role-developer { border-left: thick $secondary; }
+    MessageItem.role-tool, MessageItem.untrusted { border-left: thick $warning; }
+    MessageItem.dropped { opacity: 60%; }
+    MessageItem .body { height: auto; }
+    MessageItem Collapsible { padding: 0; border: none; }
+    """
+
+    def __init__(self, message: Message, index: int, dropped: bool = False) -> None:
+        super().__init__(classes=f"role-{message.role}" + ("" if message.provenance.trusted else " untrusted")
+                         + (" dropped" if dropped else ""))
+        self.message, self.index, self.dropped = message, index, dropped
+
+    def compose(self) -> ComposeResult:
+        yield Static(header_text(self.message, self.index, self.dropped), classes="head")
+        reasoning = self.message.reasoning_content or ""
+        with Collapsible(title="reasoning", collapsed=True, classes="reasoning") as folded:
+            folded.display = bool(reasoning)
+            yield Static(Text(visible(reasoning)), classes="reasoning-body")
+        yield Static(Text(visible(self.message.text())), classes="body")
+        calls = self.message.tool_calls or []
+        with Collapsible(title=f"tool calls ({len(calls)})", collapsed=True, classes="calls") as folded:
+            folded.display = bool(calls)
+            yield Static(tool_calls_text(calls), classes="calls-body")
+
+    def set_reply(self, content: str, reasoning: str, calls: list[dict], note: str = "") -> None:
+        """Update while a reply streams in (shown as text, never as markup or escape sequences)."""
+        body = Text(visible(content))
+        if note:
+            body.append(f"\n{note}", style="bold yellow")
+        self.query_one(".body", Static).update(body)
+        folded = self.query_one(".reasoning", Collapsible)
+        folded.display = bool(reasoning)
+        if reasoning:
+            self.query_one(".reasoning-body", Static).update(Text(visible(reasoning)))
+        calls_box = self.query_one(".calls", Collapsible)
+        calls_box.display = bool(calls)
+        if calls:
+            calls_box.title = f"tool calls ({len(calls)})"
+            self.query_one(".calls-body", Static).update(tool_calls_text(calls))

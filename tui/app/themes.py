@@ -1,0 +1,91 @@
+"""Theme files (TOML data, never code): Textual's colours plus the context pane's role colours."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.color import Color, ColorParseError
+from textual.theme import Theme
+
+from tui.shipped import shipped_folder
+
+COLOR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel", "warning",
+              "error", "success")
+ROLE_KEYS = ("system", "developer", "user", "assistant", "tool", "marker", "fence", "dropped", "cache", "forged",
+             "draft")
+DEFAULT_ROLES = {"system": "magenta", "developer": "magenta", "user": "green", "assistant": "cyan",
+                 "tool": "yellow", "marker": "grey50", "fence": "dark_orange", "dropped": "grey39",
+                 "cache": "dark_cyan", "forged": "red", "draft": "green_yellow"}
+DEFAULT_THEME = "ctxpane-dark"
+
+
+class ThemeFileError(ValueError):
+    """A theme file that cannot be used; it is skipped and the reason shown."""
+
+
+@dataclass
+class PaneTheme:
+    theme: Theme
+    roles: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROLES))
+    origin: str = ""
+
+
+def _color(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ThemeFileError(f"{where}: a colour must be a string like \"#336699\"")
+    try:
+        return Color.parse(value).hex
+    except ColorParseError:
+        raise ThemeFileError(f"{where}: {value!r} is not a colour") from None
+
+
+def parse_theme(text: str, origin: str) -> PaneTheme:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ThemeFileError(f"{origin}: not valid TOML ({exc})") from None
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ThemeFileError(f"{origin}: a theme needs a name")
+    colors = data.get("colors", {})
+    if "primary" not in colors:
+        raise ThemeFileError(f"{origin}: [colors] needs at least 'primary'")
+    unknown = set(colors) - set(COLOR_KEYS)
+    if unknown:
+        raise ThemeFileError(f"{origin}: unknown colours {', '.join(sorted(unknown))}")
+    theme = Theme(name=name, dark=bool(data.get("dark", True)),
+                  **{key: _color(value, f"{origin} [colors].{key}") for key, value in colors.items()})
+    roles = dict(DEFAULT_ROLES)
+    for key, value in data.get("roles", {}).items():
+        if key not in ROLE_KEYS:
+            raise ThemeFileError(f"{origin}: unknown role colour {key!r}")
+        roles[key] = _color(value, f"{origin} [roles].{key}")
+    return PaneTheme(theme, roles, origin)
+
+
+def shipped_theme_texts() -> list[tuple[str, str]]:
+    folder = shipped_folder("tui.themes", "themes")
+    return sorted((entry.name, entry.read_text(encoding="utf-8")) for entry in folder.iterdir()
+                  if entry.name.endswith(".toml"))
+
+
+def load_themes(user_folder: Path | None) -> tuple[dict[str, PaneTheme], list[str]]:
+    """Shipped themes, then the user's (which may replace a shipped one by name); plus errors to show."""
+    themes: dict[str, PaneTheme] = {}
+    errors: list[str] = []
+    sources = [(f"themes/{name}", text) for name, text in shipped_theme_texts()]
+    if user_folder is not None and user_folder.is_dir():
+        for path in sorted(user_folder.glob("*.toml")):
+            try:
+                sources.append((str(path), path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError) as exc:
+                errors.append(f"{path}: cannot read ({exc})")
+    for origin, text in sources:
+        try:
+            pane_theme = parse_theme(text, origin)
+            themes[pane_theme.theme.name] = pane_theme
+        except ThemeFileError as exc:
+            errors.append(str(exc))
+    return themes, errors

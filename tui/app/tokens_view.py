@@ -1,0 +1,48 @@
+"""Tokens: a bar of the window by what fills it, and the counts, each labelled exact or estimate."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.context.request import RequestView
+
+PART_COLORS = {"template overhead": "marker", "fences": "fence", "free": None, "reserved output": "cache",
+               "images (estimate)": "tool"}
+
+
+class TokensView(Static):
+    DEFAULT_CSS = "TokensView { padding: 0 1; }"
+
+    def show(self, view: RequestView, window: int | None, reserved: int, roles: dict[str, str]) -> None:
+        counts = view.snapshot.counts
+        label = "exact" if counts.exact else "estimate"
+        rows = view.breakdown(window, reserved)
+        total = max(1, window or (view.sent_tokens + reserved))
+        width = max(10, (self.size.width or 60) - 4)
+        bar = Text()
+        for name, value in rows:
+            cells = round(width * value / total)
+            key = PART_COLORS.get(name, name)
+            color = roles.get(key, "grey50") if key else "grey23"
+            bar.append("█" * cells if key else "░" * cells, style=color)
+        head = Text(f"{view.sent_tokens} tokens sent ({label}: {counts.tokenizer})")
+        head.append(f" · window {window}" if window else " · window unknown")
+        if view.budget is not None:
+            head.append(f" · budget {view.budget}")
+        if view.plan.over_budget:
+            head.append(f"\n⚠ {view.plan.warning}", style="bold red")
+        table = Table(box=None, show_header=True, header_style="bold")
+        table.add_column("")
+        table.add_column("what")
+        table.add_column("tokens", justify="right")
+        table.add_column("count")
+        for name, value in rows:
+            key = PART_COLORS.get(name, name)
+            kind = "estimate" if name.startswith("images") or not counts.exact else "exact"
+            if name in ("reserved output", "free"):
+                kind = "setting"
+            table.add_row(Text("■", style=roles.get(key, "grey50") if key else "grey23"), name, str(value), kind)
+        self.update(Group(head, bar, Text(""), table))

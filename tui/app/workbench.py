@@ -1,0 +1,228 @@
+"""The app's state and actions, without any widget: session + settings -> engine -> RequestView.
+
+The Textual view calls these methods and shows what they return; it computes nothing itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from tui.client.reply import Reply
+from tui.context.budget import PolicySettings, cost_series
+from tui.context.cache import RequestShape
+from tui.context.fences import FenceStyle
+from tui.context.incremental import splice_message
+from tui.context.messages import Message, Provenance
+from tui.context.request import RequestSettings, RequestView, build_request
+from tui.context.template_library import ChatTemplate, builtin_template, load_template, template_from_text
+from tui.context.tokens import SegmentCache, Tokenizer
+from tui.sessions.model import RequestRecord, Session, now_iso
+
+DRAFT_ID = "draft"
+
+
+class CharEstimate:
+    """Stands in until a real tokenizer has loaded: one token per four characters (an estimate)."""
+
+    name = "estimate (4 chars/token)"
+
+    def plain_starts(self, text: str) -> tuple[array, bool]:
+        return array("q", range(0, len(text), 4)), False
+
+    def special_count(self, text: str) -> int:
+        return 1
+
+    def specials(self) -> set[str]:
+        return set()
+
+
+def template_from_session(spec: dict) -> ChatTemplate:
+    if spec.get("text"):
+        return template_from_text(spec["text"], spec.get("origin", "session"), spec.get("name", "custom"),
+                                  **spec.get("defaults", {}))
+    name = spec.get("name", "chatml")
+    origin = spec.get("origin", "builtin")
+    return load_template(origin[5:]) if origin.startswith("file:") else builtin_template(name)
+
+
+def template_spec(template: ChatTemplate) -> dict:
+    if template.origin == "builtin":
+        return {"name": template.name, "origin": "builtin"}
+    return {"name": template.name, "origin": template.origin, "text": template.source or "",
+            "defaults": template.defaults}
+
+
+@dataclass
+class Workbench:
+    session: Session
+    template: ChatTemplate
+    tokenizer: Tokenizer = field(default_factory=CharEstimate)
+    exact: bool | None = None  # set when the server vouches for the tokenizer
+    cache_rule: str = "llama.cpp"
+    draft: str = ""
+    previous: RequestShape | None = None
+    cache: SegmentCache = field(default_factory=SegmentCache)
+    view: RequestView | None = None
+    _dropped_since: dict[str, int] = field(default_factory=dict)
+
+    # -- settings --------------------------------------------------------------------------
+    @property
+    def policy(self) -> PolicySettings:
+        return self.session.policy_settings()
+
+    def settings(self) -> RequestSettings:
+        exact = False if isinstance(self.tokenizer, CharEstimate) else self.exact
+        return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
+                               True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, exact)
+
+    def set_template(self, template: ChatTemplate) -> None:
+        self.template = template
+        self.session.template = template_spec(template)
+        self.cache = SegmentCache()
+
+    def set_tokenizer(self, tokenizer: Tokenizer, exact: bool | None = None) -> None:
+        self.tokenizer, self.exact = tokenizer, exact
+        self.session.tokenizer = tokenizer.name
+        self.cache = SegmentCache()
+
+    def set_policy(self, **changes: Any) -> None:
+        policy = asdict(self.policy) | changes
+        PolicySettings(**policy)  # validates; raises PolicyError
+        self.session.policy = policy
+
+    # -- the view ----------------------------------------------------------------------------
+    def messages_with_draft(self) -> list[Message]:
+        messages = list(self.session.messages)
+        if self.draft:
+            messages.append(Message("user", self.draft, provenance=Provenance("user", True), id=DRAFT_ID))
+        return messages
+
+    @property
+    def request_number(self) -> int:
+        return len(self.session.requests) + 1
+
+    def compute(self) -> RequestView:
+        """The full computation (render, policy, counts, fences, cache prefix), without storing it.
+
+        Safe to run in a worker thread: it reads the session and writes only to the segment cache.
+        """
+        return build_request(self.messages_with_draft(), self.settings(), self.previous, self.request_number,
+                             dict(self._dropped_since), self.cache)
+
+    def rebuild(self) -> RequestView:
+        self.view = self.compute()
+        return self.view
+
+    def set_draft(self, text: str) -> bool:
+        """Update the draft. True: the view was updated in place (splice). False: a full rebuild is owed."""
+        had_draft, self.draft = bool(self.draft), text
+        view = self.view
+        if view is None or not had_draft or not text or not self.template.copies_text_verbatim() \
+                or self.tokenizer.name.startswith("server:"):  # a server tokenizer waits for the full rebuild
+            return False
+        draft_index = len(view.origin) - 1
+        if view.origin[draft_index] != len(self.session.messages):
+            return False
+        spliced = splice_message(view.snapshot.document, view.snapshot.counts, draft_index, text, self.tokenizer,
+                                 self.template.special_strings(), self.cache)
+        if spliced is None:
+            return False
+        document, counts = spliced
+        snapshot = replace(view.snapshot, document=document, counts=counts,
+                           wire=view.snapshot.wire[:-1] + [{"role": "user", "content": text}])
+        self.view = replace(view, snapshot=snapshot,
+                            keep_all_tokens=view.keep_all_tokens + counts.total - view.snapshot.counts.total)
+        return True
+
+    # -- sending -------------------------------------------------------------------------------
+    def request_body(self, view: RequestView, stream: bool = True) -> dict:
+        body: dict[str, Any] = {"model": self.session.model or "model", "messages": view.snapshot.wire}
+        if self.session.tools:
+            body["tools"] = self.session.tools
+        if self.policy.max_tokens:
+            body["max_tokens"] = self.policy.max_tokens
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def commit_draft(self) -> tuple[dict, RequestView]:
+        """Turn the draft into a user message; returns the body to send and the view it was built from."""
+        if self.draft.strip():
+            self.session.messages.append(Message("user", self.draft, provenance=Provenance("user", True),
+                                                 id=self.new_id()))
+        self.draft = ""
+        view = self.rebuild()
+        return self.request_body(view), view
+
+    def new_id(self) -> str:
+        taken = {m.id for m in self.session.messages}
+        number = len(self.session.messages)
+        while f"m{number}" in taken:
+            number += 1
+        return f"m{number}"
+
+    def start_record(self, body: dict, view: RequestView) -> RequestRecord:
+        record = RequestRecord(
+            number=self.request_number, time=now_iso(), body=body,
+            reply={"content": "", "incomplete": True},
+            document_hash=hashlib.sha256(view.document.text.encode()).hexdigest(),
+            document_tokens=view.sent_tokens, tokens_exact=view.snapshot.counts.exact,
+            dropped=[asdict(e) for e in view.ledger], predicted_cached=view.prefix.predicted_cached,
+            cache_cause=view.prefix.cause, keep_all_tokens=view.keep_all_tokens,
+            template=self.template.name, tokenizer=self.tokenizer.name)
+        self.session.requests.append(record)
+        self.previous = view.shape
+        self._dropped_since = {e.message_id: e.since_request for e in view.ledger}
+        self.session.updated = now_iso()
+        return record
+
+    def update_record(self, record: RequestRecord, reply: Reply) -> None:
+        """Called while a reply streams and when it ends: the record always holds what has arrived."""
+        record.reply = reply.to_record()
+        record.usage, record.timings = reply.usage, reply.timings
+        record.cached_reported = reply.cached_tokens
+
+    def finish_reply(self, record: RequestRecord, reply: Reply) -> None:
+        self.update_record(record, reply)
+        message = reply.to_message()
+        if message["content"] or message.get("tool_calls") or reply.incomplete:
+            self.session.messages.append(Message("assistant", message["content"], tool_calls=message.get("tool_calls"),
+                                                 reasoning_content=message.get("reasoning_content"),
+                                                 provenance=Provenance("model", True), id=self.new_id()))
+        self.session.updated = now_iso()
+
+    # -- message actions ---------------------------------------------------------------------------
+    def edit(self, index: int, text: str) -> None:
+        self.session.messages[index].content = text
+
+    def delete(self, index: int) -> None:
+        del self.session.messages[index]
+
+    def toggle_pin(self, index: int) -> bool:
+        message = self.session.messages[index]
+        message.pinned = not message.pinned
+        return message.pinned
+
+    def set_system_prompt(self, text: str) -> None:
+        messages = self.session.messages
+        if messages and messages[0].role == "system":
+            messages[0].content = text
+        else:
+            messages.insert(0, Message("system", text, provenance=Provenance("system_prompt", True), id="sys"))
+
+    def add_document(self, text: str, label: str, source: str = "document") -> Message:
+        message = Message("user", text, provenance=Provenance.for_source(source, label), id=self.new_id())
+        self.session.messages.append(message)
+        return message
+
+    def truncate_after(self, index: int) -> None:
+        """Resend from here: drop everything after message `index`."""
+        del self.session.messages[index + 1:]
+
+    def costs(self) -> list[dict]:
+        rows = [(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in self.session.requests]
+        return cost_series(rows)

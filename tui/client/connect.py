@@ -1,0 +1,78 @@
+"""Finding a server and choosing, from what it offers, the template and tokenizer the pane uses."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import httpx
+
+from tui.context.template_library import ChatTemplate, template_from_text
+from tui.context.tokens import get_tokenizer, tokenizer_for_model
+
+from .endpoint import Endpoint
+from .http import Limits, OpenAIClient
+from .server_info import ServerInfo, probe
+
+LOCAL_PORTS = ((8080, "llama.cpp"), (11434, "Ollama"), (1234, "LM Studio"), (8000, "vLLM"))
+PROBE_TEXT = "Hello wörld <|im_start|>system\n42"
+
+
+@dataclass
+class Connection:
+    client: OpenAIClient
+    info: ServerInfo
+    template: ChatTemplate | None  # the server's own, when it has a Jinja one
+    tokenizer: str  # a name for get_tokenizer, or "server"
+    exact: bool
+    note: str
+
+
+async def scan_local(ports=LOCAL_PORTS, timeout: float = 0.4) -> tuple[str, str] | None:
+    """The first usual local port that answers /v1/models (loopback only)."""
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        async def check(port: int, label: str):
+            try:
+                response = await http.get(f"http://127.0.0.1:{port}/v1/models")
+                return (f"http://127.0.0.1:{port}/v1", label) if response.status_code == 200 else None
+            except httpx.HTTPError:
+                return None
+
+        for found in await asyncio.gather(*(check(port, label) for port, label in ports)):
+            if found:
+                return found
+    return None
+
+
+async def _local_matches_server(client: OpenAIClient, name: str) -> bool:
+    """True when a shipped tokenizer gives the server's own ids for a probe text."""
+    try:
+        data = await client.post_json("/tokenize", {"content": PROBE_TEXT, "parse_special": False}, at_root=True)
+        tokens = data.get("tokens", [])
+        server_ids = [t["id"] if isinstance(t, dict) else t for t in tokens]
+    except Exception:  # noqa: BLE001 - any failure means: not verified
+        return False
+    local = await asyncio.to_thread(get_tokenizer, name)  # loading takes a moment: off the event loop
+    encoded = local.plain_ids(PROBE_TEXT) if hasattr(local, "plain_ids") else None
+    return encoded == server_ids
+
+
+async def connect(endpoint: Endpoint) -> Connection:
+    client = OpenAIClient(endpoint, Limits(connect=5.0, read=300.0))
+    try:
+        info = await probe(client)
+    except BaseException:
+        await client.aclose()
+        raise
+    endpoint.model = endpoint.model or info.model
+    template = None
+    if info.has_own_template:
+        template = template_from_text(info.chat_template or "", f"server:{info.kind}", f"{info.kind} template",
+                                      bos_token=info.bos_token, eos_token=info.eos_token)
+    if info.kind == "llama.cpp":
+        if await _local_matches_server(client, "qwen3"):
+            return Connection(client, info, template, "qwen3", True,
+                              "the server's tokenizer is Qwen3: counting locally, exact")
+        return Connection(client, info, template, "server", True, "counting with the server's /tokenize")
+    name = tokenizer_for_model(info.model)
+    return Connection(client, info, template, name, False, f"{info.kind}: counts are estimates ({name})")

@@ -1,0 +1,154 @@
+"""The session file: one JSON object per conversation, versioned, never holding an API key.
+
+Schema (version 1), documented in docs/session-format.md:
+    {"format": "ctxpane-session", "version": 1, "id", "title", "created", "updated",
+     "endpoint": {"base_url", "model"}, "template": {"name", "origin", "text"?}, "tokenizer",
+     "policy": {...PolicySettings}, "fences": bool, "variables": {}, "tools": [...]|null,
+     "messages": [{role, content, ..., provenance, pinned, id}],
+     "requests": [{number, time, body, reply, usage, cached_reported, timings, document_hash,
+                   document_tokens, tokens_exact, dropped, predicted_cached, cache_cause,
+                   keep_all_tokens, template, tokenizer}]}
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from tui.context.budget import POLICIES, PolicySettings
+from tui.context.messages import Message, MessageError, message_from_dict
+
+FORMAT = "ctxpane-session"
+VERSION = 1
+
+
+class SessionFormatError(ValueError):
+    """A session file that cannot be read as it is: the message says what and where."""
+
+
+class NewerVersion(SessionFormatError):
+    """Written by a newer ctxpane: opened read-only, never overwritten."""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class RequestRecord:
+    number: int
+    time: str
+    body: dict
+    reply: dict = field(default_factory=dict)
+    usage: dict | None = None
+    cached_reported: int | None = None
+    timings: dict | None = None
+    document_hash: str = ""
+    document_tokens: int = 0
+    tokens_exact: bool = False
+    dropped: list[dict] = field(default_factory=list)
+    predicted_cached: int | None = None
+    cache_cause: str = ""
+    keep_all_tokens: int = 0
+    template: str = ""
+    tokenizer: str = ""
+
+    @property
+    def incomplete(self) -> bool:
+        return bool(self.reply.get("incomplete"))
+
+
+@dataclass
+class Session:
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    title: str = "New session"
+    created: str = field(default_factory=now_iso)
+    updated: str = field(default_factory=now_iso)
+    base_url: str = ""
+    model: str = ""
+    template: dict = field(default_factory=lambda: {"name": "chatml", "origin": "builtin"})
+    tokenizer: str = ""
+    policy: dict = field(default_factory=lambda: asdict(PolicySettings()))
+    fences: bool = True
+    variables: dict = field(default_factory=dict)
+    tools: list | None = None
+    messages: list[Message] = field(default_factory=list)
+    requests: list[RequestRecord] = field(default_factory=list)
+
+    def policy_settings(self) -> PolicySettings:
+        return PolicySettings(**self.policy)
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "id": self.id, "title": self.title, "created": self.created,
+                "updated": self.updated, "endpoint": {"base_url": self.base_url, "model": self.model},
+                "template": self.template, "tokenizer": self.tokenizer, "policy": self.policy,
+                "fences": self.fences, "variables": self.variables, "tools": self.tools,
+                "messages": [m.to_record() for m in self.messages],
+                "requests": [asdict(r) for r in self.requests]}
+
+
+def _expect(data: dict, key: str, kinds: tuple, where: str, default: Any = None) -> Any:
+    value = data.get(key, default)
+    if value is None and default is None and type(None) in kinds:
+        return None
+    if not isinstance(value, kinds):
+        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise SessionFormatError(f"{where}: '{key}' should be {names}, not {type(value).__name__}")
+    return value
+
+
+def _request(data: Any, index: int) -> RequestRecord:
+    where = f"requests[{index}]"
+    if not isinstance(data, dict):
+        raise SessionFormatError(f"{where} is not an object")
+    known = RequestRecord.__dataclass_fields__
+    record = RequestRecord(number=_expect(data, "number", (int,), where), time=_expect(data, "time", (str,), where),
+                           body=_expect(data, "body", (dict,), where))
+    for key in known:
+        if key in data and key not in ("number", "time", "body"):
+            setattr(record, key, data[key])
+    if not isinstance(record.reply, dict):
+        raise SessionFormatError(f"{where}: 'reply' should be an object")
+    return record
+
+
+def session_from_dict(data: Any) -> Session:
+    """Validate and build a session; raises SessionFormatError (NewerVersion for a newer file)."""
+    if not isinstance(data, dict):
+        raise SessionFormatError("the file holds JSON, but not a session object")
+    if data.get("format") != FORMAT:
+        raise SessionFormatError(f"not a ctxpane session (format is {data.get('format')!r})")
+    version = data.get("version")
+    if not isinstance(version, int):
+        raise SessionFormatError("the session has no valid 'version'")
+    if version > VERSION:
+        raise NewerVersion(f"written by a newer ctxpane (session version {version}, this one reads {VERSION})")
+    endpoint = _expect(data, "endpoint", (dict,), "session", {})
+    raw_messages = _expect(data, "messages", (list,), "session")
+    try:
+        messages = [message_from_dict(item, i) for i, item in enumerate(raw_messages)]
+    except MessageError as exc:
+        raise SessionFormatError(f"messages: {exc}") from None
+    policy = _expect(data, "policy", (dict,), "session", asdict(PolicySettings()))
+    if policy.get("name", "keep-all") not in POLICIES:
+        raise SessionFormatError(f"policy: unknown name {policy.get('name')!r}")
+    try:
+        PolicySettings(**policy)
+    except TypeError as exc:
+        raise SessionFormatError(f"policy: {exc}") from None
+    return Session(
+        id=str(_expect(data, "id", (str,), "session", uuid.uuid4().hex[:12])),
+        title=_expect(data, "title", (str,), "session", "Untitled"),
+        created=_expect(data, "created", (str,), "session", now_iso()),
+        updated=_expect(data, "updated", (str,), "session", now_iso()),
+        base_url=_expect(endpoint, "base_url", (str,), "endpoint", ""),
+        model=_expect(endpoint, "model", (str,), "endpoint", ""),
+        template=_expect(data, "template", (dict,), "session", {"name": "chatml", "origin": "builtin"}),
+        tokenizer=_expect(data, "tokenizer", (str,), "session", ""),
+        policy=policy, fences=bool(data.get("fences", True)),
+        variables=_expect(data, "variables", (dict,), "session", {}),
+        tools=_expect(data, "tools", (list, type(None)), "session"),
+        messages=messages,
+        requests=[_request(item, i) for i, item in enumerate(_expect(data, "requests", (list,), "session", []))])
