@@ -11,6 +11,7 @@ SUBCOMMANDS = {
     "doctor": ("tui.commands.doctor", "check a self-hosted server against the engine"),
     "replay": ("tui.commands.replay", "step through a saved session's requests"),
     "export": ("tui.commands.export", "export a saved session (markdown, request JSON, curl, document)"),
+    "import": ("tui.commands.importer", "turn a request body or a JSONL of messages into a session file"),
 }
 
 

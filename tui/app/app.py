@@ -47,6 +47,7 @@ class LaunchOptions:
     file: Path | None = None
     flags: dict = field(default_factory=dict)
     replay: bool = False
+    replay_step: int | None = None
     sessions_folder: Path | None = None
 
 

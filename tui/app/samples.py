@@ -29,4 +29,5 @@ def sample_session() -> Session:
             Message("system", "You are a helpful assistant.", provenance=Provenance("system_prompt", True), id="sys"),
             Message("user", "Hello!", id="m1")])
     session.title = f"{session.title} (sample: offline)"
+    session.base_url = ""  # a placeholder shown offline must not dial anywhere
     return session

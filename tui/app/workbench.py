@@ -173,7 +173,7 @@ class Workbench:
             document_tokens=view.sent_tokens, tokens_exact=view.snapshot.counts.exact,
             dropped=[asdict(e) for e in view.ledger], predicted_cached=view.prefix.predicted_cached,
             cache_cause=view.prefix.cause, keep_all_tokens=view.keep_all_tokens,
-            template=self.template.name, tokenizer=self.tokenizer.name)
+            template=self.template.name, tokenizer=self.tokenizer.name, message_count=len(self.session.messages))
         self.session.requests.append(record)
         self.previous = view.shape
         self._dropped_since = {e.message_id: e.since_request for e in view.ledger}

@@ -54,6 +54,7 @@ class RequestRecord:
     keep_all_tokens: int = 0
     template: str = ""
     tokenizer: str = ""
+    message_count: int = 0  # session messages when it was sent: the conversation up to this request
 
     @property
     def incomplete(self) -> bool:

@@ -1,0 +1,52 @@
+"""`ctxpane export FILE --format markdown|request|curl|document [--step N] [-o OUT]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tui.commands.render import QuietParser
+from tui.commands.sessions_common import open_session, session_engine
+from tui.errors import UsageError
+from tui.sessions.replay import Replayer
+from tui.sessions.transfer import TransferError, export_curl, export_markdown, export_request, step_record
+
+FORMATS = ("markdown", "request", "curl", "document")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = QuietParser(prog="ctxpane export", description="Export a session or one of its requests.")
+    parser.add_argument("file", help="a session file")
+    parser.add_argument("--format", choices=FORMATS, default="markdown")
+    parser.add_argument("--step", type=int, default=None, help="which request (default: the last)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable named in the curl command")
+    parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
+    return parser
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    session = open_session(args.file).session
+    try:
+        if args.format == "markdown":
+            text = export_markdown(session)
+        elif args.format == "request":
+            text = export_request(session, args.step)
+        elif args.format == "curl":
+            text = export_curl(session, args.step, args.api_key_env)
+        else:
+            record = step_record(session, args.step)
+            template, tokenizer = session_engine(session)
+            step = Replayer(session, template, tokenizer).step(session.requests.index(record), check_drift=False)
+            text = step.snapshot.document.text
+    except TransferError as exc:
+        raise UsageError(str(exc)) from None
+    if args.output:
+        try:
+            Path(args.output).write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+    return 0

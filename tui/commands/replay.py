@@ -1,0 +1,68 @@
+"""`ctxpane replay FILE`: step through a session's requests (in the app), or check them (--check/--json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tui.commands.render import QuietParser
+from tui.commands.sessions_common import open_session, session_engine
+from tui.errors import UsageError
+from tui.sessions.replay import Replayer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = QuietParser(prog="ctxpane replay", description="Replay a session's requests step by step.")
+    parser.add_argument("file", help="a session file")
+    parser.add_argument("--step", type=int, default=None, help="start at (or check only) this step, from 1")
+    parser.add_argument("--check", action="store_true", help="no app: check each step, one line per step")
+    parser.add_argument("--json", action="store_true", help="no app: each step as JSON")
+    parser.add_argument("--template", default=None, help="render with this template instead of the session's")
+    parser.add_argument("--tokenizer", default=None, help="count with this tokenizer instead of the session's")
+    return parser
+
+
+def step_json(step) -> dict:
+    document = step.snapshot.document
+    return {"step": step.number, "matches_stored": step.matches, "document_sha256": step.record.document_hash,
+            "tokens": step.snapshot.counts.total, "tokens_stored": step.record.document_tokens,
+            "exact": step.snapshot.counts.exact, "chars": len(document.text),
+            "cache_prefix": {"tokens": step.prefix.tokens, "chars": step.prefix.chars, "cause": step.prefix.cause,
+                             "predicted_cached": step.prefix.predicted_cached},
+            "cached_reported": step.record.cached_reported, "dropped": step.record.dropped,
+            "drift": step.drift, "incomplete": step.record.incomplete, "text": document.text}
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    opened = open_session(args.file)
+    if not (args.check or args.json):
+        from tui.app.app import CtxpaneApp, LaunchOptions
+        app = CtxpaneApp(LaunchOptions(file=opened.path, flags={"no_scan": True}, replay=True,
+                                       replay_step=args.step))
+        app.run()
+        return app.return_code or 0
+    session = opened.session
+    template, tokenizer = session_engine(session, args.template, args.tokenizer)
+    replayer = Replayer(session, template, tokenizer)
+    if not len(replayer):
+        raise UsageError(f"{args.file}: the session has no requests to replay")
+    steps = range(len(replayer)) if args.step is None else [args.step - 1]
+    if args.step is not None and not 1 <= args.step <= len(replayer):
+        raise UsageError(f"no step {args.step}: the session has {len(replayer)} requests")
+    all_match = True
+    for index in steps:
+        step = replayer.step(index)
+        all_match &= step.matches
+        if args.json:
+            print(json.dumps(step_json(step), ensure_ascii=False))
+            continue
+        drift = "none" if step.drift is None else f"at line {step.drift['line']}"
+        print(f"step {step.number}: {'matches' if step.matches else 'DIFFERS FROM'} the stored request · "
+              f"{step.snapshot.counts.total} tokens (stored {step.record.document_tokens}) · "
+              f"cache {step.prefix.tokens} unchanged ({step.prefix.cause}) · "
+              f"{len(step.record.dropped)} dropped · drift vs fresh rendering: {drift}"
+              + (" · reply incomplete" if step.record.incomplete else ""))
+    sys.stdout.flush()
+    return 0 if all_match else 1
