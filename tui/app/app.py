@@ -31,8 +31,8 @@ from .chat_panel import ChatPanel
 from .composer import Composer
 from .config import config_dir, resolve
 from .confirm_screen import ConfirmScreen
-from .context_pane import ContextPane
-from .document_view import DocumentView, note_lines
+from .context_pane import ContextPane, PaneData
+from .summary import summary_text
 from .edit_screen import EditScreen
 from .help_screen import HelpScreen
 from .message_item import MessageItem
@@ -88,6 +88,7 @@ class CtxpaneApp(App):
         self._rebuild_timer = None
         self._save_timer = None
         self._streaming = False
+        self.replay_only = False
         self._draft_version = 0
         self.status_line = ""
 
@@ -111,6 +112,10 @@ class CtxpaneApp(App):
         self.query_one(Composer).focus()
         for problem in self.problems:
             self.notify(visible(problem), severity="warning", timeout=10)
+        if self.options.replay:
+            self.replay_only = True
+            self.call_after_refresh(self.action_replay, (self.options.replay_step or 1) - 1)
+            return
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
@@ -120,7 +125,8 @@ class CtxpaneApp(App):
     def watch_theme(self, name: str) -> None:
         pane_theme = self.pane_themes.get(name)
         if pane_theme is not None and self.is_mounted:
-            self.query_one(DocumentView).set_roles(pane_theme.roles)
+            for pane in self.screen.query(ContextPane):
+                pane.set_roles(pane_theme.roles)
             self.refresh_pane()
 
     @property
@@ -209,51 +215,16 @@ class CtxpaneApp(App):
         view = self.wb.view
         if view is None:
             return
-        pane = self.query_one(ContextPane)
-        draft_index = len(self.wb.session.messages) if self.wb.draft else None
-        notes = note_lines(view, self.wb.messages_with_draft(), draft_index, self.wb.previous is not None)
-        self.query_one(DocumentView).show(view, notes, draft_index)
-        pane.set_summary(self._summary(view))
-        self._refresh_tab(pane.active)
+        wb = self.wb
+        url = (self.client.endpoint.base_url if self.client else wb.session.base_url or "http://127.0.0.1:8080/v1")
+        data = PaneData(self._summary(view), wb.messages_with_draft(),
+                        len(wb.session.messages) if wb.draft else None, wb.previous, wb.policy.context_window,
+                        wb.policy.max_tokens, self.roles, wb.session.requests, wb.costs(), url + "/chat/completions",
+                        wb.request_body(view), self.settings.api_key_env)
+        self.query_one(ContextPane).show(view, data)
 
     def _summary(self, view) -> Text:
-        counts = view.snapshot.counts
-        window = self.wb.policy.context_window
-        text = Text(f"{view.sent_tokens} tokens", style="bold")
-        text.append(f" {'exact' if counts.exact else 'estimate'} ({counts.tokenizer})")
-        text.append(f" of {window}" if window else "")
-        text.append(f" · template {view.snapshot.template} · policy {self.wb.policy.name}")
-        if self.wb.previous is not None:
-            text.append(f" · cached above {view.prefix.tokens} / new below {view.prefix.total_tokens - view.prefix.tokens}")
-        if view.ledger:
-            text.append(f" · {len(view.ledger)} dropped", style="bold yellow")
-        if view.fences:
-            text.append(f" · {len(view.fences)} fenced")
-        if view.forged:
-            text.append(f" · {len(view.forged)} FORGED", style="bold red")
-        if self.read_only:
-            text.append(" · read-only", style="bold")
-        return text
-
-    def _refresh_tab(self, tab: str) -> None:
-        view, wb = self.wb.view, self.wb
-        if tab == "tokens":
-            self.query_one("#tokens-view").show(view, wb.policy.context_window, wb.policy.max_tokens, self.roles)
-        elif tab == "cache":
-            self.query_one("#cache-view").show(view, wb.session.requests)
-        elif tab == "ledger":
-            self.query_one("#ledger-view").show(view, [m.text() for m in wb.messages_with_draft()])
-        elif tab == "cost":
-            self.query_one("#cost-view").show(wb.costs(), (view.sent_tokens, view.keep_all_tokens), self.roles)
-        elif tab == "request":
-            url = (self.client.endpoint.base_url if self.client else "http://127.0.0.1:8080/v1") + "/chat/completions"
-            self.query_one("#request-view").show(url, wb.request_body(view), self.settings.api_key_env)
-        elif tab == "diff":
-            self.query_one("#diff-view").show(wb.previous, view.shape)
-
-    def on_tabbed_content_tab_activated(self, event) -> None:
-        if self.wb.view is not None:
-            self._refresh_tab(event.pane.id)
+        return summary_text(view, self.wb.policy, self.wb.previous is not None, self.read_only)
 
     # -- typing ------------------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
@@ -556,9 +527,7 @@ class CtxpaneApp(App):
         self._changed()
 
     def action_next_tab(self) -> None:
-        from .context_pane import TABS
-        tabs = self.query_one("#tabs")
-        tabs.active = TABS[(TABS.index(tabs.active) + 1) % len(TABS)]
+        self.screen.query_one(ContextPane).next_tab()
 
     def action_help(self) -> None:
         rows = [(b.key_display or b.key, b.description, "app") for b in self.BINDINGS]
@@ -569,6 +538,86 @@ class CtxpaneApp(App):
         rows = [(keymap.get(b_id, key) if (b_id := next((b.id for b in self.BINDINGS if b.key == key), None)) else key,
                  description, where) for key, description, where in rows]
         self.push_screen(HelpScreen(rows))
+
+    # -- sessions -----------------------------------------------------------------------------------
+    def action_replay(self, start: int = 0) -> None:
+        from tui.context.assemble import NATIVE_TOKENIZER
+        from tui.sessions.replay import Replayer
+
+        from .replay_screen import ReplayScreen
+        session = self.wb.session
+        if not session.requests:
+            self.notify("this session has no requests to replay yet", severity="warning")
+            return
+        spec = session.tokenizer if session.tokenizer and not session.tokenizer.startswith(("server:", "estimate")) \
+            else NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base")
+        try:
+            tokenizer = get_tokenizer(spec)
+        except TokenizerNotFound as exc:
+            self.notify(visible(str(exc)), severity="error")
+            return
+        self.push_screen(ReplayScreen(session, Replayer(session, self.wb.template, tokenizer), self.roles, start))
+
+    def resend_from_step(self, session: Session, step: int) -> None:
+        from tui.sessions.transfer import resend_session
+        try:
+            copy = resend_session(session, step)
+        except ValueError as exc:
+            self.notify(visible(str(exc)), severity="error")
+            return
+        self.autosave(now=True)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.read_only, self.replay_only = False, False
+        self._adopt(copy, None)
+        self.refresh_all()
+        self.notify(f"re-sending as a new session: {copy.title} (the old one is kept)")
+        if self.client is None:
+            self.connect_endpoint()
+            self.notify("connecting first: press Enter in an empty composer… or use 'Resend from focused message'")
+            return
+        body, view = self.wb.commit_draft()
+        self.send(body, view)
+
+    def action_open_session(self) -> None:
+        from tui.sessions.store import sessions_dir
+
+        from .browser_screen import BrowserScreen
+        folder = self.options.sessions_folder or sessions_dir()
+
+        def done(path: Path | None) -> None:
+            if path is None or path == self.session_file:
+                return
+            try:
+                opened = load_session(path)
+            except SessionFileError as exc:
+                self.notify(visible(str(exc)), title="cannot open session", severity="error")
+                return
+            self.autosave(now=True)
+            self.read_only = opened.read_only
+            self._adopt(opened.session, path)
+            self.refresh_all()
+        self.push_screen(BrowserScreen(folder, self.session_file), done)
+
+    def action_new_session(self) -> None:
+        self.autosave(now=True)
+        self.read_only = False
+        session = Session(base_url=self.wb.session.base_url, model=self.wb.session.model)
+        self._adopt(session, None)
+        self.refresh_all()
+
+    def action_export_markdown(self) -> None:
+        from tui.sessions.transfer import export_markdown
+        from tui.sessions.store import sessions_dir
+        folder = self.session_file.parent if self.session_file else (self.options.sessions_folder or sessions_dir())
+        target = folder / f"{self.wb.session.id}.md"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            target.write_text(export_markdown(self.wb.session), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"cannot write {target}: {exc}", severity="error")
+            return
+        self.notify(f"transcript written to {target}")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -586,6 +635,10 @@ class CtxpaneApp(App):
             ("Pin focused message", "never drop it", self.action_pin_message),
             ("Resend from focused message", "drop what follows and send again", self.action_resend_from_here),
             ("Next pane tab", "document, tokens, cache, ledger, cost, request, diff", self.action_next_tab),
+            ("Replay this session", "step through its requests as they were sent", self.action_replay),
+            ("Open session", "browse, search, rename, delete saved sessions", self.action_open_session),
+            ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
+            ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),
             ("Help", "all keys", self.action_help),
         ]
         for name in self.pane_themes:

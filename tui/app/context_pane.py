@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
+from tui.context.cache import RequestShape
+from tui.context.request import RequestView
+
 from .cache_view import CacheView
 from .cost_view import CostView
 from .diff_view import DiffView
-from .document_view import DocumentView
+from .document_view import DocumentView, note_lines
 from .ledger_view import LedgerView
-from .request_view import RequestView
+from .request_view import RequestView as RequestTab
 from .tokens_view import TokensView
 
 TABS = ("document", "tokens", "cache", "ledger", "cost", "request", "diff")
+
+
+@dataclass
+class PaneData:
+    """Everything besides the view that the tabs show; all of it computed elsewhere."""
+
+    summary: Text
+    messages: list = field(default_factory=list)  # session messages (with the draft), for notes and search
+    draft_index: int | None = None
+    previous: RequestShape | None = None
+    window: int | None = None
+    reserved: int = 0
+    roles: dict = field(default_factory=dict)
+    requests: list = field(default_factory=list)
+    costs: list = field(default_factory=list)
+    url: str = ""
+    body: dict = field(default_factory=dict)
+    key_env: str = "OPENAI_API_KEY"
 
 
 class ContextPane(Vertical):
@@ -25,6 +48,11 @@ class ContextPane(Vertical):
     ContextPane TabbedContent { height: 1fr; }
     ContextPane TabPane { padding: 0; }
     """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.view: RequestView | None = None
+        self.data: PaneData | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="summary")
@@ -40,13 +68,45 @@ class ContextPane(Vertical):
             with TabPane("Cost", id="cost"):
                 yield VerticalScroll(CostView(id="cost-view"))
             with TabPane("Request", id="request"):
-                yield RequestView(id="request-view")
+                yield RequestTab(id="request-view")
             with TabPane("Diff", id="diff"):
                 yield VerticalScroll(DiffView(id="diff-view"))
-
-    def set_summary(self, text: Text) -> None:
-        self.query_one("#summary", Static).update(text)
 
     @property
     def active(self) -> str:
         return self.query_one("#tabs", TabbedContent).active
+
+    def next_tab(self) -> None:
+        tabs = self.query_one("#tabs", TabbedContent)
+        tabs.active = TABS[(TABS.index(tabs.active) + 1) % len(TABS)]
+
+    def set_roles(self, roles: dict) -> None:
+        self.query_one(DocumentView).set_roles(roles)
+
+    def show(self, view: RequestView, data: PaneData) -> None:
+        self.view, self.data = view, data
+        notes = note_lines(view, data.messages, data.draft_index, data.previous is not None)
+        self.query_one(DocumentView).show(view, notes, data.draft_index)
+        self.query_one("#summary", Static).update(data.summary)
+        self.show_tab(self.active)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        event.stop()
+        self.show_tab(event.pane.id or "")
+
+    def show_tab(self, tab: str) -> None:
+        view, data = self.view, self.data
+        if view is None or data is None:
+            return
+        if tab == "tokens":
+            self.query_one(TokensView).show(view, data.window, data.reserved, data.roles)
+        elif tab == "cache":
+            self.query_one(CacheView).show(view, data.requests)
+        elif tab == "ledger":
+            self.query_one(LedgerView).show(view, [m.text() for m in data.messages])
+        elif tab == "cost":
+            self.query_one(CostView).show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles)
+        elif tab == "request":
+            self.query_one(RequestTab).show(data.url, data.body, data.key_env)
+        elif tab == "diff":
+            self.query_one(DiffView).show(data.previous, view.shape)

@@ -114,23 +114,27 @@ class DocLayout:
         return lines
 
     def _rows(self, line: Line) -> int:
-        if line.note is not None:
-            return 1
-        return len(wrap_points(self.text[line.start:line.end], self.width))
+        return len(wrap_points(self._line_text(line), self.width))
+
+    def _line_text(self, line: Line) -> str:
+        return line.note.text if line.note is not None else self.text[line.start:line.end]
 
     def locate(self, row: int) -> tuple[Line, int, int] | None:
-        """The line shown on screen row `row`, and the [start, end) text offsets of that row."""
+        """The line shown on screen row `row`, and the [start, end) offsets of that row.
+
+        Offsets are into the document text, or into the note's own text for a note.
+        """
         if row < 0 or row >= self.height:
             return None
         index = bisect_right(self.first_row, row) - 1
         line = self.lines[index]
-        if line.note is not None:
-            return line, line.start, line.start
+        text = self._line_text(line)
         within = row - self.first_row[index]
-        points = wrap_points(self.text[line.start:line.end], self.width)
-        start = line.start + points[within]
-        end = line.start + points[within + 1] if within + 1 < len(points) else line.end
-        return line, start, end
+        points = wrap_points(text, self.width)
+        start = points[within]
+        end = points[within + 1] if within + 1 < len(points) else len(text)
+        base = 0 if line.note is not None else line.start
+        return line, base + start, base + end
 
     def row_of(self, offset: int) -> int:
         """The screen row where text offset `offset` is shown."""

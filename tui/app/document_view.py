@@ -135,7 +135,7 @@ class DocumentView(ScrollView, can_focus=True):
         if line.note is not None:
             color = self.roles.get(line.note.style, "grey50")
             style = Style(color=color, strike=line.note.style == "dropped", bold=line.note.style == "cache")
-            return Strip([Segment(visible(line.note.text), style)])
+            return Strip([Segment(visible(line.note.text[start:end]), style)])
         return Strip(list(self._segments(start, end)))
 
     def _segments(self, start: int, end: int):

@@ -2,20 +2,21 @@
 
 The stored body holds the exact wire messages sent (fences included), so rendering it again with
 the session's template must give the stored document byte for byte; the hash proves it. A fresh
-rendering of the same conversation with today's template and tokenizer shows any drift.
+assembly of the same conversation with today's template and tokenizer shows any drift.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from tui.context.assemble import Snapshot, assemble
-from tui.context.cache import CachePrefix, RequestShape, cache_prefix
+from tui.context.budget import LedgerEntry, PolicySettings
+from tui.context.cache import cache_prefix
 from tui.context.fences import FenceStyle
-from tui.context.request import RequestSettings, build_request
+from tui.context.messages import MessageError, message_from_dict
+from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.template_library import ChatTemplate
-from tui.context.tokens import SegmentCache, Tokenizer, token_starts
+from tui.context.tokens import SegmentCache, Tokenizer
 
 from .model import RequestRecord, Session
 
@@ -24,12 +25,18 @@ from .model import RequestRecord, Session
 class Step:
     number: int
     record: RequestRecord
-    snapshot: Snapshot
+    view: RequestView
     matches: bool  # the re-rendered document has the stored hash
-    prefix: CachePrefix
-    shape: RequestShape
-    drift: dict | None = None  # first difference against a fresh rendering, if any
+    drift: dict | None = None  # first difference against a fresh assembly, if any
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def snapshot(self):
+        return self.view.snapshot
+
+    @property
+    def prefix(self):
+        return self.view.prefix
 
 
 def document_hash(text: str) -> str:
@@ -45,51 +52,57 @@ def first_difference(ours: str, theirs: str, context: int = 40) -> dict | None:
             "fresh": theirs[max(0, index - context):index + context]}
 
 
+def _ledger(record: RequestRecord) -> list[LedgerEntry]:
+    entries = []
+    for item in record.dropped:
+        try:
+            entries.append(LedgerEntry(**item))
+        except TypeError:
+            continue  # a record from another version: show what can be shown
+    return entries
+
+
 class Replayer:
     def __init__(self, session: Session, template: ChatTemplate, tokenizer: Tokenizer, cache_rule: str = "llama.cpp"):
         self.session, self.template, self.tokenizer, self.cache_rule = session, template, tokenizer, cache_rule
         self.cache = SegmentCache()
-        self._shapes: dict[int, RequestShape] = {}
+        self._views: dict[int, RequestView] = {}
 
     def __len__(self) -> int:
         return len(self.session.requests)
 
-    def _stored_snapshot(self, record: RequestRecord) -> Snapshot:
-        body = record.body
-        return assemble(body.get("messages", []), self.template, self.tokenizer, self.session.variables,
-                        True, body.get("tools"), self.cache)
-
-    def _shape(self, index: int, snapshot: Snapshot) -> RequestShape:
-        if index not in self._shapes:
-            wire = snapshot.wire
+    def stored_view(self, index: int) -> RequestView:
+        """The request of step `index` (0-based) exactly as its body was sent."""
+        if index not in self._views:
             record = self.session.requests[index]
-            self._shapes[index] = RequestShape(
-                snapshot.document.text, token_starts(snapshot.document, self.tokenizer, self.template.special_strings(),
-                                                     self.cache),
-                [f"w{i}" for i in range(len(wire))], [str(m.get("content", "")) for m in wire],
-                [m.get("role", "") for m in wire], record.body.get("tools"), dict(self.session.variables),
-                frozenset(d.get("message_id", "") for d in record.dropped))
-        return self._shapes[index]
+            try:
+                messages = [message_from_dict(m, i) for i, m in enumerate(record.body.get("messages", []))]
+            except MessageError as exc:
+                raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
+            settings = RequestSettings(self.template, self.tokenizer, dict(self.session.variables),
+                                       record.body.get("tools"), True, PolicySettings("keep-all"),
+                                       FenceStyle(enabled=False), self.cache_rule)  # fences are in the body already
+            previous = self.stored_view(index - 1).shape if index > 0 else None
+            view = build_request(messages, settings, previous, index + 1, cache=self.cache)
+            ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
+            shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger))
+            prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
+            self._views[index] = replace(view, ledger=ledger, shape=shape, prefix=prefix)
+        return self._views[index]
 
     def step(self, index: int, check_drift: bool = True) -> Step:
-        """Step `index` (0-based): the stored request shown as it was, with its checks."""
         record = self.session.requests[index]
-        snapshot = self._stored_snapshot(record)
-        shape = self._shape(index, snapshot)
-        previous = None
-        if index > 0:
-            previous = self._shape(index - 1, self._stored_snapshot(self.session.requests[index - 1]))
-        prefix = cache_prefix(previous, shape, snapshot.document, self.cache_rule)
-        matches = not record.document_hash or document_hash(snapshot.document.text) == record.document_hash
-        step = Step(index + 1, record, snapshot, matches, prefix, shape)
+        view = self.stored_view(index)
+        matches = not record.document_hash or document_hash(view.document.text) == record.document_hash
+        step = Step(index + 1, record, view, matches)
         if not matches:
             step.notes.append("the stored request renders differently with this template: the template or the "
                               "session file changed")
         if check_drift:
-            step.drift = self.drift(index, snapshot)
+            step.drift = self.drift(index, view)
         return step
 
-    def drift(self, index: int, stored: Snapshot) -> dict | None:
+    def drift(self, index: int, stored: RequestView) -> dict | None:
         """The stored document against a fresh assembly of the same conversation with today's settings."""
         record = self.session.requests[index]
         count = record.message_count or len(self.session.messages)
@@ -98,5 +111,5 @@ class Replayer:
         try:
             fresh = build_request(self.session.messages[:count], settings, cache=self.cache)
         except Exception as exc:  # noqa: BLE001 - a template that now refuses is itself drift
-            return {"index": 0, "line": 1, "stored": "", "fresh": f"fresh rendering failed: {exc}"}
+            return {"index": 0, "line": 1, "stored": "", "fresh": f"fresh assembly failed: {exc}"}
         return first_difference(stored.document.text, fresh.document.text)

@@ -1,0 +1,135 @@
+"""Replay a session in the app: step through its requests with the pane as it was at each step."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from tui.context.messages import Message, message_from_dict
+from tui.context.safety import visible
+from tui.sessions.model import Session
+from tui.sessions.replay import Replayer, Step
+
+from .context_pane import ContextPane, PaneData
+from .message_item import MessageItem
+from .summary import summary_text
+
+SPEEDS = (1, 4, 16, 1000)
+
+
+class ReplayScreen(Screen):
+    BINDINGS = [
+        Binding("left,h", "step(-1)", "Previous", id="replay_prev"),
+        Binding("right,l", "step(1)", "Next", id="replay_next"),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+        Binding("space", "play", "Play reply", id="replay_play"),
+        Binding("f", "faster", "Speed", id="replay_speed"),
+        Binding("s", "resend", "Re-send from here", id="replay_resend"),
+        Binding("escape,q", "close", "Close", id="replay_close"),
+    ]
+    DEFAULT_CSS = """
+    ReplayScreen #replay-left { width: 1fr; }
+    ReplayScreen #replay-info { height: auto; padding: 0 1; background: $panel; }
+    ReplayScreen #replay-messages { height: 1fr; }
+    """
+
+    def __init__(self, session: Session, replayer: Replayer, roles: dict, start: int = 0) -> None:
+        super().__init__()
+        self.session, self.replayer, self.roles = session, replayer, roles
+        self.index = max(0, min(start, len(replayer) - 1))
+        self.speed = 0
+        self.step_view: Step | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            with Vertical(id="replay-left"):
+                yield Static(id="replay-info")
+                yield VerticalScroll(id="replay-messages")
+            yield ContextPane(id="replay-pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ContextPane).set_roles(self.roles)
+        self.show_step()
+
+    def show_step(self) -> None:
+        step = self.step_view = self.replayer.step(self.index)
+        record = step.record
+        info = Text(f"replay: step {step.number} of {len(self.replayer)} · {record.time}\n", style="bold")
+        info.append("✓ the pane matches the stored request byte for byte" if step.matches else
+                    "✗ the stored request renders differently now", style="green" if step.matches else "bold red")
+        info.append(f" (sha256 {record.document_hash[:12]}…)\n" if record.document_hash else "\n")
+        if step.drift is None:
+            info.append("no drift: a fresh rendering with today's template and tokenizer is identical\n", style="dim")
+        else:
+            info.append(f"drift at line {step.drift['line']}: stored {step.drift['stored']!r} · "
+                        f"fresh {step.drift['fresh']!r}\n", style="yellow")
+        info.append(f"reported cached {record.cached_reported if record.cached_reported is not None else '—'} · "
+                    f"predicted {record.predicted_cached}")
+        if record.incomplete:
+            info.append(" · reply incomplete", style="bold yellow")
+        self.query_one("#replay-info", Static).update(info)
+        box = self.query_one("#replay-messages", VerticalScroll)
+        box.remove_children()
+        items = [MessageItem(message_from_dict(m, i), i) for i, m in enumerate(record.body.get("messages", []))]
+        self.reply_item = MessageItem(self._reply_message(record.reply), len(items))
+        box.mount_all(items + [self.reply_item])
+        box.scroll_end(animate=False)
+        previous = self.replayer.stored_view(self.index - 1).shape if self.index else None
+        data = PaneData(summary_text(step.view, self.session.policy_settings(), previous is not None,
+                                     prefix=f"step {step.number}: "),
+                        list(self.session.messages), None, previous, self.session.policy_settings().context_window,
+                        self.session.policy_settings().max_tokens, self.roles, self.session.requests[:self.index + 1],
+                        [], (self.session.base_url or "") + "/chat/completions", record.body)
+        self.query_one(ContextPane).show(step.view, data)
+
+    @staticmethod
+    def _reply_message(reply: dict) -> Message:
+        return Message("assistant", reply.get("content") or "", tool_calls=reply.get("tool_calls") or None,
+                       reasoning_content=reply.get("reasoning") or None)
+
+    def action_step(self, delta: int) -> None:
+        target = self.index + delta
+        if 0 <= target < len(self.replayer):
+            self.index = target
+            self.show_step()
+
+    def action_jump(self, where: int) -> None:
+        self.index = 0 if where == 0 else len(self.replayer) - 1
+        self.show_step()
+
+    def action_faster(self) -> None:
+        self.speed = (self.speed + 1) % len(SPEEDS)
+        self.notify(f"playback speed ×{SPEEDS[self.speed]}")
+
+    @work(exclusive=True, group="playback")
+    async def action_play(self) -> None:
+        """Play the recorded reply at its recorded pace (tokens per second from its timings), or faster."""
+        reply = self.step_view.record.reply if self.step_view else {}
+        content, reasoning = reply.get("content") or "", reply.get("reasoning") or ""
+        timings = (self.step_view.record.timings or {}) if self.step_view else {}
+        chars_per_second = float(timings.get("predicted_per_second") or 30.0) * 4 * SPEEDS[self.speed]
+        shown = 0
+        while shown < len(content):
+            shown = min(len(content), shown + max(1, int(chars_per_second / 30)))
+            self.reply_item.set_reply(content[:shown], reasoning, reply.get("tool_calls") or [], "▶ playing")
+            await asyncio.sleep(1 / 30)
+        self.reply_item.set_reply(content, reasoning, reply.get("tool_calls") or [])
+
+    def action_resend(self) -> None:
+        self.app.resend_from_step(self.session, self.index + 1)
+
+    def action_close(self) -> None:
+        if len(self.app.screen_stack) > 2 or not getattr(self.app, "replay_only", False):
+            self.app.pop_screen()
+        else:
+            self.app.exit()

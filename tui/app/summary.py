@@ -1,0 +1,29 @@
+"""The one line above the pane's tabs: the request at a glance."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tui.context.budget import PolicySettings
+from tui.context.request import RequestView
+
+
+def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
+                 prefix: str = "") -> Text:
+    counts = view.snapshot.counts
+    text = Text(prefix)
+    text.append(f"{view.sent_tokens} tokens", style="bold")
+    text.append(f" {'exact' if counts.exact else 'estimate'} ({counts.tokenizer})")
+    text.append(f" of {policy.context_window}" if policy.context_window else "")
+    text.append(f" · template {view.snapshot.template} · policy {policy.name}")
+    if has_previous:
+        text.append(f" · cached above {view.prefix.tokens} / new below {view.prefix.total_tokens - view.prefix.tokens}")
+    if view.ledger:
+        text.append(f" · {len(view.ledger)} dropped", style="bold yellow")
+    if view.fences:
+        text.append(f" · {len(view.fences)} fenced")
+    if view.forged:
+        text.append(f" · {len(view.forged)} FORGED", style="bold red")
+    if read_only:
+        text.append(" · read-only", style="bold")
+    return text
