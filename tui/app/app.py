@@ -24,7 +24,7 @@ from tui.context.safety import visible
 from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template
 from tui.context.templates import TemplateRenderError
 from tui.context.tokens import ENCODINGS, HF_TOKENIZERS, TokenizerNotFound, get_tokenizer
-from tui.sessions.model import Session
+from tui.sessions.model import Session, recover_interrupted_reply
 from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session, session_path
 
 from .chat_panel import ChatPanel
@@ -48,6 +48,7 @@ class LaunchOptions:
     flags: dict = field(default_factory=dict)
     replay: bool = False
     replay_step: int | None = None
+    offline: bool = False  # never connect (tests, snapshots)
     sessions_folder: Path | None = None
 
 
@@ -88,6 +89,7 @@ class CtxpaneApp(App):
         self._rebuild_timer = None
         self._save_timer = None
         self._streaming = False
+        self.reply_notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.replay_only = False
         self._draft_version = 0
         self.status_line = ""
@@ -120,7 +122,10 @@ class CtxpaneApp(App):
 
     def _after_first_frame(self) -> None:
         self.load_tokenizer()
-        self.connect_endpoint()
+        if not self.options.offline:
+            self.connect_endpoint()
+        else:
+            self.query_one(ChatPanel).set_status("offline: connect with --base-url URL (or $OPENAI_BASE_URL)", "yellow")
 
     def watch_theme(self, name: str) -> None:
         pane_theme = self.pane_themes.get(name)
@@ -141,6 +146,9 @@ class CtxpaneApp(App):
             try:
                 opened = load_session(path)
                 self.read_only = opened.read_only
+                if recover_interrupted_reply(opened.session):
+                    self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
+                                severity="warning", timeout=10)
                 if opened.note:
                     self.notify(visible(opened.note), severity="warning", timeout=10)
                 self._adopt(opened.session, path)
@@ -148,7 +156,7 @@ class CtxpaneApp(App):
             except SessionFileError as exc:
                 self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
                 self.status_line = f"could not open {path.name}: a new session was started instead"
-        if not (self.settings.base_url or self.settings.scan_local):
+        if self.options.offline or not (self.settings.base_url or self.settings.scan_local):
             self._adopt(sample_session(), None)
             return
         self._adopt(Session(), None)
@@ -204,7 +212,7 @@ class CtxpaneApp(App):
 
     # -- the pane ----------------------------------------------------------------------------------
     def refresh_all(self) -> None:
-        self.query_one(ChatPanel).show_messages(self.wb.session.messages, self._dropped())
+        self.query_one(ChatPanel).show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
         self.wb.rebuild()
         self.refresh_pane()
 
@@ -382,9 +390,13 @@ class CtxpaneApp(App):
         finally:
             self._streaming = False
             reply = assembler.reply
-            item.set_reply(reply.content, reply.reasoning, reply.tool_calls, note)
             self.wb.finish_reply(record, reply)
             self._save()
+            if note:  # the error stays under the reply it cut short, and in the status line
+                chat.set_status(note, "yellow" if note.startswith("■") else "red")
+                last = self.wb.session.messages[-1] if self.wb.session.messages else None
+                if last is not None and last.role == "assistant":
+                    self.reply_notes[last.id] = note
             self.refresh_all()
 
     def action_stop(self) -> None:

@@ -25,10 +25,11 @@ class ChatPanel(Vertical):
         yield Static(id="status")
         yield Composer(id="composer")
 
-    def show_messages(self, messages: list[Message], dropped: set[int]) -> None:
+    def show_messages(self, messages: list[Message], dropped: set[int], notes: dict[str, str] | None = None) -> None:
+        notes = notes or {}
         box = self.query_one("#messages", VerticalScroll)
         box.remove_children()
-        box.mount_all([MessageItem(m, i, i in dropped) for i, m in enumerate(messages)])
+        box.mount_all([MessageItem(m, i, i in dropped, notes.get(m.id, "")) for i, m in enumerate(messages)])
         box.scroll_end(animate=False)
 
     def add_message(self, message: Message, index: int) -> MessageItem:

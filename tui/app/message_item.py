@@ -25,6 +25,8 @@ def header_text(message: Message, index: int, dropped: bool) -> Text:
         text.append("  📌 pinned", style="bold")
     if dropped:
         text.append("  ✂ dropped from the request", style="strike dim")
+    if message.incomplete:
+        text.append("  ⚠ incomplete", style="bold yellow")
     return text
 
 
@@ -52,10 +54,10 @@ class MessageItem(Vertical, can_focus=True):
     MessageItem Collapsible { padding: 0; border: none; }
     """
 
-    def __init__(self, message: Message, index: int, dropped: bool = False) -> None:
+    def __init__(self, message: Message, index: int, dropped: bool = False, note: str = "") -> None:
         super().__init__(classes=f"role-{message.role}" + ("" if message.provenance.trusted else " untrusted")
                          + (" dropped" if dropped else ""))
-        self.message, self.index, self.dropped = message, index, dropped
+        self.message, self.index, self.dropped, self.note = message, index, dropped, note
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(self.message, self.index, self.dropped), classes="head")
@@ -63,7 +65,10 @@ class MessageItem(Vertical, can_focus=True):
         with Collapsible(title="reasoning", collapsed=True, classes="reasoning") as folded:
             folded.display = bool(reasoning)
             yield Static(Text(visible(reasoning)), classes="reasoning-body")
-        yield Static(Text(visible(self.message.text())), classes="body")
+        body = Text(visible(self.message.text()))
+        if self.note:
+            body.append(f"\n{self.note}", style="bold yellow")
+        yield Static(body, classes="body")
         calls = self.message.tool_calls or []
         with Collapsible(title=f"tool calls ({len(calls)})", collapsed=True, classes="calls") as folded:
             folded.display = bool(calls)

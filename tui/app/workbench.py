@@ -192,7 +192,8 @@ class Workbench:
         if message["content"] or message.get("tool_calls") or reply.incomplete:
             self.session.messages.append(Message("assistant", message["content"], tool_calls=message.get("tool_calls"),
                                                  reasoning_content=message.get("reasoning_content"),
-                                                 provenance=Provenance("model", True), id=self.new_id()))
+                                                 provenance=Provenance("model", True), id=self.new_id(),
+                                                 incomplete=reply.incomplete))
         self.session.updated = now_iso()
 
     # -- message actions ---------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class Message:
     provenance: Provenance = field(default_factory=Provenance)
     pinned: bool = False
     id: str = ""
+    incomplete: bool = False  # a reply cut short (stopped, failed, or the app was killed)
 
     def to_wire(self) -> dict:
         """The dict sent to a server or a template: wire fields only, never provenance."""
@@ -69,6 +70,8 @@ class Message:
                                 "label": self.provenance.label}
         if self.pinned:
             record["pinned"] = True
+        if self.incomplete:
+            record["incomplete"] = True
         if self.id:
             record["id"] = self.id
         return record
@@ -129,7 +132,7 @@ def message_from_dict(data: Any, index: int = 0) -> Message:
     return Message(role=role, content=content, name=data.get("name"), tool_calls=data.get("tool_calls"),
                    tool_call_id=data.get("tool_call_id"), reasoning_content=reasoning,
                    provenance=provenance, pinned=bool(data.get("pinned", False)),
-                   id=str(data.get("id", "")) or f"m{index}")
+                   id=str(data.get("id", "")) or f"m{index}", incomplete=bool(data.get("incomplete", False)))
 
 
 def messages_from_list(items: Any) -> list[Message]:

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tui.context.budget import POLICIES, PolicySettings
-from tui.context.messages import Message, MessageError, message_from_dict
+from tui.context.messages import Message, MessageError, Provenance, message_from_dict
 
 FORMAT = "ctxpane-session"
 VERSION = 1
@@ -153,3 +153,23 @@ def session_from_dict(data: Any) -> Session:
         tools=_expect(data, "tools", (list, type(None)), "session"),
         messages=messages,
         requests=[_request(item, i) for i, item in enumerate(_expect(data, "requests", (list,), "session", []))])
+
+
+def recover_interrupted_reply(session: Session) -> bool:
+    """A reply still streaming when the app died lives only in its request record: restore it.
+
+    Returns True when a partial reply was turned back into an (incomplete) assistant message.
+    """
+    if not session.requests:
+        return False
+    record = session.requests[-1]
+    if not record.incomplete or len(session.messages) != record.message_count:
+        return False
+    reply = record.reply
+    if not (reply.get("content") or reply.get("tool_calls") or reply.get("reasoning")):
+        return False
+    session.messages.append(Message("assistant", reply.get("content") or "", tool_calls=reply.get("tool_calls") or None,
+                                    reasoning_content=reply.get("reasoning") or None,
+                                    provenance=Provenance("model", True), id=f"m{len(session.messages)}",
+                                    incomplete=True))
+    return True

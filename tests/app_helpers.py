@@ -1,0 +1,53 @@
+"""Helpers for driving the app in tests: isolated XDG folders and plain-text reads of what is shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from textual.content import Content
+from textual.widgets import Static
+
+from tui.app.app import CtxpaneApp, LaunchOptions
+from tui.app.document_view import DocumentView
+
+
+def isolated(monkeypatch, tmp_path: Path) -> Path:
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "xdg_data_home" / "ctxpane" / "sessions"
+
+
+def make_app(tmp_path: Path, **options) -> CtxpaneApp:
+    flags = {"no_scan": True, **options.pop("flags", {})}
+    return CtxpaneApp(LaunchOptions(flags=flags, sessions_folder=tmp_path / "sessions", **options))
+
+
+def document_rows(app: CtxpaneApp) -> list[str]:
+    """Every row the document view would draw, as plain text."""
+    view = app.screen.query_one(DocumentView)
+    rows = []
+    for row in range(view.layout_model.height):
+        strip = view._render_row(row)
+        rows.append("".join(segment.text for segment in strip))
+    return rows
+
+
+def plain(shown) -> str:
+    """Plain text of a Static widget's content, a Textual Content, or any Rich renderable."""
+    if isinstance(shown, Static):
+        shown = shown.content
+    if isinstance(shown, Content):
+        return shown.plain
+    console = Console(width=200, record=True, color_system=None)
+    console.print(shown)
+    return console.export_text()
+
+
+async def settle(pilot, app: CtxpaneApp) -> None:
+    """Wait until background work (tokenizer, rebuilds) has finished and the screen is drawn."""
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
