@@ -181,6 +181,7 @@ class CtxpaneApp(App):
             self.notify(visible(str(exc)), severity="error")
             template = builtin_template("chatml")
         self.wb = Workbench(session, template, self.wb.tokenizer)
+        self.wb.restore_previous()
         self.sub_title = session.title
         self.query_one(ChatPanel).show_messages(session.messages, set())
 

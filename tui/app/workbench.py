@@ -82,11 +82,28 @@ class Workbench:
         self.template = template
         self.session.template = template_spec(template)
         self.cache = SegmentCache()
+        self.restore_previous()
 
     def set_tokenizer(self, tokenizer: Tokenizer, exact: bool | None = None) -> None:
         self.tokenizer, self.exact = tokenizer, exact
-        self.session.tokenizer = tokenizer.name
+        if not isinstance(tokenizer, CharEstimate):
+            self.session.tokenizer = tokenizer.name
         self.cache = SegmentCache()
+        self.restore_previous()
+
+    def restore_previous(self) -> None:
+        """The last request sent, re-read from its record, so the cache boundary survives a restart."""
+        if not self.session.requests:
+            self.previous = None
+            return
+        from tui.sessions.replay import Replayer
+        last = self.session.requests[-1]
+        self._dropped_since = {d.get("message_id", ""): d.get("since_request", last.number) for d in last.dropped}
+        try:
+            replayer = Replayer(self.session, self.template, self.tokenizer, self.cache_rule)
+            self.previous = replayer.stored_view(len(self.session.requests) - 1).shape
+        except Exception:  # noqa: BLE001 - a record this template cannot render: no boundary, not a crash
+            self.previous = None
 
     def set_policy(self, **changes: Any) -> None:
         policy = asdict(self.policy) | changes
@@ -173,7 +190,8 @@ class Workbench:
             document_tokens=view.sent_tokens, tokens_exact=view.snapshot.counts.exact,
             dropped=[asdict(e) for e in view.ledger], predicted_cached=view.prefix.predicted_cached,
             cache_cause=view.prefix.cause, keep_all_tokens=view.keep_all_tokens,
-            template=self.template.name, tokenizer=self.tokenizer.name, message_count=len(self.session.messages))
+            template=self.template.name, tokenizer=self.tokenizer.name, message_count=len(self.session.messages),
+            message_ids=list(view.shape.message_ids))
         self.session.requests.append(record)
         self.previous = view.shape
         self._dropped_since = {e.message_id: e.since_request for e in view.ledger}

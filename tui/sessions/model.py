@@ -55,6 +55,7 @@ class RequestRecord:
     template: str = ""
     tokenizer: str = ""
     message_count: int = 0  # session messages when it was sent: the conversation up to this request
+    message_ids: list[str] = field(default_factory=list)  # session id of each message in body["messages"]
 
     @property
     def incomplete(self) -> bool:

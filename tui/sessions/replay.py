@@ -75,8 +75,10 @@ class Replayer:
         """The request of step `index` (0-based) exactly as its body was sent."""
         if index not in self._views:
             record = self.session.requests[index]
+            wire = record.body.get("messages", [])
+            ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
             try:
-                messages = [message_from_dict(m, i) for i, m in enumerate(record.body.get("messages", []))]
+                messages = [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
             except MessageError as exc:
                 raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
             settings = RequestSettings(self.template, self.tokenizer, dict(self.session.variables),
