@@ -182,7 +182,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = RequestShape(document.text, token_starts(document, settings.tokenizer, specials, cache),
                          [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],
-                         [content_text(messages[i].content) if i >= 0 else "" for i in origin],
+                         [content_text(wire[i].get("content")) if i >= 0 else "" for i in origin],  # as sent
                          [messages[i].role if i >= 0 else "user" for i in origin],
                          settings.tools, dict(settings.variables),
                          frozenset(e.message_id for e in plan.ledger), _tail_start(document))
