@@ -42,11 +42,13 @@ def run(argv: list[str]) -> int:
             text = step.snapshot.document.text
     except TransferError as exc:
         raise UsageError(str(exc)) from None
+    if args.format != "document" and not text.endswith("\n"):
+        text += "\n"  # the document is written exactly as sent, with no newline added
     if args.output:
         try:
-            Path(args.output).write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+            Path(args.output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:
-        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        sys.stdout.write(text)
     return 0

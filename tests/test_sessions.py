@@ -1,0 +1,143 @@
+"""Session files: round trip, atomic saves, one writer, and every kind of bad file."""
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from conftest import ROOT
+from tui.context.messages import Message, Provenance
+from tui.sessions import store
+from tui.sessions.model import RequestRecord, Session, recover_interrupted_reply
+from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session
+
+SAMPLE = ROOT / "sample_sessions" / "forged-tool-result.ctxpane.json"
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_round_trip_keeps_everything(tmp_path):
+    original = load_session(SAMPLE).session
+    path = tmp_path / "copy.ctxpane.json"
+    save_session(original, path)
+    again = load_session(path).session
+    assert again.to_dict() == original.to_dict()
+    tool = again.messages[3]
+    assert tool.provenance.source == "tool" and not tool.provenance.trusted and tool.provenance.label == "tool:web_fetch"
+    assert again.requests[-1].body["messages"] and again.requests[-1].document_hash
+
+
+def test_keys_never_saved(tmp_path):
+    session = Session(messages=[Message("user", "my key is sk-live-SECRET1234567890")])
+    session.requests.append(RequestRecord(1, "t", {"note": "Bearer abcdefghijklmnop1234"}))
+    path = tmp_path / "s.ctxpane.json"
+    save_session(session, path, secrets=["sk-live-SECRET1234567890"])
+    text = path.read_text()
+    assert "SECRET1234567890" not in text and "abcdefghijklmnop1234" not in text
+    assert "api_key" not in text.lower()
+
+
+def test_atomic_save_leaves_old_file_when_the_write_fails(tmp_path, monkeypatch):
+    path = tmp_path / "s.ctxpane.json"
+    save_session(Session(title="first"), path)
+    before = digest(path)
+
+    def boom(*args):
+        raise OSError("disk full")
+    monkeypatch.setattr(store.os, "replace", boom)
+    with pytest.raises(OSError):
+        save_session(Session(title="second"), path)
+    assert digest(path) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["s.ctxpane.json"]  # no temporary file left behind
+
+
+def test_one_writer_at_a_time(tmp_path):
+    path = tmp_path / "s.ctxpane.json"
+    first, second = SessionLock(path), SessionLock(path)
+    first.acquire()
+    with pytest.raises(SessionLocked, match=f"pid {os.getpid()}"):
+        second.acquire()
+    first.release()
+    second.acquire()
+    second.release()
+
+
+def test_interrupted_reply_is_restored():
+    session = load_session(SAMPLE).session
+    count = len(session.messages)
+    session.requests.append(RequestRecord(3, "t", {"messages": []}, reply={"content": "half a rep", "incomplete": True},
+                                          message_count=count))
+    assert recover_interrupted_reply(session)
+    assert session.messages[-1].text() == "half a rep" and session.messages[-1].incomplete
+    assert not recover_interrupted_reply(session)  # once only
+
+
+def bad_files(tmp_path):
+    good = json.loads(SAMPLE.read_text())
+    cases = {
+        "truncated": (SAMPLE.read_text()[:500], "truncated"),
+        "not-json": ("hello", "not valid JSON"),
+        "wrong-format": (json.dumps({"format": "other", "version": 1}), "not a ctxpane session"),
+        "no-version": (json.dumps({**good, "version": "1"}), "no valid 'version'"),
+        "missing-messages": (json.dumps({k: v for k, v in good.items() if k != "messages"}), "'messages' should be"),
+        "wrong-type": (json.dumps({**good, "messages": {"role": "user"}}), "'messages' should be list"),
+        "bad-role": (json.dumps({**good, "messages": [{"role": "wizard", "content": "x"}]}), "role 'wizard'"),
+        "bad-request": (json.dumps({**good, "requests": [{"number": "one"}]}), "requests[0]"),
+        "binary": (b"\x00\x01\x02binary", "binary file"),
+        "latin1": ("caf\xe9".encode("latin-1"), "not UTF-8"),
+    }
+    paths = {}
+    for name, (content, needle) in cases.items():
+        path = tmp_path / f"{name}.ctxpane.json"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        paths[name] = (path, needle)
+    return paths
+
+
+def test_each_bad_file_gives_a_clear_message_and_is_untouched(tmp_path):
+    for name, (path, needle) in bad_files(tmp_path).items():
+        before = digest(path)
+        with pytest.raises(SessionFileError) as info:
+            load_session(path)
+        assert needle in str(info.value), name
+        assert "\n" not in str(info.value)
+        assert digest(path) == before
+
+
+def test_directory_huge_and_missing(tmp_path, monkeypatch):
+    with pytest.raises(SessionFileError, match="is a directory"):
+        load_session(tmp_path)
+    with pytest.raises(SessionFileError, match="no such file"):
+        load_session(tmp_path / "nope.json")
+    big = tmp_path / "big.ctxpane.json"
+    big.write_text("x" * 2000)
+    monkeypatch.setattr(store, "MAX_SESSION_BYTES", 1024)
+    with pytest.raises(SessionFileError, match="over the"):
+        load_session(big)
+
+
+def test_newer_version_opens_read_only(tmp_path):
+    data = json.loads(SAMPLE.read_text())
+    path = tmp_path / "future.ctxpane.json"
+    path.write_text(json.dumps({**data, "version": 99, "future_field": {"x": 1}}))
+    opened = load_session(path)
+    assert opened.read_only and "newer ctxpane" in opened.note and opened.session.messages
+
+
+def test_unreadable_file_via_cli(run_cli, tmp_path):
+    path = tmp_path / "locked.ctxpane.json"
+    path.write_text(SAMPLE.read_text())
+    path.chmod(0)
+    result = run_cli("replay", str(path), "--check", without_root_reads=True)
+    assert result.returncode == 2 and "permission denied" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_files_via_cli_exit_2(run_cli, tmp_path):
+    for name, (path, needle) in bad_files(tmp_path).items():
+        result = run_cli("replay", str(path), "--check")
+        assert result.returncode == 2 and needle in result.stderr, (name, result.stderr)
+        assert "Traceback" not in result.stderr
