@@ -146,12 +146,14 @@ class CtxpaneApp(App):
             try:
                 opened = load_session(path)
                 self.read_only = opened.read_only
-                if recover_interrupted_reply(opened.session):
-                    self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
-                                severity="warning", timeout=10)
+                recovered = recover_interrupted_reply(opened.session)
                 if opened.note:
                     self.notify(visible(opened.note), severity="warning", timeout=10)
                 self._adopt(opened.session, path)
+                if recovered:
+                    self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
+                                severity="warning", timeout=10)
+                    self.autosave(now=True)
                 return
             except SessionFileError as exc:
                 self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
@@ -214,7 +216,12 @@ class CtxpaneApp(App):
     # -- the pane ----------------------------------------------------------------------------------
     def refresh_all(self) -> None:
         self.query_one(ChatPanel).show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
-        self.wb.rebuild()
+        try:
+            self.wb.rebuild()
+        except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
+            self.notify(visible(f"template {self.wb.template.name} rejects the conversation: {exc}"),
+                        severity="error", timeout=10)
+            self.wb.view = None
         self.refresh_pane()
 
     def _dropped(self) -> set[int]:
@@ -347,7 +354,12 @@ class CtxpaneApp(App):
                         severity="warning")
             return
         self.query_one(Composer).clear()
-        body, view = self.wb.commit_draft()
+        try:
+            body, view = self.wb.commit_draft()
+        except TemplateRenderError as exc:
+            self.notify(visible(f"not sent: template {self.wb.template.name} rejects the conversation: {exc}"),
+                        severity="error", timeout=10)
+            return
         self.send(body, view)
 
     def send(self, body: dict, view) -> None:
@@ -364,7 +376,7 @@ class CtxpaneApp(App):
     @work(exclusive=True, group="reply")
     async def stream_reply(self, body: dict, record, item: MessageItem) -> None:
         assembler = ReplyAssembler()
-        last_paint, last_save, note = 0.0, time.monotonic(), ""
+        last_paint, last_save, note = 0.0, 0.0, ""  # the first piece of a reply is saved at once
         chat = self.query_one(ChatPanel)
 
         def on_delta(_text: str, progress: ReplyAssembler) -> None:

@@ -16,7 +16,7 @@ from tui.context.cache import RequestShape
 from tui.context.fences import FenceStyle
 from tui.context.incremental import splice_message
 from tui.context.messages import Message, Provenance
-from tui.context.request import RequestSettings, RequestView, build_request
+from tui.context.request import RequestSettings, RequestView, build_request, empty_view
 from tui.context.template_library import ChatTemplate, builtin_template, load_template, template_from_text
 from tui.context.tokens import SegmentCache, Tokenizer
 from tui.sessions.model import RequestRecord, Session, now_iso
@@ -126,7 +126,10 @@ class Workbench:
 
         Safe to run in a worker thread: it reads the session and writes only to the segment cache.
         """
-        return build_request(self.messages_with_draft(), self.settings(), self.previous, self.request_number,
+        messages = self.messages_with_draft()
+        if not messages:
+            return empty_view(self.settings())
+        return build_request(messages, self.settings(), self.previous, self.request_number,
                              dict(self._dropped_since), self.cache)
 
     def rebuild(self) -> RequestView:
@@ -141,7 +144,7 @@ class Workbench:
                 or self.tokenizer.name.startswith("server:"):  # a server tokenizer waits for the full rebuild
             return False
         draft_index = len(view.origin) - 1
-        if view.origin[draft_index] != len(self.session.messages):
+        if draft_index < 0 or view.origin[draft_index] != len(self.session.messages):
             return False
         spliced = splice_message(view.snapshot.document, view.snapshot.counts, draft_index, text, self.tokenizer,
                                  self.template.special_strings(), self.cache)
@@ -198,14 +201,19 @@ class Workbench:
         self.session.updated = now_iso()
         return record
 
-    def update_record(self, record: RequestRecord, reply: Reply) -> None:
-        """Called while a reply streams and when it ends: the record always holds what has arrived."""
+    def update_record(self, record: RequestRecord, reply: Reply, final: bool = False) -> None:
+        """Called while a reply streams and when it ends: the record always holds what has arrived.
+
+        Until the reply is final it is saved as incomplete, so a kill leaves an honest record.
+        """
         record.reply = reply.to_record()
+        if not final:
+            record.reply["incomplete"] = True
         record.usage, record.timings = reply.usage, reply.timings
         record.cached_reported = reply.cached_tokens
 
     def finish_reply(self, record: RequestRecord, reply: Reply) -> None:
-        self.update_record(record, reply)
+        self.update_record(record, reply, final=True)
         message = reply.to_message()
         if message["content"] or message.get("tool_calls") or reply.incomplete:
             self.session.messages.append(Message("assistant", message["content"], tool_calls=message.get("tool_calls"),

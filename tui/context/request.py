@@ -190,3 +190,18 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
                        cache_prefix(previous, shape, document, settings.cache_rule), shape,
                        full.counts.total + sum(images), settings.policy.budget,
                        sum(images[i] for i in plan.kept), settings.policy.summary_cost)
+
+
+def empty_view(settings: RequestSettings) -> RequestView:
+    """The view of a conversation with no messages yet: nothing to render, nothing sent."""
+    from .assemble import Snapshot
+    from .budget import Plan
+    from .cache import CachePrefix
+    from .tokens import TokenCounts
+
+    document = Document("", [], [])
+    counts = TokenCounts(0, {}, {}, False, settings.tokenizer.name)
+    shape = RequestShape("", [], [], [], [], settings.tools, dict(settings.variables))
+    prefix = CachePrefix(0, 0, 0, None, None, "no messages yet", 0, settings.cache_rule)
+    return RequestView(Snapshot(document, counts, settings.template.name, settings.tokenizer.name, []), [], [],
+                       Plan([]), [], [], prefix, shape, 0, settings.policy.budget, 0)

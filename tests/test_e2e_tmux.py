@@ -1,0 +1,76 @@
+"""End to end in a real terminal (tmux): the real server, and a kill -9 in the middle of a reply."""
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from fault_server import FaultServer
+from tmux_driver import Tmux
+from tui.sessions.store import load_session
+
+
+@pytest.fixture()
+def tmux(tmp_path):
+    terminal = Tmux(tmp_path)
+    yield terminal
+    terminal.stop()
+
+
+@pytest.mark.server
+def test_chat_with_the_real_server(llama_server, tmux):
+    tmux.start("--base-url", llama_server, "--no-scan")
+    tmux.wait_for(r"llama\.cpp at http://127\.0\.0\.1")
+    tmux.keys("Hello from tmux, how are you?", literal=True)
+    tmux.wait_for(r"Hello from tmux, how are you\?<\|im_end\|>")
+    time.sleep(0.8)  # the pane settles after typing stops
+    shown = int(tmux.wait_for(r"(\d+) tokens\s*exact").group(1))
+    tmux.keys("Enter")
+    deadline = time.monotonic() + 30
+    record = None
+    while time.monotonic() < deadline:
+        files = tmux.sessions()
+        if files:
+            session = load_session(files[0]).session
+            if session.requests and not session.requests[-1].incomplete and session.requests[-1].usage:
+                record = session.requests[-1]
+                break
+        time.sleep(0.2)
+    assert record is not None, tmux.screen()
+    assert record.usage["prompt_tokens"] == shown, (shown, record.usage)
+    reply = record.reply["content"].strip()
+    assert reply
+    first_word = reply.split()[0]
+    tmux.wait_for(re.escape(first_word))
+    tmux.wait_for(r"assistant #?\d*|assistant#\d+")
+
+
+def test_kill_9_mid_reply_keeps_what_arrived(tmp_path, tmux):
+    with FaultServer(delay=0.6) as server:
+        tmux.start("--base-url", server.url + "/slow", "--no-scan")
+        tmux.wait_for(r"openai-compatible at|unknown server|fault-model")
+        tmux.keys("tell me a long story", literal=True)
+        tmux.keys("Enter")
+        tmux.wait_for(r"partial reply")
+        time.sleep(1.5)  # the reply keeps streaming; autosave runs while it does
+        os.kill(tmux.pid(), signal.SIGKILL)
+        time.sleep(0.3)
+        files = tmux.sessions()
+        assert len(files) == 1
+        raw = json.loads(files[0].read_text())  # a whole file, never a half-written one
+        assert raw["requests"][-1]["reply"]["incomplete"] is True
+        assert raw["requests"][-1]["reply"]["content"].startswith("partial reply")
+        tmux.stop()
+        again = Tmux(tmp_path)
+        try:
+            again.start(str(files[0]), "--no-scan")
+            again.wait_for(r"incomplete")
+            again.wait_for(r"partial reply")
+        finally:
+            again.stop()
+    session = load_session(files[0]).session
+    assert session.messages[-1].role == "assistant" and session.messages[-1].incomplete
+    assert session.messages[-1].text().startswith("partial reply")
