@@ -26,8 +26,10 @@ def test_chat_with_the_real_server(llama_server, tmux):
     tmux.wait_for(r"llama\.cpp at http://127\.0\.0\.1")
     tmux.keys("Hello from tmux, how are you?", literal=True)
     tmux.wait_for(r"Hello from tmux, how are you\?<\|im_end\|>")
-    time.sleep(0.8)  # the pane settles after typing stops
-    shown = int(tmux.wait_for(r"(\d+) tokens\s*exact").group(1))
+    shown, previous = None, -1
+    while shown != previous:  # the pane settles after typing stops: read until two reads agree
+        time.sleep(0.6)
+        previous, shown = shown, int(tmux.wait_for(r"(\d+) tokens\s*exact").group(1))
     tmux.keys("Enter")
     deadline = time.monotonic() + 30
     record = None
