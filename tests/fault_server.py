@@ -61,6 +61,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> None:
         scenario = self.path.strip("/").split("/")[0]
+        if not self.path.endswith("/chat/completions") and scenario != "redirect":
+            return self.s_missing()  # probes of llama.cpp/vLLM/Ollama extras: this server has none
         getattr(self, f"s_{scenario}", self.s_missing)()
 
     # -- helpers ------------------------------------------------------------------------
@@ -182,6 +184,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class QuietServer(ThreadingHTTPServer):
+    block_on_close = False  # a handler still trickling a reply must not hold up the test
     def handle_error(self, request, client_address) -> None:  # clients that hang up on purpose
         pass
 
