@@ -8,7 +8,8 @@ import pytest
 from conftest import DATA
 from tui.context import builtin_template, get_tokenizer, load_template, message_from_dict
 from tui.context.budget import PolicySettings
-from tui.context.cache import common_prefix_length, predict_cached, tokens_before
+from tui.context.cache import common_prefix_length, predict_cached
+from tui.context.tokens import token_index
 from tui.context.request import RequestSettings, build_request
 
 
@@ -78,8 +79,20 @@ def test_provider_rules():
 def test_prefix_helpers():
     assert common_prefix_length("abcdef", "abcxyz") == 3 and common_prefix_length("", "x") == 0
     assert common_prefix_length("same", "same") == 4
-    assert tokens_before([0, 3, 6, 9], 6, 12) == 2 and tokens_before([0, 3, 6, 9], 7, 12) == 2
-    assert tokens_before([0, 3, 6, 9], 12, 12) == 4
+
+
+def test_token_index_counts_tokens_that_end_before_a_boundary():
+    view = build_request(msgs(first="Hello world, a longer first question"), settings())
+    document = view.document
+    index = token_index(document, get_tokenizer("o200k_base"), builtin_template("chatml").special_strings())
+    assert index.total == view.snapshot.counts.total
+    running = 0
+    for span in document.spans:  # here no token straddles a span boundary, so the two must agree
+        running += span.tokens
+        assert index.tokens_before(span.end) == running, document.span_text(span)
+    assert index.tokens_before(0) == 0
+    inside = document.spans[1]  # mid-way through the system prompt: the token there is not yet complete
+    assert index.tokens_before(inside.start + 1) == index.tokens_before(inside.start)
 
 
 def post(url, body):

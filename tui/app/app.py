@@ -22,7 +22,7 @@ from tui.client.reply import ReplyAssembler
 from tui.context.budget import POLICIES, PolicyError
 from tui.context.safety import visible
 from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template
-from tui.context.templates import TemplateRenderError
+from tui.context.errors import TemplateRenderError
 from tui.context.tokens import ENCODINGS, HF_TOKENIZERS, TokenizerNotFound, get_tokenizer
 from tui.sessions.model import Session, recover_interrupted_reply
 from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session, session_path
@@ -102,16 +102,23 @@ class CtxpaneApp(App):
             yield ContextPane(id="pane")
         yield Footer()
 
-    def on_mount(self) -> None:
+    def on_load(self) -> None:
+        # Before any screen exists, so choosing the theme restyles nothing that is already drawn.
         for pane_theme in self.pane_themes.values():
             self.register_theme(pane_theme.theme)
         wanted = self.settings.theme or DEFAULT_THEME
         self.theme = wanted if wanted in self.pane_themes else DEFAULT_THEME
+
+    def on_mount(self) -> None:
+        self.query_one(ContextPane).set_roles(self.roles)
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
+        self.query_one(Composer).focus()
+        self.call_after_refresh(self._open_after_first_frame)  # the first frame waits for nothing
+
+    def _open_after_first_frame(self) -> None:
         self._open_initial_session()
         self.refresh_all()
-        self.query_one(Composer).focus()
         for problem in self.problems:
             self.notify(visible(problem), severity="warning", timeout=10)
         if self.options.replay:
@@ -129,7 +136,7 @@ class CtxpaneApp(App):
 
     def watch_theme(self, name: str) -> None:
         pane_theme = self.pane_themes.get(name)
-        if pane_theme is not None and self.is_mounted:
+        if pane_theme is not None and self.screen_stack:
             for pane in self.screen.query(ContextPane):
                 pane.set_roles(pane_theme.roles)
             self.refresh_pane()

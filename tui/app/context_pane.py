@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.lazy import Lazy
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tui.context.cache import RequestShape
@@ -59,18 +60,19 @@ class ContextPane(Vertical):
         with TabbedContent(id="tabs"):
             with TabPane("Document", id="document"):
                 yield DocumentView(id="document-view")
+            # The other tabs mount after the first frame (Lazy): start-up pays only for the document.
             with TabPane("Tokens", id="tokens"):
-                yield VerticalScroll(TokensView(id="tokens-view"))
+                yield Lazy(VerticalScroll(TokensView(id="tokens-view")))
             with TabPane("Cache", id="cache"):
-                yield VerticalScroll(CacheView(id="cache-view"))
+                yield Lazy(VerticalScroll(CacheView(id="cache-view")))
             with TabPane("Ledger", id="ledger"):
-                yield VerticalScroll(LedgerView(id="ledger-view"))
+                yield Lazy(VerticalScroll(LedgerView(id="ledger-view")))
             with TabPane("Cost", id="cost"):
-                yield VerticalScroll(CostView(id="cost-view"))
+                yield Lazy(VerticalScroll(CostView(id="cost-view")))
             with TabPane("Request", id="request"):
-                yield RequestTab(id="request-view")
+                yield Lazy(RequestTab(id="request-view"))
             with TabPane("Diff", id="diff"):
-                yield VerticalScroll(DiffView(id="diff-view"))
+                yield Lazy(VerticalScroll(DiffView(id="diff-view")))
 
     @property
     def active(self) -> str:
@@ -96,8 +98,8 @@ class ContextPane(Vertical):
 
     def show_tab(self, tab: str) -> None:
         view, data = self.view, self.data
-        if view is None or data is None:
-            return
+        if view is None or data is None or (tab != "document" and not self.query(f"#{tab}-view")):
+            return  # a lazy tab not mounted yet: it is filled when activated
         if tab == "tokens":
             self.query_one(TokensView).show(view, data.window, data.reserved, data.roles)
         elif tab == "cache":

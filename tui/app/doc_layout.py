@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 
 from rich.cells import get_character_cell_size
 
@@ -65,6 +65,7 @@ class DocLayout:
         notes = sorted(notes, key=lambda item: item[0])
         if width != self.width or not self.lines:
             keep_from = 0
+            self.first_row = [0]
         else:
             keep_from = self._unchanged_until(text, notes)
         start = self.lines[keep_from].start if keep_from < len(self.lines) else 0
@@ -73,7 +74,8 @@ class DocLayout:
         del self.rows[keep_from:]
         self.lines.extend(self._build(start, [n for n in notes if n[0] >= start]))
         self.rows.extend(self._rows(line) for line in self.lines[keep_from:])
-        self.first_row = list(accumulate(self.rows, initial=0))
+        del self.first_row[keep_from + 1:]  # rows before the change stay where they are
+        self.first_row.extend(islice(accumulate(self.rows[keep_from:], initial=self.first_row[keep_from]), 1, None))
         return keep_from
 
     def _unchanged_until(self, text: str, notes: list[tuple[int, Note]]) -> int:
@@ -82,8 +84,7 @@ class DocLayout:
         old_notes = [n for n in self.notes if n[0] < same]
         if old_notes != [n for n in notes if n[0] < same]:
             return 0
-        starts = [line.start for line in self.lines]
-        index = bisect_right(starts, same) - 1  # the line holding the first changed character
+        index = bisect_right(self.lines, same, key=lambda line: line.start) - 1  # the line holding the change
         while index > 0 and (self.lines[index].note is not None or self.lines[index].start >= same):
             index -= 1
         # Step back past notes sitting at this line's start, so they are placed again.

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .document import Document, build_document
 from .messages import Message
-from .template_library import ChatTemplate
 from .tokens import SegmentCache, TokenCounts, Tokenizer, count_tokens
+
+if TYPE_CHECKING:
+    from .template_library import ChatTemplate
 
 # Names of tokenizers that are a template family's own, so their counts are exact.
 NATIVE_TOKENIZER = {"qwen3": "qwen3", "chatml": "qwen3", "harmony": "o200k_harmony"}

@@ -12,6 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from .document import Document
+from .tokens import TokenIndex
 
 RULES = ("llama.cpp", "openai", "none")
 
@@ -21,7 +22,7 @@ class RequestShape:
     """What the cache comparison needs to remember of a request."""
 
     text: str
-    token_starts: list[int]  # character offset of each token
+    tokens: TokenIndex  # where each token lies, by segment
     message_ids: list[str]
     message_texts: list[str]
     message_roles: list[str]
@@ -43,23 +44,22 @@ class CachePrefix:
     rule: str
 
 
-def common_prefix_length(a: str, b: str) -> int:
-    """Length of the common prefix, by halving (fast on long equal prefixes)."""
-    low, high = 0, min(len(a), len(b))
+def common_prefix_length(a: str, b: str, step: int = 4096) -> int:
+    """Length of the common prefix: equal chunks are skipped at C speed, then the last one is halved."""
+    limit = min(len(a), len(b))
+    low = 0
+    while low < limit and a[low:low + step] == b[low:low + step]:
+        low += step
+    if low >= limit:
+        return limit
+    high = min(low + step, limit)
     while low < high:
         mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[low:mid] == b[low:mid]:
             low = mid
         else:
             high = mid - 1
     return low
-
-
-def tokens_before(token_starts: list[int], boundary: int, text_length: int) -> int:
-    """Tokens that end at or before `boundary` (a token ends where the next one starts)."""
-    if boundary >= text_length:
-        return len(token_starts)
-    return max(0, bisect_right(token_starts, boundary) - 1)
 
 
 def predict_cached(rule: str, prefix_tokens: int, total_tokens: int) -> int:
@@ -104,11 +104,11 @@ def _cause(previous: RequestShape, current: RequestShape, document: Document, bo
 
 def cache_prefix(previous: RequestShape | None, current: RequestShape, document: Document,
                  rule: str = "llama.cpp") -> CachePrefix:
-    total = len(current.token_starts)
+    total = current.tokens.total
     if previous is None:
         return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule)
     boundary = common_prefix_length(previous.text, current.text)
-    shared = min(tokens_before(current.token_starts, boundary, len(current.text)), len(previous.token_starts))
+    shared = min(current.tokens.tokens_before(boundary), previous.tokens.total)
     message, kind, cause = _cause(previous, current, document, boundary)
     return CachePrefix(boundary, shared, total, message, kind, cause, predict_cached(rule, shared, total), rule)
 

@@ -6,6 +6,8 @@ document actually sent -> counts, forged blocks, cache prefix against the previo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field, replace
 
 from .assemble import Snapshot, assemble
@@ -15,8 +17,10 @@ from .document import Document, Span
 from .fences import FenceStyle, FencedText, fence
 from .messages import Message, content_text, image_parts, image_token_estimate
 from .reader import ForgedBlock, forged_blocks
-from .template_library import ChatTemplate
-from .tokens import SegmentCache, Tokenizer, count_tokens, token_starts
+from .tokens import SegmentCache, TokenIndex, Tokenizer, count_tokens, token_index
+
+if TYPE_CHECKING:
+    from .template_library import ChatTemplate
 
 SUMMARY_ID = "summary"
 
@@ -180,7 +184,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     if document is not snapshot.document:
         counts = count_tokens(document, settings.tokenizer, specials, cache, snapshot.counts.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
-    shape = RequestShape(document.text, token_starts(document, settings.tokenizer, specials, cache),
+    shape = RequestShape(document.text, token_index(document, settings.tokenizer, specials, cache),
                          [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],
                          [content_text(wire[i].get("content")) if i >= 0 else "" for i in origin],  # as sent
                          [messages[i].role if i >= 0 else "user" for i in origin],
@@ -201,7 +205,7 @@ def empty_view(settings: RequestSettings) -> RequestView:
 
     document = Document("", [], [])
     counts = TokenCounts(0, {}, {}, False, settings.tokenizer.name)
-    shape = RequestShape("", [], [], [], [], settings.tools, dict(settings.variables))
+    shape = RequestShape("", TokenIndex(""), [], [], [], settings.tools, dict(settings.variables))
     prefix = CachePrefix(0, 0, 0, None, None, "no messages yet", 0, settings.cache_rule)
     return RequestView(Snapshot(document, counts, settings.template.name, settings.tokenizer.name, []), [], [],
                        Plan([]), [], [], prefix, shape, 0, settings.policy.budget, 0)

@@ -11,17 +11,13 @@ from typing import Any, Callable
 
 from .harmony import SPECIAL_TOKENS as HARMONY_TOKENS
 from .harmony import render_harmony
-from .templates import TemplateRenderError, render_template
+from .errors import TemplateNotFound, TemplateRenderError
 
 # Strings that look like a template's control tokens: <|im_start|>, <｜User｜>, [INST], <start_of_turn>...
 SPECIAL_PATTERN = re.compile(
     r"<\|[A-Za-z0-9_./:-]{1,40}\|>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>"
     r"|<｜[^｜<>\n]{1,40}｜>|\[/?[A-Z][A-Z_]{2,30}\]"
     r"|<(?:start|end)_of_turn>|</?s>|<bos>|<eos>|</?think>|</?tool_call>|</?tool_response>")
-
-
-class TemplateNotFound(ValueError):
-    """An unknown template name, or a file that holds no chat template."""
 
 
 @dataclass
@@ -65,6 +61,8 @@ class ChatTemplate:
                 return self.renderer(messages, **merged)
             except (TypeError, ValueError, KeyError, AttributeError) as exc:
                 raise TemplateRenderError(type(exc).__name__, str(exc)) from None
+        from .templates import render_template  # Jinja loads on the first render, not at import
+
         return render_template(self.source or "", messages, **merged)
 
     def copies_text_verbatim(self) -> bool:

@@ -20,23 +20,9 @@ from jinja2.ext import Extension, loopcontrols
 from jinja2.runtime import Namespace
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .errors import TemplateRenderError
+
 REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
-
-
-class TemplateRenderError(Exception):
-    """A template refused the conversation or failed while rendering.
-
-    `kind` keeps the original error's class name (TemplateError, UndefinedError, ...),
-    so a caller can tell a deliberate `raise_exception` from a broken template.
-    """
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.message}"
 
 
 class GenerationTag(Extension):

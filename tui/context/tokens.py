@@ -8,14 +8,10 @@ re-encodes only the segment that holds it. Tokens are attributed to the span the
 
 from __future__ import annotations
 
-import base64
-import gzip
-import hashlib
-import lzma
 import re
 import threading
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -79,6 +75,7 @@ def _read_package(subdir: str, name: str) -> bytes:
 
 def load_ranks(encoding_file: str) -> dict[bytes, int]:
     """BPE ranks from the shipped gzip file, checked against tiktoken's published sha256."""
+    import base64, gzip, hashlib  # noqa: E401 - only when an encoding loads, off the start-up path
     raw = gzip.decompress(_read_package("encodings", f"{encoding_file}.tiktoken.gz"))
     if hashlib.sha256(raw).hexdigest() != ENCODING_SHA256[encoding_file]:
         raise TokenizerNotFound(f"{encoding_file}: the shipped encoding file is corrupted (sha256 mismatch)")
@@ -153,6 +150,8 @@ _LOCK = threading.Lock()
 def _cached_tokenizer(spec: str) -> Tokenizer:
     if spec in ENCODINGS:
         return TiktokenTokenizer(spec)
+    import lzma
+
     if spec in HF_TOKENIZERS:
         text = lzma.decompress(_read_package("tokenizer_files", HF_TOKENIZERS[spec])).decode("utf-8")
         return HFTokenizer(spec, text)
@@ -276,39 +275,56 @@ def _count_segment(document: Document, bounds: list[int], start: int, end: int, 
         index += 1
 
 
-def _char_offsets(segment: str, byte_starts: array) -> list[int]:
-    """Byte offsets within `segment` turned into character offsets."""
-    if segment.isascii():
-        return list(byte_starts)
-    char_at_byte, position = {}, 0
-    for index, char in enumerate(segment):
-        char_at_byte[position] = index
-        position += len(char.encode("utf-8"))
-    result, last = [], 0
-    for start in byte_starts:  # a token may start inside a character: it belongs to that character
-        while start not in char_at_byte and start > 0:
-            start -= 1
-        last = char_at_byte.get(start, last)
-        result.append(last)
-    return result
+@dataclass
+class TokenIndex:
+    """Where a document's tokens are, kept per segment (not one entry per token, so it stays small).
+
+    Each piece is a run of plain text with its token start offsets, or a control token.
+    """
+
+    text: str
+    pieces: list[tuple[int, int, array | None, bool, int]] = field(default_factory=list)  # start, end, starts, bytes, n
+    before: list[int] = field(default_factory=list)  # tokens in the pieces before each piece
+
+    @property
+    def total(self) -> int:
+        return self.before[-1] if self.before else 0
+
+    def tokens_before(self, boundary: int) -> int:
+        """Tokens that end at or before character `boundary` (a token ends where the next begins)."""
+        if boundary >= len(self.text):
+            return self.total
+        index = bisect_left([piece[1] for piece in self.pieces], boundary + 1)  # first piece ending after it
+        if index >= len(self.pieces):
+            return self.total
+        start, _end, starts, in_bytes, _count = self.pieces[index]
+        if starts is None or boundary <= start:
+            return self.before[index]
+        offset = boundary - start
+        if in_bytes:
+            offset = len(self.text[start:boundary].encode("utf-8"))
+        return self.before[index] + max(0, bisect_right(starts, offset) - 1)
 
 
-def token_starts(document: Document, tokenizer: Tokenizer, template_specials: list[str],
-                 cache: SegmentCache | None = None) -> list[int]:
-    """The character offset where each token of the document starts (for the cache prefix)."""
+def token_index(document: Document, tokenizer: Tokenizer, template_specials: list[str],
+                cache: SegmentCache | None = None) -> TokenIndex:
+    """The document's tokens by segment, for the cache prefix (segments come from the shared cache)."""
     cache = cache if cache is not None else SegmentCache()
     specials = set(template_specials) | tokenizer.specials()
-    result: list[int] = []
-    position = 0
+    index = TokenIndex(document.text)
+    position, running = 0, 0
     for cut_start, cut_end, span_index in [*_cuts(document, _special_regex(frozenset(specials))),
                                            (len(document.text), len(document.text), -1)]:
         if cut_start > position:
-            segment = document.text[position:cut_start]
-            starts, in_bytes = cache.starts(tokenizer, segment)
-            offsets = _char_offsets(segment, starts) if in_bytes else list(starts)
-            result.extend(position + offset for offset in offsets)
+            starts, in_bytes = cache.starts(tokenizer, document.text[position:cut_start])
+            index.pieces.append((position, cut_start, starts, in_bytes, len(starts)))
+            index.before.append(running)
+            running += len(starts)
         if span_index >= 0:
             count = tokenizer.special_count(document.text[cut_start:cut_end])
-            result.extend([cut_start] * count)
+            index.pieces.append((cut_start, cut_end, None, False, count))
+            index.before.append(running)
+            running += count
         position = cut_end
-    return result
+    index.before.append(running)
+    return index
