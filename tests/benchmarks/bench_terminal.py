@@ -60,6 +60,17 @@ class Term:
             time.sleep(0.005)
         raise RuntimeError(f"{needle!r} never appeared:\n{self.screen()}")
 
+    def wait_in_pane(self, needle: str, timeout: float = 30) -> float:
+        """Wait until `needle` shows right of the chat/pane border (the pane, not the composer)."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            for line in self.screen().splitlines():
+                border = line.find("│")
+                if border >= 0 and needle in line[border:]:
+                    return time.perf_counter()
+            time.sleep(0.005)
+        raise RuntimeError(f"{needle!r} never appeared in the pane:\n{self.screen()}")
+
     def keys(self, *keys: str) -> None:
         subprocess.run(["tmux", "-L", self.name, "send-keys", "-t", self.name, "-l", *keys], check=True)
 
@@ -102,7 +113,7 @@ def keystroke(session_file: Path, home: Path, presses: int = 15) -> list[float]:
             marker = f"Q{i:02d}Z"
             start = time.perf_counter()
             term.keys(marker)
-            term.wait(f"{marker}<|im_end|>", timeout=10)
+            term.wait_in_pane(marker, timeout=10)
             samples.append((time.perf_counter() - start) * 1000)
             time.sleep(0.6)  # let the settling rebuild run between samples
     finally:

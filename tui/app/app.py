@@ -222,13 +222,13 @@ class CtxpaneApp(App):
 
     # -- the pane ----------------------------------------------------------------------------------
     def refresh_all(self) -> None:
-        self.query_one(ChatPanel).show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
         try:
             self.wb.rebuild()
         except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
             self.notify(visible(f"template {self.wb.template.name} rejects the conversation: {exc}"),
                         severity="error", timeout=10)
             self.wb.view = None
+        self.query_one(ChatPanel).show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
         self.refresh_pane()
 
     def _dropped(self) -> set[int]:

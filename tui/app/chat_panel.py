@@ -28,9 +28,16 @@ class ChatPanel(Vertical):
     def show_messages(self, messages: list[Message], dropped: set[int], notes: dict[str, str] | None = None) -> None:
         notes = notes or {}
         box = self.query_one("#messages", VerticalScroll)
-        box.remove_children()
-        box.mount_all([MessageItem(m, i, i in dropped, notes.get(m.id, "")) for i, m in enumerate(messages)])
-        box.scroll_end(animate=False)
+        wanted = [MessageItem(m, i, i in dropped, notes.get(m.id, "")) for i, m in enumerate(messages)]
+        shown = list(box.query_children(MessageItem))
+        same = 0  # items already showing exactly this stay: a long chat is not mounted again on each change
+        while same < min(len(shown), len(wanted)) and shown[same].signature == wanted[same].signature:
+            same += 1
+        for item in shown[same:]:
+            item.remove()
+        if wanted[same:]:
+            box.mount_all(wanted[same:])
+        box.call_after_refresh(box.scroll_end, animate=False)
 
     def add_message(self, message: Message, index: int) -> MessageItem:
         item = MessageItem(message, index)

@@ -59,33 +59,51 @@ class MessageItem(Vertical, can_focus=True):
                          + (" dropped" if dropped else ""))
         self.message, self.index, self.dropped, self.note = message, index, dropped, note
 
+    @property
+    def signature(self) -> tuple:
+        """What this item shows: when it changes, the item is drawn again."""
+        m = self.message
+        return (id(m), m.role, m.text(), m.reasoning_content, str(m.tool_calls), m.pinned, m.incomplete,
+                m.provenance.trusted, self.index, self.dropped, self.note)
+
     def compose(self) -> ComposeResult:
         yield Static(header_text(self.message, self.index, self.dropped), classes="head")
-        reasoning = self.message.reasoning_content or ""
-        with Collapsible(title="reasoning", collapsed=True, classes="reasoning") as folded:
-            folded.display = bool(reasoning)
-            yield Static(Text(visible(reasoning)), classes="reasoning-body")
+        if self.message.reasoning_content:  # folded parts exist only where there is something to fold
+            yield self._reasoning(self.message.reasoning_content)
         body = Text(visible(self.message.text()))
         if self.note:
             body.append(f"\n{self.note}", style="bold yellow")
         yield Static(body, classes="body")
-        calls = self.message.tool_calls or []
-        with Collapsible(title=f"tool calls ({len(calls)})", collapsed=True, classes="calls") as folded:
-            folded.display = bool(calls)
-            yield Static(tool_calls_text(calls), classes="calls-body")
+        if self.message.tool_calls:
+            yield self._calls(self.message.tool_calls)
+
+    @staticmethod
+    def _reasoning(text: str) -> Collapsible:
+        return Collapsible(Static(Text(visible(text)), classes="reasoning-body"), title="reasoning",
+                           collapsed=True, classes="reasoning")
+
+    @staticmethod
+    def _calls(calls: list[dict]) -> Collapsible:
+        return Collapsible(Static(tool_calls_text(calls), classes="calls-body"), title=f"tool calls ({len(calls)})",
+                           collapsed=True, classes="calls")
 
     def set_reply(self, content: str, reasoning: str, calls: list[dict], note: str = "") -> None:
         """Update while a reply streams in (shown as text, never as markup or escape sequences)."""
         body = Text(visible(content))
         if note:
             body.append(f"\n{note}", style="bold yellow")
-        self.query_one(".body", Static).update(body)
-        folded = self.query_one(".reasoning", Collapsible)
-        folded.display = bool(reasoning)
+        body_widget = self.query_one(".body", Static)
+        body_widget.update(body)
         if reasoning:
-            self.query_one(".reasoning-body", Static).update(Text(visible(reasoning)))
-        calls_box = self.query_one(".calls", Collapsible)
-        calls_box.display = bool(calls)
+            folded = self.query(".reasoning-body")
+            if folded:
+                folded.first(Static).update(Text(visible(reasoning)))
+            else:
+                self.mount(self._reasoning(reasoning), before=body_widget)
         if calls:
-            calls_box.title = f"tool calls ({len(calls)})"
-            self.query_one(".calls-body", Static).update(tool_calls_text(calls))
+            boxes = self.query(".calls")
+            if boxes:
+                boxes.first(Collapsible).title = f"tool calls ({len(calls)})"
+                self.query_one(".calls-body", Static).update(tool_calls_text(calls))
+            else:
+                self.mount(self._calls(calls), after=body_widget)
