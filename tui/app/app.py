@@ -571,6 +571,11 @@ class CtxpaneApp(App):
                  description, where) for key, description, where in rows]
         self.push_screen(HelpScreen(rows))
 
+    def action_show_all(self) -> None:
+        chat = self.query_one(ChatPanel)
+        chat.show_all = not chat.show_all
+        chat.show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
+
     # -- sessions -----------------------------------------------------------------------------------
     def action_replay(self, start: int = 0) -> None:
         from tui.context.assemble import NATIVE_TOKENIZER
@@ -668,6 +673,7 @@ class CtxpaneApp(App):
             ("Resend from focused message", "drop what follows and send again", self.action_resend_from_here),
             ("Next pane tab", "document, tokens, cache, ledger, cost, request, diff", self.action_next_tab),
             ("Replay this session", "step through its requests as they were sent", self.action_replay),
+            ("Show all messages", "list every message in the chat, not only the newest", self.action_show_all),
             ("Open session", "browse, search, rename, delete saved sessions", self.action_open_session),
             ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
             ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),

@@ -79,11 +79,16 @@ class DocLayout:
         return keep_from
 
     def _unchanged_until(self, text: str, notes: list[tuple[int, Note]]) -> int:
-        """Index of the first line that may differ; notes before it must be the same too."""
+        """Index of the first line that may differ: before the first changed character or note."""
         same = common_prefix_length(self.text, text)
-        old_notes = [n for n in self.notes if n[0] < same]
-        if old_notes != [n for n in notes if n[0] < same]:
-            return 0
+        for old, new in zip(self.notes, notes):
+            if old != new:
+                same = min(same, old[0], new[0])
+                break
+        else:
+            if len(self.notes) != len(notes):
+                extra = (self.notes if len(self.notes) > len(notes) else notes)[min(len(self.notes), len(notes))]
+                same = min(same, extra[0])
         index = bisect_right(self.lines, same, key=lambda line: line.start) - 1  # the line holding the change
         while index > 0 and (self.lines[index].note is not None or self.lines[index].start >= same):
             index -= 1

@@ -160,6 +160,7 @@ class Workbench:
     # -- sending -------------------------------------------------------------------------------
     def request_body(self, view: RequestView, stream: bool = True) -> dict:
         body: dict[str, Any] = {"model": self.session.model or "model", "messages": view.snapshot.wire}
+        body.update({k: v for k, v in self.session.params.items() if k not in ("messages", "model", "stream")})
         if self.session.tools:
             body["tools"] = self.session.tools
         if self.policy.max_tokens:

@@ -76,6 +76,7 @@ class Session:
     fences: bool = True
     variables: dict = field(default_factory=dict)
     tools: list | None = None
+    params: dict = field(default_factory=dict)  # extra body parameters sent as they are (temperature, seed, ...)
     messages: list[Message] = field(default_factory=list)
     requests: list[RequestRecord] = field(default_factory=list)
 
@@ -86,7 +87,7 @@ class Session:
         return {"format": FORMAT, "version": VERSION, "id": self.id, "title": self.title, "created": self.created,
                 "updated": self.updated, "endpoint": {"base_url": self.base_url, "model": self.model},
                 "template": self.template, "tokenizer": self.tokenizer, "policy": self.policy,
-                "fences": self.fences, "variables": self.variables, "tools": self.tools,
+                "fences": self.fences, "variables": self.variables, "tools": self.tools, "params": self.params,
                 "messages": [m.to_record() for m in self.messages],
                 "requests": [asdict(r) for r in self.requests]}
 
@@ -152,6 +153,7 @@ def session_from_dict(data: Any) -> Session:
         policy=policy, fences=bool(data.get("fences", True)),
         variables=_expect(data, "variables", (dict,), "session", {}),
         tools=_expect(data, "tools", (list, type(None)), "session"),
+        params=_expect(data, "params", (dict,), "session", {}),
         messages=messages,
         requests=[_request(item, i) for i, item in enumerate(_expect(data, "requests", (list,), "session", []))])
 
