@@ -89,7 +89,6 @@ def test_reasoning_and_tool_call_kinds():
 
 
 def test_content_as_parts():
-    template = builtin_template("chatml")
     messages = [{"role": "user", "content": [{"type": "text", "text": "part one"}]}]
     source = "{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}"
     doc = build_document(template_from_text(source, "t").render, messages, [])

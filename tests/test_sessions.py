@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from tui.context.messages import Message, Provenance
+from tui.context.messages import Message
 from tui.sessions import store
 from tui.sessions.model import RequestRecord, Session, recover_interrupted_reply
 from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session

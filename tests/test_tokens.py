@@ -2,17 +2,15 @@
 
 import hashlib
 import gzip
-import subprocess
-import sys
 from importlib import resources
 
 import pytest
 
 from conftest import load_cases, template_source
-from tui.context import build_document, get_tokenizer, tokenizer_for_model
+from tui.context import get_tokenizer, tokenizer_for_model
 from tui.context.assemble import assemble
 from tui.context.template_library import builtin_template, template_from_text
-from tui.context.tokens import ENCODING_SHA256, SegmentCache, TokenizerNotFound, count_tokens
+from tui.context.tokens import ENCODING_SHA256, SegmentCache, TokenizerNotFound
 
 
 class CountingTokenizer:

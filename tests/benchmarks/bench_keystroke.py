@@ -17,7 +17,6 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from tests.benchmarks.corpus import conversation
 from tui.app.app import CtxpaneApp, LaunchOptions

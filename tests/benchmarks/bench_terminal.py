@@ -11,7 +11,6 @@ and 500k tokens open.
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -16,29 +14,22 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
-from tui.client.endpoint import Endpoint, EndpointError
-from tui.client.errors import ClientError
-from tui.client.reply import ReplyAssembler
-from tui.context.budget import POLICIES, PolicyError
 from tui.context.safety import visible
-from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template
+from tui.context.template_library import TemplateNotFound, builtin_template, load_template
 from tui.context.errors import TemplateRenderError
-from tui.context.tokens import ENCODINGS, HF_TOKENIZERS, TokenizerNotFound, get_tokenizer
 from tui.sessions.model import Session, recover_interrupted_reply
-from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session, session_path
+from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session
 
 from .chat_panel import ChatPanel
 from .composer import Composer
 from .config import config_dir, resolve
-from .confirm_screen import ConfirmScreen
 from .context_pane import ContextPane, PaneData
 from .summary import summary_text
-from .edit_screen import EditScreen
-from .help_screen import HelpScreen
-from .message_item import MessageItem
-from .picker_screen import PickerScreen
 from .samples import sample_session
 from .themes import DEFAULT_THEME, load_themes
+from .message_actions import MessageActionsMixin
+from .sending import SendingMixin
+from .session_actions import SessionActionsMixin
 from .workbench import Workbench, template_from_session
 
 
@@ -52,7 +43,7 @@ class LaunchOptions:
     sessions_folder: Path | None = None
 
 
-class CtxpaneApp(App):
+class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
     TITLE = "ctxpane"
     CSS = """
     #main { height: 1fr; }
@@ -194,32 +185,6 @@ class CtxpaneApp(App):
         self.sub_title = session.title
         self.query_one(ChatPanel).show_messages(session.messages, set())
 
-    def autosave(self, now: bool = False) -> None:
-        if self.read_only or not self.wb.session.messages:
-            return
-        if self.session_file is None:
-            folder = self.options.sessions_folder
-            self.session_file = session_path(self.wb.session, folder)
-            self.lock = SessionLock(self.session_file)
-            try:
-                self.lock.acquire()
-            except SessionLocked:
-                self.lock = None
-        if now:
-            self._save()
-        elif self._save_timer is None:
-            self._save_timer = self.set_timer(0.3, self._save)
-
-    def _save(self) -> None:
-        self._save_timer = None
-        if self.session_file is None or self.read_only:
-            return
-        secrets = [self.client.endpoint.auth_headers().get("Authorization", "")[7:]] if self.client else []
-        try:
-            save_session(self.wb.session, self.session_file, secrets)
-        except OSError as exc:
-            self.notify(f"could not save the session: {exc}", severity="error")
-
     # -- the pane ----------------------------------------------------------------------------------
     def refresh_all(self) -> None:
         try:
@@ -283,378 +248,6 @@ class CtxpaneApp(App):
             return
         self.wb.view = view
         self.refresh_pane()
-
-    # -- tokenizer and server ----------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="tokenizer")
-    def load_tokenizer(self, name: str | None = None) -> None:
-        from tui.context.assemble import NATIVE_TOKENIZER
-        spec = name or self.settings.tokenizer or self.wb.session.tokenizer or \
-            NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base")
-        try:
-            tokenizer = get_tokenizer(spec)
-        except TokenizerNotFound as exc:
-            self.call_from_thread(self.notify, visible(str(exc)), severity="error")
-            return
-        self.call_from_thread(self._use_tokenizer, tokenizer, None)
-
-    def _use_tokenizer(self, tokenizer, exact) -> None:
-        self.wb.set_tokenizer(tokenizer, exact)
-        self._schedule_rebuild(0.0)
-
-    @work(exclusive=True, group="connect")
-    async def connect_endpoint(self) -> None:
-        from tui.client.connect import connect, scan_local
-        chat = self.query_one(ChatPanel)
-        base = self.settings.base_url or self.wb.session.base_url
-        source = self.settings.source.get("base_url", "session")
-        if not base and self.settings.scan_local:
-            chat.set_status("looking for a local server on 8080, 11434, 1234, 8000…")
-            found = await scan_local()
-            if found:
-                base, source = found[0], f"found {found[1]} on {found[0]}"
-        if not base:
-            if not self.wb.session.messages:
-                self._adopt(sample_session(), None)
-                self.refresh_all()
-            chat.set_status("offline: no server found. Connect with --base-url URL (or $OPENAI_BASE_URL); "
-                            "the pane works on what you type.", "yellow")
-            return
-        try:
-            endpoint = Endpoint.from_env(base, self.settings.model or self.wb.session.model, self.settings.api_key_env)
-        except EndpointError as exc:
-            chat.set_status(f"bad base URL: {exc}", "red")
-            return
-        chat.set_status(f"connecting to {endpoint.base_url} ({source})…")
-        try:
-            connection = await connect(endpoint)
-        except ClientError as exc:
-            chat.set_status(f"offline: {visible(str(exc))}", "red")
-            return
-        self.connection, self.client = connection, connection.client
-        session = self.wb.session
-        session.base_url, session.model = endpoint.base_url, endpoint.model
-        info = connection.info
-        if connection.template is not None and not self.settings.template:
-            self.wb.set_template(connection.template)
-        if info.n_ctx and not self.wb.policy.context_window:
-            self.wb.set_policy(context_window=int(info.n_ctx))
-        self.wb.cache_rule = "llama.cpp" if info.kind == "llama.cpp" else "openai"
-        chat.set_status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
-                        f"{info.n_ctx or '?'} · {connection.note} ({source})")
-        if not self.settings.tokenizer:
-            if connection.tokenizer == "server":
-                from tui.client.server_tokenizer import ServerTokenizer
-                self._use_tokenizer(ServerTokenizer(endpoint, set(self.wb.template.special_strings())), True)
-            else:
-                tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
-                self._use_tokenizer(tokenizer, connection.exact)
-
-    # -- sending -------------------------------------------------------------------------------------
-    def on_composer_submitted(self, event: Composer.Submitted) -> None:
-        if self._streaming:
-            self.notify("a reply is still streaming: Esc stops it", severity="warning")
-            return
-        if not event.text.strip():
-            return
-        if self.client is None:
-            self.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
-                        severity="warning")
-            return
-        self.query_one(Composer).clear()
-        try:
-            body, view = self.wb.commit_draft()
-        except TemplateRenderError as exc:
-            self.notify(visible(f"not sent: template {self.wb.template.name} rejects the conversation: {exc}"),
-                        severity="error", timeout=10)
-            return
-        self.send(body, view)
-
-    def send(self, body: dict, view) -> None:
-        record = self.wb.start_record(body, view)
-        chat = self.query_one(ChatPanel)
-        chat.show_messages(self.wb.session.messages, self._dropped())
-        self.refresh_pane()
-        from tui.context.messages import Message
-        item = chat.add_message(Message("assistant", ""), len(self.wb.session.messages))
-        self._streaming = True
-        self.autosave(now=True)
-        self.stream_reply(body, record, item)
-
-    @work(exclusive=True, group="reply")
-    async def stream_reply(self, body: dict, record, item: MessageItem) -> None:
-        assembler = ReplyAssembler()
-        last_paint, last_save, note = 0.0, 0.0, ""  # the first piece of a reply is saved at once
-        chat = self.query_one(ChatPanel)
-
-        def on_delta(_text: str, progress: ReplyAssembler) -> None:
-            nonlocal last_paint, last_save
-            now = time.monotonic()
-            if now - last_paint > 0.04:
-                reply = progress.reply
-                item.set_reply(reply.content, reply.reasoning, reply.tool_calls)
-                last_paint = now
-            if now - last_save > 1.0:  # a kill mid-reply loses at most a second
-                self.wb.update_record(record, progress.reply)
-                self._save()
-                last_save = now
-
-        try:
-            await self.client.chat(body, assembler, on_delta, lambda text: chat.set_status(visible(text), "yellow"))
-        except asyncio.CancelledError:
-            note = "■ stopped: the reply is kept, marked incomplete"
-            assembler.reply.incomplete = True
-        except ClientError as exc:
-            note = f"✗ {visible(str(exc))}"
-            assembler.reply.incomplete = True
-            assembler.reply.error = str(exc)
-        finally:
-            self._streaming = False
-            reply = assembler.reply
-            self.wb.finish_reply(record, reply)
-            self._save()
-            if note:  # the error stays under the reply it cut short, and in the status line
-                chat.set_status(note, "yellow" if note.startswith("■") else "red")
-                last = self.wb.session.messages[-1] if self.wb.session.messages else None
-                if last is not None and last.role == "assistant":
-                    self.reply_notes[last.id] = note
-            self.refresh_all()
-
-    def action_stop(self) -> None:
-        if self._streaming:
-            self.workers.cancel_group(self, "reply")
-
-    # -- message actions ----------------------------------------------------------------------------
-    def _focused(self) -> int | None:
-        return self.query_one(ChatPanel).focused_index()
-
-    def _changed(self) -> None:
-        self.refresh_all()
-        self.autosave()
-
-    def action_edit_message(self) -> None:
-        index = self._focused()
-        if index is None:
-            return
-        message = self.wb.session.messages[index]
-
-        def done(result) -> None:
-            if result is not None:
-                self.wb.edit(index, result[0])
-                self._changed()
-        self.push_screen(EditScreen(f"Edit {message.role} message #{index}", message.text()), done)
-
-    def action_delete_message(self) -> None:
-        index = self._focused()
-        if index is None:
-            return
-
-        def done(yes: bool) -> None:
-            if yes:
-                self.wb.delete(index)
-                self._changed()
-        self.push_screen(ConfirmScreen(f"Delete message #{index}?"), done)
-
-    def action_pin_message(self) -> None:
-        index = self._focused()
-        if index is not None:
-            pinned = self.wb.toggle_pin(index)
-            self.notify(f"message #{index} {'pinned' if pinned else 'unpinned'}")
-            self._changed()
-
-    def action_resend_from_here(self) -> None:
-        index = self._focused()
-        if index is None or self.client is None or self._streaming:
-            return
-        messages = self.wb.session.messages
-        while index >= 0 and messages[index].role != "user":
-            index -= 1
-        if index < 0:
-            return
-        self.wb.truncate_after(index)
-        self._changed()
-        body, view = self.wb.commit_draft() if not self.wb.draft else (self.wb.request_body(self.wb.rebuild()),
-                                                                         self.wb.view)
-        self.send(body, view)
-
-    def action_edit_system(self) -> None:
-        messages = self.wb.session.messages
-        current = messages[0].text() if messages and messages[0].role == "system" else ""
-
-        def done(result) -> None:
-            if result is not None:
-                self.wb.set_system_prompt(result[0])
-                self._changed()
-        self.push_screen(EditScreen("System prompt", current), done)
-
-    def action_attach(self) -> None:
-        def done(result) -> None:
-            if result is None or not result[0].strip():
-                return
-            text, label = result
-            path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
-            if path is not None and not text.strip("\n") and path.is_file():
-                try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError as exc:
-                    self.notify(f"cannot read {path}: {exc}", severity="error")
-                    return
-            self.wb.add_document(text, label or "document")
-            self._changed()
-        self.push_screen(EditScreen("Paste a document (sent fenced, as untrusted data)", "", "file:pasted.txt"), done)
-
-    # -- pickers ------------------------------------------------------------------------------------
-    def action_pick_template(self) -> None:
-        options = [(name, name) for name in builtin_names()]
-        if self.connection and self.connection.template:
-            options.insert(0, ("@server", f"the server's own ({self.connection.info.kind})"))
-
-        def done(choice: str | None) -> None:
-            if choice is None:
-                return
-            template = self.connection.template if choice == "@server" else builtin_template(choice)
-            self.wb.set_template(template)
-            self._changed()
-        self.push_screen(PickerScreen("Chat template", options, self.wb.template.name), done)
-
-    def action_pick_tokenizer(self) -> None:
-        options = [(name, name) for name in [*ENCODINGS, *HF_TOKENIZERS]]
-
-        def done(choice: str | None) -> None:
-            if choice is not None:
-                self.load_tokenizer(choice)
-        self.push_screen(PickerScreen("Tokenizer", options, self.wb.tokenizer.name), done)
-
-    def action_pick_policy(self) -> None:
-        def done(choice: str | None) -> None:
-            if choice is None:
-                return
-            try:
-                self.wb.set_policy(name=choice)
-            except PolicyError as exc:
-                self.notify(str(exc), severity="error")
-                return
-            self._changed()
-        self.push_screen(PickerScreen("Truncation policy", [(p, p) for p in POLICIES], self.wb.policy.name), done)
-
-    @work(exclusive=True, group="models")
-    async def action_pick_model(self) -> None:
-        if self.client is None:
-            self.notify("offline: no server to list models from", severity="warning")
-            return
-        try:
-            models = await self.client.list_models()
-        except ClientError as exc:
-            self.notify(visible(str(exc)), severity="error")
-            return
-
-        def done(choice: str | None) -> None:
-            if choice:
-                self.client.endpoint.model = self.wb.session.model = choice
-                self._changed()
-        self.push_screen(PickerScreen("Model", [(m, m) for m in models], self.wb.session.model), done)
-
-    def action_toggle_fences(self) -> None:
-        self.wb.session.fences = not self.wb.session.fences
-        self.notify(f"fences {'on' if self.wb.session.fences else 'off'}")
-        self._changed()
-
-    def action_next_tab(self) -> None:
-        self.screen.query_one(ContextPane).next_tab()
-
-    def action_help(self) -> None:
-        rows = [(b.key_display or b.key, b.description, "app") for b in self.BINDINGS]
-        rows += [("enter", "send the message", "composer"), ("alt+enter / ctrl+j", "new line", "composer"),
-                 ("tab / shift+tab", "move between chat, messages and pane", "everywhere"),
-                 ("ctrl+p", "command palette: every action", "everywhere")]
-        keymap = self.settings.keys
-        rows = [(keymap.get(b_id, key) if (b_id := next((b.id for b in self.BINDINGS if b.key == key), None)) else key,
-                 description, where) for key, description, where in rows]
-        self.push_screen(HelpScreen(rows))
-
-    def action_show_all(self) -> None:
-        chat = self.query_one(ChatPanel)
-        chat.show_all = not chat.show_all
-        chat.show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
-
-    # -- sessions -----------------------------------------------------------------------------------
-    def action_replay(self, start: int = 0) -> None:
-        from tui.context.assemble import NATIVE_TOKENIZER
-        from tui.sessions.replay import Replayer
-
-        from .replay_screen import ReplayScreen
-        session = self.wb.session
-        if not session.requests:
-            self.notify("this session has no requests to replay yet", severity="warning")
-            return
-        spec = session.tokenizer if session.tokenizer and not session.tokenizer.startswith(("server:", "estimate")) \
-            else NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base")
-        try:
-            tokenizer = get_tokenizer(spec)
-        except TokenizerNotFound as exc:
-            self.notify(visible(str(exc)), severity="error")
-            return
-        self.push_screen(ReplayScreen(session, Replayer(session, self.wb.template, tokenizer), self.roles, start))
-
-    def resend_from_step(self, session: Session, step: int) -> None:
-        from tui.sessions.transfer import resend_session
-        try:
-            copy = resend_session(session, step)
-        except ValueError as exc:
-            self.notify(visible(str(exc)), severity="error")
-            return
-        self.autosave(now=True)
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        self.read_only, self.replay_only = False, False
-        self._adopt(copy, None)
-        self.refresh_all()
-        self.notify(f"re-sending as a new session: {copy.title} (the old one is kept)")
-        if self.client is None:
-            self.connect_endpoint()
-            self.notify("connecting first: press Enter in an empty composer… or use 'Resend from focused message'")
-            return
-        body, view = self.wb.commit_draft()
-        self.send(body, view)
-
-    def action_open_session(self) -> None:
-        from tui.sessions.store import sessions_dir
-
-        from .browser_screen import BrowserScreen
-        folder = self.options.sessions_folder or sessions_dir()
-
-        def done(path: Path | None) -> None:
-            if path is None or path == self.session_file:
-                return
-            try:
-                opened = load_session(path)
-            except SessionFileError as exc:
-                self.notify(visible(str(exc)), title="cannot open session", severity="error")
-                return
-            self.autosave(now=True)
-            self.read_only = opened.read_only
-            self._adopt(opened.session, path)
-            self.refresh_all()
-        self.push_screen(BrowserScreen(folder, self.session_file), done)
-
-    def action_new_session(self) -> None:
-        self.autosave(now=True)
-        self.read_only = False
-        session = Session(base_url=self.wb.session.base_url, model=self.wb.session.model)
-        self._adopt(session, None)
-        self.refresh_all()
-
-    def action_export_markdown(self) -> None:
-        from tui.sessions.transfer import export_markdown
-        from tui.sessions.store import sessions_dir
-        folder = self.session_file.parent if self.session_file else (self.options.sessions_folder or sessions_dir())
-        target = folder / f"{self.wb.session.id}.md"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            target.write_text(export_markdown(self.wb.session), encoding="utf-8")
-        except OSError as exc:
-            self.notify(f"cannot write {target}: {exc}", severity="error")
-            return
-        self.notify(f"transcript written to {target}")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -13,7 +13,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from tui.context.messages import Message, message_from_dict
-from tui.context.safety import visible
 from tui.sessions.model import Session
 from tui.sessions.replay import Replayer, Step
 

@@ -7,7 +7,7 @@ Names are loaded on first use, so importing one part (say, the reader) does not 
 from importlib import import_module
 
 # `assemble` is both a module and its main function: bind the function now (the module is light).
-from .assemble import Snapshot, assemble
+from .assemble import Snapshot as Snapshot, assemble as assemble
 
 _EXPORTS = {
     "Document": "document", "Span": "document", "build_document": "document",

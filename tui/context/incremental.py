@@ -11,7 +11,7 @@ import re
 from bisect import bisect_left
 from dataclasses import replace
 
-from .document import Document, Span
+from .document import Document
 from .tokens import SegmentCache, TokenCounts, Tokenizer, _count_segment, _special_regex
 
 

@@ -1,0 +1,166 @@
+"""Talking to the server: finding it, loading a tokenizer, sending, streaming, stopping."""
+
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from textual import work
+
+from tui.client.endpoint import Endpoint, EndpointError
+from tui.client.errors import ClientError
+from tui.client.reply import ReplyAssembler
+from tui.context.safety import visible
+from tui.context.errors import TemplateRenderError
+from tui.context.tokens import TokenizerNotFound, get_tokenizer
+
+from .chat_panel import ChatPanel
+from .composer import Composer
+from .message_item import MessageItem
+from .samples import sample_session
+
+
+
+class SendingMixin:
+    """Methods of CtxpaneApp, kept in their own file."""
+
+    # -- tokenizer and server ----------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="tokenizer")
+    def load_tokenizer(self, name: str | None = None) -> None:
+        from tui.context.assemble import NATIVE_TOKENIZER
+        spec = name or self.settings.tokenizer or self.wb.session.tokenizer or \
+            NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base")
+        try:
+            tokenizer = get_tokenizer(spec)
+        except TokenizerNotFound as exc:
+            self.call_from_thread(self.notify, visible(str(exc)), severity="error")
+            return
+        self.call_from_thread(self._use_tokenizer, tokenizer, None)
+
+    def _use_tokenizer(self, tokenizer, exact) -> None:
+        self.wb.set_tokenizer(tokenizer, exact)
+        self._schedule_rebuild(0.0)
+
+    @work(exclusive=True, group="connect")
+    async def connect_endpoint(self) -> None:
+        from tui.client.connect import connect, scan_local
+        chat = self.query_one(ChatPanel)
+        base = self.settings.base_url or self.wb.session.base_url
+        source = self.settings.source.get("base_url", "session")
+        if not base and self.settings.scan_local:
+            chat.set_status("looking for a local server on 8080, 11434, 1234, 8000…")
+            found = await scan_local()
+            if found:
+                base, source = found[0], f"found {found[1]} on {found[0]}"
+        if not base:
+            if not self.wb.session.messages:
+                self._adopt(sample_session(), None)
+                self.refresh_all()
+            chat.set_status("offline: no server found. Connect with --base-url URL (or $OPENAI_BASE_URL); "
+                            "the pane works on what you type.", "yellow")
+            return
+        try:
+            endpoint = Endpoint.from_env(base, self.settings.model or self.wb.session.model, self.settings.api_key_env)
+        except EndpointError as exc:
+            chat.set_status(f"bad base URL: {exc}", "red")
+            return
+        chat.set_status(f"connecting to {endpoint.base_url} ({source})…")
+        try:
+            connection = await connect(endpoint)
+        except ClientError as exc:
+            chat.set_status(f"offline: {visible(str(exc))}", "red")
+            return
+        self.connection, self.client = connection, connection.client
+        session = self.wb.session
+        session.base_url, session.model = endpoint.base_url, endpoint.model
+        info = connection.info
+        if connection.template is not None and not self.settings.template:
+            self.wb.set_template(connection.template)
+        if info.n_ctx and not self.wb.policy.context_window:
+            self.wb.set_policy(context_window=int(info.n_ctx))
+        self.wb.cache_rule = "llama.cpp" if info.kind == "llama.cpp" else "openai"
+        chat.set_status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
+                        f"{info.n_ctx or '?'} · {connection.note} ({source})")
+        if not self.settings.tokenizer:
+            if connection.tokenizer == "server":
+                from tui.client.server_tokenizer import ServerTokenizer
+                self._use_tokenizer(ServerTokenizer(endpoint, set(self.wb.template.special_strings())), True)
+            else:
+                tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
+                self._use_tokenizer(tokenizer, connection.exact)
+
+    # -- sending -------------------------------------------------------------------------------------
+    def on_composer_submitted(self, event: Composer.Submitted) -> None:
+        if self._streaming:
+            self.notify("a reply is still streaming: Esc stops it", severity="warning")
+            return
+        if not event.text.strip():
+            return
+        if self.client is None:
+            self.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
+                        severity="warning")
+            return
+        self.query_one(Composer).clear()
+        try:
+            body, view = self.wb.commit_draft()
+        except TemplateRenderError as exc:
+            self.notify(visible(f"not sent: template {self.wb.template.name} rejects the conversation: {exc}"),
+                        severity="error", timeout=10)
+            return
+        self.send(body, view)
+
+    def send(self, body: dict, view) -> None:
+        record = self.wb.start_record(body, view)
+        chat = self.query_one(ChatPanel)
+        chat.show_messages(self.wb.session.messages, self._dropped())
+        self.refresh_pane()
+        from tui.context.messages import Message
+        item = chat.add_message(Message("assistant", ""), len(self.wb.session.messages))
+        self._streaming = True
+        self.autosave(now=True)
+        self.stream_reply(body, record, item)
+
+    @work(exclusive=True, group="reply")
+    async def stream_reply(self, body: dict, record, item: MessageItem) -> None:
+        assembler = ReplyAssembler()
+        last_paint, last_save, note = 0.0, 0.0, ""  # the first piece of a reply is saved at once
+        chat = self.query_one(ChatPanel)
+
+        def on_delta(_text: str, progress: ReplyAssembler) -> None:
+            nonlocal last_paint, last_save
+            now = time.monotonic()
+            if now - last_paint > 0.04:
+                reply = progress.reply
+                item.set_reply(reply.content, reply.reasoning, reply.tool_calls)
+                last_paint = now
+            if now - last_save > 1.0:  # a kill mid-reply loses at most a second
+                self.wb.update_record(record, progress.reply)
+                self._save()
+                last_save = now
+
+        try:
+            await self.client.chat(body, assembler, on_delta, lambda text: chat.set_status(visible(text), "yellow"))
+        except asyncio.CancelledError:
+            note = "■ stopped: the reply is kept, marked incomplete"
+            assembler.reply.incomplete = True
+        except ClientError as exc:
+            note = f"✗ {visible(str(exc))}"
+            assembler.reply.incomplete = True
+            assembler.reply.error = str(exc)
+        finally:
+            self._streaming = False
+            reply = assembler.reply
+            self.wb.finish_reply(record, reply)
+            self._save()
+            if note:  # the error stays under the reply it cut short, and in the status line
+                chat.set_status(note, "yellow" if note.startswith("■") else "red")
+                last = self.wb.session.messages[-1] if self.wb.session.messages else None
+                if last is not None and last.role == "assistant":
+                    self.reply_notes[last.id] = note
+            self.refresh_all()
+
+    def action_stop(self) -> None:
+        if self._streaming:
+            self.workers.cancel_group(self, "reply")
+

@@ -1,0 +1,125 @@
+"""Sessions in the app: saving as you go, replay, re-send a step, browse, new, export."""
+
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+from tui.context.safety import visible
+from tui.context.tokens import TokenizerNotFound, get_tokenizer
+from tui.sessions.model import Session
+from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session, session_path
+
+
+
+
+class SessionActionsMixin:
+    """Methods of CtxpaneApp, kept in their own file."""
+
+    def autosave(self, now: bool = False) -> None:
+        if self.read_only or not self.wb.session.messages:
+            return
+        if self.session_file is None:
+            folder = self.options.sessions_folder
+            self.session_file = session_path(self.wb.session, folder)
+            self.lock = SessionLock(self.session_file)
+            try:
+                self.lock.acquire()
+            except SessionLocked:
+                self.lock = None
+        if now:
+            self._save()
+        elif self._save_timer is None:
+            self._save_timer = self.set_timer(0.3, self._save)
+
+    def _save(self) -> None:
+        self._save_timer = None
+        if self.session_file is None or self.read_only:
+            return
+        secrets = [self.client.endpoint.auth_headers().get("Authorization", "")[7:]] if self.client else []
+        try:
+            save_session(self.wb.session, self.session_file, secrets)
+        except OSError as exc:
+            self.notify(f"could not save the session: {exc}", severity="error")
+
+    # -- sessions -----------------------------------------------------------------------------------
+    def action_replay(self, start: int = 0) -> None:
+        from tui.context.assemble import NATIVE_TOKENIZER
+        from tui.sessions.replay import Replayer
+
+        from .replay_screen import ReplayScreen
+        session = self.wb.session
+        if not session.requests:
+            self.notify("this session has no requests to replay yet", severity="warning")
+            return
+        spec = session.tokenizer if session.tokenizer and not session.tokenizer.startswith(("server:", "estimate")) \
+            else NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base")
+        try:
+            tokenizer = get_tokenizer(spec)
+        except TokenizerNotFound as exc:
+            self.notify(visible(str(exc)), severity="error")
+            return
+        self.push_screen(ReplayScreen(session, Replayer(session, self.wb.template, tokenizer), self.roles, start))
+
+    def resend_from_step(self, session: Session, step: int) -> None:
+        from tui.sessions.transfer import resend_session
+        try:
+            copy = resend_session(session, step)
+        except ValueError as exc:
+            self.notify(visible(str(exc)), severity="error")
+            return
+        self.autosave(now=True)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.read_only, self.replay_only = False, False
+        self._adopt(copy, None)
+        self.refresh_all()
+        self.notify(f"re-sending as a new session: {copy.title} (the old one is kept)")
+        if self.client is None:
+            self.connect_endpoint()
+            self.notify("connecting first: press Enter in an empty composer… or use 'Resend from focused message'")
+            return
+        body, view = self.wb.commit_draft()
+        self.send(body, view)
+
+    def action_open_session(self) -> None:
+        from tui.sessions.store import sessions_dir
+
+        from .browser_screen import BrowserScreen
+        folder = self.options.sessions_folder or sessions_dir()
+
+        def done(path: Path | None) -> None:
+            if path is None or path == self.session_file:
+                return
+            try:
+                opened = load_session(path)
+            except SessionFileError as exc:
+                self.notify(visible(str(exc)), title="cannot open session", severity="error")
+                return
+            self.autosave(now=True)
+            self.read_only = opened.read_only
+            self._adopt(opened.session, path)
+            self.refresh_all()
+        self.push_screen(BrowserScreen(folder, self.session_file), done)
+
+    def action_new_session(self) -> None:
+        self.autosave(now=True)
+        self.read_only = False
+        session = Session(base_url=self.wb.session.base_url, model=self.wb.session.model)
+        self._adopt(session, None)
+        self.refresh_all()
+
+    def action_export_markdown(self) -> None:
+        from tui.sessions.transfer import export_markdown
+        from tui.sessions.store import sessions_dir
+        folder = self.session_file.parent if self.session_file else (self.options.sessions_folder or sessions_dir())
+        target = folder / f"{self.wb.session.id}.md"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            target.write_text(export_markdown(self.wb.session), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"cannot write {target}: {exc}", severity="error")
+            return
+        self.notify(f"transcript written to {target}")
+
