@@ -43,8 +43,9 @@ async def measure(tokens: int, keystrokes: int = 60) -> dict:
     session.messages.pop()  # the draft is typed below
     app = CtxpaneApp(LaunchOptions(flags={"no_scan": True}, offline=True))
     async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.3)  # the app opens its own (sample) session after the first frame
         await app.workers.wait_for_complete()
-        app.wb.session = session
+        app._adopt(session, None)
         app.wb.set_tokenizer(get_tokenizer("o200k_base"))
         app.wb.set_template(builtin_template("chatml"))
         app.wb.draft = "And now"
