@@ -252,3 +252,65 @@ async def test_hostile_strings_are_shown_as_text(sessions, tmp_path):
         assert any("[bold red]x[/]" in b for b in bodies) and not any("\x1b" in b for b in bodies)
         screen = app.export_screenshot()
         assert "\x1b[2J" not in screen and "\x1b]52" not in screen
+
+
+async def test_summarise_policy_makes_a_summary_with_a_model_call(sessions, tmp_path, server):
+    app = make_app(tmp_path, flags={"base_url": server.url + "/ok"})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        for i in range(8):
+            app.wb.session.messages.append(Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30,
+                                                   id=f"t{i}"))
+        app.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
+        app.refresh_all()
+        await settle(pilot, app)
+        assert app.wb.view.ledger and -1 in app.wb.view.origin
+        await pilot.press(*"what now?", "enter")
+        await settle(pilot, app)
+        policy = app.wb.session.policy
+        assert policy["summary"] == "whole reply" and policy["summary_cost"] == 5
+        summary_call, real_call = server.requests[-2]["body"], server.requests[-1]["body"]
+        assert not summary_call.get("stream") and "Summarise" in summary_call["messages"][0]["content"]
+        assert any("Summary of" in m["content"] and "whole reply" in m["content"] for m in real_call["messages"])
+        app.query_one("#tabs").active = "ledger"
+        await settle(pilot, app)
+        assert "the summary cost 5 tokens" in plain(app.query_one("#ledger-table"))
+
+
+async def test_session_browser_lists_searches_renames_deletes(sessions, tmp_path):
+    from tui.app.browser_screen import BrowserScreen
+    from tui.sessions.model import Session
+    from tui.sessions.store import load_session, save_session
+    folder = tmp_path / "sessions"
+    for title in ("Alpha plan", "Beta notes", "Gamma"):
+        save_session(Session(title=title, messages=[Message("user", "hi")]), folder / f"{title[:4]}.ctxpane.json")
+    app = make_app(tmp_path, offline=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.action_open_session()
+        await settle(pilot, app)
+        browser = app.screen
+        assert isinstance(browser, BrowserScreen) and len(browser.rows) == 3
+        browser.query_one("#browser-search").value = "beta"
+        await settle(pilot, app)
+        assert [info["title"] for _, info in browser.rows] == ["Beta notes"]
+        await pilot.press("n")
+        app.screen.query_one("#editor").text = "Beta, renamed"
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert load_session(folder / "Beta.ctxpane.json").session.title == "Beta, renamed"
+        browser.query_one("#browser-search").value = "gamma"
+        await settle(pilot, app)
+        await pilot.press("x")
+        await pilot.press("n")  # no: kept
+        await settle(pilot, app)
+        assert (folder / "Gamm.ctxpane.json").exists()
+        await pilot.press("x")
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert not (folder / "Gamm.ctxpane.json").exists()
+        browser.query_one("#browser-search").value = "alpha"
+        await settle(pilot, app)
+        browser.action_open()
+        await settle(pilot, app)
+        assert app.wb.session.title == "Alpha plan" and app.session_file == folder / "Alph.ctxpane.json"

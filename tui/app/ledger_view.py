@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -40,6 +41,11 @@ class LedgerView(Vertical):
             for entry in view.ledger:
                 table.add_row(str(entry.message), entry.role, str(entry.tokens), entry.policy,
                               f"request {entry.since_request}", visible(entry.reason), style="strike")
+        if view.summary_cost or -1 in view.origin:
+            cost = f"the summary cost {view.summary_cost} tokens to make" if view.summary_cost else \
+                "the summary is pending a model call (made when you send)"
+            table = Group(table, Text(f"summarise: {len(view.ledger)} messages replaced by one summary; {cost}",
+                                      style="bold"))
         self.query_one("#ledger-table", Static).update(table)
         self._search(self.query_one("#ledger-search", Input).value)
 

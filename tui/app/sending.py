@@ -108,7 +108,27 @@ class SendingMixin:
             self.notify(visible(f"not sent: template {self.wb.template.name} rejects the conversation: {exc}"),
                         severity="error", timeout=10)
             return
+        if self.wb.summary_needed(view):
+            self.summarise_then_send()
+            return
         self.send(body, view)
+
+    @work(exclusive=True, group="summary")
+    async def summarise_then_send(self) -> None:
+        """The summarise policy: one model call makes the summary that stands for the dropped turns."""
+        chat = self.query_one(ChatPanel)
+        dropped = self.wb.summary_needed(self.wb.view)
+        chat.set_status(f"summarising {len(dropped)} dropped messages with a model call…", "yellow")
+        try:
+            reply = await self.client.chat(self.wb.summary_request(dropped))
+        except ClientError as exc:
+            chat.set_status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
+        else:
+            cost = (reply.usage or {}).get("total_tokens") or 0
+            self.wb.set_summary(reply.content, int(cost), dropped)
+            chat.set_status(f"summary made: {cost} tokens spent on it", "yellow")
+        view = self.wb.rebuild()
+        self.send(self.wb.request_body(view), view)
 
     def send(self, body: dict, view) -> None:
         record = self.wb.start_record(body, view)

@@ -26,6 +26,7 @@ class PolicySettings:
     keep_last: int = 4  # turns, for keep-last-n
     summary: str | None = None  # summarise: the text a model call produced, when there is one
     summary_cost: int = 0  # tokens that model call cost (prompt + completion)
+    summary_of: list[str] = field(default_factory=list)  # ids of the messages the summary stands for
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:

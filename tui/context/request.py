@@ -137,9 +137,15 @@ def _costs(snapshot: Snapshot, count: int) -> tuple[list[int], int]:
     return costs, overhead
 
 
-def _summary_message(settings: PolicySettings, dropped: int) -> dict:
-    text = settings.summary or f"[summary of {dropped} earlier messages: pending a model call]"
-    return {"role": "user", "content": text}
+def summary_is_current(settings: PolicySettings, ledger: list[LedgerEntry]) -> bool:
+    """A summary stands for exactly the messages dropped now; otherwise it has to be made again."""
+    return bool(settings.summary) and sorted(settings.summary_of) == sorted(e.message_id for e in ledger)
+
+
+def _summary_message(settings: PolicySettings, ledger: list[LedgerEntry]) -> dict:
+    if summary_is_current(settings, ledger):
+        return {"role": "user", "content": f"Summary of {len(ledger)} earlier messages: {settings.summary}"}
+    return {"role": "user", "content": f"[summary of {len(ledger)} earlier messages: pending a model call]"}
 
 
 def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
@@ -177,7 +183,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         kept_wire = [wire[i] for i in plan.kept]
         if settings.policy.name == "summarise":
             first = next((n for n, i in enumerate(plan.kept) if messages[i].role not in ("system", "developer")), 0)
-            kept_wire.insert(first, _summary_message(settings.policy, len(plan.ledger)))
+            kept_wire.insert(first, _summary_message(settings.policy, plan.ledger))
             origin.insert(first, -1)
         snapshot = _render(kept_wire, settings, cache)
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
