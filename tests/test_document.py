@@ -93,3 +93,11 @@ def test_content_as_parts():
     source = "{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}"
     doc = build_document(template_from_text(source, "t").render, messages, [])
     assert [(doc.span_text(s), s.message, s.kind) for s in doc.spans] == [("part one", 0, "content")]
+
+
+def test_first_difference():
+    from tui.context.document import first_difference
+    assert first_difference("same", "same") is None
+    diff = first_difference("ab\ncd", "ab\nxd", ("stored", "fresh"), context=2)
+    assert diff == {"index": 3, "line": 2, "stored": "\ncd", "fresh": "\nxd"}
+    assert first_difference("abc", "ab")["index"] == 2

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tui.context import assemble, builtin_template
+from tui.context.document import first_difference
 from tui.context.template_library import ChatTemplate, template_from_text
 from tui.context.templates import TemplateRenderError
 
@@ -53,15 +54,6 @@ class Report:
                 "exit_code": self.exit_code}
 
 
-def first_difference(ours: str, theirs: str, context: int = 40) -> dict | None:
-    if ours == theirs:
-        return None
-    index = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-    line = ours.count("\n", 0, index) + 1
-    return {"index": index, "line": line, "ours": ours[max(0, index - context):index + context],
-            "server": theirs[max(0, index - context):index + context]}
-
-
 def server_template(info: ServerInfo) -> tuple[ChatTemplate, bool]:
     """The server's own template when it has a Jinja one; else a built-in (estimate)."""
     if info.has_own_template:
@@ -94,7 +86,7 @@ async def check_rendering(client: OpenAIClient, info: ServerInfo, template: Chat
                                          at_root=True)).get("prompt", "")
     else:
         return Check("rendering", "skip", f"{info.kind} cannot show its own rendering; nothing to compare"), ours
-    diff = first_difference(ours, theirs)
+    diff = first_difference(ours, theirs, ("ours", "server"))
     if diff is None:
         return Check("rendering", "ok", f"identical to the server's rendering ({len(ours)} characters)"), ours
     return Check("rendering", "fail", f"differs from the server's at character {diff['index']} (line {diff['line']})",

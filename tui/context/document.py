@@ -269,3 +269,14 @@ def build_document(render: Callable[..., str], messages: list[dict], specials: l
     document = Document(truth, _tile(truth, regions or [], fields, specials),
                         [str(m.get("role", "")) for m in messages])
     return document
+
+
+def first_difference(left: str, right: str, names: tuple[str, str] = ("left", "right"),
+                     context: int = 40) -> dict | None:
+    """Where two texts first differ, with some text either side from each (None when equal)."""
+    if left == right:
+        return None
+    index = next((i for i, (a, b) in enumerate(zip(left, right)) if a != b), min(len(left), len(right)))
+    return {"index": index, "line": left.count("\n", 0, index) + 1,
+            names[0]: left[max(0, index - context):index + context],
+            names[1]: right[max(0, index - context):index + context]}

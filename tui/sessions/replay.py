@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from tui.context.budget import LedgerEntry, PolicySettings
 from tui.context.cache import cache_prefix
+from tui.context.document import first_difference
 from tui.context.fences import FenceStyle
 from tui.context.messages import MessageError, message_from_dict
 from tui.context.request import RequestSettings, RequestView, build_request
@@ -41,15 +42,6 @@ class Step:
 
 def document_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def first_difference(ours: str, theirs: str, context: int = 40) -> dict | None:
-    if ours == theirs:
-        return None
-    index = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-    return {"index": index, "line": ours.count("\n", 0, index) + 1,
-            "stored": ours[max(0, index - context):index + context],
-            "fresh": theirs[max(0, index - context):index + context]}
 
 
 def _ledger(record: RequestRecord) -> list[LedgerEntry]:
@@ -114,4 +106,4 @@ class Replayer:
             fresh = build_request(self.session.messages[:count], settings, cache=self.cache)
         except Exception as exc:  # noqa: BLE001 - a template that now refuses is itself drift
             return {"index": 0, "line": 1, "stored": "", "fresh": f"fresh assembly failed: {exc}"}
-        return first_difference(stored.document.text, fresh.document.text)
+        return first_difference(stored.document.text, fresh.document.text, ("stored", "fresh"))
