@@ -99,5 +99,5 @@ def test_first_difference():
     from tui.context.document import first_difference
     assert first_difference("same", "same") is None
     diff = first_difference("ab\ncd", "ab\nxd", ("stored", "fresh"), context=2)
-    assert diff == {"index": 3, "line": 2, "stored": "\ncd", "fresh": "\nxd"}
+    assert diff == {"index": 3, "line": 2, "stored": "b\ncd", "fresh": "b\nxd"}
     assert first_difference("abc", "ab")["index"] == 2
