@@ -49,8 +49,9 @@ DEFECTS = [
      "OpenAI rule: 64-token steps"),
     (C + "cache.py", "return max(0, min(prefix_tokens, total_tokens - 1))",
      "return max(0, min(prefix_tokens, total_tokens))", "llama.cpp rule: the last token not re-evaluated"),
-    (C + "cache.py", "return max(0, bisect_right(token_starts, boundary) - 1)",
-     "return max(0, bisect_right(token_starts, boundary))", "the token straddling the boundary counted as shared"),
+    (C + "tokens.py", "return self.before[index] + max(0, bisect_right(starts, offset) - 1)",
+     "return self.before[index] + max(0, bisect_right(starts, offset))",
+     "the token straddling the boundary counted as shared"),
     (C + "cache.py", 'what = "changed system prompt" if role in ("system", "developer") else',
      'what = "changed system prompt" if role in ("developer",) else', "a system prompt edit reported as a message edit"),
     (C + "cache.py", "if (previous.tools or None) != (current.tools or None)",
@@ -83,14 +84,15 @@ def apply(tree: Path, path: str, old: str, new: str) -> None:
     target.write_text(text.replace(old, new), encoding="utf-8")
 
 
-def run_one(index: int, defect: tuple) -> bool:
-    path, old, new, _ = defect
+def run_one(index: int, defect: tuple | None) -> bool:
+    """True when the tests fail. `defect` None runs the untouched code: the baseline must pass."""
     with tempfile.TemporaryDirectory(prefix="ctxpane-defect-") as folder:
         tree = Path(folder)
         shutil.copytree(ROOT / "tui", tree / "tui")
         shutil.copytree(ROOT / "tests", tree / "tests", ignore=shutil.ignore_patterns("benchmarks"))
         shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
-        apply(tree, path, old, new)
+        if defect is not None:
+            apply(tree, *defect[:3])
         result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                                  "-m", "not server", *TESTS], cwd=tree, capture_output=True, text=True,
                                 env={**__import__("os").environ, "PYTHONPATH": str(tree)})
@@ -101,6 +103,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", type=int, default=None)
     args = parser.parse_args()
+    if run_one(0, None):
+        print("the tests fail without any defect: fix them first (a red baseline would count every defect caught)")
+        return 1
     caught, escaped = [], []
     for index, defect in enumerate(DEFECTS, start=1):
         if args.only is not None and index != args.only:

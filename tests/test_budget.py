@@ -81,12 +81,21 @@ def test_keep_last_n_turns():
 
 def test_summarise_replaces_dropped_turns_with_a_summary():
     messages = conversation()
-    policy = PolicySettings("summarise", context_window=500, summary="Earlier: topics 0-3 were covered.",
-                            summary_cost=321)
-    view = request(messages, policy)
-    assert -1 in view.origin and view.ledger
+    pending = request(messages, PolicySettings("summarise", context_window=500))
+    assert -1 in pending.origin and pending.ledger
+    assert "pending a model call" in pending.document.text
+    dropped = [e.message_id for e in pending.ledger]
+    for _ in range(3):  # as the app does: a summary that makes room for itself may drop one more message
+        policy = PolicySettings("summarise", context_window=500, summary="Earlier: topics 0-3 were covered.",
+                                summary_cost=321, summary_of=dropped)
+        view = request(messages, policy)
+        if [e.message_id for e in view.ledger] == dropped:
+            break
+        dropped = [e.message_id for e in view.ledger]
     assert "Earlier: topics 0-3 were covered." in view.document.text
     assert view.summary_cost == 321 and view.sent_tokens <= 500
+    stale = PolicySettings("summarise", context_window=500, summary="old text", summary_of=dropped[1:])
+    assert "old text" not in request(messages, stale).document.text  # a summary of other messages is not reused
 
 
 def test_ledger_since_request_and_search():

@@ -117,15 +117,18 @@ class SendingMixin:
     async def summarise_then_send(self) -> None:
         """The summarise policy: one model call makes the summary that stands for the dropped turns."""
         chat = self.query_one(ChatPanel)
-        dropped = self.wb.summary_needed(self.wb.view)
-        chat.set_status(f"summarising {len(dropped)} dropped messages with a model call…", "yellow")
-        try:
-            reply = await self.client.chat(self.wb.summary_request(dropped))
-        except ClientError as exc:
-            chat.set_status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
-        else:
-            cost = (reply.usage or {}).get("total_tokens") or 0
-            self.wb.set_summary(reply.content, int(cost), dropped)
+        for _ in range(3):  # the summary takes room too: it may push one more message out, then it is redone
+            dropped = self.wb.summary_needed(self.wb.rebuild())
+            if not dropped:
+                break
+            chat.set_status(f"summarising {len(dropped)} dropped messages with a model call…", "yellow")
+            try:
+                reply = await self.client.chat(self.wb.summary_request(dropped))
+            except ClientError as exc:
+                chat.set_status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
+                break
+            cost = int((reply.usage or {}).get("total_tokens") or 0)
+            self.wb.set_summary(reply.content, cost, dropped)
             chat.set_status(f"summary made: {cost} tokens spent on it", "yellow")
         view = self.wb.rebuild()
         self.send(self.wb.request_body(view), view)

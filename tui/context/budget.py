@@ -79,8 +79,13 @@ def protected(roles: list[str], pinned: list[bool]) -> set[int]:
 
 def plan_truncation(roles: list[str], costs: list[int], overhead: int, pinned: list[bool], calls: list[bool],
                     settings: PolicySettings, request_number: int = 1,
-                    previous: dict[str, int] | None = None, ids: list[str] | None = None) -> Plan:
-    """Which messages to send. `costs` are per message, `overhead` the tokens of no message."""
+                    previous: dict[str, int] | None = None, ids: list[str] | None = None,
+                    drop_more: int = 0) -> Plan:
+    """Which messages to send. `costs` are per message, `overhead` the tokens of no message.
+
+    `drop_more` drops that many more of the oldest units: used when a plan, once rendered, came out
+    over budget (a summary or the template cost more than the per-message estimate).
+    """
     ids = ids or [str(i) for i in range(len(roles))]
     previous = previous or {}
     units = groups(roles, calls)
@@ -96,7 +101,7 @@ def plan_truncation(roles: list[str], costs: list[int], overhead: int, pinned: l
         reason = f"older than the last {settings.keep_last} turns"
     else:
         reserve = _summary_reserve(settings)
-        dropped = _drop_oldest(units, costs, keep, (budget or 0) - overhead - reserve)
+        dropped = _drop_oldest(units, costs, keep, (budget or 0) - overhead - reserve, drop_more)
         reason = f"did not fit the budget of {budget} tokens (walking back from the newest)"
     ledger = [LedgerEntry(i, ids[i], roles[i], costs[i], settings.name, reason,
                           previous.get(ids[i], request_number)) for i in sorted(dropped)]
@@ -113,7 +118,7 @@ def _summary_reserve(settings: PolicySettings) -> int:
     return max(16, len(settings.summary or "") // 3)  # a rough token estimate for the summary message
 
 
-def _drop_oldest(units: list[list[int]], costs: list[int], keep: set[int], room: int) -> set[int]:
+def _drop_oldest(units: list[list[int]], costs: list[int], keep: set[int], room: int, more: int = 0) -> set[int]:
     """Walk back from the newest unit; once one does not fit, it and everything older is dropped."""
     fixed = sum(costs[i] for i in keep)
     left = room - fixed
@@ -128,6 +133,12 @@ def _drop_oldest(units: list[list[int]], costs: list[int], keep: set[int], room:
             dropped.update(unit)
         else:
             left -= cost
+    for unit in units:  # `more` further units, oldest first, when the rendering said so
+        if more <= 0:
+            break
+        if not any(i in keep or i in dropped for i in unit):
+            dropped.update(unit)
+            more -= 1
     return dropped
 
 

@@ -142,6 +142,10 @@ def summary_is_current(settings: PolicySettings, ledger: list[LedgerEntry]) -> b
     return bool(settings.summary) and sorted(settings.summary_of) == sorted(e.message_id for e in ledger)
 
 
+def _summary_covers(settings: PolicySettings) -> set[str]:
+    return set(settings.summary_of) if settings.name == "summarise" and settings.summary else set()
+
+
 def _summary_message(settings: PolicySettings, ledger: list[LedgerEntry]) -> dict:
     if summary_is_current(settings, ledger):
         return {"role": "user", "content": f"Summary of {len(ledger)} earlier messages: {settings.summary}"}
@@ -174,18 +178,29 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     costs, overhead = _costs(full, len(messages))
     images = [sum(image_token_estimate(p) for p in image_parts(m.content)) for m in messages]
     costs = [c + i for c, i in zip(costs, images)]
-    plan = plan_truncation([m.role for m in messages], costs, overhead, [m.pinned for m in messages],
-                           [bool(m.tool_calls) for m in messages], settings.policy, request_number,
-                           previously_dropped, [m.id or f"m{i}" for i, m in enumerate(messages)])
-    origin = list(plan.kept)
-    snapshot = full
-    if plan.ledger:
-        kept_wire = [wire[i] for i in plan.kept]
-        if settings.policy.name == "summarise":
-            first = next((n for n, i in enumerate(plan.kept) if messages[i].role not in ("system", "developer")), 0)
-            kept_wire.insert(first, _summary_message(settings.policy, plan.ledger))
-            origin.insert(first, -1)
-        snapshot = _render(kept_wire, settings, cache)
+    roles, pinned = [m.role for m in messages], [m.pinned for m in messages]
+    calls, ids = [bool(m.tool_calls) for m in messages], [m.id or f"m{i}" for i, m in enumerate(messages)]
+    drop_more, origin, snapshot = 0, list(range(len(messages))), full
+    for _attempt in range(len(messages) + 1):  # a plan is made from per-message costs; the rendering judges
+        plan = plan_truncation(roles, costs, overhead, pinned, calls, settings.policy, request_number,
+                               previously_dropped, ids, drop_more)
+        planned, covered = {e.message_id for e in plan.ledger}, _summary_covers(settings.policy)
+        if plan.ledger and planned < covered:  # the summary stands for more: leave those out too, so it applies
+            drop_more += len(covered - planned)
+            continue
+        origin, snapshot = list(plan.kept), full
+        if plan.ledger:
+            kept_wire = [wire[i] for i in plan.kept]
+            if settings.policy.name == "summarise":
+                first = next((n for n, i in enumerate(plan.kept) if messages[i].role not in ("system", "developer")),
+                             0)
+                kept_wire.insert(first, _summary_message(settings.policy, plan.ledger))
+                origin.insert(first, -1)
+            snapshot = _render(kept_wire, settings, cache)
+        over = (settings.policy.budget or 0) and snapshot.counts.total - settings.policy.budget
+        if not plan.ledger or plan.over_budget or over <= 0:
+            break
+        drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
         counts = count_tokens(document, settings.tokenizer, specials, cache, snapshot.counts.exact)
