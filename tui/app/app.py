@@ -83,7 +83,6 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         self.reply_notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.replay_only = False
         self._draft_version = 0
-        self.status_line = ""
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -155,7 +154,8 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
                 return
             except SessionFileError as exc:
                 self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
-                self.status_line = f"could not open {path.name}: a new session was started instead"
+                self.query_one(ChatPanel).set_status(f"could not open {path.name}: a new session was started "
+                                                     "instead (the file is left as it is)", "red")
         if self.options.offline or not (self.settings.base_url or self.settings.scan_local):
             self._adopt(sample_session(), None)
             return

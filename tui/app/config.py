@@ -9,8 +9,6 @@ from pathlib import Path
 
 from platformdirs import user_config_dir
 
-LOCAL_PORTS = ((8080, "llama.cpp"), (11434, "Ollama"), (1234, "LM Studio"), (8000, "vLLM"))
-
 
 class ConfigError(ValueError):
     """A config file that cannot be used: the app starts with defaults and shows this."""
