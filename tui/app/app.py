@@ -118,6 +118,9 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
+        import gc
+        gc.collect()
+        gc.freeze()  # what start-up built lives on: keep it out of later collections (shorter GC pauses)
         self.load_tokenizer()
         if not self.options.offline:
             self.connect_endpoint()
@@ -280,5 +283,8 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
     def on_unmount(self) -> None:
         if self._streaming:
             self._save()
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            writer.shutdown(wait=True)  # every queued write lands before the lock is let go
         if self.lock:
             self.lock.release()

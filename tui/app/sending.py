@@ -153,13 +153,13 @@ class SendingMixin:
         def on_delta(_text: str, progress: ReplyAssembler) -> None:
             nonlocal last_paint, last_save
             now = time.monotonic()
-            if now - last_paint > 0.04:
+            if now - last_paint > 0.025:
                 reply = progress.reply
                 item.set_reply(reply.content, reply.reasoning, reply.tool_calls)
                 last_paint = now
             if now - last_save > 1.0:  # a kill mid-reply loses at most a second
                 self.wb.update_record(record, progress.reply)
-                self._save()
+                self._save_in_background()
                 last_save = now
 
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from tui.context.safety import visible
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 from tui.sessions.model import Session
-from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session, session_path
+from tui.sessions.store import session_text, write_atomic, SessionFileError, SessionLock, SessionLocked, load_session, save_session, session_path
 
 
 
@@ -33,8 +33,24 @@ class SessionActionsMixin:
         elif self._save_timer is None:
             self._save_timer = self.set_timer(0.3, self._save)
 
+    def _save_in_background(self) -> None:
+        """While a reply streams: the text is made here, the disk write (with its fsync) runs elsewhere.
+
+        One writer thread keeps the writes in order, so an older state never lands after a newer one.
+        """
+        if self.session_file is None or self.read_only:
+            return
+        if getattr(self, "_writer", None) is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-save")
+        secrets = [self.client.endpoint.auth_headers().get("Authorization", "")[7:]] if self.client else []
+        self._writer.submit(write_atomic, self.session_file, session_text(self.wb.session, secrets))
+
     def _save(self) -> None:
         self._save_timer = None
+        writer = getattr(self, "_writer", None)
+        if writer is not None:  # let queued background writes land first: this one is the newest
+            writer.submit(lambda: None).result()
         if self.session_file is None or self.read_only:
             return
         secrets = [self.client.endpoint.auth_headers().get("Authorization", "")[7:]] if self.client else []

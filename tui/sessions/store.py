@@ -91,10 +91,18 @@ def redact(text: str, secrets: list[str]) -> str:
     return re.sub(r"(Bearer\s+)[A-Za-z0-9._\-]{12,}", r"\1***", text)
 
 
+def session_text(session: Session, secrets: list[str] | None = None) -> str:
+    """The file's text, keys redacted: made where the session lives, written anywhere (write_atomic)."""
+    return redact(json.dumps(session.to_dict(), ensure_ascii=False, indent=1), secrets or [])
+
+
 def save_session(session: Session, path: Path, secrets: list[str] | None = None) -> None:
+    write_atomic(path, session_text(session, secrets))
+
+
+def write_atomic(path: Path, text: str) -> None:
     """Write to a temporary file beside the target, flush it to disk, then rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = redact(json.dumps(session.to_dict(), ensure_ascii=False, indent=1), secrets or [])
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
