@@ -173,7 +173,7 @@ async def test_tabs_show_tokens_cache_ledger_cost_request_diff(sessions, tmp_pat
         pane = app.query_one(ContextPane)
         for tab, needle in [("tokens", "template overhead"), ("cache", "where it breaks"),
                             ("ledger", "nothing dropped"), ("cost", "tokens per request"),
-                            ("diff", "assistant  new")]:  # the reply since the last stored request
+                            ("diff", "by span")]:
             app.query_one("#tabs").active = tab
             await settle(pilot, app)
             widget = app.query_one(f"#{tab}-view")

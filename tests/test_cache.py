@@ -8,7 +8,7 @@ import pytest
 from conftest import DATA
 from tui.context import builtin_template, get_tokenizer, load_template, message_from_dict
 from tui.context.budget import PolicySettings
-from tui.context.cache import common_prefix_length, predict_cached
+from tui.context.cache import common_prefix_length, predict_cached, span_diff
 from tui.context.tokens import token_index
 from tui.context.request import RequestSettings, build_request
 
@@ -135,3 +135,17 @@ def test_predicted_cache_matches_llamacpp_over_six_requests(llama_server):
         assert abs(predicted - reported) <= 1, results
     assert results[3][3].startswith("changed system prompt") and results[3][2] < 20, results
     assert all(r[2] > 100 for i, r in enumerate(results) if i not in (0, 3)), results
+
+
+def test_span_diff_names_what_changed():
+    first = build_request(msgs(first="Hi"), settings())
+    edited = build_request(msgs(first="Hello there"), settings(), previous=first.shape)
+    rows = span_diff(first.shape, edited.shape)
+    changed = [r for r in rows if r["status"] in ("changed", "new")]
+    assert [(r["message"], r["kind"], r["text"]) for r in changed] == [("m1", "content", "Hello there")]
+    assert [(r["message"], r["text"]) for r in rows if r["status"] == "gone"] == [("m1", "Hi")]
+    assert rows[0]["status"] == "same" and rows[0]["tokens"] > 0
+    grown = build_request(msgs(extra=[{"role": "user", "content": "more"}]), settings(), previous=first.shape)
+    assert {r["message"] for r in span_diff(first.shape, grown.shape)
+            if r["status"] in ("new", "changed")} >= {"m3", "m4"}
+    assert all(r["status"] == "new" for r in span_diff(None, first.shape))

@@ -6,7 +6,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.context.cache import RequestShape, message_diff
+from tui.context.cache import RequestShape, span_diff
+from tui.context.safety import visible
 
 STATUS_STYLE = {"same": "dim", "changed": "yellow", "new": "green", "gone": "red strike"}
 
@@ -18,9 +19,14 @@ class DiffView(Static):
         if previous is None:
             self.update(Text("no previous request: everything is new", style="dim"))
             return
-        table = Table(box=None, header_style="bold")
-        for column in ("message", "role", "status", "chars"):
-            table.add_column(column)
-        for row in message_diff(previous, current):
-            table.add_row(row["id"], row["role"], row["status"], str(row["chars"]), style=STATUS_STYLE[row["status"]])
+        table = Table(box=None, header_style="bold", title="this request against the previous one, by span")
+        table.add_column("status", min_width=7, no_wrap=True)
+        table.add_column("message", min_width=7, no_wrap=True)
+        table.add_column("kind", min_width=9, no_wrap=True)
+        table.add_column("tokens", min_width=6, justify="right", no_wrap=True)
+        table.add_column("text", ratio=1, no_wrap=True, overflow="ellipsis")
+        for row in span_diff(previous, current):
+            excerpt = visible(row["text"][:80].replace("\n", "↵"))
+            table.add_row(row["status"], row["message"], row["kind"], str(row["tokens"]), excerpt,
+                          style=STATUS_STYLE[row["status"]])
         self.update(table)

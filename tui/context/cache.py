@@ -30,6 +30,7 @@ class RequestShape:
     variables: dict = field(default_factory=dict)
     dropped: frozenset = frozenset()  # ids of messages the policy left out
     tail_start: int | None = None  # where the trailing generation prompt begins (text of no message)
+    spans: list[tuple[str, str, int, int, int]] = field(default_factory=list)  # message id, kind, start, end, tokens
 
 
 @dataclass
@@ -113,21 +114,33 @@ def cache_prefix(previous: RequestShape | None, current: RequestShape, document:
     return CachePrefix(boundary, shared, total, message, kind, cause, predict_cached(rule, shared, total), rule)
 
 
-def message_diff(previous: RequestShape | None, current: RequestShape) -> list[dict]:
-    """This request against the previous one, message by message: same, changed, new or gone."""
-    old = dict(zip(previous.message_ids, previous.message_texts)) if previous else {}
+def span_diff(previous: RequestShape | None, current: RequestShape) -> list[dict]:
+    """This request against the previous one, span by span: what stayed, what changed, what is new or gone.
+
+    Runs of unchanged spans are folded into one row; changed rows carry both texts' lengths and tokens.
+    """
+    from difflib import SequenceMatcher
+
+    def keyed(shape: RequestShape) -> list[tuple[str, str, str]]:
+        return [(mid, kind, shape.text[start:end]) for mid, kind, start, end, _ in shape.spans]
+
+    if previous is None:
+        return [{"status": "new", "message": mid, "kind": kind, "chars": end - start, "tokens": tokens,
+                 "text": current.text[start:end]} for mid, kind, start, end, tokens in current.spans]
+    old, new = keyed(previous), keyed(current)
     rows = []
-    for message_id, role, text in zip(current.message_ids, current.message_roles, current.message_texts):
-        if message_id not in old:
-            status = "new"
-        elif old[message_id] != text:
-            status = "changed"
-        else:
-            status = "same"
-        rows.append({"id": message_id, "role": role, "status": status, "chars": len(text)})
-    if previous:
-        kept = set(current.message_ids)
-        rows += [{"id": i, "role": r, "status": "gone", "chars": len(t)}
-                 for i, r, t in zip(previous.message_ids, previous.message_roles, previous.message_texts)
-                 if i not in kept]
+    for op, a1, a2, b1, b2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if op == "equal":
+            rows.append({"status": "same", "message": "", "kind": f"{b2 - b1} spans", "chars":
+                         sum(len(t) for _, _, t in new[b1:b2]), "tokens": sum(s[4] for s in current.spans[b1:b2]),
+                         "text": ""})
+            continue
+        for index in range(a1, a2):
+            mid, kind, text = old[index]
+            rows.append({"status": "gone", "message": mid, "kind": kind, "chars": len(text),
+                         "tokens": previous.spans[index][4], "text": text})
+        for index in range(b1, b2):
+            mid, kind, text = new[index]
+            rows.append({"status": "changed" if op == "replace" else "new", "message": mid, "kind": kind,
+                         "chars": len(text), "tokens": current.spans[index][4], "text": text})
     return rows

@@ -210,7 +210,10 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
                          [content_text(wire[i].get("content")) if i >= 0 else "" for i in origin],  # as sent
                          [messages[i].role if i >= 0 else "user" for i in origin],
                          settings.tools, dict(settings.variables),
-                         frozenset(e.message_id for e in plan.ledger), _tail_start(document))
+                         frozenset(e.message_id for e in plan.ledger), _tail_start(document),
+                         [((messages[origin[s.message]].id if origin[s.message] >= 0 else SUMMARY_ID)
+                           if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
+                          for s in document.spans])
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document),
                        cache_prefix(previous, shape, document, settings.cache_rule), shape,
                        full.counts.total + sum(images), settings.policy.budget,
