@@ -154,6 +154,9 @@ class Handler(BaseHTTPRequestHandler):
     def s_auth(self) -> None:
         self._json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
 
+    def s_forbidden(self) -> None:
+        self._json(403, {"error": {"message": "This key may not use this model", "type": "permission_error"}})
+
     def s_missing(self) -> None:
         self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})
 

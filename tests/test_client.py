@@ -214,3 +214,25 @@ async def test_redirect_to_another_host_drops_the_key(server):
         captured = other.requests[-1]
         assert captured["path"].startswith("/capture")
         assert "Authorization" not in captured["headers"] and "authorization" not in captured["headers"]
+
+
+async def test_forbidden_names_the_variable(server):
+    async with client_for(server.url + "/forbidden") as client:
+        with pytest.raises(AuthFailed) as info:
+            await client.chat(BODY)
+    assert info.value.status == 403 and "$CTXPANE_TEST_KEY" in str(info.value) and KEY not in str(info.value)
+
+
+async def test_waiting_for_retry_after_is_cancellable(server):
+    endpoint = Endpoint(server.url + "/busy", "fault-model", "CTXPANE_TEST_KEY", KEY)
+    statuses = []
+    async with OpenAIClient(endpoint, Limits(connect=2.0, read=5.0)) as client:  # the real asyncio.sleep
+        task = asyncio.create_task(client.chat(BODY, on_status=statuses.append))
+        while not statuses:
+            await asyncio.sleep(0.02)
+        started = asyncio.get_running_loop().time()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert asyncio.get_running_loop().time() - started < 1.0  # not the 7 s Retry-After
+    assert "Retry-After 7s" in statuses[0] and "Esc cancels" in statuses[0]
