@@ -61,16 +61,14 @@ class SessionActionsMixin:
 
     # -- sessions -----------------------------------------------------------------------------------
     def action_replay(self, start: int = 0) -> None:
-        from tui.context.assemble import NATIVE_TOKENIZER
-        from tui.sessions.replay import Replayer
+        from tui.sessions.replay import Replayer, offline_tokenizer_name
 
         from .replay_screen import ReplayScreen
         session = self.wb.session
         if not session.requests:
             self.notify("this session has no requests to replay yet", severity="warning")
             return
-        spec = session.tokenizer if session.tokenizer and not session.tokenizer.startswith(("server:", "estimate")) \
-            else NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base")
+        spec = offline_tokenizer_name(session.tokenizer, self.wb.template.name)
         try:
             tokenizer = get_tokenizer(spec)
         except TokenizerNotFound as exc:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui.app.workbench import template_from_session
-from tui.context.assemble import NATIVE_TOKENIZER
 from tui.context.template_library import TemplateNotFound
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 from tui.errors import UsageError
 from tui.sessions.model import Session
+from tui.sessions.replay import offline_tokenizer_name
 from tui.sessions.store import Opened, SessionFileError, load_session
 
 
@@ -26,9 +26,7 @@ def session_engine(session: Session, template: str | None = None, tokenizer: str
         chosen = open_template(template) if template else template_from_session(session.template)
     except TemplateNotFound as exc:
         raise UsageError(str(exc)) from None
-    name = tokenizer or session.tokenizer or NATIVE_TOKENIZER.get(chosen.name, "o200k_base")
-    if name.startswith("server:") or name.startswith("estimate"):
-        name = NATIVE_TOKENIZER.get(chosen.name, "o200k_base")
+    name = tokenizer or offline_tokenizer_name(session.tokenizer, chosen.name)
     try:
         return chosen, get_tokenizer(name)
     except TokenizerNotFound as exc:

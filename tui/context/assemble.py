@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from .document import Document, build_document
 from .messages import Message
@@ -42,7 +41,6 @@ class Snapshot:
     tokenizer: str
     wire: list[dict]
     flags: list[SpecialFlag] = field(default_factory=list)
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def wire_messages(messages: list[Message | dict]) -> list[dict]:

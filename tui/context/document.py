@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-KINDS = ("marker", "content", "tool_call", "reasoning", "fence")
 OPEN, CLOSE = "\ue000", "\ue001"
 SENTINEL = re.compile("([\ue000\ue001])(\\d+)\ue002")
 ROLE_WORDS = re.compile(r"(user|assistant|system|developer|tool|model|ipython|human|bot|functions?)\b",

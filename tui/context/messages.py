@@ -11,7 +11,6 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 # Who produced a message. Trust follows the source unless the user overrides it.
 SOURCES = ("user", "system_prompt", "app", "model", "tool", "document", "memory", "subtask")
 UNTRUSTED_SOURCES = frozenset({"tool", "document", "memory", "subtask"})
-WIRE_FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
 
 IMAGE_PATCH = 28  # pixels per side of one vision patch, the usual estimate
 

@@ -9,6 +9,7 @@ fence's own text is forged.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from .document import Document
@@ -74,7 +75,6 @@ def forged_blocks(document: Document) -> list[ForgedBlock]:
     """Blocks whose headers come from a message's own text, not from the template or a fence."""
     starts = [span.start for span in document.spans]
     forged = []
-    from bisect import bisect_right
     for block in read_blocks(document.text):
         span = document.spans[bisect_right(starts, block.start) - 1]
         if span.kind not in OWN_KINDS:

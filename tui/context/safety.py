@@ -21,7 +21,3 @@ def _show(match: re.Match) -> str:
 def visible(text: str) -> str:
     """`text` with every control or BiDi character replaced by a visible stand-in."""
     return _UNSAFE.sub(_show, text)
-
-
-def has_unsafe(text: str) -> bool:
-    return _UNSAFE.search(text) is not None

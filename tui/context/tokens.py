@@ -165,7 +165,7 @@ def _cached_tokenizer(spec: str) -> Tokenizer:
         data = path.read_bytes()
         text = (lzma.decompress(data) if path.suffix == ".xz" else data).decode("utf-8")
         return HFTokenizer(str(path), text)
-    except (OSError, lzma.LZMAError, UnicodeDecodeError, Exception) as exc:
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is reported the same way
         raise TokenizerNotFound(f"cannot read tokenizer {spec}: {exc}") from None
 
 

@@ -44,6 +44,14 @@ def document_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def offline_tokenizer_name(recorded: str, template_name: str) -> str:
+    """The tokenizer to replay with: the recorded one, unless it needed a live server or was a stand-in."""
+    from tui.context.assemble import NATIVE_TOKENIZER
+    if recorded and not recorded.startswith(("server:", "estimate")):
+        return recorded
+    return NATIVE_TOKENIZER.get(template_name, "o200k_base")
+
+
 def _ledger(record: RequestRecord) -> list[LedgerEntry]:
     entries = []
     for item in record.dropped:
