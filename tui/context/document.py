@@ -1,7 +1,9 @@
 """The rendered document with the origin of every character.
 
-How: render once for the truth, and once more with each message field wrapped in private-use
-sentinels. Where the template copies a field verbatim, the sentinels give its exact place. Where
+How: render once for the truth, and once more with each message field wrapped in sentinels made
+of a random key drawn afresh for each render and checked to occur in no input and nowhere in the
+true rendering, so no message text can open or close a field. Where the template copies a field
+verbatim, the sentinels give its exact place. Where
 the template transforms it (strip, tojson, slicing), the sentinel rendering is aligned to the true
 one and the span is marked `transformed`. Text outside fields is the template's own (`marker`),
 split between messages at their turn headers.
@@ -13,11 +15,11 @@ import copy
 import difflib
 import json
 import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-OPEN, CLOSE = "\ue000", "\ue001"
-SENTINEL = re.compile("([\ue000\ue001])(\\d+)\ue002")
+KEY_LENGTH = 6  # random private-use characters after U+E000: ~2**75 keys, and a key that occurs is redrawn
 ROLE_WORDS = re.compile(r"(user|assistant|system|developer|tool|model|ipython|human|bot|functions?)\b",
                         re.IGNORECASE)
 ROLE_TOKENS = {"user", "assistant", "system", "developer", "inst", "system_prompt", "human", "bot", "tool"}
@@ -68,11 +70,21 @@ class _Field:
     text: str
 
 
-def _mark(value: str, fid: int) -> str:
-    return f"{OPEN}{fid}\ue002{value}{CLOSE}{fid}\ue002"
+def new_key() -> str:
+    """A sentinel key: U+E000 then random private-use characters from U+E001..U+F8FF.
+
+    U+E000 occurs once, at the start, so a key cannot overlap itself: input text ending in part
+    of a key and followed by a real sentinel never forms a second key. The characters stay in the
+    Basic Multilingual Plane, so the marked rendering costs no more than the true one.
+    """
+    return "\ue000" + "".join(chr(0xE001 + secrets.randbelow(0x18FF)) for _ in range(KEY_LENGTH))
 
 
-def wrap_fields(messages: list[dict]) -> tuple[list[dict], list[_Field]]:
+def _mark(value: str, fid: int, key: str) -> str:
+    return f"{key}o{fid}\ue002{value}{key}c{fid}\ue002"
+
+
+def wrap_fields(messages: list[dict], key: str) -> tuple[list[dict], list[_Field]]:
     """Copies of the messages with every non-empty text field wrapped in numbered sentinels."""
     fields: list[_Field] = []
     wrapped = copy.deepcopy(messages)
@@ -81,7 +93,7 @@ def wrap_fields(messages: list[dict]) -> tuple[list[dict], list[_Field]]:
         if not isinstance(value, str) or not value:
             return value
         fields.append(_Field(index, kind, value))
-        return _mark(value, len(fields) - 1)
+        return _mark(value, len(fields) - 1, key)
 
     for index, message in enumerate(wrapped):
         content = message.get("content")
@@ -91,9 +103,9 @@ def wrap_fields(messages: list[dict]) -> tuple[list[dict], list[_Field]]:
                     part["text"] = mark(part["text"], index, "content")
         else:
             message["content"] = mark(content, index, "content")
-        for key in ("reasoning_content", "thinking", "reasoning"):
-            if key in message:
-                message[key] = mark(message[key], index, "reasoning")
+        for name in ("reasoning_content", "thinking", "reasoning"):
+            if name in message:
+                message[name] = mark(message[name], index, "reasoning")
         for call in message.get("tool_calls") or []:
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict):
@@ -105,14 +117,14 @@ def wrap_fields(messages: list[dict]) -> tuple[list[dict], list[_Field]]:
     return wrapped, fields
 
 
-def _pieces(marked: str) -> list[tuple[str, Any]]:
+def _pieces(marked: str, key: str) -> list[tuple[str, Any]]:
     """Split a sentinel rendering into ("text", str), ("open", id), ("close", id) pieces."""
     pieces: list[tuple[str, Any]] = []
     position = 0
-    for match in SENTINEL.finditer(marked):
+    for match in re.finditer(re.escape(key) + "([oc])(\\d+)\ue002", marked):
         if match.start() > position:
             pieces.append(("text", marked[position:match.start()]))
-        pieces.append(("open" if match.group(1) == OPEN else "close", int(match.group(2))))
+        pieces.append(("open" if match.group(1) == "o" else "close", int(match.group(2))))
         position = match.end()
     if position < len(marked):
         pieces.append(("text", marked[position:]))
@@ -255,11 +267,15 @@ def build_document(render: Callable[..., str], messages: list[dict], specials: l
                    **variables: Any) -> Document:
     """Render `messages` and attribute every character of the result to a message and a kind."""
     truth = render(messages, **variables)
-    wrapped, fields = wrap_fields(messages)
+    key = new_key()
+    wrapped, fields = wrap_fields(messages, key)
+    while key in truth or any(key in item.text for item in fields):  # never in practice; then draw again
+        key = new_key()
+        wrapped, fields = wrap_fields(messages, key)
     regions = None
     if fields:
         try:
-            plain, plain_regions = _regions(_pieces(render(wrapped, **variables)))
+            plain, plain_regions = _regions(_pieces(render(wrapped, **variables), key))
             regions = _map_regions(plain, truth, plain_regions)
         except Exception:  # the sentinels changed the template's branches; search instead
             regions = None
