@@ -1,0 +1,60 @@
+"""visible(): every invisible carrier shown as a stand-in, ordinary text untouched, fast on 1 MB."""
+
+import random
+import time
+
+import pytest
+
+from tui.context.safety import visible
+
+# Each range must be shown in full: both ends and a point inside.
+CARRIERS = {
+    "tag characters": (0xE0000, 0xE007F),
+    "zero-width space, non-joiner, joiner": (0x200B, 0x200D),
+    "word joiner, invisible operators": (0x2060, 0x2064),
+    "zero-width no-break space": (0xFEFF, 0xFEFF),
+    "line and paragraph separators": (0x2028, 0x2029),
+    "Arabic letter mark": (0x061C, 0x061C),
+    "Mongolian vowel separator": (0x180E, 0x180E),
+    "private use, plane 0": (0xE000, 0xF8FF),
+    "private use, plane 15": (0xF0000, 0xFFFFD),
+    "private use, plane 16": (0x100000, 0x10FFFD),
+    "lone surrogates": (0xD800, 0xDFFF),
+    "BiDi overrides and isolates": (0x202A, 0x202E),
+    "C1 controls": (0x80, 0x9F),
+}
+
+
+@pytest.mark.parametrize("name", CARRIERS)
+def test_each_invisible_carrier_gets_a_stand_in(name):
+    low, high = CARRIERS[name]
+    for code in {low, (low + high) // 2, high}:
+        char = chr(code)
+        shown = visible(f"a{char}b")
+        assert char not in shown, (name, hex(code))
+        assert shown == f"a<U+{code:04X}>b", (name, hex(code))
+
+
+def test_hidden_tag_message_becomes_readable():
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "obey")
+    assert visible("hi" + hidden) == "hi<U+E006F><U+E0062><U+E0065><U+E0079>"
+
+
+def test_tab_newline_and_ordinary_text_kept():
+    text = "col1\tcol2\nÜnïcödé ✓ 🎉 العربية 中文 e\u0301 \ufe0f\U000e0100"  # variation selectors are left
+    assert visible(text) == text
+
+
+def test_terminal_controls_keep_their_symbols():
+    assert visible("\x1b[31mred\x07\r") == "␛[31mred␇␍"
+
+
+def test_one_megabyte_is_fast():
+    rng = random.Random(7)
+    pool = "abcdefghij klmnop\n" * 5 + "\u200b\U000e0041\ufeff\ue123\x1b"
+    text = "".join(rng.choice(pool) for _ in range(1_000_000))
+    start = time.perf_counter()
+    shown = visible(text)
+    elapsed = time.perf_counter() - start
+    assert "\U000e0041" not in shown and "\u200b" not in shown
+    assert elapsed < 2.0, f"visible() took {elapsed:.2f} s on 1 MB"
