@@ -12,6 +12,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.content import Content
 from textual.widgets import Footer, Header, TextArea
 
 from tui.context.safety import visible
@@ -26,6 +27,7 @@ from .config import config_dir, resolve
 from .context_pane import ContextPane, PaneData
 from .summary import summary_text
 from .samples import sample_session
+from .shown import bounded, one_line
 from .themes import DEFAULT_THEME, load_themes
 from .message_actions import MessageActionsMixin
 from .sending import SendingMixin
@@ -83,6 +85,17 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         self.reply_notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.replay_only = False
         self._draft_version = 0
+        self.trusted_urls: set[str] = set()  # URLs from files the user agreed to send the key to
+
+    # -- the one way to the screen -------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """Every notification (app, screens, widgets) lands here: shown as text, never parsed as markup."""
+        super().notify(bounded(message, 4000), title=one_line(title), severity=severity, timeout=timeout,
+                       markup=False)
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        return super().format_title(one_line(title, 120), one_line(sub_title, 120))
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -190,14 +203,13 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
 
     # -- the pane ----------------------------------------------------------------------------------
     def refresh_all(self) -> None:
-        try:
-            self.wb.rebuild()
-        except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
-            self.notify(visible(f"template {self.wb.template.name} rejects the conversation: {exc}"),
-                        severity="error", timeout=10)
-            self.wb.view = None
+        """The chat now; the pane when a worker has rendered the conversation (templates can be slow)."""
+        self._draft_version += 1  # any change of state, not only of the draft, outdates a running compute
+        self._show_chat()
+        self._schedule_rebuild(0.0)
+
+    def _show_chat(self) -> None:
         self.query_one(ChatPanel).show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
-        self.refresh_pane()
 
     def _dropped(self) -> set[int]:
         return {e.message for e in self.wb.view.ledger} if self.wb.view else set()
@@ -237,19 +249,30 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
 
     @work(thread=True, exclusive=True, group="rebuild")
     def rebuild_in_background(self) -> None:
-        version = self._draft_version
+        version = self._draft_version  # read first: a change after this makes the result stale
         try:
             view = self.wb.compute()
-        except TemplateRenderError as exc:
-            self.call_from_thread(self.notify, visible(f"template error: {exc}"), severity="error")
+        except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
+            self.call_from_thread(self._template_failed, exc, version)
             return
         self.call_from_thread(self._apply_view, view, version)
 
+    def _template_failed(self, exc: TemplateRenderError, version: int) -> None:
+        if version != self._draft_version:
+            return
+        self.notify(f"template {self.wb.template.name} rejects the conversation: {exc}", severity="error",
+                    timeout=10)
+        self.wb.view = None
+        self._show_chat()
+
     def _apply_view(self, view, version: int) -> None:
         if version != self._draft_version:
-            self._schedule_rebuild(0.05)  # typed meanwhile: compute again
+            self._schedule_rebuild(0.05)  # changed meanwhile: compute again
             return
+        dropped_before = self._dropped()
         self.wb.view = view
+        if self._dropped() != dropped_before:
+            self._show_chat()
         self.refresh_pane()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -258,6 +281,8 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             ("Edit system prompt", "change the system prompt", self.action_edit_system),
             ("Attach document", "paste or attach text as an untrusted, fenced message", self.action_attach),
             ("Pick model", "choose from the server's /v1/models", self.action_pick_model),
+            ("Send my API key to this endpoint", "trust the URL the session named with your key",
+             self.action_trust_endpoint),
             ("Pick template", "chat template used to render the document", self.action_pick_template),
             ("Pick tokenizer", "tokenizer used to count", self.action_pick_tokenizer),
             ("Pick truncation policy", "keep-all, drop-oldest, keep-last-n, summarise", self.action_pick_policy),

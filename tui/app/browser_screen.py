@@ -15,6 +15,8 @@ from tui.sessions.store import SessionFileError, list_sessions, load_session, sa
 
 from .confirm_screen import ConfirmScreen
 from .edit_screen import EditScreen
+from .safe_inputs import SafeInput
+from .shown import cells, one_line, shown_line
 
 
 class BrowserScreen(ModalScreen[Path | None]):
@@ -33,8 +35,8 @@ class BrowserScreen(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Sessions in {self.folder}  (enter open · n rename · x delete · esc close)")
-            yield Input(placeholder="search titles", id="browser-search")
+            yield Label(shown_line(f"Sessions in {self.folder}  (enter open · n rename · x delete · esc close)", limit=400))
+            yield SafeInput(placeholder="search titles", id="browser-search")
             yield DataTable(id="browser-table", cursor_type="row")
 
     def on_mount(self) -> None:
@@ -49,8 +51,8 @@ class BrowserScreen(ModalScreen[Path | None]):
         table = self.query_one(DataTable)
         table.clear()
         for path, info in self.rows:
-            title = visible(info["title"]) + (" (unreadable)" if info["error"] else "")
-            table.add_row(title, info["updated"][:16], str(info["messages"]), path.name)
+            title = one_line(info["title"], 120) + (" (unreadable)" if info["error"] else "")
+            table.add_row(*cells([title, info["updated"][:16], info["messages"], path.name]))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.reload(event.value)
@@ -84,10 +86,10 @@ class BrowserScreen(ModalScreen[Path | None]):
 
         def done(result) -> None:
             if result is not None and result[0].strip():
-                opened.session.title = result[0].strip().splitlines()[0]
+                opened.session.title = result[0].strip().splitlines()[0][:200]
                 save_session(opened.session, path)
                 self.reload(self.query_one(Input).value)
-        self.app.push_screen(EditScreen("New title", opened.session.title), done)
+        self.app.push_screen(EditScreen("New title", one_line(opened.session.title, 200)), done)
 
     def action_delete(self) -> None:
         path = self._selected()

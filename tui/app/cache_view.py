@@ -10,6 +10,8 @@ from textual.widgets import Static
 from tui.context.request import RequestView
 from tui.context.safety import visible
 
+from .shown import cells
+
 
 class CacheView(Static):
     DEFAULT_CSS = "CacheView { padding: 0 1; }"
@@ -29,6 +31,6 @@ class CacheView(Static):
             if record.cached_reported is not None and record.predicted_cached is not None \
                     and abs(record.cached_reported - record.predicted_cached) > 1:
                 style = "yellow"
-            table.add_row(str(record.number), str(record.document_tokens), predicted, reported,
-                          visible(record.cache_cause), style=style)
+            table.add_row(*cells([record.number, record.document_tokens, predicted, reported, record.cache_cause]),
+                          style=style)
         self.update(Group(head, table) if requests else Group(head, Text("no request sent yet", style="dim")))

@@ -11,6 +11,7 @@ from tui.context.messages import Message
 
 from .composer import Composer
 from .message_item import MessageItem
+from .shown import shown
 
 
 class ChatPanel(Vertical):
@@ -57,7 +58,7 @@ class ChatPanel(Vertical):
         return item
 
     def set_status(self, text: str, style: str = "") -> None:
-        self.query_one("#status", Static).update(Text(text, style=style))
+        self.query_one("#status", Static).update(shown(text, style, limit=2000))
 
     def focused_index(self) -> int | None:
         focused = self.app.focused

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from textual import events
 from textual.message import Message
-from textual.widgets import TextArea
+from .safe_inputs import SafeTextArea
 
 
-class Composer(TextArea):
+class Composer(SafeTextArea):
     DEFAULT_CSS = """
     Composer { height: auto; min-height: 3; max-height: 12; border: tall $primary 50%; }
     Composer:focus { border: tall $primary; }

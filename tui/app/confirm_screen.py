@@ -8,6 +8,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from .shown import shown
+
 
 class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
@@ -23,7 +25,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question)
+            yield Label(shown(self.question, limit=2000))
             with Horizontal():
                 yield Button("No (n)", id="no")
                 yield Button("Yes (y)", id="yes", variant="error")

@@ -9,6 +9,8 @@ from textual.widgets import Static
 from tui.context.cache import RequestShape, span_diff
 from tui.context.safety import visible
 
+from .shown import cells, shown_line
+
 STATUS_STYLE = {"same": "dim", "changed": "yellow", "new": "green", "gone": "red strike"}
 
 
@@ -19,14 +21,14 @@ class DiffView(Static):
         if previous is None:
             self.update(Text("no previous request: everything is new", style="dim"))
             return
-        table = Table(box=None, header_style="bold", title="this request against the previous one, by span")
+        table = Table(box=None, header_style="bold", title=shown_line("this request against the previous one, by span"))
         table.add_column("status", min_width=7, no_wrap=True)
         table.add_column("message", min_width=7, no_wrap=True)
         table.add_column("kind", min_width=9, no_wrap=True)
         table.add_column("tokens", min_width=6, justify="right", no_wrap=True)
         table.add_column("text", ratio=1, no_wrap=True, overflow="ellipsis")
         for row in span_diff(previous, current):
-            excerpt = visible(row["text"][:80].replace("\n", "↵"))
-            table.add_row(row["status"], row["message"], row["kind"], str(row["tokens"]), excerpt,
+            excerpt = row["text"][:80]
+            table.add_row(*cells([row["status"], row["message"], row["kind"], row["tokens"], excerpt]),
                           style=STATUS_STYLE[row["status"]])
         self.update(table)

@@ -8,6 +8,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, TextArea
 
+from .safe_inputs import SafeInput, SafeTextArea
+
+from .shown import shown_line
+
 
 class EditScreen(ModalScreen[tuple[str, str] | None]):
     """Returns (text, label) on save, None on cancel. The label line shows only when asked for."""
@@ -26,10 +30,10 @@ class EditScreen(ModalScreen[tuple[str, str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
+            yield Label(shown_line(self.title_text, limit=400))
             if self.label is not None:
-                yield Input(self.label, placeholder="source label, e.g. file:report.pdf", id="label")
-            yield TextArea(self.text, id="editor", soft_wrap=True)
+                yield SafeInput(self.label, placeholder="source label, e.g. file:report.pdf", id="label")
+            yield SafeTextArea(self.text, id="editor", soft_wrap=True)
             with Horizontal():
                 yield Button("Cancel", id="cancel")
                 yield Button("Save (ctrl+s)", id="save", variant="primary")

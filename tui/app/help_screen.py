@@ -9,6 +9,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from .shown import cells, shown_line
+
 
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
@@ -22,12 +24,12 @@ class HelpScreen(ModalScreen[None]):
         self.rows = rows
 
     def compose(self) -> ComposeResult:
-        table = Table(title="ctxpane keys (remap them under [keys] in config.toml)", box=None, header_style="bold")
+        table = Table(title=shown_line("ctxpane keys (remap them under [keys] in config.toml)"), box=None, header_style="bold")
         table.add_column("key")
         table.add_column("action")
         table.add_column("where")
         for key, description, where in self.rows:
-            table.add_row(key, description, where)
+            table.add_row(*cells([key, description, where]))
         with VerticalScroll():
             yield Static(table)
-            yield Static("\nEvery action is also in the command palette (ctrl+p). Esc closes this screen.")
+            yield Static(shown_line("") + "\nEvery action is also in the command palette (ctrl+p). Esc closes this screen.")

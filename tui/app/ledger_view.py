@@ -13,6 +13,9 @@ from tui.context.budget import still_in_window
 from tui.context.request import RequestView
 from tui.context.safety import visible
 
+from .safe_inputs import SafeInput
+from .shown import cells, one_line
+
 
 class LedgerView(Vertical):
     DEFAULT_CSS = """
@@ -27,7 +30,7 @@ class LedgerView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="ledger-table")
-        yield Input(placeholder="is this text still in the window? type to search", id="ledger-search")
+        yield SafeInput(placeholder="is this text still in the window? type to search", id="ledger-search")
         yield Static(id="ledger-hits")
 
     def show(self, view: RequestView, texts: list[str]) -> None:
@@ -39,8 +42,8 @@ class LedgerView(Vertical):
             for column in ("message", "role", "tokens", "policy", "since", "reason"):
                 table.add_column(column)
             for entry in view.ledger:
-                table.add_row(str(entry.message), entry.role, str(entry.tokens), entry.policy,
-                              f"request {entry.since_request}", visible(entry.reason), style="strike")
+                table.add_row(*cells([entry.message, entry.role, entry.tokens, entry.policy,
+                                      f"request {entry.since_request}", entry.reason]), style="strike")
         if view.summary_cost or -1 in view.origin:
             cost = f"the summary cost {view.summary_cost} tokens to make" if view.summary_cost else \
                 "the summary is pending a model call (made when you send)"
@@ -66,5 +69,5 @@ class LedgerView(Vertical):
             if hit["kept"]:
                 out.append(f"message {hit['message']}: in the window\n", style="green")
             else:
-                out.append(f"message {hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})\n", style="red")
+                out.append(one_line(f"message {hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})") + "\n", style="red")
         hits_widget.update(out)

@@ -74,9 +74,8 @@ class MessageActionsMixin:
             return
         self.wb.truncate_after(index)
         self._changed()
-        body, view = self.wb.commit_draft() if not self.wb.draft else (self.wb.request_body(self.wb.rebuild()),
-                                                                         self.wb.view)
-        self.send(body, view)
+        self._streaming = True
+        self.prepare_and_send()
 
     def action_edit_system(self) -> None:
         messages = self.wb.session.messages

@@ -12,13 +12,15 @@ from textual.widgets import Collapsible, Static
 from tui.context.messages import Message
 from tui.context.safety import visible
 
+from .shown import one_line, shown
+
 
 def header_text(message: Message, index: int, dropped: bool) -> Text:
     prov = message.provenance
-    text = Text(f"{message.role}", style="bold")
+    text = Text(one_line(message.role, 20), style="bold")
     text.append(f" #{index}", style="dim")
     if prov.source not in ("user", "system_prompt", "model") or not prov.trusted:
-        text.append(f"  {prov.label or prov.source}", style="italic")
+        text.append(f"  {one_line(prov.label or prov.source, 80)}", style="italic")
     if not prov.trusted:
         text.append("  untrusted", style="bold yellow")
     if message.pinned:
@@ -38,7 +40,7 @@ def tool_calls_text(calls: list[dict]) -> Text:
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
         lines.append(f"{function.get('name', '?')}({arguments})")
-    return Text(visible("\n".join(lines)))
+    return shown("\n".join(lines))
 
 
 class MessageItem(Vertical, can_focus=True):
@@ -70,16 +72,16 @@ class MessageItem(Vertical, can_focus=True):
         yield Static(header_text(self.message, self.index, self.dropped), classes="head")
         if self.message.reasoning_content:  # folded parts exist only where there is something to fold
             yield self._reasoning(self.message.reasoning_content)
-        body = Text(visible(self.message.text()))
+        body = shown(self.message.text())
         if self.note:
-            body.append(f"\n{self.note}", style="bold yellow")
+            body.append("\n" + one_line(self.note, 2000), style="bold yellow")
         yield Static(body, classes="body")
         if self.message.tool_calls:
             yield self._calls(self.message.tool_calls)
 
     @staticmethod
     def _reasoning(text: str) -> Collapsible:
-        return Collapsible(Static(Text(visible(text)), classes="reasoning-body"), title="reasoning",
+        return Collapsible(Static(shown(text), classes="reasoning-body"), title="reasoning",
                            collapsed=True, classes="reasoning")
 
     @staticmethod
@@ -89,15 +91,15 @@ class MessageItem(Vertical, can_focus=True):
 
     def set_reply(self, content: str, reasoning: str, calls: list[dict], note: str = "") -> None:
         """Update while a reply streams in (shown as text, never as markup or escape sequences)."""
-        body = Text(visible(content))
+        body = shown(content)
         if note:
-            body.append(f"\n{note}", style="bold yellow")
+            body.append("\n" + one_line(note, 2000), style="bold yellow")
         body_widget = self.query_one(".body", Static)
         body_widget.update(body)
         if reasoning:
             folded = self.query(".reasoning-body")
             if folded:
-                folded.first(Static).update(Text(visible(reasoning)))
+                folded.first(Static).update(shown(reasoning))
             else:
                 self.mount(self._reasoning(reasoning), before=body_widget)
         if calls:

@@ -9,6 +9,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from .shown import shown_line
+
 
 class PickerScreen(ModalScreen[str | None]):
     DEFAULT_CSS = """
@@ -24,8 +26,8 @@ class PickerScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
-            yield OptionList(*[Option(("● " if value == self.current else "  ") + label, id=value)
+            yield Label(shown_line(self.title_text, limit=400))
+            yield OptionList(*[Option(shown_line(("● " if value == self.current else "  ") + label), id=value)
                                for value, label in self.options], id="options")
 
     def on_mount(self) -> None:

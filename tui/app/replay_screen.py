@@ -18,6 +18,7 @@ from tui.sessions.replay import Replayer, Step
 
 from .context_pane import ContextPane, PaneData
 from .message_item import MessageItem
+from .shown import one_line
 from .summary import summary_text
 
 SPEEDS = (1, 4, 16, 1000)
@@ -63,15 +64,15 @@ class ReplayScreen(Screen):
     def show_step(self) -> None:
         step = self.step_view = self.replayer.step(self.index)
         record = step.record
-        info = Text(f"replay: step {step.number} of {len(self.replayer)} · {record.time}\n", style="bold")
+        info = Text(f"replay: step {step.number} of {len(self.replayer)} · {one_line(record.time, 40)}\n", style="bold")
         info.append("✓ the pane matches the stored request byte for byte" if step.matches else
                     "✗ the stored request renders differently now", style="green" if step.matches else "bold red")
-        info.append(f" (sha256 {record.document_hash[:12]}…)\n" if record.document_hash else "\n")
+        info.append(f" (sha256 {one_line(record.document_hash[:12])}…)\n" if record.document_hash else "\n")
         if step.drift is None:
             info.append("no drift: a fresh rendering with today's template and tokenizer is identical\n", style="dim")
         else:
-            info.append(f"drift at line {step.drift['line']}: stored {step.drift['stored']!r} · "
-                        f"fresh {step.drift['fresh']!r}\n", style="yellow")
+            info.append(one_line(f"drift at line {step.drift['line']}: stored {step.drift['stored']!r} · "
+                                 f"fresh {step.drift['fresh']!r}", 400) + "\n", style="yellow")
         info.append(f"reported cached {record.cached_reported if record.cached_reported is not None else '—'} · "
                     f"predicted {record.predicted_cached}")
         if record.incomplete:

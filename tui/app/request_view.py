@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from textual.widgets import TextArea
+from .safe_inputs import SafeTextArea
 
 
 def curl_command(url: str, body: dict, key_env: str) -> str:
@@ -14,7 +14,7 @@ def curl_command(url: str, body: dict, key_env: str) -> str:
             f"  -H \"Authorization: Bearer ${key_env}\" \\\n  -d {shlex.quote(json.dumps(body, ensure_ascii=False))}")
 
 
-class RequestView(TextArea):
+class RequestView(SafeTextArea):
     DEFAULT_CSS = "RequestView { height: 1fr; }"
 
     def __init__(self, **kwargs) -> None:

@@ -61,7 +61,7 @@ class SendingMixin:
                             "the pane works on what you type.", "yellow")
             return
         try:
-            endpoint = Endpoint.from_env(base, self.settings.model or self.wb.session.model, self.settings.api_key_env)
+            endpoint = self._endpoint_for(base, source)
         except EndpointError as exc:
             chat.set_status(f"bad base URL: {exc}", "red")
             return
@@ -81,7 +81,7 @@ class SendingMixin:
             self.wb.set_policy(context_window=int(info.n_ctx))
         self.wb.cache_rule = "llama.cpp" if info.kind == "llama.cpp" else "openai"
         chat.set_status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
-                        f"{info.n_ctx or '?'} · {connection.note} ({source})")
+                        f"{info.n_ctx or '?'} · {connection.note} ({source}){self._key_note(endpoint)}")
         if not self.settings.tokenizer:
             if connection.tokenizer == "server":
                 from tui.client.server_tokenizer import ServerTokenizer
@@ -89,6 +89,43 @@ class SendingMixin:
             else:
                 tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
                 self._use_tokenizer(tokenizer, connection.exact)
+
+    def _key_allowed(self, base: str, source: str) -> bool:
+        """The key goes only where the user pointed: a flag, the environment, config.toml, or a URL they
+        confirmed in the app. A URL from a session file or found by scanning gets no key."""
+        from tui.client.endpoint import normalise_base_url
+        if source in ("flag", "config.toml") or source.startswith("$"):
+            return True
+        return normalise_base_url(base) in self.trusted_urls
+
+    def _endpoint_for(self, base: str, source: str) -> Endpoint:
+        model = self.settings.model or self.wb.session.model
+        if self._key_allowed(base, source):
+            return Endpoint.from_env(base, model, self.settings.api_key_env)
+        return Endpoint(base, model, self.settings.api_key_env)  # no key: the URL is only a suggestion
+
+    def _key_note(self, endpoint: Endpoint) -> str:
+        import os
+        if endpoint.has_key or not os.environ.get(self.settings.api_key_env):
+            return ""
+        return (f" · without ${self.settings.api_key_env}: this URL came from the session, not from you "
+                "(palette: 'Send my API key to this endpoint')")
+
+    def action_trust_endpoint(self) -> None:
+        """Send the key to the endpoint the session named, after the user says yes."""
+        from tui.client.endpoint import normalise_base_url
+        from .confirm_screen import ConfirmScreen
+        base = self.client.endpoint.base_url if self.client else (self.settings.base_url or self.wb.session.base_url)
+        if not base:
+            self.notify("no endpoint to trust: connect with --base-url URL", severity="warning")
+            return
+
+        def done(yes: bool) -> None:
+            if yes:
+                self.trusted_urls.add(normalise_base_url(base))
+                self.connect_endpoint()
+        self.push_screen(ConfirmScreen(f"Send ${self.settings.api_key_env} to {base}? Only do this if you trust "
+                                       "that server: it will receive your API key with every request."), done)
 
     # -- sending -------------------------------------------------------------------------------------
     def on_composer_submitted(self, event: Composer.Submitted) -> None:
@@ -102,23 +139,37 @@ class SendingMixin:
                         severity="warning")
             return
         self.query_one(Composer).clear()
+        self.wb.commit_text(event.text)
+        self._show_chat()
+        self._streaming = True  # one request at a time, from now until the reply ends
+        self.prepare_and_send()
+
+    @work(thread=True, exclusive=True, group="prepare")
+    def prepare_and_send(self) -> None:
+        """Render the request off the event loop (a template from outside may be slow), then send it."""
         try:
-            body, view = self.wb.commit_draft()
+            view = self.wb.compute(with_draft=False)
         except TemplateRenderError as exc:
-            self.notify(visible(f"not sent: template {self.wb.template.name} rejects the conversation: {exc}"),
-                        severity="error", timeout=10)
+            self._streaming = False
+            self.call_from_thread(self.notify, f"not sent: template {self.wb.template.name} rejects the "
+                                  f"conversation: {exc}", severity="error", timeout=10)
+            self.call_from_thread(self.autosave)
             return
+        self.call_from_thread(self._send_prepared, view)
+
+    def _send_prepared(self, view) -> None:
+        self.wb.view = view
         if self.wb.summary_needed(view):
             self.summarise_then_send()
             return
-        self.send(body, view)
+        self.send(self.wb.request_body(view), view)
 
     @work(exclusive=True, group="summary")
     async def summarise_then_send(self) -> None:
         """The summarise policy: one model call makes the summary that stands for the dropped turns."""
         chat = self.query_one(ChatPanel)
         for _ in range(3):  # the summary takes room too: it may push one more message out, then it is redone
-            dropped = self.wb.summary_needed(self.wb.rebuild())
+            dropped = self.wb.summary_needed(await asyncio.to_thread(self.wb.rebuild))
             if not dropped:
                 break
             chat.set_status(f"summarising {len(dropped)} dropped messages with a model call…", "yellow")
@@ -130,7 +181,13 @@ class SendingMixin:
             cost = int((reply.usage or {}).get("total_tokens") or 0)
             self.wb.set_summary(reply.content, cost, dropped)
             chat.set_status(f"summary made: {cost} tokens spent on it", "yellow")
-        view = self.wb.rebuild()
+        try:
+            view = await asyncio.to_thread(self.wb.rebuild)
+        except TemplateRenderError as exc:
+            self._streaming = False
+            self.notify(f"not sent: template {self.wb.template.name} rejects the conversation: {exc}",
+                        severity="error", timeout=10)
+            return
         self.send(self.wb.request_body(view), view)
 
     def send(self, body: dict, view) -> None:

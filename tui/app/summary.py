@@ -7,15 +7,17 @@ from rich.text import Text
 from tui.context.budget import PolicySettings
 from tui.context.request import RequestView
 
+from .shown import one_line
+
 
 def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
                  prefix: str = "") -> Text:
     counts = view.snapshot.counts
-    text = Text(prefix)
+    text = Text(one_line(prefix))
     text.append(f"{view.sent_tokens} tokens", style="bold")
-    text.append(f" {'exact' if counts.exact else 'estimate'} ({counts.tokenizer})")
+    text.append(f" {'exact' if counts.exact else 'estimate'} ({one_line(counts.tokenizer, 60)})")
     text.append(f" of {policy.context_window}" if policy.context_window else "")
-    text.append(f" · template {view.snapshot.template} · policy {policy.name}")
+    text.append(f" · template {one_line(view.snapshot.template, 60)} · policy {one_line(policy.name, 30)}")
     if has_previous:
         text.append(f" · cached above {view.prefix.tokens} / new below {view.prefix.total_tokens - view.prefix.tokens}")
     if view.ledger:

@@ -9,6 +9,8 @@ from textual.widgets import Static
 
 from tui.context.request import RequestView
 
+from .shown import cells as text_cells, one_line
+
 PART_COLORS = {"template overhead": "marker", "fences": "fence", "free": None, "reserved output": "cache",
                "images (estimate)": "tool"}
 
@@ -28,12 +30,12 @@ class TokensView(Static):
             key = PART_COLORS.get(name, name)
             color = roles.get(key, "grey50") if key else "grey23"
             bar.append("█" * cells if key else "░" * cells, style=color)
-        head = Text(f"{view.sent_tokens} tokens sent ({label}: {counts.tokenizer})")
+        head = Text(f"{view.sent_tokens} tokens sent ({label}: {one_line(counts.tokenizer, 80)})")
         head.append(f" · window {window}" if window else " · window unknown")
         if view.budget is not None:
             head.append(f" · budget {view.budget}")
         if view.plan.over_budget:
-            head.append(f"\n⚠ {view.plan.warning}", style="bold red")
+            head.append("\n⚠ " + one_line(view.plan.warning, 400), style="bold red")
         table = Table(box=None, show_header=True, header_style="bold")
         table.add_column("")
         table.add_column("what")
@@ -44,5 +46,5 @@ class TokensView(Static):
             kind = "estimate" if name.startswith("images") or not counts.exact else "exact"
             if name in ("reserved output", "free"):
                 kind = "setting"
-            table.add_row(Text("■", style=roles.get(key, "grey50") if key else "grey23"), name, str(value), kind)
+            table.add_row(Text("■", style=roles.get(key, "grey50") if key else "grey23"), *text_cells([name, value, kind]))
         self.update(Group(head, bar, Text(""), table))
