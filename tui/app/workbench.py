@@ -121,12 +121,12 @@ class Workbench:
     def request_number(self) -> int:
         return len(self.session.requests) + 1
 
-    def compute(self) -> RequestView:
+    def compute(self, with_draft: bool = True) -> RequestView:
         """The full computation (render, policy, counts, fences, cache prefix), without storing it.
 
         Safe to run in a worker thread: it reads the session and writes only to the segment cache.
         """
-        messages = self.messages_with_draft()
+        messages = self.messages_with_draft() if with_draft else list(self.session.messages)
         if not messages:
             return empty_view(self.settings())
         return build_request(messages, self.settings(), self.previous, self.request_number,
@@ -169,6 +169,13 @@ class Workbench:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         return body
+
+    def commit_text(self, text: str) -> None:
+        """The composer's text becomes a user message (the request is computed apart, off the event loop)."""
+        if text.strip():
+            self.session.messages.append(Message("user", text, provenance=Provenance("user", True),
+                                                 id=self.new_id()))
+        self.draft = ""
 
     def commit_draft(self) -> tuple[dict, RequestView]:
         """Turn the draft into a user message; returns the body to send and the view it was built from."""
