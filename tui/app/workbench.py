@@ -17,9 +17,10 @@ from tui.context.fences import FenceStyle
 from tui.context.incremental import splice_message
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, RequestView, build_request, empty_view
-from tui.context.template_library import ChatTemplate, builtin_template, load_template, template_from_text
+from tui.context.template_library import ChatTemplate
 from tui.context.tokens import SegmentCache, Tokenizer
 from tui.sessions.model import RequestRecord, Session, now_iso
+from tui.sessions.session_template import template_from_session  # noqa: F401 - the app imports it from here
 
 DRAFT_ID = "draft"
 
@@ -37,15 +38,6 @@ class CharEstimate:
 
     def specials(self) -> set[str]:
         return set()
-
-
-def template_from_session(spec: dict) -> ChatTemplate:
-    if spec.get("text"):
-        return template_from_text(spec["text"], spec.get("origin", "session"), spec.get("name", "custom"),
-                                  **spec.get("defaults", {}))
-    name = spec.get("name", "chatml")
-    origin = spec.get("origin", "builtin")
-    return load_template(origin[5:]) if origin.startswith("file:") else builtin_template(name)
 
 
 def template_spec(template: ChatTemplate) -> dict:
