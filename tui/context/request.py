@@ -14,10 +14,10 @@ from .assemble import Snapshot, assemble
 from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
 from .document import Document, Span
-from .fences import FenceStyle, FencedText, fence
+from .fences import FenceStyle, FencedText, control_strings, fence
 from .messages import Message, content_text, image_parts, image_token_estimate
 from .reader import ForgedBlock, forged_blocks
-from .tokens import SegmentCache, TokenIndex, Tokenizer, count_tokens, token_index
+from .tokens import SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens, token_index
 
 if TYPE_CHECKING:
     from .template_library import ChatTemplate
@@ -92,18 +92,25 @@ class RequestView:
         return rows
 
 
+def fence_escapes(template: ChatTemplate, tokenizer: Tokenizer) -> frozenset[str]:
+    """What fences escape for this template and tokenizer: the template's control strings (its
+    literals that look like markers, its bos/eos) and every special or added token of the tokenizer."""
+    return control_strings(template.source, tuple(template.special_strings()), all_special_tokens(tokenizer))
+
+
 def fence_messages(messages: list[Message], style: FenceStyle,
-                   specials: list[str]) -> tuple[list[dict], dict[int, FencedText], list[FenceInfo]]:
+                   escapes: frozenset[str] | list[str]) -> tuple[list[dict], dict[int, FencedText], list[FenceInfo]]:
+    """Wire messages with every untrusted one fenced; `escapes` comes from `fence_escapes`."""
     wire, fenced, infos = [], {}, []
     for index, message in enumerate(messages):
         item = message.to_wire()
         if style.enabled and not message.provenance.trusted and message.role != "assistant":
             source = message.provenance.label or message.provenance.source
             fence_id = message.id or f"m{index}"
-            result = fence(content_text(message.content), source, fence_id, style, specials)
+            result = fence(content_text(message.content), source, fence_id, style, escapes)
             item["content"] = result.text
             fenced[index] = result
-            infos.append(FenceInfo(index, fence_id, source, result.escaped))
+            infos.append(FenceInfo(index, fence_id, result.source, result.escaped))
         wire.append(item)
     return wire, fenced, infos
 
@@ -173,7 +180,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     """Assemble the request that `messages` would send now, with every policy applied."""
     cache = cache if cache is not None else SegmentCache()
     specials = settings.template.special_strings()
-    wire, fenced, fence_infos = fence_messages(messages, settings.fences, specials)
+    escapes = fence_escapes(settings.template, settings.tokenizer) if settings.fences.enabled else frozenset()
+    wire, fenced, fence_infos = fence_messages(messages, settings.fences, escapes)
     full = _render(wire, settings, cache)
     costs, overhead = _costs(full, len(messages))
     images = [sum(image_token_estimate(p) for p in image_parts(m.content)) for m in messages]

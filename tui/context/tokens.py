@@ -36,6 +36,10 @@ CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3
 HARMONY_SPECIALS = {"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002,
                     "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
                     "<|message|>": 200008, "<|call|>": 200012}
+# o200k_harmony's reserved slots: control tokens too (a server given the model's vocabulary reads them as such),
+# listed for fence escaping only, so counting keeps its short list.
+HARMONY_RESERVED = frozenset(f"<|reserved_{i}|>" for i in (200000, 200001, 200004, 200009, 200010, 200011,
+                                                            *range(200013, 201088)))
 ENCODINGS = {
     "o200k_base": ("o200k_base", O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
     "o200k_harmony": ("o200k_base", O200K_PATTERN, {**HARMONY_SPECIALS, "<|endofprompt|>": 200018}),
@@ -94,6 +98,7 @@ class TiktokenTokenizer:
         file, pattern, specials = ENCODINGS[name]
         self.name = name
         self._specials = specials
+        self._all = frozenset(specials) | (HARMONY_RESERVED if name == "o200k_harmony" else frozenset())
         self._encoding = tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=load_ranks(file),
                                            special_tokens=specials)
 
@@ -108,6 +113,10 @@ class TiktokenTokenizer:
     def specials(self) -> set[str]:
         return set(self._specials)
 
+    def all_specials(self) -> frozenset[str]:
+        """Every special token of the published encoding, reserved slots included."""
+        return self._all
+
     def encode_whole(self, text: str) -> int:
         return len(self._encoding.encode(text, allowed_special="all"))
 
@@ -119,7 +128,7 @@ class HFTokenizer:
         self.name = name
         self._tokenizer = RawTokenizer.from_str(json_text)
         self._lock = threading.Lock()  # the special-token switch is shared state
-        self._added = {t.content for t in self._tokenizer.get_added_tokens_decoder().values()}
+        self._added = frozenset(t.content for t in self._tokenizer.get_added_tokens_decoder().values())
 
     def _encode(self, text: str, as_plain: bool):
         with self._lock:
@@ -138,6 +147,10 @@ class HFTokenizer:
 
     def specials(self) -> set[str]:
         return set(self._added)
+
+    def all_specials(self) -> frozenset[str]:
+        """Every added token, special or not (llama.cpp reads both kinds as single tokens)."""
+        return self._added
 
     def encode_whole(self, text: str) -> int:
         return len(self._encode(text, False).ids)
@@ -173,6 +186,15 @@ def get_tokenizer(spec: str) -> Tokenizer:
     """A tokenizer by name (o200k_base, o200k_harmony, cl100k_base, qwen3) or tokenizer.json path."""
     with _LOCK:
         return _cached_tokenizer(spec)
+
+
+def all_special_tokens(tokenizer: Tokenizer) -> frozenset[str]:
+    """Every special or added token string the tokenizer has: what fences must escape.
+
+    A tokenizer without `all_specials` (the server's, a test double) gives its `specials()`.
+    """
+    full = getattr(tokenizer, "all_specials", None)
+    return full() if callable(full) else frozenset(tokenizer.specials())
 
 
 def tokenizer_for_model(model: str) -> str:
