@@ -11,7 +11,9 @@ from tui.context.template_library import ChatTemplate, template_from_text
 from tui.context.tokens import get_tokenizer, tokenizer_for_model
 
 from .endpoint import Endpoint
+from .errors import ClientError
 from .http import Limits, OpenAIClient
+from .schemas import Tokenized
 from .server_info import ServerInfo, probe
 
 LOCAL_PORTS = ((8080, "llama.cpp"), (11434, "Ollama"), (1234, "LM Studio"), (8000, "vLLM"))
@@ -47,11 +49,11 @@ async def scan_local(ports=LOCAL_PORTS, timeout: float = 0.4) -> tuple[str, str]
 async def _local_matches_server(client: OpenAIClient, name: str) -> bool:
     """True when a shipped tokenizer gives the server's own ids for a probe text."""
     try:
-        data = await client.post_json("/tokenize", {"content": PROBE_TEXT, "parse_special": False}, at_root=True)
-        tokens = data.get("tokens", [])
-        server_ids = [t["id"] if isinstance(t, dict) else t for t in tokens]
-    except Exception:  # noqa: BLE001 - any failure means: not verified
+        data = await client.post_json("/tokenize", {"content": PROBE_TEXT, "parse_special": False}, at_root=True,
+                                      shape=Tokenized)
+    except ClientError:  # any failure means: not verified
         return False
+    server_ids = [t if isinstance(t, int) else t.id for t in data.tokens]
     local = await asyncio.to_thread(get_tokenizer, name)  # loading takes a moment: off the event loop
     encoded = local.plain_ids(PROBE_TEXT) if hasattr(local, "plain_ids") else None
     return encoded == server_ids

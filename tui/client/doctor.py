@@ -12,6 +12,7 @@ from tui.context.templates import TemplateRenderError
 
 from .errors import ClientError
 from .http import OpenAIClient
+from .schemas import Prompt, Tokenized
 from .server_info import ServerInfo, probe
 from .server_tokenizer import ServerTokenizer
 
@@ -77,13 +78,14 @@ async def check_rendering(client: OpenAIClient, info: ServerInfo, template: Chat
         return Check("rendering", "fail", f"the server's template rejects the sample conversation: {exc}"), ""
     if info.kind == "llama.cpp":
         theirs = (await client.post_json("/apply-template", {"messages": SAMPLE, "tools": SAMPLE_TOOLS},
-                                         at_root=True)).get("prompt", "")
+                                         at_root=True, shape=Prompt)).prompt
     elif info.kind == "vllm":
         tokens = await client.post_json("/tokenize", {"model": info.model, "messages": SAMPLE,
                                                       "tools": SAMPLE_TOOLS, "add_generation_prompt": True},
-                                        at_root=True)
-        theirs = (await client.post_json("/detokenize", {"model": info.model, "tokens": tokens.get("tokens", [])},
-                                         at_root=True)).get("prompt", "")
+                                        at_root=True, shape=Tokenized)
+        ids = [t if isinstance(t, int) else t.id for t in tokens.tokens]
+        theirs = (await client.post_json("/detokenize", {"model": info.model, "tokens": ids},
+                                         at_root=True, shape=Prompt)).prompt
     else:
         return Check("rendering", "skip", f"{info.kind} cannot show its own rendering; nothing to compare"), ours
     diff = first_difference(ours, theirs, ("ours", "server"))
@@ -114,8 +116,10 @@ async def check_eos_and_bos(client: OpenAIClient, info: ServerInfo, rendered: st
     if info.eos_token and rendered and info.eos_token not in rendered:
         problems.append(f"the template never writes the server's end token {info.eos_token!r}: replies may not stop")
     if info.bos_token and rendered.startswith(info.bos_token) and info.kind == "llama.cpp":
-        ids = (await client.post_json("/tokenize", {"content": "x", "add_special": True}, at_root=True))["tokens"]
-        plain = (await client.post_json("/tokenize", {"content": "x", "add_special": False}, at_root=True))["tokens"]
+        ids = (await client.post_json("/tokenize", {"content": "x", "add_special": True}, at_root=True,
+                                      shape=Tokenized)).tokens
+        plain = (await client.post_json("/tokenize", {"content": "x", "add_special": False}, at_root=True,
+                                        shape=Tokenized)).tokens
         if len(ids) > len(plain):
             problems.append("the template writes BOS and the server adds another: doubled BOS")
     if problems:

@@ -1,8 +1,24 @@
-"""Typed client errors, each with a message a person can act on. None carries the API key."""
+"""Typed client errors, each with a message a person can act on. None carries the API key.
+
+A message quotes the server at most in part: it is cut to MAX_MESSAGE characters and its control
+and direction characters are shown as visible stand-ins (it is still plain text: the screen must
+not parse markup in it). The client scrubs the key from every error before it leaves.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Callable
+
+from tui.context.safety import visible
+
+MAX_MESSAGE = 2000  # characters of an error message; server text inside it is cut shorter
+
+
+def bounded(text: str, limit: int = MAX_MESSAGE) -> str:
+    """`text` made visible and cut to `limit` characters, saying so when cut."""
+    text = visible(str(text))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ClientError(Exception):
@@ -11,6 +27,7 @@ class ClientError(Exception):
     kind = "error"
 
     def __init__(self, message: str, partial: Any = None, status: int | None = None):
+        message = bounded(message)
         super().__init__(message)
         self.message = message
         self.partial = partial
@@ -18,6 +35,15 @@ class ClientError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def scrub(self, redact: Callable[[str], str]) -> "ClientError":
+        """Remove the key from the message and from any server body kept with the error."""
+        self.message = redact(self.message)
+        self.args = (self.message,)
+        body = getattr(self, "body", None)
+        if body:
+            self.body = json.loads(redact(json.dumps(body)))
+        return self
 
 
 class ConnectionFailed(ClientError):
@@ -77,8 +103,38 @@ class ServerFailed(ClientError):
     kind = "server_error"
 
 
-class MalformedChunk(ClientError):
+class MalformedAnswer(ClientError):
+    """The server answered, but not in the shape expected (a field of the wrong type or out of range)."""
+
+    kind = "malformed_answer"
+
+
+class NotJSON(MalformedAnswer):
+    """The answer is not JSON at all (or nested too deeply to read)."""
+
+    kind = "not_json"
+
+
+class MalformedChunk(MalformedAnswer):
+    """A chunk of a streamed reply that is not JSON or has the wrong shape."""
+
     kind = "malformed_chunk"
+
+
+class TooLarge(ClientError):
+    """An answer, a stream line or a reply passed its bound; what had arrived is in `partial`."""
+
+    kind = "too_large"
+
+
+class TokenizerUnavailable(ClientError):
+    """The server's tokenizer cannot be used now: count locally (an estimate) and try again later."""
+
+    kind = "tokenizer_unavailable"
+
+    def __init__(self, message: str, retry_at: float | None = None):
+        super().__init__(message)
+        self.retry_at = retry_at
 
 
 class StreamIncomplete(ClientError):

@@ -1,9 +1,15 @@
-"""A reply assembled from streamed deltas (or taken whole from a non-streamed response)."""
+"""A reply assembled from streamed deltas (or taken whole from a non-streamed response).
+
+Chunks arrive already checked against `schemas.Chunk`, so every field here has its type and range.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from .errors import TooLarge
+from .schemas import MAX_TOOL_CALLS, Chunk, ToolCallDelta, plain
 
 
 @dataclass
@@ -23,15 +29,12 @@ class Reply:
         """Prompt tokens the server reused from its cache, as it reports them."""
         details = (self.usage or {}).get("prompt_tokens_details") or {}
         if details.get("cached_tokens") is not None:
-            return int(details["cached_tokens"])
-        if self.timings and self.timings.get("cache_n") is not None:
-            return int(self.timings["cache_n"])
-        return None
+            return details["cached_tokens"]
+        return (self.timings or {}).get("cache_n")
 
     @property
     def prompt_tokens(self) -> int | None:
-        value = (self.usage or {}).get("prompt_tokens")
-        return None if value is None else int(value)
+        return (self.usage or {}).get("prompt_tokens")
 
     def to_message(self) -> dict:
         message: dict[str, Any] = {"role": "assistant", "content": self.content}
@@ -46,60 +49,59 @@ class Reply:
                 "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
                 "model": self.model, "incomplete": self.incomplete, "error": self.error}
 
-    @classmethod
-    def from_record(cls, data: dict) -> "Reply":
-        known = {k: data.get(k) for k in ("content", "reasoning", "finish_reason", "usage", "timings", "model",
-                                          "error")}
-        return cls(**{k: v for k, v in known.items() if v is not None}, tool_calls=list(data.get("tool_calls") or []),
-                   incomplete=bool(data.get("incomplete", False)))
-
 
 class ReplyAssembler:
     """Applies chat.completion.chunk objects in order; tool calls are joined by their index."""
 
     def __init__(self) -> None:
         self.reply = Reply()
+        self.size = 0  # characters received: content, reasoning and tool calls
         self._calls: dict[int, dict] = {}
 
-    def apply(self, chunk: dict) -> str:
-        """Apply one chunk; returns the new content text it carried (for display)."""
-        self.reply.model = chunk.get("model") or self.reply.model
-        if chunk.get("usage"):
-            self.reply.usage = chunk["usage"]
-        if chunk.get("timings"):
-            self.reply.timings = chunk["timings"]
+    def apply(self, chunk: Chunk) -> str:
+        """Apply one checked chunk; returns the new content text it carried (for display)."""
+        reply = self.reply
+        reply.model = chunk.model or reply.model
+        if chunk.usage is not None:
+            reply.usage = plain(chunk.usage)
+        if chunk.timings is not None:
+            reply.timings = plain(chunk.timings)
         added = ""
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or choice.get("message") or {}
-            if delta.get("content"):
-                added += delta["content"]
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if reasoning:
-                self.reply.reasoning += reasoning
-            for call in delta.get("tool_calls") or []:
-                self._merge_call(call)
-            if choice.get("finish_reason"):
-                self.reply.finish_reason = choice["finish_reason"]
-        self.reply.content += added
-        self.reply.tool_calls = [self._calls[i] for i in sorted(self._calls)]
+        for choice in chunk.choices or ():
+            delta = choice.delta or choice.message
+            if delta is not None:
+                added += delta.content or ""
+                reasoning = delta.reasoning_content or delta.reasoning or ""
+                reply.reasoning += reasoning
+                self.size += len(reasoning)
+                for call in delta.tool_calls or ():
+                    self._merge_call(call)
+            if choice.finish_reason:
+                reply.finish_reason = choice.finish_reason
+        reply.content += added
+        self.size += len(added)
+        if self._calls:
+            reply.tool_calls = [self._calls[i] for i in sorted(self._calls)]
         return added
 
-    def _merge_call(self, call: dict) -> None:
-        index = call.get("index", len(self._calls))
+    def _merge_call(self, call: ToolCallDelta) -> None:
+        index = call.index if call.index is not None else len(self._calls)
+        if index not in self._calls and len(self._calls) >= MAX_TOOL_CALLS:
+            raise TooLarge(f"the reply asks for more than {MAX_TOOL_CALLS} tool calls", self.reply)
         slot = self._calls.setdefault(index, {"id": "", "type": "function",
                                               "function": {"name": "", "arguments": ""}})
-        if call.get("id"):
-            slot["id"] = call["id"]
-        if call.get("type"):
-            slot["type"] = call["type"]
-        function = call.get("function") or {}
-        if function.get("name"):
-            slot["function"]["name"] += function["name"]
-        if function.get("arguments"):
-            slot["function"]["arguments"] += function["arguments"]
+        if call.id:
+            slot["id"] = call.id
+        if call.type:
+            slot["type"] = call.type
+        if call.function is not None:
+            name, arguments = call.function.name or "", call.function.arguments or ""
+            slot["function"]["name"] += name
+            slot["function"]["arguments"] += arguments
+            self.size += len(name) + len(arguments)
 
 
-def reply_from_response(data: dict) -> Reply:
+def reply_from_response(data: Chunk) -> Reply:
     assembler = ReplyAssembler()
     assembler.apply(data)
     return assembler.reply

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ClientError
+from .errors import ClientError, MalformedAnswer, NotJSON, TooLarge
 from .http import OpenAIClient
+from .schemas import LMStudioModels, ModelList, OllamaShow, Props, Version, context_size, convert
 
 HOSTED = {"api.openai.com": "openai", "openrouter.ai": "openrouter", "api.together.xyz": "together",
           "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek"}
@@ -50,29 +51,41 @@ def hosted_context(model: str) -> int | None:
 
 
 async def _try(call) -> Any:
+    """The answer of an optional probe, or None when this server does not offer it.
+
+    An endpoint that is missing, refuses or answers with something that is not JSON (a web page)
+    means "not this kind of server". One that answers JSON of the wrong shape, or too much of it,
+    is a broken server: that error goes to the user.
+    """
     try:
         return await call
+    except NotJSON:
+        return None
+    except (MalformedAnswer, TooLarge):
+        raise
     except ClientError:
         return None
 
 
+def _claims(answer: Any, *keys: str) -> bool:
+    """True when an answer is an object with one of `keys`: the server says it is of that kind."""
+    return isinstance(answer, dict) and any(key in answer for key in keys)
+
+
 async def probe(client: OpenAIClient, model: str = "") -> ServerInfo:
-    """Ask the server what it is. Raises ClientError only if even /v1/models cannot be reached."""
+    """Ask the server what it is. Raises ClientError if /v1/models cannot be had, or an answer is malformed."""
     info = ServerInfo()
     host = client.endpoint.host.split(":")[0]
     info.kind = next((kind for suffix, kind in HOSTED.items() if host.endswith(suffix)), info.kind)
-    listing = await client.get_json("/models")
-    info.models = [str(m.get("id")) for m in (listing or {}).get("data", []) if isinstance(m, dict)]
+    listing = await client.get_json("/models", shape=ModelList)
+    info.models = [entry.id for entry in listing.data]
     info.model = model or client.endpoint.model or (info.models[0] if info.models else "")
     if info.kind != "openai-compatible":
         info.n_ctx = hosted_context(info.model)
         info.notes.append(f"{info.kind} offers no template or tokenizer: counts are estimates")
         return info
-    for meta in (m.get("meta") or {} for m in (listing or {}).get("data", []) if isinstance(m, dict)):
-        info.n_ctx = info.n_ctx or meta.get("n_ctx")
-    for model_entry in (listing or {}).get("data", []):
-        if isinstance(model_entry, dict) and model_entry.get("max_model_len"):
-            info.n_ctx = info.n_ctx or int(model_entry["max_model_len"])
+    for entry in listing.data:
+        info.n_ctx = info.n_ctx or (entry.meta.n_ctx if entry.meta else None) or entry.max_model_len
     if await _probe_llamacpp(client, info) or await _probe_vllm(client, info) \
             or await _probe_ollama(client, info) or await _probe_lmstudio(client, info):
         return info
@@ -81,53 +94,56 @@ async def probe(client: OpenAIClient, model: str = "") -> ServerInfo:
 
 
 async def _probe_llamacpp(client: OpenAIClient, info: ServerInfo) -> bool:
-    props = await _try(client.get_json("/props", at_root=True))
-    if not isinstance(props, dict) or not ("chat_template" in props or "build_info" in props):
+    answer = await _try(client.get_json("/props", at_root=True))
+    if not _claims(answer, "chat_template", "build_info"):
         return False
+    props = convert(answer, Props, "the server's /props")
     info.kind = "llama.cpp"
-    info.chat_template = props.get("chat_template") or None
-    info.bos_token, info.eos_token = props.get("bos_token"), props.get("eos_token")
-    info.build = str(props.get("build_info", ""))
-    settings = props.get("default_generation_settings") or {}
-    info.n_ctx = settings.get("n_ctx") or props.get("n_ctx") or info.n_ctx
+    info.chat_template = props.chat_template or None
+    info.bos_token, info.eos_token = props.bos_token, props.eos_token
+    info.build = props.build_info or ""
+    settings = props.default_generation_settings
+    info.n_ctx = (settings.n_ctx if settings else None) or props.n_ctx or info.n_ctx
     info.can_tokenize = info.can_apply_template = True
     return True
 
 
 async def _probe_vllm(client: OpenAIClient, info: ServerInfo) -> bool:
-    version = await _try(client.get_json("/version", at_root=True))
-    if not isinstance(version, dict) or "version" not in version:
+    answer = await _try(client.get_json("/version", at_root=True))
+    if not _claims(answer, "version"):
         return False
-    info.kind, info.build = "vllm", str(version["version"])
+    info.kind, info.build = "vllm", convert(answer, Version, "the server's /version").version
     info.can_tokenize = True  # /tokenize accepts `messages` and applies the server's own template
     info.notes.append("vLLM: the server's rendering is compared through /tokenize with messages")
     return True
 
 
 async def _probe_ollama(client: OpenAIClient, info: ServerInfo) -> bool:
-    version = await _try(client.get_json("/api/version", at_root=True))
-    if not isinstance(version, dict) or "version" not in version:
+    answer = await _try(client.get_json("/api/version", at_root=True))
+    if not _claims(answer, "version"):
         return False
-    info.kind, info.build = "ollama", str(version["version"])
+    info.kind, info.build = "ollama", convert(answer, Version, "the server's /api/version").version
     shown = await _try(client.post_json("/api/show", {"model": info.model}, at_root=True))
     if isinstance(shown, dict):
-        info.chat_template = shown.get("template")
+        show = convert(shown, OllamaShow, "the server's /api/show")
+        info.chat_template = show.template
         info.template_language = "go"
-        for key, value in (shown.get("model_info") or {}).items():
+        for key, value in (show.model_info or {}).items():
             if key.endswith(".context_length"):
-                info.n_ctx = int(value)
+                info.n_ctx = context_size(value, f"the server's /api/show model_info.{key}")
         info.notes.append("Ollama's template is a Go template, not Jinja: shown as text, rendered with a "
                           "built-in Jinja template instead (an estimate)")
     return True
 
 
 async def _probe_lmstudio(client: OpenAIClient, info: ServerInfo) -> bool:
-    listing = await _try(client.get_json("/api/v0/models", at_root=True))
-    if not isinstance(listing, dict) or not isinstance(listing.get("data"), list):
+    answer = await _try(client.get_json("/api/v0/models", at_root=True))
+    if not (_claims(answer, "data") and isinstance(answer["data"], list)):
         return False
+    listing = convert(answer, LMStudioModels, "the server's /api/v0/models")
     info.kind = "lmstudio"
-    for entry in listing["data"]:
-        if isinstance(entry, dict) and entry.get("id") == info.model:
-            info.n_ctx = entry.get("loaded_context_length") or entry.get("max_context_length") or info.n_ctx
+    for entry in listing.data:
+        if entry.id == info.model:
+            info.n_ctx = entry.loaded_context_length or entry.max_context_length or info.n_ctx
     info.notes.append("LM Studio exposes no template or tokenizer: counts are estimates")
     return True

@@ -1,0 +1,117 @@
+"""HTTP statuses and transport failures turned into typed ClientErrors a person can act on.
+
+Server text reaches a message only in part (`DETAIL` characters), with the key removed first.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from .endpoint import Endpoint
+from .errors import (AuthFailed, BadRequest, ClientError, ConnectionFailed, ConnectTimedOut, ContextOverflow,
+                     NameNotResolved, NotFound, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TLSFailed)
+from .reply import Reply
+from .schemas import ErrorBody, ErrorDetail, decode, excerpt
+
+DETAIL = 600  # characters of the server's own words quoted in a message
+RESOLVE_HINTS = ("name or service not known", "nodename nor servname", "temporary failure in name resolution",
+                 "no address associated", "name resolution", "getaddrinfo")
+
+
+def status_error(status: int, retry_header: str | None, raw: bytes, url: str, endpoint: Endpoint) -> ClientError:
+    """The typed error for an HTTP status ≥ 400 and the (bounded) body that came with it."""
+    body, error, detail = _error_detail(raw, endpoint)
+    host = endpoint.host
+    if status in (401, 403):
+        return AuthFailed(f"{status} from {host}: {_auth_hint(endpoint)}. Server said: {detail}", status=status)
+    if status == 404:
+        model = endpoint.model
+        return NotFound(f"404 at {url}: check the base URL (it should end in /v1) and the model name"
+                        f"{' ' + repr(model) if model else ''}. Server said: {detail}", status=404)
+    if status in (429, 503):
+        retry = retry_after(retry_header)
+        reason = "rate limited" if status == 429 else "server busy"
+        return RateLimited(f"{status} {reason} by {host}" + (f" (Retry-After {retry:.0f}s)" if retry is not None else ""),
+                           retry, status)
+    if 400 <= status < 500:
+        return _bad_request(status, body, error, detail)
+    return ServerFailed(f"{status} server error from {host}: {detail}", status=status)
+
+
+def _auth_hint(endpoint: Endpoint) -> str:
+    env = endpoint.key_env
+    if endpoint.has_key:
+        return f"the key in ${env} was refused"
+    if endpoint.key_withheld:
+        return (f"the key in ${env} was not sent: this address came from a {endpoint.source}, not from you "
+                "(give it with --base-url, $OPENAI_BASE_URL or the config file, or confirm it in the app)")
+    return f"no key was sent: set ${env} (or name another variable with --api-key-env)"
+
+
+def _error_detail(raw: bytes, endpoint: Endpoint) -> tuple[dict | None, ErrorDetail, str]:
+    """The error body (when it is an object), its `error` part, and the server's message, short and keyless."""
+    try:
+        loose: Any = decode(raw, Any, "the error body")
+        shaped = decode(raw, ErrorBody, "the error body") if isinstance(loose, dict) else None
+    except ClientError:
+        loose = shaped = None
+    error, message = ErrorDetail(), ""
+    if shaped is not None:
+        if isinstance(shaped.error, ErrorDetail):
+            error = shaped.error
+            message = error.message or error.type or (str(error.code) if error.code is not None else "")
+        else:
+            message = shaped.error or shaped.message or ""
+    text = message or raw[:DETAIL + 512].decode("utf-8", "replace").strip()
+    detail = excerpt(text, endpoint.redact, DETAIL) if text else ""
+    return (loose if isinstance(loose, dict) else None), error, detail
+
+
+def _bad_request(status: int, body: dict | None, error: ErrorDetail, detail: str) -> BadRequest:
+    kind = error.type or (error.code if isinstance(error.code, str) else "") or ""
+    if kind in ("exceed_context_size_error", "context_length_exceeded") or "context" in kind:
+        prompt, ctx = error.n_prompt_tokens, error.n_ctx
+        figures = f" ({prompt} prompt tokens, context window {ctx})" if prompt or ctx else ""
+        return ContextOverflow(f"the request is larger than the model's context window{figures}: {detail}",
+                               prompt, ctx, body)
+    return BadRequest(f"{status} bad request: {detail}", status=status, body=body)
+
+
+def retry_after(value: str | None) -> float | None:
+    if not value or len(value) > 64:
+        return None
+    try:
+        seconds = float(value)
+        return max(0.0, seconds) if seconds == seconds else None  # NaN is no answer
+    except ValueError:
+        pass
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def transport_error(exc: httpx.HTTPError, endpoint: Endpoint, partial: Reply | None) -> ClientError:
+    host = endpoint.host
+    text = endpoint.redact(str(exc))[:DETAIL] or type(exc).__name__
+    kept = f"; kept the {len(partial.content)} characters received" if partial and partial.content else ""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return ConnectTimedOut(f"timed out connecting to {host}: is the address right and the server up?", partial)
+    if isinstance(exc, httpx.TimeoutException):
+        return ReadTimedOut(f"{host} stopped sending for longer than the read timeout{kept}", partial)
+    if isinstance(exc, httpx.ConnectError):
+        lowered = text.lower()
+        if any(hint in lowered for hint in RESOLVE_HINTS):
+            return NameNotResolved(f"cannot resolve the host name in {endpoint.base_url}: {text}", partial)
+        if "ssl" in lowered or "certificate" in lowered or "tls" in lowered:
+            return TLSFailed(f"TLS handshake with {host} failed: {text}", partial)
+        return ConnectionFailed(f"cannot connect to {host} ({text}): is the server running there?", partial)
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return StreamIncomplete(f"{host} closed the connection mid-reply ({text}){kept}", partial)
+    if isinstance(exc, httpx.TooManyRedirects):
+        return ClientError(f"{host} redirected too many times", partial)
+    return ClientError(f"request to {host} failed: {text}", partial)

@@ -1,0 +1,226 @@
+"""The shapes of what servers return, typed and bounded (msgspec).
+
+Every answer the client uses is checked here: numbers in range, strings and lists of bounded
+length, nesting bounded. A field of the wrong type or out of range becomes a MalformedAnswer (or a
+MalformedChunk in a stream) naming the field. Fields the client does not use are ignored, so a
+server that adds fields keeps working; a field the client uses may be missing or null.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Callable, TypeVar
+
+import msgspec
+from msgspec import Meta, Struct
+
+from .errors import MalformedAnswer, NotJSON
+
+MAX_CONTEXT = 10**8
+MAX_COUNT = 10**12  # token counts in usage and timings
+MAX_MODELS = 10_000
+MAX_CHOICES = 128
+MAX_TOOL_CALLS = 128
+MAX_TEMPLATE = 1_000_000  # characters of a chat template
+MAX_TEXT = 16_000_000  # characters of one content/prompt string
+
+Context = Annotated[int, Meta(ge=1, le=MAX_CONTEXT)]
+Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
+Measure = Annotated[float, Meta(ge=0, le=1e15)]
+ModelId = Annotated[str, Meta(max_length=512)]
+Short = Annotated[str, Meta(max_length=4096)]  # versions, build names, finish reasons, ids, token strings
+Text = Annotated[str, Meta(max_length=MAX_TEXT)]
+Template = Annotated[str, Meta(max_length=MAX_TEMPLATE)]
+TokenId = Annotated[int, Meta(ge=0, le=2**32)]
+Byte = Annotated[int, Meta(ge=0, le=255)]
+T = TypeVar("T")
+
+
+# -- streamed chunks and whole completions ------------------------------------------------------
+class FunctionDelta(Struct):
+    name: Text | None = None
+    arguments: Text | None = None
+
+
+class ToolCallDelta(Struct):
+    index: Annotated[int, Meta(ge=0, le=MAX_TOOL_CALLS - 1)] | None = None
+    id: Short | None = None
+    type: Short | None = None
+    function: FunctionDelta | None = None
+
+
+class Delta(Struct):
+    content: Text | None = None
+    reasoning_content: Text | None = None
+    reasoning: Text | None = None
+    tool_calls: Annotated[list[ToolCallDelta], Meta(max_length=MAX_TOOL_CALLS)] | None = None
+
+
+class Choice(Struct):
+    delta: Delta | None = None
+    message: Delta | None = None
+    finish_reason: Short | None = None
+
+
+class PromptDetails(Struct, omit_defaults=True):
+    cached_tokens: Count | None = None
+
+
+class CompletionDetails(Struct, omit_defaults=True):
+    reasoning_tokens: Count | None = None
+
+
+class Usage(Struct, omit_defaults=True):
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
+    prompt_tokens_details: PromptDetails | None = None
+    completion_tokens_details: CompletionDetails | None = None
+
+
+class Timings(Struct, omit_defaults=True):
+    """llama.cpp's figures for one reply (a rate may be null when a time was zero)."""
+
+    cache_n: Count | None = None
+    prompt_n: Count | None = None
+    prompt_ms: Measure | None = None
+    prompt_per_token_ms: Measure | None = None
+    prompt_per_second: Measure | None = None
+    predicted_n: Count | None = None
+    predicted_ms: Measure | None = None
+    predicted_per_token_ms: Measure | None = None
+    predicted_per_second: Measure | None = None
+
+
+class ErrorDetail(Struct):
+    message: Text | None = None
+    type: Short | None = None
+    code: Short | int | None = None
+    n_prompt_tokens: Count | None = None
+    n_ctx: Context | None = None
+
+
+class Chunk(Struct):
+    """One chat.completion.chunk, or a whole chat.completion (choices carry `message`)."""
+
+    model: ModelId | None = None
+    choices: Annotated[list[Choice], Meta(max_length=MAX_CHOICES)] | None = None
+    usage: Usage | None = None
+    timings: Timings | None = None
+    error: ErrorDetail | Text | None = None
+
+
+class ErrorBody(Struct):
+    error: ErrorDetail | Text | None = None
+    message: Text | None = None  # some servers put it at the top level
+
+
+# -- probes --------------------------------------------------------------------------------------
+class ModelMeta(Struct):
+    n_ctx: Context | None = None
+
+
+class ModelEntry(Struct):
+    id: ModelId
+    meta: ModelMeta | None = None
+    max_model_len: Context | None = None  # vLLM
+
+
+class ModelList(Struct):
+    data: Annotated[list[ModelEntry], Meta(max_length=MAX_MODELS)] = []
+
+
+class GenerationSettings(Struct):
+    n_ctx: Context | None = None
+
+
+class Props(Struct):
+    """llama.cpp's /props."""
+
+    chat_template: Template | None = None
+    bos_token: Short | None = None
+    eos_token: Short | None = None
+    build_info: Short | None = None
+    n_ctx: Context | None = None
+    default_generation_settings: GenerationSettings | None = None
+
+
+class Version(Struct):
+    """vLLM's /version, Ollama's /api/version."""
+
+    version: Short
+
+
+class OllamaShow(Struct):
+    template: Template | None = None
+    model_info: Annotated[dict[Short, Any], Meta(max_length=10_000)] | None = None
+
+
+class LMStudioModel(Struct):
+    id: ModelId
+    max_context_length: Context | None = None
+    loaded_context_length: Context | None = None
+
+
+class LMStudioModels(Struct):
+    data: Annotated[list[LMStudioModel], Meta(max_length=MAX_MODELS)]
+
+
+class Token(Struct):
+    id: TokenId
+    piece: Text | Annotated[list[Byte], Meta(max_length=64)] = ""
+
+
+class Tokenized(Struct):
+    """/tokenize: ids, or {id, piece} with `with_pieces`; vLLM adds count and max_model_len."""
+
+    tokens: Annotated[list[TokenId | Token], Meta(max_length=MAX_TEXT)]
+
+
+class Prompt(Struct):
+    """llama.cpp's /apply-template, vLLM's /detokenize."""
+
+    prompt: Text
+
+
+# -- decoding ------------------------------------------------------------------------------------
+Redact = Callable[[str], str]
+
+
+def excerpt(text: str, redact: Redact | None = None, limit: int = 120) -> str:
+    """The start of some server text for a message: the key removed before the text is cut."""
+    window = text[: limit + 512]
+    window = redact(window) if redact else window
+    return window[:limit] + ("…" if len(window) > limit else "")
+
+
+def _preview(raw: bytes | str, redact: Redact | None) -> str:
+    text = raw[:1024] if isinstance(raw, str) else raw[:1024].decode("utf-8", "replace")
+    return repr(excerpt(text, redact))
+
+
+def decode(raw: bytes | str, shape: type[T], what: str, redact: Redact | None = None) -> T:
+    """`raw` decoded straight into `shape` (`Any`: any JSON value); errors name the field and the reason."""
+    try:
+        return msgspec.json.decode(raw, type=shape)
+    except msgspec.ValidationError as exc:
+        raise MalformedAnswer(f"{what} has the wrong shape: {exc}") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
+        raise NotJSON(f"{what} is {reason}: {_preview(raw, redact)}") from None
+
+
+def convert(value: Any, shape: type[T], what: str) -> T:
+    """An already decoded value checked against `shape`."""
+    try:
+        return msgspec.convert(value, shape)
+    except msgspec.ValidationError as exc:
+        raise MalformedAnswer(f"{what} has the wrong shape: {exc}") from None
+
+
+def context_size(value: Any, what: str) -> int:
+    return convert(value, Context, what)
+
+
+def plain(struct: Struct | None) -> dict | None:
+    """A struct as a plain dict without its unset fields (for records saved in sessions)."""
+    return None if struct is None else msgspec.to_builtins(struct)

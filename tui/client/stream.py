@@ -1,0 +1,101 @@
+"""Reading a streamed chat completion: every event checked, every bound enforced, nothing received lost.
+
+Bounds: a line (`max_line`), the reply (`max_reply` characters), the stream (`max_stream` bytes),
+and the time between two chunks (`idle`): keep-alive comments or a trickle of bytes that never
+completes a chunk do not count as progress, so neither keeps a dead reply open for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Callable
+
+import httpx
+
+from .endpoint import Endpoint
+from .errors import ClientError, MalformedChunk, ReadTimedOut, StreamErrorEvent, TooLarge
+from .reply import ReplyAssembler
+from .schemas import Chunk, ErrorDetail, decode, excerpt
+from .sse import Event, SSEParser, SSETooLarge
+
+if TYPE_CHECKING:
+    from .http import Limits
+
+DeltaCallback = Callable[[str, ReplyAssembler], Any]
+
+
+async def read_stream(response: httpx.Response, assembler: ReplyAssembler, on_delta: DeltaCallback | None,
+                      limits: "Limits", endpoint: Endpoint) -> bool:
+    """Apply the stream's chunks to `assembler`; True when it ended with [DONE]."""
+    reader = _Reader(assembler, on_delta, limits, endpoint)
+    idle = limits.idle or limits.read
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(idle) as deadline:
+            async for raw in response.aiter_bytes():
+                reader.count(len(raw))
+                for event in reader.parser.feed(raw):
+                    deadline.reschedule(loop.time() + idle)
+                    if reader.handle(event):
+                        return True
+            for event in reader.parser.close():
+                if reader.handle(event):
+                    return True
+    except TimeoutError:
+        raise ReadTimedOut(f"{endpoint.host} sent no chunk for longer than the read timeout ({idle:g}s; "
+                           f"keep-alives and unfinished lines do not count){reader.kept()}", assembler.reply) from None
+    except SSETooLarge as exc:
+        raise TooLarge(f"{exc}; stopped reading{reader.kept()}", assembler.reply) from None
+    return False
+
+
+class _Reader:
+    def __init__(self, assembler: ReplyAssembler, on_delta: DeltaCallback | None, limits: "Limits",
+                 endpoint: Endpoint):
+        self.assembler, self.on_delta, self.limits, self.endpoint = assembler, on_delta, limits, endpoint
+        self.parser = SSEParser(limits.max_line)
+        self.received = 0
+
+    def kept(self) -> str:
+        return f"; kept the {len(self.assembler.reply.content)} characters received"
+
+    def count(self, size: int) -> None:
+        self.received += size
+        if self.received > self.limits.max_stream:
+            raise TooLarge(f"the stream passed {self.limits.max_stream:,} bytes; stopped reading{self.kept()}",
+                           self.assembler.reply)
+
+    def handle(self, event: Event) -> bool:
+        """Apply one event; True at [DONE]."""
+        data = event.data.strip()
+        if data == "[DONE]":
+            return True
+        if event.event == "error":
+            raise StreamErrorEvent(f"the server reported an error mid-stream: {self._error_text(data)}",
+                                   self.assembler.reply)
+        try:
+            chunk = decode(data, Chunk, "a streamed chunk", self.endpoint.redact)
+        except ClientError as exc:
+            raise MalformedChunk(f"the server sent a chunk that {exc.message.removeprefix('a streamed chunk ')}"
+                                 f"{self.kept()}",
+                                 self.assembler.reply) from None
+        if chunk.error is not None:
+            message = chunk.error.message if isinstance(chunk.error, ErrorDetail) else chunk.error
+            raise StreamErrorEvent("the server reported an error mid-stream: "
+                                   f"{excerpt(message or '?', self.endpoint.redact, 600)}", self.assembler.reply)
+        added = self.assembler.apply(chunk)
+        if self.assembler.size > self.limits.max_reply:
+            raise TooLarge(f"the reply passed {self.limits.max_reply:,} characters; stopped reading{self.kept()}",
+                           self.assembler.reply)
+        if self.on_delta:
+            self.on_delta(added, self.assembler)
+        return False
+
+    def _error_text(self, data: str) -> str:
+        try:
+            chunk = decode(data, Chunk, "an error event")
+            error = chunk.error
+            text = error.message if isinstance(error, ErrorDetail) else error
+        except ClientError:
+            text = None
+        return excerpt(text or data or "?", self.endpoint.redact, 600)
