@@ -10,7 +10,7 @@ from conftest import load_cases, template_source
 from tui.context import get_tokenizer, tokenizer_for_model
 from tui.context.assemble import assemble
 from tui.context.template_library import builtin_template, template_from_text
-from tui.context.tokens import ENCODING_SHA256, SegmentCache, TokenizerNotFound
+from tui.context.tokens import ENCODING_SHA256, ENCODINGS, SegmentCache, TokenizerNotFound, load_ranks
 
 
 class CountingTokenizer:
@@ -44,14 +44,37 @@ def test_shipped_encodings_match_tiktoken_hash(name):
     assert hashlib.sha256(raw).hexdigest() == ENCODING_SHA256[name]
 
 
-def test_encodings_load_offline_and_agree_with_tiktoken_reference():
-    enc = get_tokenizer("o200k_base")
-    starts, in_bytes = enc.plain_starts("Hello world, ünïcode!")
-    assert in_bytes and len(starts) == enc.encode_whole("Hello world, ünïcode!")
-    harmony = get_tokenizer("o200k_harmony")
-    assert harmony.encode_whole("<|start|>user<|message|>hi<|end|>") == 5
-    cl = get_tokenizer("cl100k_base")
-    assert cl.encode_whole("hello world") == 2
+def published_encoding(name, monkeypatch):
+    """tiktoken's own definition of an encoding (tiktoken_ext.openai_public), ranks from our shipped file."""
+    from tiktoken_ext import openai_public
+
+    file = ENCODINGS[name][0]
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: load_ranks(file))
+    return getattr(openai_public, name)()
+
+
+SAMPLE = "Hello world, ünïcode!  It's 12345 tokens?\r\n\tCAPS don't/won't 😀 中文 <|endoftext|> x"
+
+
+@pytest.mark.parametrize("name", list(ENCODINGS))
+def test_encodings_agree_with_tiktokens_published_definitions(name, monkeypatch):
+    import tiktoken
+
+    reference = published_encoding(name, monkeypatch)
+    _file, pattern, specials = ENCODINGS[name]
+    assert pattern == reference["pat_str"]
+    assert specials.items() <= reference["special_tokens"].items()
+    ours = get_tokenizer(name)
+    assert ours.all_specials() == set(reference["special_tokens"])
+    theirs = tiktoken.Encoding(**reference)
+    starts, in_bytes = ours.plain_starts(SAMPLE)
+    assert in_bytes and len(starts) == len(theirs.encode_ordinary(SAMPLE))
+    assert ours.encode_whole(SAMPLE) == len(theirs.encode(SAMPLE, allowed_special="all"))
+
+
+def test_known_counts_of_the_shipped_encodings():
+    assert get_tokenizer("o200k_harmony").encode_whole("<|start|>user<|message|>hi<|end|>") == 5
+    assert get_tokenizer("cl100k_base").encode_whole("hello world") == 2
 
 
 @pytest.mark.parametrize("model,expected", [
@@ -83,7 +106,10 @@ def test_span_counts_sum_to_whole_document_count(template_name, tokenizer_name):
     specials = set(template.special_strings()) & tokenizer.specials()
     if tokenizer_name in ("qwen3", "o200k_harmony"):  # the template's markers are this tokenizer's specials
         assert snap.counts.total == tokenizer.encode_whole(snap.document.text)
-    assert snap.counts.by_kind["marker"] > 0 and snap.counts.by_kind["content"] > 0 or specials is not None
+    assert snap.counts.by_kind["marker"] > 0 and snap.counts.by_kind["content"] > 0
+    if tokenizer_name in ("qwen3", "o200k_harmony"):
+        assert specials and all(tokenizer.special_count(s) == 1 for s in specials)  # the template's markers
+        # are this tokenizer's own control tokens, one token each
 
 
 def test_real_cases_sum_equals_whole_count_with_qwen3():
