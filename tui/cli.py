@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.errors import UsageError
+from tui.errors import UsageError, one_line
 
 SUBCOMMANDS = {
     "render": ("tui.commands.render", "show the document a request would send, with token counts"),
@@ -16,7 +16,8 @@ SUBCOMMANDS = {
 
 
 def fail(message: str) -> int:
-    print(f"ctxpane: error: {message}", file=sys.stderr)
+    """One line on stderr (file names and values from files may hold newlines or escapes), status 2."""
+    print(f"ctxpane: error: {one_line(message)}", file=sys.stderr)
     return 2
 
 

@@ -1,5 +1,44 @@
-"""Errors shared by the command line and the app."""
+"""Errors shared by the command line and the app, and the one-line form every error is shown in."""
+
+from __future__ import annotations
+
+import re
+
+MAX_ERROR_LINE = 400
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line on stderr, exit status 2."""
+
+
+def one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
+    """`text` as one printable line: control and BiDi characters shown, newlines too, length bounded."""
+    from tui.context.safety import visible
+
+    flat = visible(str(text)).replace("\r\n", "␤").replace("\n", "␤").replace("\t", " ")
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+_AT = re.compile(r" - at (`key` in )?`(\$[^`]*)`")
+
+
+def schema_error_line(message: str) -> str:
+    """A msgspec ValidationError's text as "field `a.b[0]`: expected int, got str".
+
+    Errors raised inside a nested check carry several " - at `$…`" suffixes, innermost first;
+    they are joined into one path from the outermost field down.
+    """
+    missing = re.match(r"Object missing required field `([^`]*)`", message)
+    if missing:  # name the missing field in the path, like any other
+        message = f"required but missing - at `$.{missing.group(1)}`" + message[missing.end():]
+    found = _AT.findall(message)
+    paths = [path for _key, path in found]
+    reason = _AT.sub("", message).strip()
+    reason = reason.replace("` | `", " or ").replace(" | ", " or ").replace("`", "")
+    reason = reason[:1].lower() + reason[1:]
+    if any(key for key, _path in found):
+        reason = "a key: " + reason
+    if not paths:
+        return reason
+    field = "".join(path[1:] for path in reversed(paths)).lstrip(".")
+    return f"field `{field}`: {reason}" if field else reason

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 from tui.commands.render import QuietParser
-from tui.commands.sessions_common import open_session, session_engine
+from tui.commands.sessions_common import open_session, session_engine, template_failures
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer
+from tui.sessions.safe_io import write_private
 from tui.sessions.transfer import TransferError, export_curl, export_markdown, export_request, step_record
 
 FORMATS = ("markdown", "request", "curl", "document")
@@ -38,15 +39,16 @@ def run(argv: list[str]) -> int:
         else:
             record = step_record(session, args.step)
             template, tokenizer = session_engine(session)
-            step = Replayer(session, template, tokenizer).step(session.requests.index(record), check_drift=False)
-            text = step.snapshot.document.text
+            index = session.requests.index(record)
+            with template_failures(f"{args.file}: step {index + 1}", template.name):
+                text = Replayer(session, template, tokenizer).step(index, check_drift=False).snapshot.document.text
     except TransferError as exc:
         raise UsageError(str(exc)) from None
     if args.format != "document" and not text.endswith("\n"):
         text += "\n"  # the document is written exactly as sent, with no newline added
     if args.output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            write_private(Path(args.output).expanduser(), text)  # 0600, like the session it comes from
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:

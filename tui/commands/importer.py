@@ -8,6 +8,7 @@ from pathlib import Path
 from tui.commands.inputs import MAX_INPUT_BYTES
 from tui.commands.render import QuietParser
 from tui.errors import UsageError
+from tui.sessions.safe_io import SessionFileError, read_regular_file
 from tui.sessions.store import save_session, session_path
 from tui.sessions.transfer import TransferError, import_file
 
@@ -22,19 +23,25 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     path = Path(args.file).expanduser()
-    if not path.is_file():
-        raise UsageError(f"{args.file} is not a file" if path.exists() else f"file not found: {args.file}")
     try:
-        if path.stat().st_size > MAX_INPUT_BYTES:
-            raise UsageError(f"{args.file} is too large to import")
-        session = import_file(path, path.read_text(encoding="utf-8"))
-    except (TransferError, UnicodeDecodeError) as exc:
-        raise UsageError(str(exc) if isinstance(exc, TransferError) else f"{args.file} is not UTF-8 text") from None
-    except PermissionError:
-        raise UsageError(f"cannot read {args.file}: permission denied") from None
+        session = import_file(path, read_regular_file(path, MAX_INPUT_BYTES))
+    except (TransferError, SessionFileError) as exc:
+        raise UsageError(str(exc)) from None
     target = Path(args.output).expanduser() if args.output else session_path(session)
-    if target.exists():
+    if os_exists(target):
         raise UsageError(f"{target} exists already: choose another --output")
-    save_session(session, target)
+    try:
+        save_session(session, target)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     print(target)
     return 0
+
+
+def os_exists(path: Path) -> bool:
+    """Whether anything is at `path`, a dangling symlink included; a folder we cannot search counts as no."""
+    try:
+        path.lstat()
+    except OSError:
+        return False
+    return True

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from tui.errors import UsageError
-from tui.context.messages import Message, MessageError, messages_from_list
+from tui.sessions.model import SessionFormatError
+from tui.context.messages import Message
 from tui.context.template_library import ChatTemplate, TemplateNotFound, load_template
 from tui.context.tokens import Tokenizer, TokenizerNotFound, get_tokenizer
 
@@ -15,47 +18,52 @@ MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 def read_json_file(path_text: str, what: str = "file") -> Any:
+    """A JSON value from a file the user named, with the bounds of a session file; one line if not."""
+    from tui.sessions.parse import json_value
+    from tui.sessions.safe_io import SessionFileError, about, read_regular_file
+
     path = Path(path_text).expanduser()
-    if not path.exists():
-        raise UsageError(f"{what} not found: {path_text}")
-    if path.is_dir():
-        raise UsageError(f"{path_text} is a directory, not a {what}")
     try:
-        if path.stat().st_size > MAX_INPUT_BYTES:
-            raise UsageError(f"{path_text} is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
-        raw = path.read_bytes()
-    except PermissionError:
-        raise UsageError(f"cannot read {path_text}: permission denied") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path_text}: {exc.strerror or exc}") from None
+        raw = read_regular_file(path, MAX_INPUT_BYTES)
+    except SessionFileError as exc:
+        raise UsageError(str(exc).replace("no such file", f"{what} not found", 1)) from None
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UsageError(f"{path_text} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path_text} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        return json_value(raw)
+    except SessionFormatError as exc:
+        raise UsageError(about(path_text, str(exc))) from None
 
 
 def read_conversation(path_text: str) -> tuple[list[Message], list | None, dict]:
-    """A JSON list of messages, or an OpenAI chat-completions request body."""
+    """A JSON list of messages, or an OpenAI chat-completions request body, checked like a session's."""
+    from tui.sessions.parse import messages_from_data, tools_from_data
+
     data = read_json_file(path_text, "messages file")
     extra: dict = {}
     tools = None
-    if isinstance(data, dict):
-        if "messages" not in data:
-            raise UsageError(f"{path_text}: an object must be a chat-completions body with 'messages'")
-        tools = data.get("tools")
-        if tools is not None and not isinstance(tools, list):
-            raise UsageError(f"{path_text}: 'tools' must be a list")
-        extra = {k: v for k, v in data.items() if k not in ("messages", "tools")}
-        data = data["messages"]
     try:
-        return messages_from_list(data), tools, extra
-    except MessageError as exc:
+        if isinstance(data, dict):
+            if "messages" not in data:
+                raise UsageError(f"{path_text}: an object must be a chat-completions body with 'messages'")
+            tools = tools_from_data(data.get("tools"))
+            extra = {k: v for k, v in data.items() if k not in ("messages", "tools")}
+            return messages_from_data(data["messages"]), tools, extra
+        return messages_from_data(data, ""), tools, extra
+    except SessionFormatError as exc:
         raise UsageError(f"{path_text}: {exc}") from None
 
 
+def refuse_special_file(spec: str) -> None:
+    """A --template or --tokenizer path that is a FIFO or device would block or never end: refuse it."""
+    try:
+        mode = os.stat(Path(spec).expanduser()).st_mode
+    except (OSError, ValueError):
+        return  # not a path (a built-in name), or one the loader reports itself
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise UsageError(f"{spec} is not a regular file (a FIFO, device or socket): not read")
+
+
 def open_template(spec: str) -> ChatTemplate:
+    refuse_special_file(spec)
     try:
         return load_template(spec)
     except TemplateNotFound as exc:
@@ -65,6 +73,7 @@ def open_template(spec: str) -> ChatTemplate:
 
 
 def open_tokenizer(spec: str) -> Tokenizer:
+    refuse_special_file(spec)
     try:
         return get_tokenizer(spec)
     except TokenizerNotFound as exc:
@@ -73,13 +82,20 @@ def open_tokenizer(spec: str) -> Tokenizer:
 
 def parse_vars(pairs: list[str]) -> dict:
     """--var KEY=VALUE: VALUE is read as JSON when it parses (true, 3, "x"), else as a string."""
+    from tui.sessions.parse import json_value
+    from tui.sessions.schema import RESERVED_VARIABLES
+
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise UsageError(f"--var expects KEY=VALUE, got {pair!r}")
+        if not key.isidentifier() or key in RESERVED_VARIABLES:
+            raise UsageError(f"--var {key!r}: a variable name must be an identifier other than "
+                             f"{', '.join(sorted(RESERVED_VARIABLES))}")
         try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
+            out[key] = json_value(value.encode("utf-8", "surrogateescape"))
+        except SessionFormatError:
+            out[key] = value
     return out

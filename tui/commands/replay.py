@@ -7,8 +7,8 @@ import json
 import sys
 
 from tui.commands.render import QuietParser
-from tui.commands.sessions_common import open_session, session_engine
-from tui.errors import UsageError
+from tui.commands.sessions_common import open_session, session_engine, template_failures
+from tui.errors import UsageError, one_line
 from tui.sessions.replay import Replayer
 
 
@@ -53,16 +53,24 @@ def run(argv: list[str]) -> int:
         raise UsageError(f"no step {args.step}: the session has {len(replayer)} requests")
     all_match = True
     for index in steps:
-        step = replayer.step(index)
+        with template_failures(f"{args.file}: step {index + 1}", template.name):
+            step = replayer.step(index)
         all_match &= step.matches
         if args.json:
             print(json.dumps(step_json(step), ensure_ascii=False))
             continue
-        drift = "none" if step.drift is None else f"at line {step.drift['line']}"
-        print(f"step {step.number}: {'matches' if step.matches else 'DIFFERS FROM'} the stored request · "
-              f"{step.snapshot.counts.total} tokens (stored {step.record.document_tokens}) · "
-              f"cache {step.prefix.tokens} unchanged ({step.prefix.cause}) · "
-              f"{len(step.record.dropped)} dropped · drift vs fresh rendering: {drift}"
-              + (" · reply incomplete" if step.record.incomplete else ""))
+        print(step_line(step))
     sys.stdout.flush()
     return 0 if all_match else 1
+
+
+def step_line(step) -> str:
+    if not step.record.document_hash:
+        return (f"step {step.number}: NOT CHECKED: request {step.record.number} has no document_hash, "
+                "so nothing proves what was sent")
+    drift = "none" if step.drift is None else f"at line {step.drift['line']}"
+    return (f"step {step.number}: {'matches' if step.matches else 'DIFFERS FROM'} the stored request · "
+            f"{step.snapshot.counts.total} tokens (stored {step.record.document_tokens}) · "
+            f"cache {step.prefix.tokens} unchanged ({one_line(step.prefix.cause, 200)}) · "
+            f"{len(step.record.dropped)} dropped · drift vs fresh rendering: {drift}"
+            + (" · reply incomplete" if step.record.incomplete else ""))

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-from tui.app.workbench import template_from_session
+from tui.context.errors import TemplateRenderError
 from tui.context.template_library import TemplateNotFound
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 from tui.errors import UsageError
 from tui.sessions.model import Session
 from tui.sessions.replay import offline_tokenizer_name
+from tui.sessions.session_template import template_from_session
 from tui.sessions.store import Opened, SessionFileError, load_session
 
 
@@ -21,13 +24,28 @@ def open_session(path_text: str) -> Opened:
 
 
 def session_engine(session: Session, template: str | None = None, tokenizer: str | None = None):
-    from tui.commands.inputs import open_template
+    """The template and tokenizer to render a session with: the user's choice, else what the session stores."""
+    from tui.commands.inputs import open_template, open_tokenizer
     try:
         chosen = open_template(template) if template else template_from_session(session.template)
     except TemplateNotFound as exc:
         raise UsageError(str(exc)) from None
-    name = tokenizer or offline_tokenizer_name(session.tokenizer, chosen.name)
+    if tokenizer:
+        return chosen, open_tokenizer(tokenizer)
     try:
-        return chosen, get_tokenizer(name)
+        return chosen, get_tokenizer(offline_tokenizer_name(session.tokenizer, chosen.name))
     except TokenizerNotFound as exc:
         raise UsageError(str(exc)) from None
+
+
+@contextmanager
+def template_failures(where: str, template_name: str) -> Iterator[None]:
+    """A template that refuses, breaks (syntax, sandbox) or exhausts memory or stack: one line, status 2."""
+    try:
+        yield
+    except TemplateRenderError as exc:
+        raise UsageError(f"{where}: template {template_name} failed: {exc}") from None
+    except MemoryError:
+        raise UsageError(f"{where}: template {template_name} ran out of memory") from None
+    except RecursionError:
+        raise UsageError(f"{where}: template {template_name} recursed too deeply") from None

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from tui.context.budget import POLICIES, PolicySettings
-from tui.context.messages import Message, MessageError, Provenance, message_from_dict
+from tui.context.budget import PolicySettings
+from tui.context.messages import Message, Provenance
 
 FORMAT = "ctxpane-session"
 VERSION = 1
@@ -92,70 +92,14 @@ class Session:
                 "requests": [asdict(r) for r in self.requests]}
 
 
-def _expect(data: dict, key: str, kinds: tuple, where: str, default: Any = None) -> Any:
-    value = data.get(key, default)
-    if value is None and default is None and type(None) in kinds:
-        return None
-    if not isinstance(value, kinds):
-        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-        raise SessionFormatError(f"{where}: '{key}' should be {names}, not {type(value).__name__}")
-    return value
-
-
-def _request(data: Any, index: int) -> RequestRecord:
-    where = f"requests[{index}]"
-    if not isinstance(data, dict):
-        raise SessionFormatError(f"{where} is not an object")
-    known = RequestRecord.__dataclass_fields__
-    record = RequestRecord(number=_expect(data, "number", (int,), where), time=_expect(data, "time", (str,), where),
-                           body=_expect(data, "body", (dict,), where))
-    for key in known:
-        if key in data and key not in ("number", "time", "body"):
-            setattr(record, key, data[key])
-    if not isinstance(record.reply, dict):
-        raise SessionFormatError(f"{where}: 'reply' should be an object")
-    return record
-
-
 def session_from_dict(data: Any) -> Session:
-    """Validate and build a session; raises SessionFormatError (NewerVersion for a newer file)."""
-    if not isinstance(data, dict):
-        raise SessionFormatError("the file holds JSON, but not a session object")
-    if data.get("format") != FORMAT:
-        raise SessionFormatError(f"not a ctxpane session (format is {data.get('format')!r})")
-    version = data.get("version")
-    if not isinstance(version, int):
-        raise SessionFormatError("the session has no valid 'version'")
-    if version > VERSION:
-        raise NewerVersion(f"written by a newer ctxpane (session version {version}, this one reads {VERSION})")
-    endpoint = _expect(data, "endpoint", (dict,), "session", {})
-    raw_messages = _expect(data, "messages", (list,), "session")
-    try:
-        messages = [message_from_dict(item, i) for i, item in enumerate(raw_messages)]
-    except MessageError as exc:
-        raise SessionFormatError(f"messages: {exc}") from None
-    policy = _expect(data, "policy", (dict,), "session", asdict(PolicySettings()))
-    if policy.get("name", "keep-all") not in POLICIES:
-        raise SessionFormatError(f"policy: unknown name {policy.get('name')!r}")
-    try:
-        PolicySettings(**policy)
-    except TypeError as exc:
-        raise SessionFormatError(f"policy: {exc}") from None
-    return Session(
-        id=str(_expect(data, "id", (str,), "session", uuid.uuid4().hex[:12])),
-        title=_expect(data, "title", (str,), "session", "Untitled"),
-        created=_expect(data, "created", (str,), "session", now_iso()),
-        updated=_expect(data, "updated", (str,), "session", now_iso()),
-        base_url=_expect(endpoint, "base_url", (str,), "endpoint", ""),
-        model=_expect(endpoint, "model", (str,), "endpoint", ""),
-        template=_expect(data, "template", (dict,), "session", {"name": "chatml", "origin": "builtin"}),
-        tokenizer=_expect(data, "tokenizer", (str,), "session", ""),
-        policy=policy, fences=bool(data.get("fences", True)),
-        variables=_expect(data, "variables", (dict,), "session", {}),
-        tools=_expect(data, "tools", (list, type(None)), "session"),
-        params=_expect(data, "params", (dict,), "session", {}),
-        messages=messages,
-        requests=[_request(item, i) for i, item in enumerate(_expect(data, "requests", (list,), "session", []))])
+    """Check and build a session from a JSON value (the schema in tui/sessions/schema.py is the gate).
+
+    Raises SessionFormatError with one clause naming the field; NewerVersion for a newer file.
+    """
+    from .parse import session_from_dict as checked
+
+    return checked(data)
 
 
 def recover_interrupted_reply(session: Session) -> bool:

@@ -45,9 +45,14 @@ def document_hash(text: str) -> str:
 
 
 def offline_tokenizer_name(recorded: str, template_name: str) -> str:
-    """The tokenizer to replay with: the recorded one, unless it needed a live server or was a stand-in."""
+    """The tokenizer to replay with: the recorded one if it is shipped, else the template's own.
+
+    A path recorded in a session file is never opened: the file would choose what ctxpane reads
+    (a FIFO, /dev/zero). Name it with --tokenizer to count with it again.
+    """
     from tui.context.assemble import NATIVE_TOKENIZER
-    if recorded and not recorded.startswith(("server:", "estimate")):
+    from tui.context.tokens import ENCODINGS, HF_TOKENIZERS
+    if recorded in ENCODINGS or recorded in HF_TOKENIZERS:
         return recorded
     return NATIVE_TOKENIZER.get(template_name, "o200k_base")
 
@@ -95,9 +100,11 @@ class Replayer:
     def step(self, index: int, check_drift: bool = True) -> Step:
         record = self.session.requests[index]
         view = self.stored_view(index)
-        matches = not record.document_hash or document_hash(view.document.text) == record.document_hash
+        matches = bool(record.document_hash) and document_hash(view.document.text) == record.document_hash
         step = Step(index + 1, record, view, matches)
-        if not matches:
+        if not record.document_hash:
+            step.notes.append("the record has no document_hash: there is nothing to check the rendering against")
+        elif not matches:
             step.notes.append("the stored request renders differently with this template: the template or the "
                               "session file changed")
         if check_drift:

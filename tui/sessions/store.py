@@ -6,20 +6,21 @@ import fcntl
 import json
 import os
 import re
-import tempfile
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from platformdirs import user_data_dir
 
-from .model import NewerVersion, Session, SessionFormatError, session_from_dict
+from .model import VERSION, Session, SessionFormatError
+from .safe_io import SessionFileError, about, read_regular_file, write_atomic, write_private
+
+__all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionFileError", "SessionLock", "SessionLocked",
+           "list_sessions", "load_session", "save_session", "session_path", "session_text", "sessions_dir",
+           "write_atomic", "write_private"]
 
 MAX_SESSION_BYTES = 256 * 1024 * 1024
 SUFFIX = ".ctxpane.json"
-
-
-class SessionFileError(Exception):
-    """A session file that cannot be opened or saved; the message says why, in one line."""
 
 
 class SessionLocked(SessionFileError):
@@ -43,45 +44,21 @@ class Opened:
     note: str = ""
 
 
-def _read_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise SessionFileError(f"no such file: {path}")
-    if path.is_dir():
-        raise SessionFileError(f"{path} is a directory, not a session file")
-    try:
-        size = path.stat().st_size
-        if size > MAX_SESSION_BYTES:
-            raise SessionFileError(f"{path} is {size // (1024 * 1024)} MiB, over the {MAX_SESSION_BYTES // (1024 * 1024)}"
-                                   " MiB a session may have")
-        return path.read_bytes()
-    except PermissionError:
-        raise SessionFileError(f"cannot read {path}: permission denied") from None
-    except OSError as exc:
-        raise SessionFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
 def load_session(path: Path) -> Opened:
-    raw = _read_bytes(path)
-    if b"\x00" in raw[:65536]:
-        raise SessionFileError(f"{path} is a binary file, not a session")
+    """Read and check a session file; any problem is one SessionFileError line naming the file.
+
+    The file is only read: opened without blocking (a FIFO is refused), never written here.
+    """
+    raw = read_regular_file(path, MAX_SESSION_BYTES)
+    from .parse import decode_session, newer_note  # msgspec loads with the first session, not at start-up
+
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise SessionFileError(f"{path} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        hint = " (the file ends early: truncated?)" if exc.pos >= len(raw.rstrip()) else ""
-        raise SessionFileError(f"{path} is not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}") \
-            from None
-    try:
-        return Opened(session_from_dict(data), path)
-    except NewerVersion as exc:
-        try:  # read what this version understands; never write it back
-            session = session_from_dict({**data, "version": 1})
-        except SessionFormatError:
-            raise SessionFileError(f"{path}: {exc}; it cannot be read by this version") from None
-        return Opened(session, path, read_only=True, note=f"{exc}: opened read-only")
+        session, version = decode_session(raw)
     except SessionFormatError as exc:
-        raise SessionFileError(f"{path}: {exc}") from None
+        raise SessionFileError(about(path, str(exc))) from None
+    if version > VERSION:  # read what this version understands; never write it back
+        return Opened(session, path, read_only=True, note=f"{newer_note(version)}: opened read-only")
+    return Opened(session, path)
 
 
 def redact(text: str, secrets: list[str]) -> str:
@@ -100,67 +77,85 @@ def save_session(session: Session, path: Path, secrets: list[str] | None = None)
     write_atomic(path, session_text(session, secrets))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file beside the target, flush it to disk, then rename over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    _sync_dir(path.parent)
-
-
-def _sync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class SessionLock:
-    """An advisory lock beside the session file, held while the app has the session open."""
+    """An advisory lock file beside the session, held while the app has the session open.
+
+    The session file itself cannot carry the lock: every save renames a new file over it. The
+    lock file is removed on release, so folders do not fill with them; that is safe only because
+    it is removed while still locked, and a lock is not taken until the file locked is the one
+    at the path (a process that opened the old file just before it went would otherwise hold a
+    lock nobody else sees while a third locks the new file: two writers).
+    """
+
+    ATTEMPTS = 20
 
     def __init__(self, path: Path):
         self.path = path.with_name(path.name + ".lock")
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        """Take the lock or raise SessionLocked (held elsewhere, or no lock file can be made here)."""
+        for _attempt in range(self.ATTEMPTS):
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                if isinstance(exc, BlockingIOError):
+                    raise SessionLocked(f"{self.path.name[:-5]} is open in another ctxpane (pid {holder[:12]}); "
+                                        "close it there, or open a copy") from None
+                raise SessionLocked(f"cannot lock {self.path.name}: {exc.strerror or exc}") from None
+            if self._still_linked(fd):
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                self._fd = fd
+                return
+            os.close(fd)  # the holder removed it as we locked it: lock the file now at the path
+        raise SessionLocked(f"cannot lock {self.path.name}: it keeps being replaced")
+
+    def _still_linked(self, fd: int) -> bool:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            at_path = os.lstat(self.path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (at_path.st_dev, at_path.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def _open(self) -> int:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+        except OSError as exc:  # a folder we may not write to, a symlink planted as the lock file
+            raise SessionLocked(f"cannot lock {self.path.name}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise SessionLocked(f"{self.path.name[:-5]} is open in another ctxpane (pid {holder}); "
-                                "close it there, or open a copy") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._fd = fd
+            raise SessionLocked(f"cannot lock {self.path.name}: it is not a regular file")
+        return fd
 
     def release(self) -> None:
         if self._fd is not None:
+            try:
+                self.path.unlink(missing_ok=True)  # while still locked: see the class comment
+            except OSError:
+                pass  # a folder we may not change: the file stays, which is harmless
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
-            self.path.unlink(missing_ok=True)
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime  # a dangling symlink is listed (with its error), not a crash
+    except OSError:
+        return 0.0
 
 
 def list_sessions(folder: Path | None = None) -> list[tuple[Path, dict]]:
     """Session files in a folder with their title and times (unreadable files listed with the error)."""
     folder = folder or sessions_dir()
     rows = []
-    for path in sorted(folder.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True):
+    for path in sorted(folder.glob(f"*{SUFFIX}"), key=_modified, reverse=True):
         try:
             opened = load_session(path)
             rows.append((path, {"title": opened.session.title, "updated": opened.session.updated,

@@ -6,8 +6,9 @@ import json
 import shlex
 from pathlib import Path
 
-from tui.context.messages import MessageError, content_text, message_from_dict
+from tui.context.messages import content_text
 
+from .safe_io import about
 from .model import RequestRecord, Session, SessionFormatError, now_iso, session_from_dict
 
 
@@ -15,49 +16,65 @@ class TransferError(ValueError):
     """Input that cannot be imported, or a step that does not exist."""
 
 
-def import_file(path: Path, text: str) -> Session:
-    """An OpenAI chat-completions request body (.json) or one message per line (.jsonl)."""
-    stripped = text.strip()
-    if not stripped:
+def import_file(path: Path, raw: bytes) -> Session:
+    """An OpenAI chat-completions request body (.json) or one message per line (.jsonl), checked like a session."""
+    from .parse import json_value, messages_from_data, tools_from_data
+
+    if not raw.strip():
         raise TransferError(f"{path} is empty")
-    if path.suffix == ".jsonl" or not _is_single_json(stripped):
-        body = {"messages": _jsonl(path, stripped)}
-    else:
-        body = json.loads(stripped)
-        if isinstance(body, list):
-            body = {"messages": body}
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-        raise TransferError(f"{path}: expected a request body with 'messages' or a JSONL of messages")
     try:
-        messages = [message_from_dict(item, i) for i, item in enumerate(body["messages"])]
-    except MessageError as exc:
-        raise TransferError(f"{path}: {exc}") from None
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise TransferError(f"{path}: 'tools' must be a list")
-    session = Session(title=f"Imported from {path.name}", model=str(body.get("model", "")), tools=tools,
-                      messages=messages)
-    if body.get("max_tokens"):
-        session.policy = {**session.policy, "max_tokens": int(body["max_tokens"])}
+        if path.suffix == ".jsonl" or _several_lines_of_json(raw):
+            body = {"messages": _jsonl(path, raw)}
+        else:
+            body = json_value(raw)
+            if isinstance(body, list):
+                body = {"messages": body}
+        if not isinstance(body, dict) or "messages" not in body:
+            raise TransferError(f"{path}: expected a request body with 'messages' or a JSONL of messages")
+        messages = messages_from_data(body["messages"])
+        tools = tools_from_data(body.get("tools"))
+    except SessionFormatError as exc:
+        raise TransferError(about(path, str(exc))) from None
+    model, max_tokens = body.get("model", ""), body.get("max_tokens")
+    if not isinstance(model, str) or len(model) > 1000:
+        raise TransferError(f"{path}: field `model`: expected a string of at most 1000 characters")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)
+                                   or not 0 <= max_tokens <= 10 ** 7):
+        raise TransferError(f"{path}: field `max_tokens`: expected an integer from 0 to 10000000")
+    session = Session(title=f"Imported from {path.name}"[:1000], model=model, tools=tools, messages=messages)
+    if max_tokens:
+        session.policy = {**session.policy, "max_tokens": max_tokens}
     return session
 
 
-def _is_single_json(text: str) -> bool:
-    try:
-        json.loads(text)
-        return True
-    except json.JSONDecodeError:
+def _several_lines_of_json(raw: bytes) -> bool:
+    """A file of more than one JSON value, one per line (JSONL saved as .json)."""
+    from .parse import json_value
+
+    lines = [line for line in raw.splitlines() if line.strip()]
+    if len(lines) < 2:
         return False
+    try:
+        json_value(lines[0])
+    except SessionFormatError:
+        return False
+    try:
+        json_value(raw)
+    except SessionFormatError:
+        return True
+    return False
 
 
-def _jsonl(path: Path, text: str) -> list:
+def _jsonl(path: Path, raw: bytes) -> list:
+    from .parse import json_value
+
     items = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(raw.splitlines(), start=1):
         if line.strip():
             try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise TransferError(f"{path}, line {number}: not JSON ({exc.msg})") from None
+                items.append(json_value(line))
+            except SessionFormatError as exc:
+                raise TransferError(about(f"{path}, line {number}", str(exc))) from None
     return items
 
 

@@ -1,0 +1,149 @@
+"""The gate in front of Session: bytes or JSON values in, a checked Session (or one clear line) out.
+
+Everything that passes can be used by the app and the engine without further checks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import msgspec
+
+from tui.context.messages import UNTRUSTED_SOURCES, Message, Provenance, default_source
+from tui.errors import schema_error_line
+
+from . import schema
+from .model import FORMAT, VERSION, NewerVersion, RequestRecord, Session, SessionFormatError, now_iso
+from .safe_io import decode_problem, explain, structure_problem, text_problem
+
+_HEADER = msgspec.json.Decoder(schema.Header)
+_SESSION = msgspec.json.Decoder(schema.SessionIn)
+
+
+def decode_session(raw: bytes) -> tuple[Session, int]:
+    """A session and the version it was written with; raises SessionFormatError with one clause."""
+    problem = text_problem(raw)
+    if problem:
+        raise SessionFormatError(problem)
+    try:
+        header = _HEADER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise SessionFormatError(decode_problem(raw, exc)) from None
+    version = _check_header(header.format, header.version)
+    try:
+        parsed = _SESSION.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise SessionFormatError(decode_problem(raw, exc)) from None
+    _data, problem = structure_problem(raw)
+    if problem:
+        raise SessionFormatError(problem)
+    return to_session(parsed), version
+
+
+def session_from_dict(data: Any) -> Session:
+    """The same gate for a JSON value already in memory (samples, copies); newer versions raise NewerVersion."""
+    if not isinstance(data, dict):
+        raise SessionFormatError("the file holds JSON, but not a session object")
+    version = _check_header(data.get("format"), data.get("version"))
+    if version > VERSION:
+        raise NewerVersion(newer_note(version))
+    return to_session(convert(data, schema.SessionIn))
+
+
+def convert(data: Any, shape: Any, where: str = "") -> Any:
+    """`data` as `shape`; an error names the field under `where` (".messages")."""
+    try:
+        return msgspec.convert(data, shape)
+    except msgspec.ValidationError as exc:
+        raise SessionFormatError(explain(schema_error_line(f"{exc} - at `${where}`" if where else str(exc)))) from None
+
+
+def newer_note(version: int) -> str:
+    return f"written by a newer ctxpane (session version {version}, this one reads {VERSION})"
+
+
+def _check_header(format_: Any, version: Any) -> int:
+    if format_ != FORMAT:
+        shown = repr(format_) if isinstance(format_, (str, int, float, bool, type(None))) else type(format_).__name__
+        raise SessionFormatError(f"not a ctxpane session (format is {shown[:60]}, expected {FORMAT!r})")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SessionFormatError(f"the session has no valid 'version' (expected an integer from 1, "
+                                 f"got {type(version).__name__})")
+    if not 1 <= version <= 1000:
+        raise SessionFormatError(f"field `version`: {str(version)[:20]} is out of range (1 to 1000)")
+    return version
+
+
+# -- structs to the dataclasses the rest of the code uses ---------------------------------------------------
+def to_session(parsed: schema.SessionIn) -> Session:
+    return Session(
+        id=parsed.id or uuid.uuid4().hex[:12], title=parsed.title, created=parsed.created or now_iso(),
+        updated=parsed.updated or now_iso(), base_url=parsed.endpoint.base_url, model=parsed.endpoint.model,
+        template=_template(parsed.template), tokenizer=parsed.tokenizer, policy=msgspec.structs.asdict(parsed.policy),
+        fences=parsed.fences, variables=dict(parsed.variables), tools=parsed.tools, params=dict(parsed.params),
+        messages=[to_message(m, i) for i, m in enumerate(parsed.messages)],
+        requests=[_request(r) for r in parsed.requests])
+
+
+def _template(spec: schema.TemplateIn) -> dict:
+    out: dict[str, Any] = {"name": spec.name, "origin": spec.origin}
+    if spec.text is not None:
+        out["text"] = spec.text
+    if spec.defaults:
+        out["defaults"] = dict(spec.defaults)
+    return out
+
+
+def to_message(item: schema.MessageIn, index: int) -> Message:
+    given = item.provenance or schema.ProvenanceIn()
+    source = given.source or default_source(item.role)
+    trusted = given.trusted if given.trusted is not None else source not in UNTRUSTED_SOURCES
+    reasoning = next((r for r in (item.reasoning_content, item.reasoning, item.thinking) if r is not None), None)
+    return Message(role=item.role, content=item.content, name=item.name, tool_calls=item.tool_calls,
+                   tool_call_id=item.tool_call_id, reasoning_content=reasoning,
+                   provenance=Provenance(source, trusted, given.label), pinned=item.pinned,
+                   id=item.id or f"m{index}", incomplete=item.incomplete)
+
+
+def _request(item: schema.RequestIn) -> RequestRecord:
+    return RequestRecord(
+        number=item.number, time=item.time, body=item.body, reply=item.reply, usage=item.usage,
+        cached_reported=item.cached_reported, timings=item.timings, document_hash=item.document_hash,
+        document_tokens=item.document_tokens, tokens_exact=item.tokens_exact,
+        dropped=[msgspec.structs.asdict(entry) for entry in item.dropped], predicted_cached=item.predicted_cached,
+        cache_cause=item.cache_cause, keep_all_tokens=item.keep_all_tokens, template=item.template,
+        tokenizer=item.tokenizer, message_count=item.message_count, message_ids=list(item.message_ids))
+
+
+# -- plain message lists (ctxpane render, ctxpane import) -------------------------------------------------
+def messages_from_data(data: Any, where: str = ".messages") -> list[Message]:
+    """A JSON list of messages, checked like a session's; raises SessionFormatError."""
+    items = convert(data, schema.List(schema.MessageIn, schema.MAX_MESSAGES), where)
+    return [to_message(item, index) for index, item in enumerate(items)]
+
+
+def tools_from_data(data: Any, where: str = ".tools") -> list | None:
+    if data is None:
+        return None
+    tools = convert(data, schema.Tools, where)
+    try:
+        schema.check_tools(tools, where)
+    except ValueError as exc:
+        raise SessionFormatError(schema_error_line(str(exc))) from None
+    return tools
+
+
+def json_value(raw: bytes) -> Any:
+    """Any JSON value from bytes, with the same file-wide bounds as a session (depth, keys, numbers)."""
+    problem = text_problem(raw)
+    if problem:
+        raise SessionFormatError(problem)
+    try:
+        msgspec.json.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise SessionFormatError(decode_problem(raw, exc)) from None
+    data, problem = structure_problem(raw)
+    if problem:
+        raise SessionFormatError(problem)
+    return data

@@ -1,0 +1,220 @@
+"""Reading a JSON file someone else may have made, and writing files that hold a conversation.
+
+Reading never blocks (a FIFO named like a session is refused, not waited on), never follows a
+file past its size limit, and every problem becomes one line: which file, what is wrong.
+Files written here get mode 0600, like the session itself: they hold the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tui.errors import schema_error_line
+
+MAX_DEPTH = 64  # nesting of arrays and objects, the whole file counted from its top level
+MAX_INT = 2 ** 63  # integers anywhere, free-form fields too
+BOM = b"\xef\xbb\xbf"
+
+
+class SessionFileError(Exception):
+    """A session file (or any JSON file given on the command line) that cannot be used; one line."""
+
+
+def about(subject: object, problem: str) -> str:
+    """"x.json is empty", "x.json: field `title`: …": a problem clause after the thing it is about."""
+    return f"{subject} {problem}" if problem.startswith(("is ", "has ", "starts ")) else f"{subject}: {problem}"
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes; never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise SessionFileError(f"no such file: {path}") from None
+    except PermissionError:
+        raise SessionFileError(f"cannot read {path}: permission denied") from None
+    except OSError as exc:
+        raise SessionFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise SessionFileError(f"{path} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise SessionFileError(f"{path} is not a regular file (a FIFO, device or socket): not read")
+        if info.st_size > limit:
+            raise SessionFileError(f"{path} is {info.st_size // (1024 * 1024)} MiB, over the "
+                                   f"{limit // (1024 * 1024)} MiB allowed")
+        return _read_at_most(fd, path, limit)
+    except OSError as exc:
+        raise SessionFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _read_at_most(fd: int, path: Path, limit: int) -> bytes:
+    chunks, total = [], 0
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:  # the file grew after fstat
+            raise SessionFileError(f"{path} is over the {limit // (1024 * 1024)} MiB allowed")
+    return b"".join(chunks)
+
+
+def text_problem(raw: bytes) -> str | None:
+    """Why these bytes cannot be JSON text at all, before any parsing."""
+    if not raw.strip():
+        return "is empty"
+    if raw.startswith(BOM):
+        return "starts with a byte order mark (BOM), which JSON text must not have: save it as UTF-8 without one"
+    if b"\x00" in raw[:65536]:
+        return "is a binary file, not JSON text"
+    return None
+
+
+def decode_problem(raw: bytes, exc: Exception) -> str:
+    """One clause for a msgspec decode failure: where in the file, and what."""
+    import msgspec
+
+    if isinstance(exc, RecursionError):
+        return f"is nested too deeply (more than {MAX_DEPTH} levels of arrays and objects)"
+    if isinstance(exc, msgspec.ValidationError):
+        return explain(schema_error_line(str(exc)))
+    message = str(exc)
+    if "UTF-8" in message or _not_utf8(raw):
+        return "is not UTF-8 text"
+    if "truncated" in message:
+        return "is not valid JSON: it ends early (truncated?)"
+    found = re.search(r"\(byte (\d+)\)", message)
+    reason = re.sub(r"^JSON is malformed: |\s*\(byte \d+\)", "", message)
+    if found is None:
+        return f"is not valid JSON: {reason}"
+    offset = int(found.group(1))
+    if raw[offset:offset + 3] in (b"NaN", b"Inf") or raw[offset:offset + 4] == b"-Inf":
+        reason = "NaN and Infinity are not JSON numbers"
+    line = raw.count(b"\n", 0, offset) + 1
+    column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+    return f"is not valid JSON at line {line}, column {column}: {reason}"
+
+
+def explain(line: str) -> str:
+    """Add the allowed values to an "invalid enum value" line, for the enumerations a person edits."""
+    from tui.context.budget import POLICIES
+    from tui.context.messages import ROLES, SOURCES
+
+    allowed = {"role": ROLES, "source": SOURCES, "policy.name": POLICIES}
+    found = re.match(r"field `([^`]*)`: invalid enum value", line)
+    if found:
+        for suffix, values in allowed.items():
+            if found.group(1).endswith(suffix):
+                return f"{line} (expected one of {', '.join(values)})"
+    return line
+
+
+def _not_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise _Duplicate(key)
+            seen.add(key)
+    return result
+
+
+def structure_problem(raw: bytes) -> tuple[Any, str | None]:
+    """The parsed value and what is wrong with its shape: a key given twice, too deep, a huge integer.
+
+    `raw` must already be valid JSON (msgspec said so); this pass sees what msgspec hides:
+    duplicated keys (it keeps the last one silently; other tools keep the first).
+    """
+    try:
+        data = json.loads(raw, object_pairs_hook=_unique_pairs)
+    except _Duplicate as exc:
+        return None, f"has the key {json.dumps(str(exc))[:80]} twice in one object (ambiguous: refused)"
+    except RecursionError:
+        return None, f"is nested too deeply (more than {MAX_DEPTH} levels of arrays and objects)"
+    except ValueError as exc:
+        return None, f"is not valid JSON: {exc}"
+    return data, _shape_problem(data)
+
+
+def _shape_problem(data: Any) -> str | None:
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                return f"is nested too deeply: more than {MAX_DEPTH} levels at `{where[:120].lstrip('.')}`"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(item, (dict, list, int)):
+                    step = f".{key}" if isinstance(value, dict) else f"[{key}]"
+                    stack.append((item, depth + 1, where + step if len(where) < 200 else where))
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_INT:
+            return f"field `{where.lstrip('.')[:120]}`: integer out of range (at most 2**63)"
+    return None
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write an export: a new or regular file gets mode 0600, atomically; a FIFO or device is written in place.
+
+    Replacing `/dev/stdout` (or anything that is not a regular file) with a file would be wrong,
+    so those are opened for writing as they are.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "is a directory", str(path))
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+        return
+    write_atomic(path, text)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file (mode 0600) beside the target, flush it to disk, then rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    _sync_dir(path.parent)
+
+
+def _sync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
