@@ -1,8 +1,12 @@
 """A small OpenAI-style server on a real loopback socket that misbehaves on purpose.
 
 The first path segment picks the behaviour: /ok, /cut, /nodone, /garbage, /errevent, /ratelimit,
-/busy, /auth, /missing, /overflow, /boom, /slow, /crlf, /redirect, /capture. Every request's
-headers are recorded so tests can check what was sent (e.g. that no key follows a redirect).
+/busy, /auth, /missing, /overflow, /boom, /slow, /crlf, /redirect, /capture, and the hostile ones
+below (wrong shapes, huge lines and bodies, trickles, lies). A scenario's `p_` method answers the
+other paths under it (probes such as /props or /tokenize), its `m_` method answers /v1/models.
+Every request's headers are recorded so tests can check what was sent (e.g. that no key follows a
+redirect); `server.counters["written"]` counts the bytes a huge answer got out before the client
+stopped reading.
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record()
-        if self.path.endswith("/models"):
+        if self.path.endswith("/v1/models") and hasattr(self, f"m_{self._scenario()}"):
+            return getattr(self, f"m_{self._scenario()}")()
+        if self.path.endswith("/v1/models"):
             return self._json(200, {"object": "list", "data": [{"id": "fault-model"}]})
         return self._route()
 
@@ -59,10 +65,14 @@ class Handler(BaseHTTPRequestHandler):
         self.server.requests.append({"path": self.path, "headers": dict(self.headers),
                                      "body": getattr(self, "body", None)})
 
+    def _scenario(self) -> str:
+        return self.path.strip("/").split("/")[0]
+
     def _route(self) -> None:
-        scenario = self.path.strip("/").split("/")[0]
+        scenario = self._scenario()
         if not self.path.endswith("/chat/completions") and scenario != "redirect":
-            return self.s_missing()  # probes of llama.cpp/vLLM/Ollama extras: this server has none
+            # probes of llama.cpp/vLLM/Ollama extras: only scenarios with a p_ method have them
+            return getattr(self, f"p_{scenario}", self.s_missing)()
         getattr(self, f"s_{scenario}", self.s_missing)()
 
     # -- helpers ------------------------------------------------------------------------
@@ -186,6 +196,253 @@ class Handler(BaseHTTPRequestHandler):
         self.s_ok()
 
 
+    # -- hostile scenarios: wrong shapes after a partial reply ----------------------------------
+    def _partial_then(self, *raw_events: str) -> None:
+        self._start_chunked()
+        self._events(PARTIAL)
+        for raw in raw_events:
+            self._send(f"data: {raw}\n\n")
+        self._send("data: [DONE]\n\n")
+        self._finish()
+
+    def s_choicestr(self) -> None:
+        self._partial_then('{"choices": ["x"]}')
+
+    def s_contentnum(self) -> None:
+        self._partial_then('{"choices": [{"delta": {"content": 5}}]}')
+
+    def s_usagelist(self) -> None:
+        self._partial_then('{"usage": [1]}')
+
+    def s_notobject(self) -> None:
+        self._partial_then("[1, 2]")
+
+    def s_badindex(self) -> None:
+        self._partial_then('{"choices": [{"delta": {"tool_calls": [{"index": -1, "function": {"name": "f"}}]}}]}')
+
+    def s_finishnum(self) -> None:
+        self._partial_then('{"choices": [{"delta": {}, "finish_reason": 7}]}')
+
+    def s_bigint(self) -> None:
+        self._partial_then('{"choices": [], "usage": {"prompt_tokens": ' + "9" * 5000 + "}}")
+
+    def s_bigextra(self) -> None:  # a huge number in a field the client does not use: ignored
+        self._partial_then('{"choices": [{"delta": {}, "finish_reason": "stop"}], "extra": ' + "9" * 5000 + "}")
+
+    def s_deep(self) -> None:
+        self._partial_then('{"choices": [], "extra": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+    def s_negusage(self) -> None:
+        self._partial_then('{"choices": [], "usage": {"prompt_tokens": -3}}')
+
+    def s_addedfields(self) -> None:  # unknown fields everywhere: must be ignored, not fatal
+        self._start_chunked()
+        for item in PARTIAL:
+            extra = {**item, "new_top": {"a": [1, 2]}, "choices": [{**item["choices"][0], "logprobs": None,
+                                                                    "delta": {**item["choices"][0]["delta"],
+                                                                              "annotations": [], "refusal": None}}]}
+            self._send(f"data: {json.dumps(extra)}\n\n")
+        self._send('data: {"choices": [{"delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 4, '
+                   '"completion_tokens": 3, "total_tokens": 7, "new_usage_field": "x"}, "timings": {"cache_n": 1, '
+                   '"draft_n": 2}}\n\n')
+        self._send("data: [DONE]\n\n")
+        self._finish()
+
+    def s_badutf8(self) -> None:
+        self._start_chunked()
+        self._events(PARTIAL)
+        raw = b'data: {"choices": [{"delta": {"content": "\xff\xfe!"}, "finish_reason": "stop"}]}\n\n'
+        self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+        self._send("data: [DONE]\n\n")
+        self._finish()
+
+    def s_authecho(self) -> None:  # quotes the key back, whole and cut short
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._json(401, {"error": {"message": f"Incorrect API key {key}; first part {key[:12]}…"}})
+
+    def s_echojunk(self) -> None:  # not JSON, with the key in it
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._raw(200, f"oops {key} <html>".encode(), "text/html")
+
+    def s_echokey(self) -> None:  # a mid-stream error that quotes the Authorization header back
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._start_chunked()
+        self._events(PARTIAL)
+        self._send(f"event: error\ndata: {json.dumps({'error': {'message': f'bad key {key} here'}})}\n\n")
+        self._finish()
+
+    def s_echokeychunk(self) -> None:
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._partial_then(json.dumps({"error": {"message": f"quota for {key}"}}))
+
+    # -- hostile scenarios: sizes, times and lies ---------------------------------------------------
+    def _count(self, size: int) -> None:
+        self.server.counters["written"] = self.server.counters.get("written", 0) + size
+
+    def s_longline(self) -> None:  # 100 MB with no newline, 1 MiB at a time
+        self._start_chunked()
+        self._events(PARTIAL)
+        self._send("data: ")
+        piece = "x" * (1 << 20)
+        for _ in range(100):
+            self._send(piece)
+            self._count(len(piece))
+        self._finish()
+
+    def s_manyreply(self) -> None:  # well-formed chunks for ever: only the reply bound stops it
+        self._start_chunked()
+        self._events(PARTIAL)
+        piece = json.dumps(chunk("y" * 1000))
+        for _ in range(100_000):
+            self._send(f"data: {piece}\n\n")
+            self._count(len(piece))
+        self._finish()
+
+    def s_hugeerror(self) -> None:  # a 50 MB error body
+        self.send_response(500)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(50 << 20))
+        self.end_headers()
+        piece = b"E" * (1 << 20)
+        for _ in range(50):
+            self.wfile.write(piece)
+            self._count(len(piece))
+
+    def s_markup(self) -> None:
+        self._json(400, {"error": {"message": "[@click=app.bell]x[/] [bold red]boom[/] \x1b]52;c;ZXZpbA==\x07"
+                                              "\x1b[2J\x1b]8;;http://evil/\x1b\\link\x1b]8;;\x1b\\ \u202egnp.exe"
+                                              " \x9b31m" + "z" * 10_000}})
+
+    def s_forever(self) -> None:  # a partial reply, then keep-alive comments for ever
+        self._start_chunked()
+        self._events(PARTIAL)
+        for _ in range(2000):
+            self._send(": ping\n\n")
+            time.sleep(0.02)
+        self._finish()
+
+    def s_trickle(self) -> None:  # a slowloris: one byte at a time, each well within the read timeout
+        self._start_chunked()
+        self._events(PARTIAL)
+        for char in 'data: {"choices": [{"delta": {"content": "never"}}]}\n\n' * 10:
+            self._send(char)
+            time.sleep(self.server.delay)
+        self._finish()
+
+    def _trickle_json(self, body: dict) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        for index in range(len(raw)):
+            self.wfile.write(raw[index:index + 1])
+            self.wfile.flush()
+            time.sleep(self.server.delay)
+
+    def s_trickleonce(self) -> None:
+        self._trickle_json({"choices": [{"message": {"content": "never whole"}, "finish_reason": "stop"}]})
+
+    def s_shortlength(self) -> None:  # says 5,000 bytes, sends 40, hangs up
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "5000")
+        self.end_headers()
+        self.wfile.write(b'{"choices": [{"message": {"content": "cut')
+        self._cut()
+
+    def s_longlength(self) -> None:  # says 12 bytes, sends a whole reply: the reply is read cut short
+        raw = json.dumps({"choices": [{"message": {"content": "whole reply"}, "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "12")
+        self.end_headers()
+        self.wfile.write(raw)
+        self.close_connection = True
+
+    def s_streamlength(self) -> None:  # an event stream whose Content-Length ends it after the partial reply
+        events = "".join(f"data: {json.dumps(item)}\n\n" for item in PARTIAL)
+        rest = f"data: {json.dumps(chunk(' and more', finish_reason='stop'))}\n\ndata: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(events.encode())))
+        self.end_headers()
+        self.wfile.write((events + rest).encode())
+        self.close_connection = True
+
+    # -- hostile probes ----------------------------------------------------------------------------
+    def p_strctx(self) -> None:
+        if self.path.endswith("/props"):
+            return self._json(200, {"chat_template": "{{ messages }}", "build_info": "b1",
+                                    "default_generation_settings": {"n_ctx": "8192"}})
+        self.s_missing()
+
+    def p_ollamabig(self) -> None:
+        if self.path.endswith("/api/version"):
+            return self._json(200, {"version": "0.5.7"})
+        if self.path.endswith("/api/show"):
+            raw = b'{"template": "{{ .Prompt }}", "model_info": {"llama.context_length": ' + b"9" * 5000 + b"}}"
+            return self._raw(200, raw)
+        self.s_missing()
+
+    def p_vllmbad(self) -> None:
+        self.s_missing()
+
+    def m_vllmbad(self) -> None:
+        self._json(200, {"data": [{"id": "m", "max_model_len": 10**12}]})
+
+    def m_manymodels(self) -> None:  # 1e6 models, about 20 MB
+        raw = json.dumps({"object": "list", "data": [{"id": f"m{i}"} for i in range(10**6)]}).encode()
+        self._raw(200, raw)
+
+    def m_toomany(self) -> None:  # 20,000 models in a small answer
+        self._json(200, {"data": [{"id": str(i)} for i in range(20_000)]})
+
+    def m_longid(self) -> None:
+        self._json(200, {"data": [{"id": "m" * 600}]})
+
+    def m_tricklemodels(self) -> None:
+        self._trickle_json({"data": [{"id": "fault-model"}]})
+
+    def p_webpage(self) -> None:  # a catch-all web app: 200 with HTML on every path but /v1/models
+        self._raw(200, b"<html><body>Welcome</body></html>", "text/html")
+
+    def m_llama(self) -> None:
+        self._json(200, {"data": [{"id": "fault-model", "meta": {"n_ctx": 4096}}]})
+
+    def p_llama(self) -> None:  # enough of llama.cpp for probes and the server tokenizer
+        if self.path.endswith("/props"):
+            return self._json(200, {"chat_template": "{{ messages }}", "build_info": "b1", "bos_token": "<s>",
+                                    "eos_token": "</s>", "default_generation_settings": {"n_ctx": 4096}})
+        if self.path.endswith("/tokenize"):
+            text = (self.body or {}).get("content", "")
+            return self._json(200, {"tokens": [{"id": ord(c), "piece": c} for c in text]})
+        self.s_missing()
+
+    def p_redirectprobe(self) -> None:  # every probe redirects to the other server
+        self.send_response(307)
+        self.send_header("Location", f"{self.server.redirect_to}/llama/{self.path.split('/', 2)[-1]}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def p_tokbad(self) -> None:
+        self._json(200, {"tokens": "not a list"})
+
+    def p_tokslow(self) -> None:
+        self._trickle_json({"tokens": [{"id": 1, "piece": "x"}]})
+
+    def _raw(self, status: int, raw: bytes, kind: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        try:
+            self.wfile.write(raw)
+            self._count(len(raw))
+        except OSError:
+            pass
+
+
 class QuietServer(ThreadingHTTPServer):
     block_on_close = False  # a handler still trickling a reply must not hold up the test
     def handle_error(self, request, client_address) -> None:  # clients that hang up on purpose
@@ -193,8 +450,8 @@ class QuietServer(ThreadingHTTPServer):
 
 
 class FaultServer:
-    def __init__(self, host: str = "127.0.0.1", delay: float = 0.3):
-        self.httpd = QuietServer((host, 0), Handler)
+    def __init__(self, host: str = "127.0.0.1", delay: float = 0.3, port: int = 0):
+        self.httpd = QuietServer((host, port), Handler)
         self.httpd.daemon_threads = True
         self.httpd.requests, self.httpd.counters = [], {}
         self.httpd.delay, self.httpd.redirect_to = delay, ""

@@ -18,7 +18,7 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 KEY_SOURCES = frozenset({"flag", "env", "config", "user"})
 SUGGESTED_SOURCES = frozenset({"session", "import", "server", "scan"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_MIN_PREFIX = 6  # a cut-off key shorter than this reveals too little to be worth masking
+_MIN_PART = 8  # a run of the key's first characters this long is masked too (a key cut off or quoted in part)
 
 
 class EndpointError(ValueError):
@@ -128,15 +128,20 @@ class Endpoint:
         return {"Authorization": f"Bearer {self._key}"} if self.may_carry_key(url or self.base_url) else {}
 
     def redact(self, text: str) -> str:
-        """Remove the key from any text before it is shown, logged or saved, even a cut-off end of it."""
+        """Remove the key from any text before it is shown, logged or saved, even a cut-off start of it."""
         key = self._key
         if not key or not text:
             return text
         text = text.replace(key, "***")
-        for length in range(len(key) - 1, _MIN_PREFIX - 1, -1):
-            if text.endswith(key[:length]):
-                return text[:-length] + "***"
-        return text
+        head = key[:_MIN_PART]
+        out, start = [], 0
+        while (found := text.find(head, start)) != -1:
+            end = found + len(head)
+            while end < len(text) and end - found < len(key) and text[end] == key[end - found]:
+                end += 1
+            out += [text[start:found], "***"]
+            start = end
+        return "".join(out) + text[start:] if out else text
 
 
 def endpoint_for(base_url: str, source: str, model: str = "", key_env: str | None = None) -> Endpoint:

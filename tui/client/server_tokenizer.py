@@ -98,7 +98,9 @@ class ServerTokenizer:
         return tokens
 
     def _read(self, response: httpx.Response, limit: int, url: str) -> bytes:
-        if response.status_code >= 300:  # redirects are not followed: the key stays where it was sent
+        if 300 <= response.status_code < 400:  # not followed: the key stays where it was sent
+            raise ClientError(f"{url} redirects elsewhere ({response.status_code}); the tokenizer does not follow")
+        if response.status_code >= 400:
             raw = self._bounded(response, 65536, url, strict=False)
             raise status_error(response.status_code, None, raw, url, self.endpoint)
         return self._bounded(response, limit, url, strict=True)
