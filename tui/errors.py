@@ -41,4 +41,6 @@ def schema_error_line(message: str) -> str:
     if not paths:
         return reason
     field = "".join(path[1:] for path in reversed(paths)).lstrip(".")
-    return f"field `{field}`: {reason}" if field else reason
+    if not field.replace("[...]", ""):  # inside free-form JSON, where msgspec does not name the keys
+        return reason
+    return f"field `{field}`: {reason}"

@@ -28,7 +28,11 @@ def decode_session(raw: bytes) -> tuple[Session, int]:
         raise SessionFormatError(problem)
     try:
         header = _HEADER.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+    except msgspec.ValidationError as exc:  # the header's own rule: the top level is an object
+        if str(exc).startswith("Expected `object`"):
+            raise SessionFormatError("holds JSON, but not a session object") from None
+        raise SessionFormatError(decode_problem(raw, exc)) from None
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise SessionFormatError(decode_problem(raw, exc)) from None
     version = _check_header(header.format, header.version)
     try:

@@ -20,6 +20,7 @@ from tui.errors import schema_error_line
 MAX_DEPTH = 64  # nesting of arrays and objects, the whole file counted from its top level
 MAX_INT = 2 ** 63  # integers anywhere, free-form fields too
 BOM = b"\xef\xbb\xbf"
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
 class SessionFileError(Exception):
@@ -28,7 +29,7 @@ class SessionFileError(Exception):
 
 def about(subject: object, problem: str) -> str:
     """"x.json is empty", "x.json: field `title`: …": a problem clause after the thing it is about."""
-    return f"{subject} {problem}" if problem.startswith(("is ", "has ", "starts ")) else f"{subject}: {problem}"
+    return f"{subject} {problem}" if problem.startswith(("is ", "has ", "holds ", "starts ")) else f"{subject}: {problem}"
 
 
 def read_regular_file(path: Path, limit: int) -> bytes:
@@ -89,6 +90,8 @@ def decode_problem(raw: bytes, exc: Exception) -> str:
     message = str(exc)
     if "UTF-8" in message or _not_utf8(raw):
         return "is not UTF-8 text"
+    if any(word in message for word in ("truncated", "escape", "surrogate")) and _LONE_SURROGATE.search(raw):
+        return "has a lone UTF-16 surrogate escape (like \\ud800), which stands for no character"
     if "truncated" in message:
         return "is not valid JSON: it ends early (truncated?)"
     found = re.search(r"\(byte (\d+)\)", message)
