@@ -1,0 +1,70 @@
+"""The API key goes only where the user pointed the app, never to a host named in a session file."""
+
+from __future__ import annotations
+
+import pytest
+
+from app_helpers import isolated, make_app, plain, settle
+from fault_server import FaultServer
+from tui.app.confirm_screen import ConfirmScreen
+from tui.sessions.model import Session
+from tui.sessions.store import save_session
+
+SIZE = (160, 48)
+KEY = "sk-test-key-0123456789abcdef"
+
+
+@pytest.fixture()
+def sessions(monkeypatch, tmp_path):
+    return isolated(monkeypatch, tmp_path)
+
+
+def authorised(server) -> list[str]:
+    return [r["path"] for r in server.requests if r["headers"].get("Authorization")]
+
+
+async def test_session_url_gets_no_key_until_the_user_agrees(sessions, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FaultServer() as server:
+        path = tmp_path / "shared.ctxpane.json"
+        save_session(Session(title="from a colleague", base_url=server.url + "/capture"), path)
+        app = make_app(tmp_path, file=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            assert server.requests, "the app did not probe the session's server"
+            assert authorised(server) == []  # probes went out without the key
+            assert app.client is not None and not app.client.endpoint.has_key
+            assert "came from the session" in " ".join(plain(app.query_one("#status")).split())
+            await app.run_action("trust_endpoint")
+            await settle(pilot, app)
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await settle(pilot, app)
+            assert app.client.endpoint.has_key
+            assert authorised(server), "after the user agreed, the key is sent"
+        assert KEY not in path.read_text()
+
+
+async def test_flag_url_gets_the_key(sessions, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FaultServer() as server:
+        app = make_app(tmp_path, flags={"base_url": server.url + "/capture"})
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            assert app.client is not None and app.client.endpoint.has_key
+            assert authorised(server)
+
+
+async def test_declining_keeps_the_key_home(sessions, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FaultServer() as server:
+        path = tmp_path / "shared.ctxpane.json"
+        save_session(Session(title="from a colleague", base_url=server.url + "/capture"), path)
+        app = make_app(tmp_path, file=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await app.run_action("trust_endpoint")
+            await settle(pilot, app)
+            await pilot.press("n")
+            await settle(pilot, app)
+            assert authorised(server) == []
