@@ -19,3 +19,10 @@ class TemplateRenderError(Exception):
 
 class TemplateNotFound(ValueError):
     """An unknown template name, or a file that holds no chat template."""
+
+
+class TemplateLimitError(TemplateRenderError):
+    """An untrusted template reached a limit: it ran too long, built too much, or nested too deep.
+
+    `kind` is TimeLimit, MemoryLimit, SizeLimit or RecursionLimit; `message` is one line.
+    """

@@ -52,6 +52,7 @@ class ChatTemplate:
     source: str | None = None  # Jinja text (None for the harmony renderer)
     defaults: dict = field(default_factory=dict)
     renderer: Callable[..., str] | None = None
+    limits: Any = field(default=None, repr=False, compare=False)  # a RenderLimits; None: DEFAULT_LIMITS
     _verbatim: bool | None = field(default=None, repr=False, compare=False)
 
     def render(self, messages: list[dict], **variables: Any) -> str:
@@ -61,9 +62,10 @@ class ChatTemplate:
                 return self.renderer(messages, **merged)
             except (TypeError, ValueError, KeyError, AttributeError) as exc:
                 raise TemplateRenderError(type(exc).__name__, str(exc)) from None
-        from .templates import render_template  # Jinja loads on the first render, not at import
+        from .render_limits import DEFAULT_LIMITS  # Jinja loads on the first render, not at import
+        from .templates import render_limited
 
-        return render_template(self.source or "", messages, **merged)
+        return render_limited(self.source or "", messages, merged, self.limits or DEFAULT_LIMITS)
 
     def copies_text_verbatim(self) -> bool:
         """Whether a user's text lands in the document unchanged (no trim, no escaping).

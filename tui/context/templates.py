@@ -3,7 +3,9 @@
 The environment mirrors `apply_chat_template(..., tokenize=False)` of transformers 5.x:
 an immutable sandbox with trim/lstrip blocks, loop controls and the `generation` tag,
 HF's own `tojson`, `raise_exception`, `strftime_now`, and the 5.x message clean-up.
-Templates come from servers and files, so they are treated as untrusted code.
+Templates come from servers, GGUF and session files, so they are untrusted code: they run in a
+sandbox that bounds what they build (template_sandbox.py) under a deadline and a memory ceiling
+(render_limits.py), and every limit reached is a TemplateLimitError, never a hang or a crash.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from jinja2 import nodes
 from jinja2.exceptions import TemplateError
 from jinja2.ext import Extension, loopcontrols
 from jinja2.runtime import Namespace
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .errors import TemplateRenderError
+from .errors import TemplateLimitError, TemplateRenderError
+from .render_limits import DEFAULT_LIMITS, RenderLimits, current, run_limited
+from .template_sandbox import LimitedSandbox
 
 REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
 
@@ -67,16 +70,25 @@ def raise_exception(message: str) -> None:
 
 
 def strftime_now(fmt: str) -> str:
+    current().check_chars(len(str(fmt)) * 16)  # no directive writes more than 16 characters per character
     return datetime.now().strftime(fmt)
 
 
-@lru_cache(maxsize=64)
 def compile_template(source: str) -> jinja2.Template:
     """Compile once per distinct source; compiling is far slower than rendering."""
-    env = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, loopcontrols]
+    budget = current()
+    budget.compiling = True  # constants folded into the generated code stay small
+    try:
+        return compile_cached(source)
+    finally:
+        budget.compiling = False
+
+
+@lru_cache(maxsize=64)
+def compile_cached(source: str) -> jinja2.Template:
+    env = LimitedSandbox(
+        {"tojson": hf_tojson}, trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, loopcontrols]
     )
-    env.filters["tojson"] = hf_tojson
     env.globals.update(
         raise_exception=raise_exception,
         strftime_now=strftime_now,
@@ -109,9 +121,25 @@ def render_template(source: str, messages: list[dict], **variables: Any) -> str:
     """Render `messages` with a chat template exactly as transformers' apply_chat_template would.
 
     Variables default to `tools=None`, `documents=None`, `add_generation_prompt=False`;
-    anything passed (bos_token, enable_thinking, ...) overrides them.
+    anything passed (bos_token, enable_thinking, ...) overrides them. Runs under DEFAULT_LIMITS.
     Raises TemplateRenderError when the template rejects the conversation or fails.
     """
+    return render_limited(source, messages, variables)
+
+
+def render_limited(source: str, messages: list[dict], variables: dict[str, Any],
+                   limits: RenderLimits = DEFAULT_LIMITS) -> str:
+    """render_template under explicit limits (the variables come as a dict, so none can pose as a limit).
+
+    Raises TemplateLimitError (a TemplateRenderError; kind TimeLimit, MemoryLimit, SizeLimit or
+    RecursionLimit) when the template reaches one; the calling thread stays usable.
+    """
+    if len(source) > limits.max_source:
+        raise TemplateLimitError("SizeLimit", f"the template is longer than {limits.max_source:,} characters")
+    return run_limited(limits, lambda: render_checked(source, messages, variables))
+
+
+def render_checked(source: str, messages: list[dict], variables: dict[str, Any]) -> str:
     template = compile_template(source)
     context: dict[str, Any] = {"tools": None, "documents": None, "add_generation_prompt": False}
     context.update(to_plain_json(variables))
@@ -119,7 +147,12 @@ def render_template(source: str, messages: list[dict], **variables: Any) -> str:
     try:
         return template.render(**context)
     except TemplateError as exc:
-        raise TemplateRenderError(type(exc).__name__, str(exc)) from None
+        raise render_error(exc) from None
     except (TypeError, ValueError, KeyError, IndexError, AttributeError,
-            ZeroDivisionError, RecursionError, OverflowError) as exc:
-        raise TemplateRenderError(type(exc).__name__, str(exc)) from None
+            ZeroDivisionError, OverflowError) as exc:
+        raise render_error(exc) from None
+
+
+def render_error(exc: Exception) -> TemplateRenderError:
+    message = str(exc)  # a template's own message can be as long as it likes: keep what a screen can show
+    return TemplateRenderError(type(exc).__name__, message if len(message) <= 2000 else message[:2000] + "…")

@@ -1,0 +1,319 @@
+"""Jinja's immutable sandbox, with every way a template can grow data checked before it happens.
+
+The hooks consult the Budget of the render running in this thread (render_limits.py): `+ * % **`
+(intercepted binops), calls (str methods, macros), `~` (a code generator hook), `range`, the filters
+that build text, every `{{ }}` (finalize) and every output buffer (concat). All of them return exactly
+what plain Jinja returns when the limits hold, so renders stay identical to transformers'.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from types import BuiltinMethodType
+from typing import Any, Callable
+
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame, optimizeconst
+from jinja2.filters import make_attrgetter
+from jinja2.runtime import BlockReference, Context, LoopContext, Macro, markup_join, str_join
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .errors import TemplateLimitError
+from .render_limits import Budget, current
+from .template_sizes import (METHOD_CHARS, METHOD_ITEMS, estimate, format_size, json_size, percent_size,
+                             replaced_size, text_size)
+
+TEXT = (str, bytes)
+SEQUENCES = (str, bytes, list, tuple)
+PLAIN = frozenset({str, int, float, bool, type(None)})
+NESTING = (Macro, LoopContext, BlockReference)  # calls that run template code: counted for depth
+
+
+def check_length(budget: Budget, sample: Any, size: int) -> None:
+    if isinstance(sample, TEXT):
+        budget.check_chars(size)
+    else:
+        budget.check_items(size)
+
+
+def bounded_add(left: Any, right: Any) -> Any:
+    if isinstance(left, SEQUENCES) and isinstance(right, SEQUENCES):
+        check_length(current(), left, len(left) + len(right))
+    return left + right
+
+
+def bounded_multiply(left: Any, right: Any) -> Any:
+    if isinstance(left, int) and isinstance(right, int):
+        current().check_bits(left.bit_length() + right.bit_length())
+    elif isinstance(left, SEQUENCES) and isinstance(right, int):
+        check_length(current(), left, len(left) * right)
+    elif isinstance(right, SEQUENCES) and isinstance(left, int):
+        check_length(current(), right, len(right) * left)
+    return left * right
+
+
+def bounded_power(left: Any, right: Any) -> Any:
+    if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+        budget = current()
+        budget.check_bits(right)  # |left| >= 2: at least one bit per unit of the exponent
+        budget.check_bits(int(right * math.log2(abs(left))) + 1)
+    return left**right
+
+
+def bounded_modulo(left: Any, right: Any) -> Any:
+    if isinstance(left, TEXT):
+        budget = current()
+        budget.check_chars(estimate(percent_size, left, right, budget))
+    return left % right
+
+
+BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": bounded_add, "*": bounded_multiply, "**": bounded_power, "%": bounded_modulo}
+
+
+def bounded_range(*args: int) -> range:
+    numbers = range(*args)
+    budget = current()
+    try:
+        size = len(numbers)
+    except OverflowError:
+        size = math.inf
+    if size > budget.limits.max_range:
+        raise TemplateLimitError("SizeLimit", f"range() of more than {budget.limits.max_range:,} numbers")
+    budget.range_left -= size
+    if budget.range_left < 0:
+        raise TemplateLimitError("SizeLimit", "the template's range() calls passed "
+                                 f"{budget.limits.max_range_total:,} numbers in total")
+    return numbers
+
+
+def checked_output(value: Any) -> Any:
+    """`finalize` for every `{{ }}`: a nested value is measured before str() writes it out."""
+    if type(value) not in PLAIN:
+        budget = current()
+        budget.check_chars(text_size(value, budget))
+    return value
+
+
+def bounded_concat(parts: Any) -> str:
+    """The environment's `concat`, which joins every output buffer: the template, macros, blocks."""
+    pieces = list(parts)
+    budget = current()
+    budget.check_time()
+    if sum(map(len, pieces)) > budget.limits.max_chars:
+        raise TemplateLimitError("SizeLimit", f"the template's output passed {budget.limits.max_chars:,} characters")
+    return "".join(pieces)
+
+
+def bounded_join(values: tuple, autoescape: bool) -> str:
+    """`a ~ b ~ c`: sized first, then joined exactly as Jinja joins it."""
+    budget = current()
+    budget.check_chars(sum(len(v) if type(v) is str else text_size(v, budget) for v in values))
+    return markup_join(values) if autoescape else str_join(values)
+
+
+class BoundedCodeGenerator(CodeGenerator):
+    """Sends `~` through `environment.join_parts`; everything else is Jinja's own code generation."""
+
+    @optimizeconst
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        volatile = frame.eval_ctx.volatile
+        autoescape = "context.eval_ctx.autoescape" if volatile else repr(bool(frame.eval_ctx.autoescape))
+        self.write("environment.join_parts((")
+        for argument in node.nodes:
+            self.visit(argument, frame)
+            self.write(", ")
+        self.write(f"), {autoescape})")
+
+
+class LimitedSandbox(ImmutableSandboxedEnvironment):
+    """ImmutableSandboxedEnvironment whose growth is bounded by the current render's Budget."""
+
+    intercepted_binops = frozenset(BINOPS)
+    code_generator_class = BoundedCodeGenerator
+
+    def __init__(self, filters: dict[str, Callable[..., Any]], **options: Any):
+        super().__init__(finalize=checked_output, **options)
+        self.concat = bounded_concat  # type: ignore[assignment]
+        self.join_parts = bounded_join
+        self.globals["range"] = bounded_range
+        self.filters.update(filters)
+        for name, check in FILTER_CHECKS.items():
+            self.filters[name] = bounded_filter(self.filters[name], check)
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        return BINOPS[operator](left, right)
+
+    def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        budget = current()
+        budget.check_time()
+        if isinstance(obj, NESTING):
+            return self._call_nested(budget, context, obj, args, kwargs)
+        if type(obj) is BuiltinMethodType and isinstance(obj.__self__, (str, bytes, int)):
+            args = check_method(budget, obj, args, kwargs)
+        return budget.checked(super().call(context, obj, *args, **kwargs))
+
+    def _call_nested(self, budget: Budget, context: Context, obj: Any, args: tuple, kwargs: dict) -> Any:
+        budget.depth += 1
+        try:
+            if budget.depth > budget.limits.max_depth:
+                raise TemplateLimitError("RecursionLimit", "the template's macros nest more than "
+                                         f"{budget.limits.max_depth} calls deep")
+            return super().call(context, obj, *args, **kwargs)
+        finally:
+            budget.depth -= 1
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        formatter = super().wrap_str_format(value)
+        if formatter is None:
+            return None
+        template, mapping = value.__self__, value.__name__ == "format_map"
+
+        def bounded_format(*args: Any, **kwargs: Any) -> str:
+            budget = current()
+            named = args[0] if mapping and args and not kwargs else kwargs
+            budget.check_chars(estimate(format_size, template, () if mapping else args, named, budget))
+            return budget.checked(formatter(*args, **kwargs))
+
+        return functools.update_wrapper(bounded_format, value)
+
+
+def check_method(budget: Budget, method: Any, args: tuple, kwargs: dict) -> tuple:
+    """Size a str/bytes/int method's result before the call; `join` gets its items as a list."""
+    name, owner = method.__name__, method.__self__
+    if name == "join" and len(args) == 1 and not isinstance(owner, int):
+        items = list(args[0])
+        budget.check_chars(sum(len(i) for i in items if isinstance(i, TEXT)) + len(owner) * max(len(items) - 1, 0))
+        return (items,)
+    if name in METHOD_CHARS:
+        budget.check_chars(estimate(METHOD_CHARS[name], owner, args, kwargs))
+    elif name in METHOD_ITEMS and len(owner) > budget.limits.max_items:
+        budget.check_items(estimate(METHOD_ITEMS[name], owner, args, kwargs))
+    return args
+
+
+def bounded_filter(original: Callable[..., Any], check: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a Jinja filter: `check` sizes (and may materialise) its arguments first, then its result is checked."""
+    skip = 0 if getattr(original, "jinja_pass_arg", None) is None else 1  # the environment or eval context
+
+    @functools.wraps(original)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        budget = current()
+        head, rest = args[:skip], args[skip:]
+        if rest:
+            rest, kwargs = check(budget, head, rest, kwargs)
+        return budget.checked(original(*head, *rest, **kwargs))
+
+    return bounded
+
+
+def argument(rest: tuple, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
+    return rest[index] if len(rest) > index else kwargs.get(name, default)
+
+
+def sized_text(budget: Budget, value: Any) -> str:
+    """str(value), measured first when it is not a string already."""
+    if not isinstance(value, str):
+        budget.check_chars(text_size(value, budget))
+    return str(value)
+
+
+def check_center(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    width = argument(rest, kwargs, 1, "width", 80)
+    budget.check_chars(width if isinstance(width, int) else 0)
+    return rest, kwargs
+
+
+def check_indent(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    text, width = sized_text(budget, rest[0]), argument(rest, kwargs, 1, "width", 4)
+    prefix = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
+    budget.check_chars(len(text) + max(prefix, 0) * (text.count("\n") + 1))
+    return rest, kwargs
+
+
+def check_join(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    separator, attribute = argument(rest, kwargs, 1, "d", ""), argument(rest, kwargs, 2, "attribute")
+    items = list(rest[0])
+    if attribute is not None:  # what the filter itself would do first
+        items = list(map(make_attrgetter(head[0].environment, attribute), items))
+    glue = len(sized_text(budget, separator)) * max(len(items) - 1, 0)
+    budget.check_chars(sum(len(i) if type(i) is str else text_size(i, budget) for i in items) + glue)
+    return (items, separator), {k: v for k, v in kwargs.items() if k not in ("d", "attribute")}
+
+
+def check_replace(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    old, new, count = (argument(rest, kwargs, i, n) for i, n in ((1, "old"), (2, "new"), (3, "count")))
+    if old is not None and new is not None:
+        text = sized_text(budget, rest[0])
+        budget.check_chars(estimate(replaced_size, text, str(old), str(new), count))
+    return rest, kwargs
+
+
+def check_format(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    budget.check_chars(estimate(percent_size, sized_text(budget, rest[0]), kwargs or tuple(rest[1:]), budget))
+    return rest, kwargs
+
+
+def check_wordwrap(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    wrapstring = argument(rest, kwargs, 3, "wrapstring")
+    if isinstance(wrapstring, str) and len(wrapstring) > 1:  # one more wrapstring per line at most
+        text = sized_text(budget, rest[0])
+        budget.check_chars(len(text) + (len(text) + 1) * len(wrapstring))
+    return rest, kwargs
+
+
+def check_text(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    sized_text(budget, rest[0])
+    return rest, kwargs
+
+
+def check_tojson(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    indent, separators = argument(rest, kwargs, 2, "indent"), argument(rest, kwargs, 3, "separators")
+    budget.check_chars(estimate(json_size, rest[0], budget, indent, separators))
+    return rest, kwargs
+
+
+def check_list(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    if isinstance(rest[0], TEXT):
+        budget.check_items(len(rest[0]))
+    return rest, kwargs
+
+
+def check_sum(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    start = argument(rest, kwargs, 2, "start", 0)
+    if not isinstance(start, (list, tuple)):
+        return rest, kwargs
+    items, attribute = list(rest[0]), argument(rest, kwargs, 1, "attribute")
+    if attribute is not None:
+        items = list(map(make_attrgetter(head[0], attribute), items))
+    total = start  # added up here as sum() would, but one step at a time: sum() is quadratic inside one C call
+    for item in items:
+        total = bounded_add(total, item)
+    return ([total],), {"start": start[:0]}
+
+
+def check_count(name: str, index: int) -> Callable[..., tuple]:
+    """For filters that build `count` lists or fill with `count` items (slice, batch)."""
+
+    def check(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+        count = argument(rest, kwargs, index, name)
+        budget.check_items(count if isinstance(count, int) else 0)
+        return rest, kwargs
+
+    return check
+
+
+def check_regex_input(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    # striptags' and urlize's regular expressions take quadratic time on crafted text, inside one C call.
+    if len(sized_text(budget, rest[0])) > 20_000:
+        raise TemplateLimitError("SizeLimit", "striptags and urlize take at most 20,000 characters here")
+    return rest, kwargs
+
+
+FILTER_CHECKS: dict[str, Callable[..., tuple]] = {
+    "center": check_center, "indent": check_indent, "join": check_join, "replace": check_replace,
+    "format": check_format, "wordwrap": check_wordwrap, "string": check_text, "pprint": check_text,
+    "tojson": check_tojson, "list": check_list, "sum": check_sum, "slice": check_count("slices", 1),
+    "batch": check_count("linecount", 1), "striptags": check_regex_input, "urlize": check_regex_input,
+}
