@@ -118,6 +118,7 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             self.set_keymap(self.settings.keys)
         self.query_one(Composer).focus()
         self.call_after_refresh(self._open_after_first_frame)  # the first frame waits for nothing
+        self.set_interval(3.0, self.retry_server_tokenizer)
 
     def _open_after_first_frame(self) -> None:
         self._open_initial_session()
@@ -204,7 +205,6 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
     # -- the pane ----------------------------------------------------------------------------------
     def refresh_all(self) -> None:
         """The chat now; the pane when a worker has rendered the conversation (templates can be slow)."""
-        self._draft_version += 1  # any change of state, not only of the draft, outdates a running compute
         self._show_chat()
         self._schedule_rebuild(0.0)
 
@@ -241,6 +241,7 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             self._schedule_rebuild(0.0)
 
     def _schedule_rebuild(self, delay: float) -> None:
+        self._draft_version += 1  # any change of state, not only of the draft, outdates a running compute
         if self._rebuild_timer is not None:
             self._rebuild_timer.stop()
         self._rebuild_timer = self.set_timer(delay, self.rebuild_in_background) if delay else None

@@ -84,11 +84,39 @@ class SendingMixin:
                         f"{info.n_ctx or '?'} · {connection.note} ({source}){self._key_note(endpoint)}")
         if not self.settings.tokenizer:
             if connection.tokenizer == "server":
-                from tui.client.server_tokenizer import ServerTokenizer
-                self._use_tokenizer(ServerTokenizer(endpoint, set(self.wb.template.special_strings())), True)
+                self._use_tokenizer(await self._server_tokenizer(endpoint), True)
             else:
                 tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
                 self._use_tokenizer(tokenizer, connection.exact)
+
+    async def _server_tokenizer(self, endpoint: Endpoint):
+        """The server's /tokenize, with a local tokenizer standing in (an estimate) while it is away."""
+        from tui.client.server_tokenizer import ServerTokenizer
+        from tui.context.assemble import NATIVE_TOKENIZER
+        from .tokenizer_fallback import FallbackTokenizer
+        local = await asyncio.to_thread(get_tokenizer, NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base"))
+        server = ServerTokenizer(endpoint, set(self.wb.template.special_strings()))
+        return FallbackTokenizer(server, local, self._tokenizer_source_changed)
+
+    def _tokenizer_source_changed(self, falling_back: bool) -> None:
+        """Called from the counting worker when the server's tokenizer goes away or comes back."""
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            self.call_from_thread(self._tokenizer_source_changed, falling_back)
+            return
+        from tui.context.tokens import SegmentCache
+        self.wb.cache = SegmentCache()  # counts cached so far came from the other tokenizer
+        if falling_back:
+            self.query_one(ChatPanel).set_status("the server's tokenizer does not answer: counting locally "
+                                                 "(estimate) until it is back", "yellow")
+        else:
+            self.query_one(ChatPanel).set_status("the server's tokenizer is back: counts are exact again", "green")
+        self._schedule_rebuild(0.0)
+
+    def retry_server_tokenizer(self) -> None:
+        """On a timer: while counting locally, ask the server again once its back-off has passed."""
+        if getattr(self.wb.tokenizer, "retry_due", lambda: False)():
+            self._schedule_rebuild(0.0)
 
     def _key_allowed(self, base: str, source: str) -> bool:
         """The key goes only where the user pointed: a flag, the environment, config.toml, or a URL they

@@ -66,7 +66,8 @@ class Workbench:
         return self.session.policy_settings()
 
     def settings(self) -> RequestSettings:
-        exact = False if isinstance(self.tokenizer, CharEstimate) else self.exact
+        exact = False if isinstance(self.tokenizer, CharEstimate) or getattr(self.tokenizer, "falling_back", False) \
+            else self.exact
         return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
                                True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, exact)
 
@@ -133,7 +134,8 @@ class Workbench:
         had_draft, self.draft = bool(self.draft), text
         view = self.view
         if view is None or not had_draft or not text or not self.template.copies_text_verbatim() \
-                or self.tokenizer.name.startswith("server:"):  # a server tokenizer waits for the full rebuild
+                or getattr(self.tokenizer, "remote", False) or self.tokenizer.name.startswith("server:"):
+            # a tokenizer that asks the server waits for the full rebuild, in a worker
             return False
         draft_index = len(view.origin) - 1
         if draft_index < 0 or view.origin[draft_index] != len(self.session.messages):
