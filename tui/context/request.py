@@ -153,10 +153,20 @@ def _summary_covers(settings: PolicySettings) -> set[str]:
     return set(settings.summary_of) if settings.name == "summarise" and settings.summary else set()
 
 
-def _summary_message(settings: PolicySettings, ledger: list[LedgerEntry]) -> dict:
-    if summary_is_current(settings, ledger):
-        return {"role": "user", "content": f"Summary of {len(ledger)} earlier messages: {settings.summary}"}
-    return {"role": "user", "content": f"[summary of {len(ledger)} earlier messages: pending a model call]"}
+def _summary_message(settings: PolicySettings, ledger: list[LedgerEntry], untrusted: bool, style: FenceStyle,
+                     escapes: frozenset[str]) -> tuple[dict, FencedText | None]:
+    """The message standing for the dropped turns. A summary of untrusted turns is untrusted too: fenced."""
+    if not summary_is_current(settings, ledger):
+        return {"role": "user", "content": f"[summary of {len(ledger)} earlier messages: pending a model call]"}, None
+    if untrusted and style.enabled:
+        fenced = fence(settings.summary or "", f"summary of {len(ledger)} earlier messages, some untrusted",
+                       SUMMARY_ID, style, escapes)
+        return {"role": "user", "content": fenced.text}, fenced
+    return {"role": "user", "content": f"Summary of {len(ledger)} earlier messages: {settings.summary}"}, None
+
+
+def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> bool:
+    return any(not messages[e.message].provenance.trusted for e in ledger if 0 <= e.message < len(messages))
 
 
 def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
@@ -197,13 +207,19 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
             drop_more += len(covered - planned)
             continue
         origin, snapshot = list(plan.kept), full
+        fenced.pop(-1, None)  # the summary's fence, if an earlier attempt made one
         if plan.ledger:
             kept_wire = [wire[i] for i in plan.kept]
             if settings.policy.name == "summarise":
                 first = next((n for n, i in enumerate(plan.kept) if messages[i].role not in ("system", "developer")),
                              0)
-                kept_wire.insert(first, _summary_message(settings.policy, plan.ledger))
+                summary, summary_fence = _summary_message(settings.policy, plan.ledger,
+                                                          summarises_untrusted(messages, plan.ledger),
+                                                          settings.fences, escapes)
+                kept_wire.insert(first, summary)
                 origin.insert(first, -1)
+                if summary_fence is not None:
+                    fenced[-1] = summary_fence
             snapshot = _render(kept_wire, settings, cache)
         over = (settings.policy.budget or 0) and snapshot.counts.total - settings.policy.budget
         if not plan.ledger or plan.over_budget or over <= 0:
