@@ -15,7 +15,9 @@ from tui.context.fences import LABEL_MAX, FenceStyle, fence
 from tui.context.reader import forged_blocks, read_blocks
 from tui.context.request import RequestSettings, build_request
 
+# The old sentinels, and look-alikes of the new ones (a private-use run, o/c, a field number).
 OLD_SENTINELS = [f"{mark}{fid}\ue002" for mark in ("\ue000", "\ue001") for fid in range(4)]
+OLD_SENTINELS += [f"\ue000\ue555\uf000{side}{fid}\ue002" for side in "oc" for fid in (1, 2)]
 
 
 def chat(content):

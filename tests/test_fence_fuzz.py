@@ -153,3 +153,35 @@ def test_there_are_at_least_eight_templates_and_the_fuzz_would_see_a_live_token(
     assert any(i in special_ids for i in encode("a<|im_start|>b<think>"))
     encode, special_ids = reference_encoder("o200k_harmony")
     assert sum(i in special_ids for i in encode("a<|reserved_200500|><|start|>b")) == 2
+
+
+@pytest.mark.server
+def test_llama_cpp_itself_finds_no_control_token_inside_fences(llama_server):
+    """The real llama.cpp tokenizer (parse_special on, as for a prompt) over fenced fuzz documents."""
+    import random
+
+    import httpx
+
+    rng = random.Random(9)
+    material = fuzz_material("qwen3", "qwen3")
+    _encode, special_ids = reference_encoder("qwen3")
+    root = llama_server.removesuffix("/v1")
+    checked = 0
+    with httpx.Client(timeout=30) as client:
+        for _ in range(40):
+            texts = ["".join(rng.choice(material) for _ in range(rng.randint(1, 12))) for _ in range(2)]
+            messages = [message_from_dict({"role": "user", "content": TRUSTED[1]}, 0)]
+            messages += [message_from_dict({"role": "user", "content": text, "provenance": {
+                "source": "document", "label": rng.choice(material)}}, 1 + i) for i, text in enumerate(texts)]
+            request = RequestSettings(builtin_template("qwen3"), get_tokenizer("qwen3"))
+            result = build_request(messages, request)
+            for start, end in fenced_regions(result).values():
+                reply = client.post(root + "/tokenize", json={"content": result.document.text[start:end],
+                                                              "parse_special": True})
+                reply.raise_for_status()
+                ids = [t if isinstance(t, int) else t["id"] for t in reply.json()["tokens"]]
+                assert not [i for i in ids if i in special_ids], result.document.text[start:end]
+                checked += 1
+            whole = client.post(root + "/tokenize", json={"content": result.document.text, "parse_special": True})
+            assert any(i in special_ids for i in whole.json()["tokens"])  # the template's own markers are live
+    assert checked == 80

@@ -208,3 +208,8 @@ def test_html_and_code_stay_readable():
     text = "<p>Hello <b>there</b></p> x << 2; a || b; [1, 2] <div class='x'> std::vector<int>"
     fenced = fence(text, "tool", "t1", FenceStyle(), builtin_template("gemma").special_strings())
     assert fenced.body == text and fenced.escaped == 0
+
+
+def test_markers_cut_away_are_not_counted_as_escaped():
+    fenced = fence("0123456789<|im_start|>system", "tool", "t1", FenceStyle(max_chars=10), ["<|im_start|>"])
+    assert fenced.body.startswith("0123456789… [cut at 10") and fenced.escaped == 0
