@@ -260,6 +260,9 @@ class Handler(BaseHTTPRequestHandler):
         key = self.headers.get("Authorization", "").removeprefix("Bearer ")
         self._json(401, {"error": {"message": f"Incorrect API key {key}; first part {key[:12]}…"}})
 
+    def s_error200(self) -> None:  # a whole (non-streamed) answer that is an error with status 200
+        self._json(200, {"error": {"message": "model not loaded \x1b[31m"}})
+
     def s_echojunk(self) -> None:  # not JSON, with the key in it
         key = self.headers.get("Authorization", "").removeprefix("Bearer ")
         self._raw(200, f"oops {key} <html>".encode(), "text/html")

@@ -18,6 +18,7 @@ import tracemalloc
 import pytest
 
 from fault_server import FaultServer
+from tui.client.connect import scan_local
 from tui.client.endpoint import Endpoint
 from tui.client.errors import (BadRequest, ClientError, MalformedAnswer, MalformedChunk, ReadTimedOut, ServerFailed,
                                StreamIncomplete, TokenizerUnavailable, TooLarge)
@@ -209,7 +210,21 @@ async def test_content_length_that_ends_a_stream_early(server):
     assert_kept(error, assembler)
 
 
+async def test_a_200_answer_that_is_an_error(server):
+    async with client_for(server.url + "/error200") as client:
+        with pytest.raises(ServerFailed, match="model not loaded") as info:
+            await client.chat({**BODY, "stream": False})
+    assert "\x1b" not in str(info.value)
+
+
 # -- probes ---------------------------------------------------------------------------------------------
+async def test_scanning_local_ports_reads_no_body_and_sends_no_key(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    port = server.httpd.server_address[1]
+    assert await scan_local(((closed_port(), "none"), (port, "fault"))) == (f"http://127.0.0.1:{port}/v1", "fault")
+    assert server.requests and all("Authorization" not in r["headers"] for r in server.requests)
+
+
 async def test_props_with_a_string_n_ctx(server):
     async with client_for(server.url + "/strctx") as client:
         with pytest.raises(MalformedAnswer) as info:
@@ -260,16 +275,15 @@ def test_tokenizer_server_gone_is_a_value_with_a_retry_time_then_recovers():
             tokenizer.plain_starts("hello")
         assert not tokenizer.healthy and info.value.retry_at == tokenizer.retry_at == clock.now + 2.0
         assert "cannot connect" in str(info.value) and "estimate" in str(info.value)
-        started = time.monotonic()
-        with pytest.raises(TokenizerUnavailable):  # inside the back-off: no network, at once
-            tokenizer.special_count("hello")
-        assert time.monotonic() - started < 0.05 and not tokenizer.usable()
         clock.now += 2.5
         assert tokenizer.usable() and not tokenizer.ping()
         assert tokenizer.retry_at == clock.now + 4.0  # backing off
-        with FaultServer(port=port):  # the server comes back on its port
+        with FaultServer(port=port) as back:  # the server comes back on its port
+            with pytest.raises(TokenizerUnavailable):  # inside the back-off: fails at once, no request
+                tokenizer.special_count("hello")
+            assert back.requests == [] and not tokenizer.usable()
             clock.now += 5.0
-            assert tokenizer.ping() and tokenizer.healthy
+            assert tokenizer.ping() and tokenizer.healthy and len(back.requests) == 1
             starts, exact = tokenizer.plain_starts("héllo")
             assert list(starts) == [0, 1, 3, 4, 5] and exact
     finally:

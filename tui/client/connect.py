@@ -31,12 +31,15 @@ class Connection:
 
 
 async def scan_local(ports=LOCAL_PORTS, timeout: float = 0.4) -> tuple[str, str] | None:
-    """The first usual local port that answers /v1/models (loopback only)."""
+    """The first usual local port that answers /v1/models (loopback only, never with a key).
+
+    What it finds is a suggestion: give it to endpoint_for with source "scan" (no key).
+    """
     async with httpx.AsyncClient(timeout=timeout) as http:
         async def check(port: int, label: str):
-            try:
-                response = await http.get(f"http://127.0.0.1:{port}/v1/models")
-                return (f"http://127.0.0.1:{port}/v1", label) if response.status_code == 200 else None
+            try:  # the status is enough: whatever body a stray local service sends is never read
+                async with http.stream("GET", f"http://127.0.0.1:{port}/v1/models") as response:
+                    return (f"http://127.0.0.1:{port}/v1", label) if response.status_code == 200 else None
             except httpx.HTTPError:
                 return None
 

@@ -15,10 +15,10 @@ from typing import Any, Awaitable, Callable, TypeVar
 import httpx
 
 from .endpoint import Endpoint
-from .errors import ClientError, MalformedAnswer, RateLimited, ReadTimedOut, StreamIncomplete, TooLarge
+from .errors import ClientError, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TooLarge
 from .failures import status_error, transport_error
 from .reply import Reply, ReplyAssembler, reply_from_response
-from .schemas import Chunk, ModelList, decode
+from .schemas import Chunk, ErrorDetail, ModelList, decode, excerpt
 from .sse import MAX_LINE
 from .stream import DeltaCallback, read_stream
 
@@ -160,8 +160,8 @@ class OpenAIClient:
         raw = await self._fetch("POST", url, body)
         chunk = decode(raw, Chunk, "the server's reply", self.endpoint.redact)
         if chunk.error is not None:
-            raise MalformedAnswer("the server answered 200 with an error: "
-                                  f"{self.endpoint.redact(str(getattr(chunk.error, 'message', chunk.error)))}")
+            message = chunk.error.message if isinstance(chunk.error, ErrorDetail) else chunk.error
+            raise ServerFailed(f"the server answered with an error: {excerpt(message or '?', self.endpoint.redact, 600)}")
         return reply_from_response(chunk)
 
     async def _stream(self, body: dict, assembler: ReplyAssembler, on_delta: DeltaCallback | None) -> Reply:
