@@ -225,3 +225,16 @@ async def test_hostile_server_model_ids_and_errors(sessions, tmp_path, hostile_s
         assert isinstance(app.screen, PickerScreen)
         assert_clean(app, "model picker")
         assert app.is_running
+
+
+async def test_theme_with_a_hostile_name_is_refused_not_shown(sessions, tmp_path):
+    themes = tmp_path / "xdg_config_home" / "ctxpane" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "evil\x1b[2J.toml").write_text('name = "[@click=app.bell]x[/]\\u001b]52;c;eA==\\u0007"\n'
+                                             '[colors]\nprimary = "#ff0000"\n')
+    app = make_app(tmp_path, offline=True)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot, app)
+        assert not any("click" in name for name in app.pane_themes)
+        assert any("theme name" in problem for problem in app.problems)
+        assert_clean(app, "theme problem notification")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +51,8 @@ def parse_theme(text: str, origin: str) -> PaneTheme:
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ThemeFileError(f"{origin}: a theme needs a name")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}", name):  # shown in the palette and settings
+        raise ThemeFileError(f"{origin}: a theme name may have letters, digits, space, '_', '.', '-' (64 at most)")
     colors = data.get("colors", {})
     if "primary" not in colors:
         raise ThemeFileError(f"{origin}: [colors] needs at least 'primary'")
