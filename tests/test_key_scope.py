@@ -164,3 +164,6 @@ def test_redact_masks_whole_and_partial_keys():
     assert endpoint.redact(f"x{KEY[:10]}-tail") == "x***-tail"
     assert endpoint.redact("sk-test") == "sk-test"  # a run shorter than 8 says nothing: left as it is
     assert Endpoint("http://h:1").redact("anything") == "anything"
+    placeholder = Endpoint("http://h:1", "m", "X", "x", "flag")  # a dummy key for a local server
+    assert placeholder.redact("max tokens exceeded") == "max tokens exceeded" and placeholder.secrets == []
+    assert endpoint.secrets == [KEY]

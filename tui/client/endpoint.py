@@ -116,8 +116,12 @@ class Endpoint:
 
     @property
     def secrets(self) -> list[str]:
-        """What must never be written anywhere (for session and export redaction)."""
-        return [self._key] if self._key else []
+        """What must never be written anywhere (for session and export redaction).
+
+        A placeholder key shorter than 8 characters ("x", "none") is no secret: masking it would
+        rewrite every "x" in the text.
+        """
+        return [self._key] if self._key and len(self._key) >= _MIN_PART else []
 
     def may_carry_key(self, url: str) -> bool:
         """The key goes with a request only to this endpoint's own origin, and only if allowed."""
@@ -130,7 +134,7 @@ class Endpoint:
     def redact(self, text: str) -> str:
         """Remove the key from any text before it is shown, logged or saved, even a cut-off start of it."""
         key = self._key
-        if not key or not text:
+        if not key or len(key) < _MIN_PART or not text:
             return text
         text = text.replace(key, "***")
         head = key[:_MIN_PART]
