@@ -8,6 +8,7 @@ and keeps running.
 import hashlib
 import json
 import os
+import resource
 import stat
 import subprocess
 import sys
@@ -95,7 +96,7 @@ SESSION_CASES = {
 TEMPLATE_CASES = {
     "template-sandbox-security-error": (template_session("{{ messages.append(1) }}"), "template custom failed"),
     "template-syntax-error": (template_session("{% for m in messages %}{{ m.content }"), "template custom failed"),
-    "template-origin-dev-zero": (template_session(None, "custom", "file:/dev/zero"), "has no stored text"),
+    "template-origin-elsewhere": (template_session(None, "custom", f"file:{SAMPLE}"), "has no stored text"),
 }
 
 
@@ -176,12 +177,25 @@ def test_template_origin_is_never_read(tmp_path, capsys):
     assert not any("SPY" in step["text"] for step in steps)
 
 
+def test_template_origin_dev_zero_is_never_read(tmp_path):
+    """The issue's case, in a process with bounded memory (reading /dev/zero would otherwise fill the machine)."""
+    path = write(tmp_path, "zero", template_session(None, GOOD["template"]["name"], "file:/dev/zero"))
+    result = cli(tmp_path, "replay", path, "--check", memory=4 << 30)
+    assert result.returncode == 0, result.stderr
+    path = write(tmp_path, "zero-custom", template_session(None, "custom", "file:/dev/zero"))
+    result = cli(tmp_path, "export", path, "--format", "document", memory=4 << 30)
+    assert result.returncode == 2 and "has no stored text" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
 # -- files that are not regular files, and files that cannot be reached: a real process each ----------------
-def cli(tmp_path, *args, without_root_reads=False, timeout=30):
+def cli(tmp_path, *args, without_root_reads=False, timeout=30, memory=None):
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     prefix = drop_read_override() if without_root_reads else []
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     return subprocess.run([*prefix, sys.executable, "-m", "tui", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=str(ROOT))
+                          env=env, timeout=timeout, cwd=str(ROOT), preexec_fn=limit_memory if memory else None)
 
 
 def special_file(tmp_path, kind: str):
@@ -247,7 +261,7 @@ def test_loader_refuses_every_case_with_one_line(tmp_path):
 
 # -- the app keeps running ---------------------------------------------------------------------------------------
 APP_CASES = ["format-markup", "context-window-string", "tool-calls-oops", "label-list", "dropped-int",
-             "deep-100k", "int-5000-digits", "duplicated-key", "template-origin-dev-zero",
+             "deep-100k", "int-5000-digits", "duplicated-key", "template-origin-elsewhere",
              "template-sandbox-security-error"]
 
 
@@ -264,7 +278,7 @@ async def test_app_opens_hostile_file_and_keeps_running(monkeypatch, tmp_path, n
         await settle(pilot, app)
         assert any("still alive" in row for row in document_rows(app)) or app.wb.view is None
         if name in TEMPLATE_CASES:  # a valid file whose template cannot be used: opened, and the app lives on
-            assert app.session_file == path and app.wb.template.origin != "file:/dev/zero"
+            assert app.session_file == path and app.wb.template.origin == "builtin"
             return
         assert app.session_file != path
         app.autosave(now=True)
