@@ -50,11 +50,11 @@ class FenceStyle:
     max_chars: int | None = None  # longer text is cut (before escaping) and the cut is marked
 
     def header(self, source: str, fence_id: str) -> str:
-        """`source` and `fence_id` must already be clean labels (see `clean_label`)."""
-        return f'<{self.tag} source="{source}" id="{fence_id}">\n'
+        """The opening line; whatever `source` and `fence_id` hold, they arrive as clean labels."""
+        return f'<{self.tag} source="{clean_label(source)}" id="{clean_label(fence_id)}">\n'
 
     def note_line(self, source: str) -> str:
-        return self.note.format(source=source) + "\n" if self.note else ""
+        return self.note.format(source=clean_label(source)) + "\n" if self.note else ""
 
     def footer(self) -> str:
         return f"\n</{self.tag}>"
