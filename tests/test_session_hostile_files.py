@@ -41,6 +41,8 @@ def template_session(text: str | None, name: str = "custom", origin: str = "buil
 JSON_CASES = {
     "deep-100k": (HEAD + '"messages": ' + DEEP + "}", "nested too deeply"),
     "int-5000-digits": (HEAD + '"messages": [], "policy": {"context_window": ' + "9" * 5000 + "}}", "out of range"),
+    "deep-200": (HEAD + '"messages": [], "params": {"x": ' + "[" * 200 + "]" * 200 + "}}", "nested too deeply"),
+    "int-30-digits-free-form": (HEAD + '"messages": [], "params": {"seed": ' + "9" * 30 + "}}", "out of range"),
     "nan": (HEAD + '"messages": [], "policy": {"context_window": NaN}}', "NaN and Infinity"),
     "infinity": (HEAD + '"messages": [], "policy": {"max_tokens": -Infinity}}', "NaN and Infinity"),
     "duplicated-key": (HEAD + '"title": "a", "title": "b", "messages": []}', 'key "title" twice'),

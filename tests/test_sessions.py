@@ -141,3 +141,74 @@ def test_bad_files_via_cli_exit_2(run_cli, tmp_path):
         result = run_cli("replay", str(path), "--check")
         assert result.returncode == 2 and needle in result.stderr, (name, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+LOCK_WORKER = """
+import fcntl, pathlib, sys, time
+from tui.sessions import store
+session, signals, role = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+
+def wait_for(name):
+    while not (signals / name).exists():
+        time.sleep(0.01)
+
+if role == "racer":  # open the lock file, then stop just before locking it until told to go on
+    real_flock, calls = fcntl.flock, []
+    def paused_flock(fd, operation):
+        if not calls:
+            calls.append(fd)
+            (signals / "racer-opened").touch()
+            wait_for("go")
+        return real_flock(fd, operation)
+    store.fcntl.flock = paused_flock
+lock = store.SessionLock(session)
+try:
+    lock.acquire()
+except store.SessionLocked:
+    print("REFUSED", flush=True)
+    sys.exit(0)
+print("LOCKED", flush=True)
+(signals / f"{role}-held").touch()
+wait_for(f"{role}-release")
+lock.release()
+(signals / f"{role}-released").touch()
+"""
+
+
+def test_the_lock_never_admits_two_writers_across_processes(tmp_path):
+    """A process that opened the lock file just before its holder let go must not share the lock with a third."""
+    import subprocess
+    import sys
+    import time
+
+    session, signals = tmp_path / "s.ctxpane.json", tmp_path / "signals"
+    signals.mkdir()
+
+    def start(role):
+        return subprocess.Popen([sys.executable, "-c", LOCK_WORKER, str(session), str(signals), role],
+                                stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+
+    def wait_for(name):
+        deadline = time.monotonic() + 30
+        while not (signals / name).exists():
+            assert time.monotonic() < deadline, f"timed out waiting for {name}"
+            time.sleep(0.01)
+
+    holder = start("holder")
+    wait_for("holder-held")
+    racer = start("racer")
+    try:
+        wait_for("racer-opened")  # the racer has the lock file open and is about to lock it
+        (signals / "holder-release").touch()
+        wait_for("holder-released")
+        (signals / "go").touch()
+        assert racer.stdout.readline().strip() == "LOCKED"
+        (signals / "third-release").touch()  # should the third get in, it lets go at once
+        third = subprocess.run([sys.executable, "-c", LOCK_WORKER, str(session), str(signals), "third"],
+                               capture_output=True, text=True, cwd=str(ROOT), timeout=30)
+        assert third.stdout.strip() == "REFUSED", "two processes hold the session lock at once"
+    finally:
+        (signals / "racer-release").touch()
+        for process in (holder, racer):
+            process.wait(timeout=30)
+    assert holder.stdout.read().strip() == "LOCKED"
