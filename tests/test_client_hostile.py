@@ -7,11 +7,9 @@ buffered whole, the keep-alive and trickling servers held the reply open for eve
 int()-ed what they were given.
 """
 
-import asyncio
 import json
 import re
 import socket
-import threading
 import time
 import tracemalloc
 
