@@ -242,7 +242,7 @@ def with_change(change) -> bytes:
     (lambda d: d["requests"][0].update(timings={"predicted_per_second": "fast"}),
      "requests[0].timings.predicted_per_second"),
     (lambda d: d["requests"][0]["body"]["messages"].append({"role": "wizard"}), "requests[0].body.messages[2].role"),
-    (lambda d: d["requests"][0]["body"].update(tools=[{"function": {}}]), "requests[0].body.tools[0].type"),
+    (lambda d: d["requests"][0]["body"].update(tools=[{"function": {"name": "f"}}]), "requests[0].body.tools[0].type"),
     (lambda d: d.update(variables={"source": "x"}), "variables"),
     (lambda d: d.update(variables={"not a name": 1}), "variables"),
     (lambda d: d.update(id="../../outside"), "id"),
