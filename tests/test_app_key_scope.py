@@ -68,3 +68,24 @@ async def test_declining_keeps_the_key_home(sessions, tmp_path, monkeypatch):
             await pilot.press("n")
             await settle(pilot, app)
             assert authorised(server) == []
+
+
+async def test_placeholder_key_does_not_rewrite_the_session_and_a_real_key_is_never_saved(sessions, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")  # local servers are often run with a placeholder key
+    with FaultServer(delay=0.01) as server:
+        app = make_app(tmp_path, flags={"base_url": server.url + "/ok"})
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press(*"explain xxx and x-rays", "enter")
+            await settle(pilot, app)
+            assert "explain xxx and x-rays" in app.session_file.read_text()
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FaultServer(delay=0.01) as server:
+        app = make_app(tmp_path, flags={"base_url": server.url + "/ok"})
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press(*f"my key is {KEY}", "enter")
+            await settle(pilot, app)
+            saved = app.session_file.read_text()
+            assert KEY not in saved and "my key is" in saved

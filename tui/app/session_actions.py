@@ -33,6 +33,15 @@ class SessionActionsMixin:
         elif self._save_timer is None:
             self._save_timer = self.set_timer(0.3, self._save)
 
+    def _secrets(self) -> list[str]:
+        """What no file may hold: the key in use, and the key in the environment even when it was not sent."""
+        import os
+        found = list(self.client.endpoint.secrets) if self.client else []
+        key = os.environ.get(self.settings.api_key_env) or ""
+        if len(key) >= 8 and key not in found:  # a placeholder such as "x" is no secret: masking it rewrites text
+            found.append(key)
+        return found
+
     def _save_in_background(self) -> None:
         """While a reply streams: the text is made here, the disk write (with its fsync) runs elsewhere.
 
@@ -43,7 +52,7 @@ class SessionActionsMixin:
         if getattr(self, "_writer", None) is None:
             from concurrent.futures import ThreadPoolExecutor
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-save")
-        secrets = [self.client.endpoint.auth_headers().get("Authorization", "")[7:]] if self.client else []
+        secrets = self._secrets()
         self._writer.submit(write_atomic, self.session_file, session_text(self.wb.session, secrets))
 
     def _save(self) -> None:
@@ -53,7 +62,7 @@ class SessionActionsMixin:
             writer.submit(lambda: None).result()
         if self.session_file is None or self.read_only:
             return
-        secrets = [self.client.endpoint.auth_headers().get("Authorization", "")[7:]] if self.client else []
+        secrets = self._secrets()
         try:
             save_session(self.wb.session, self.session_file, secrets)
         except OSError as exc:
