@@ -118,23 +118,16 @@ class SendingMixin:
         if getattr(self.wb.tokenizer, "retry_due", lambda: False)():
             self._schedule_rebuild(0.0)
 
-    def _key_allowed(self, base: str, source: str) -> bool:
+    def _endpoint_for(self, base: str, source: str) -> Endpoint:
         """The key goes only where the user pointed: a flag, the environment, config.toml, or a URL they
         confirmed in the app. A URL from a session file or found by scanning gets no key."""
-        from tui.client.endpoint import normalise_base_url
-        if source in ("flag", "config.toml") or source.startswith("$"):
-            return True
-        return normalise_base_url(base) in self.trusted_urls
-
-    def _endpoint_for(self, base: str, source: str) -> Endpoint:
-        model = self.settings.model or self.wb.session.model
-        if self._key_allowed(base, source):
-            return Endpoint.from_env(base, model, self.settings.api_key_env)
-        return Endpoint(base, model, self.settings.api_key_env)  # no key: the URL is only a suggestion
+        from tui.client.endpoint import endpoint_for, normalise_base_url
+        if normalise_base_url(base) in self.trusted_urls:
+            source = "user"
+        return endpoint_for(base, source, self.settings.model or self.wb.session.model, self.settings.api_key_env)
 
     def _key_note(self, endpoint: Endpoint) -> str:
-        import os
-        if endpoint.has_key or not os.environ.get(self.settings.api_key_env):
+        if not endpoint.key_withheld:
             return ""
         return (f" · without ${self.settings.api_key_env}: this URL came from the session, not from you "
                 "(palette: 'Send my API key to this endpoint')")

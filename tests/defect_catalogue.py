@@ -1,0 +1,113 @@
+"""One-line defects for tests/plant_defects.py, in groups: each group names the tests that must catch them.
+
+Each defect is (file, text found exactly once, replacement, what it breaks).
+"""
+
+from __future__ import annotations
+
+GROUPS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {}
+
+GROUPS["policy, cache, fences"] = (
+    ["tests/test_budget.py", "tests/test_cache.py", "tests/test_fences.py", "tests/test_render_policies.py",
+     "tests/test_incremental.py"],
+    [
+    ('tui/context/budget.py', 'return None if self.context_window is None else self.context_window - self.max_tokens', 'return None if self.context_window is None else self.context_window', 'budget ignores the reserved output'),
+    ('tui/context/budget.py', 'total = overhead + sum(costs)', 'total = sum(costs)', "budget off by the template's own tokens"),
+    ('tui/context/budget.py', 'if pinned[i] or role in ("system", "developer")}', 'if role in ("system", "developer")}', 'a pinned message can be dropped'),
+    ('tui/context/budget.py', 'keep.add(users[-1])', 'keep.add(users[0])', 'the newest user message can be dropped'),
+    ('tui/context/budget.py', 'if role == "tool" and units and', 'if False and units and', 'a tool call separated from its results'),
+    ('tui/context/budget.py', 'if full or cost > left:', 'if cost > left:', 'drop-oldest skips a large unit and keeps older ones'),
+    ('tui/context/budget.py', 'if full or cost > left:', 'if full or cost >= left:', 'ties broken the other way'),
+    ('tui/context/budget.py', 'for unit in reversed(units):', 'for unit in units:', 'drops the newest instead of the oldest'),
+    ('tui/context/budget.py', 'first_kept = users[-turns]', 'first_kept = users[-turns - 1]', 'keep-last-n keeps one turn too many'),
+    ('tui/context/budget.py', 'previous.get(ids[i], request_number)) for i in sorted(dropped)]', 'request_number) for i in sorted(dropped)]', 'the ledger forgets since when a message is dropped'),
+    ('tui/context/cache.py', 'return 0 if prefix_tokens < 1024 else', 'return 0 if prefix_tokens <= 1024 else', 'OpenAI rule: 1,024 exactly is not cached'),
+    ('tui/context/cache.py', '(prefix_tokens - 1024) // 128 * 128', '(prefix_tokens - 1024) // 64 * 64', 'OpenAI rule: 64-token steps'),
+    ('tui/context/cache.py', 'return max(0, min(prefix_tokens, total_tokens - 1))', 'return max(0, min(prefix_tokens, total_tokens))', 'llama.cpp rule: the last token not re-evaluated'),
+    ('tui/context/tokens.py', 'return self.before[index] + max(0, bisect_right(starts, offset) - 1)', 'return self.before[index] + max(0, bisect_right(starts, offset))', 'the token straddling the boundary counted as shared'),
+    ('tui/context/cache.py', 'what = "changed system prompt" if role in ("system", "developer") else', 'what = "changed system prompt" if role in ("developer",) else', 'a system prompt edit reported as a message edit'),
+    ('tui/context/cache.py', 'if (previous.tools or None) != (current.tools or None)', 'if (previous.tools or None) == (current.tools or None)', 'tool list changes not recognised'),
+    ('tui/context/fences.py', 'body, escaped = neutralise(trim(text, style), pattern)', 'body, escaped = (lambda r: (trim(r[0], style), r[1]))(neutralise(text, pattern))', 'escape applied before trimming'),
+    ('tui/context/fences.py', '"|": "¦", "｜": "¦"})', '"｜": "¦"})', "'|' left out of the look-alikes"),
+    ('tui/context/fences.py', 'RULE_BLOCK, CONTROL_SHAPES, STRAY_HALVES]', 'CONTROL_SHAPES, STRAY_HALVES]', 'rule blocks <<system id=..>> left unescaped'),
+    ('tui/context/fences.py', 'parts += [rf"<\\s*/?\\s*{tag_pattern}\\b[^>\\n]*>?", ', 'parts += [', "the fence's own delimiter left unescaped"),
+    ('tui/context/fences.py', 'return re.compile("|".join(parts), re.IGNORECASE)', 'return re.compile("|".join(parts))', 'escaping is case-sensitive'),
+    ('tui/context/reader.py', 'if span.kind not in OWN_KINDS:', 'if span.kind == "content":', 'forged headers inside reasoning or tool calls not reported'),
+    ('tui/context/request.py', 'if style.enabled and not message.provenance.trusted and', 'if style.enabled and message.provenance.trusted and', 'trusted messages fenced, untrusted ones not'),
+    ('tui/context/request.py', '(body_end, span.end, "fence")):', '(body_end, span.end, "content")):', 'the fence footer counted as content'),
+    ('tui/context/fences.py', 'r"|\\[/?[A-Z][A-Z_]{2,30}\\]|\\[@[A-Z]+@\\]")', 'r"|\\[@[A-Z]+@\\]")', '[INST]-style markers left unescaped'),
+    ])
+
+GROUPS["attribution, fences, visible, tokens"] = (
+    ["tests/test_attribution_forgery.py", "tests/test_fence_fuzz.py", "tests/test_visible.py",
+     "tests/test_tokens.py", "tests/test_document.py", "tests/test_fences.py"],
+    [
+    ('tui/context/document.py', '    while key in truth or any(key in item.text for item in fields):', '    while False:', 'a sentinel key that occurs in the input is used anyway'),
+    ('tui/context/document.py', 'for match in re.finditer(re.escape(key) + "([oc])(\\\\d+)\\ue002", marked):', 'for match in re.finditer("[\\ue000-\\uf8ff]+([oc])(\\\\d+)\\ue002", marked):', 'any private-use run is read as a sentinel (in-band, forgeable)'),
+    ('tui/context/fences.py', 'text = _LABEL_SPACE.sub(" ", _LABEL_DROP.sub("", str(value))).strip().translate(LABEL_LOOKALIKE)', 'text = str(value)', 'fence labels carried raw into the header and note'),
+    ('tui/context/fences.py', 'return text if len(text) <= limit else text[: limit - 1] + "…"', 'return text', 'fence labels not length-bounded'),
+    ('tui/context/fences.py', 'label = clean_label(source, pattern)', 'label = source', 'fence() skips cleaning the label'),
+    ('tui/context/fences.py', '\'"\': "\'",', '', 'quotes left in fence labels'),
+    ('tui/context/fences.py', '(?:bos|eos|unk|sep|pad|cls|mask|unused\\d+|extra_id_\\d+)', '(?:bos)', '<eos>, <pad>, <unk>... left live in fences'),
+    ('tui/context/fences.py', 'r"|</?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+>"', 'r"|</?(?:start|end)_of_turn>"', 'snake-case control tokens (<start_of_image>) left live'),
+    ('tui/context/fences.py', 'rf"<\\s*/?\\s*{tag_pattern}\\b[^>\\n]*>?"', 'rf"</?{tag_pattern}\\b[^>\\n]*>?"', 'spaced fence delimiters (< /untrusted>) left unescaped'),
+    ('tui/context/fences.py', 'gap = "[\\u00ad\\u200b-\\u200d\\u2060\\ufeff]*"', 'gap = ""', 'a fence tag split by a zero-width character left unescaped'),
+    ('tui/context/fences.py', 'RULE_BLOCK = r"<\\s*<\\s*/?\\s*[A-Za-z_][\\w.-]*(?:\\s+[^<>\\n]*)?>\\s*>"', 'RULE_BLOCK = r"<</?\\s*[A-Za-z_][\\w.-]*(?:\\s+[^<>\\n]*)?>>"', 'spaced rule blocks (< <system>>) left unescaped'),
+    ('tui/context/fences.py', 'found = template_control_strings(template_source) | set(template_specials) | tokenizer_specials', 'found = set(template_specials)', 'fences escape only the hand-kept template specials'),
+    ('tui/context/request.py', 'return control_strings(template.source, tuple(template.special_strings()), all_special_tokens(tokenizer))', 'return frozenset(template.special_strings())', "build_request ignores the tokenizer's added tokens"),
+    ('tui/context/tokens.py', '        return self._all\n', '        return frozenset(self._specials)\n', "harmony's reserved special tokens not listed"),
+    ('tui/context/tokens.py', 'r"""\\p{N}{1,3}""", r""" ?[', 'r"""\\p{N}{1,4}""", r""" ?[', "o200k split pattern differs from tiktoken's"),
+    ('tui/context/safety.py', '"\\U000e0000-\\U000e007f]")', '"]")', 'visible() misses Unicode tag characters'),
+    ('tui/context/safety.py', '"\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f"', '"\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"', 'visible() misses zero-width characters and line separators'),
+    ('tui/context/safety.py', '"\\ue000-\\uf8ff\\U000f0000-\\U0010ffff"', '""', 'visible() misses private-use characters'),
+    ('tui/context/safety.py', '"\\ud800-\\udfff"', '""', 'visible() misses lone surrogates'),
+    ])
+
+GROUPS["client: SSE parser, key scoping, redaction, server data"] = (
+    ["tests/test_client_hostile.py", "tests/test_key_scope.py", "tests/test_client.py", "tests/test_server_kinds.py"],
+    [
+    (('tui/client/sse.py', '        if length > self.max_line:', '        if False and length > self.max_line:', 'SSE parser: the line bound removed')),
+    (('tui/client/sse.py', '            self._check(self._tail_length, "a line")\n', '', 'SSE parser: an unfinished line may grow without bound')),
+    (('tui/client/endpoint.py', 'return self.has_key and self.key_allowed and origin_of(url) == self.origin', 'return self.has_key and self.key_allowed', 'key scope: the key goes to any origin (redirects, other ports)')),
+    (('tui/client/endpoint.py', '    scheme = parts.scheme.lower()', '    scheme = ""', 'key scope: the scheme is not part of the origin (https key sent over http)')),
+    (('tui/client/endpoint.py', '            self._key, self.key_withheld = None, True', '            self.key_withheld = True', 'key scope: a suggested address still holds the key')),
+    (('tui/client/endpoint.py', '        return self.source in KEY_SOURCES', '        return True', 'key scope: every source may carry the key (session files too)')),
+    (('tui/client/http.py', 'request.headers.update(self.endpoint.auth_headers(str(request.url)))', 'request.headers.update(self.endpoint.auth_headers())', 'key scope: redirects carry the key')),
+    (('tui/client/server_tokenizer.py', 'follow_redirects=False,', 'follow_redirects=True,', 'key scope: the server tokenizer follows redirects')),
+    (('tui/client/endpoint.py', '        if not key or len(key) < _MIN_PART or not text:\n            return text\n        text = text.replace', '        if True:\n            return text\n        text = text.replace', 'redaction removed')),
+    (('tui/client/endpoint.py', '        return "".join(out) + text[start:] if out else text', '        return text', 'redaction: a key quoted in part or cut off is left')),
+    (('tui/client/errors.py', '        message = bounded(message)\n', '', 'error messages neither bounded nor made visible')),
+    (('tui/client/http.py', 'raw = await self._read_bounded(response, self.limits.max_error, url, strict=False)', 'raw = await response.aread()', 'error bodies read whole')),
+    (('tui/client/http.py', '    max_answer: int = 8 * MiB', '    max_answer: int = 8 * 1024 * MiB', 'JSON answers unbounded')),
+    (('tui/client/stream.py', '                reader.count(len(raw))', '                reader.count(len(raw)); deadline.reschedule(loop.time() + idle)', 'keep-alives and trickled bytes count as progress')),
+    (('tui/client/stream.py', '        if self.assembler.size > self.limits.max_reply:', '        if False:', 'a reply without a size bound')),
+    (('tui/client/schemas.py', '    content: Text | None = None', '    content: Any = None', 'chunk content not type-checked')),
+    (('tui/client/schemas.py', 'Context = Annotated[int, Meta(ge=1, le=MAX_CONTEXT)]', 'Context = int', 'context sizes not range-checked')),
+    (('tui/client/schemas.py', '    data: Annotated[list[ModelEntry], Meta(max_length=MAX_MODELS)] = []', '    data: list[ModelEntry] = []', 'model list length unbounded')),
+    (('tui/client/schemas.py', '    usage: Usage | None = None\n    timings', '    usage: Any = None\n    timings', 'usage not type-checked')),
+    (('tui/client/server_tokenizer.py', '        except httpx.HTTPError as exc:\n            raise transport_error', '        except ValueError as exc:\n            raise transport_error', 'server tokenizer: httpx errors escape')),
+    (('tui/client/server_tokenizer.py', '        if not self.usable():', '        if False:', 'server tokenizer: no back-off (the network is tried on every keystroke)')),
+    (('tui/client/server_info.py', '    except (MalformedAnswer, TooLarge):\n        raise\n', '', 'probes swallow malformed answers')),
+    ])
+
+GROUPS["app: the one way to the screen, key scope, counting, summaries"] = (
+    ["tests/test_hostile_sinks.py", "tests/test_app_key_scope.py", "tests/test_app_summary.py",
+     "tests/test_budget.py"],
+    [
+    ("tui/app/shown.py", "    return visible(text)\n\n\ndef one_line", "    return text\n\n\ndef one_line",
+     "outside text reaches widgets without visible()"),
+    ("tui/app/app.py", "severity=severity, timeout=timeout,\n                       markup=False)",
+     "severity=severity, timeout=timeout,\n                       markup=True)", "notifications parse markup"),
+    ("tui/app/shown.py", "segments = [Segment(one_cell(s.text), s.style, s.control)",
+     "segments = [Segment(s.text, s.style, s.control)", "editors draw raw control characters"),
+    ("tui/app/sending.py", "        return endpoint_for(base, source, self.settings.model",
+     "        return endpoint_for(base, 'flag', self.settings.model", "the key goes to a URL named in a session file"),
+    ("tui/app/shown.py", "    return [value if isinstance(value, Text) else shown_line(value, limit=limit) for value in values]",
+     "    return [value for value in values]", "table cells parsed as markup"),
+    ("tui/context/request.py", "    if untrusted and style.enabled:", "    if False:",
+     "a summary of untrusted turns sent unfenced"),
+    ("tui/app/workbench.py", "            if m.provenance.trusted:\n", "            if True:\n",
+     "the summary call gets untrusted turns unfenced"),
+    ("tui/app/themes.py", "    if not re.fullmatch(", "    if False and not re.fullmatch(",
+     "theme names from files reach the palette unchecked"),
+    ])
