@@ -1,6 +1,7 @@
 """The session file: one JSON object per conversation, versioned, never holding an API key.
 
-Schema (version 1), documented in docs/session-format.md:
+These dataclasses are what the app and the engine use; a file reaches them only through the
+schema in tui/sessions/schema.py (see parse.py). Layout (version 1), documented in docs/session-format.md:
     {"format": "ctxpane-session", "version": 1, "id", "title", "created", "updated",
      "endpoint": {"base_url", "model"}, "template": {"name", "origin", "text"?}, "tokenizer",
      "policy": {...PolicySettings}, "fences": bool, "variables": {}, "tools": [...]|null,
