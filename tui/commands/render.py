@@ -136,6 +136,8 @@ def build(messages, settings: RequestSettings, previous=None, number: int = 1) -
         return build_request(messages, settings, previous, number)
     except TemplateRenderError as exc:
         raise UsageError(f"template {settings.template.name} rejected the conversation: {exc}") from None
+    except (MemoryError, RecursionError) as exc:  # a template from outside that runs away
+        raise UsageError(f"template {settings.template.name} failed: {type(exc).__name__}") from None
 
 
 def print_view(view: RequestView, console: Console) -> None:
