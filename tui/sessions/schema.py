@@ -51,12 +51,13 @@ Note = Str(4000)
 PathText = Str(4096)
 Time = Str(64)
 Key = Str(256)
+Wire = Str(4096)  # names and ids a server chose (tool call ids and names, finish reasons): its own bound
 Free = dict[Key, Any]  # any JSON object; depth and numbers are bounded by the file-wide pass
 VarName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")]
 SessionId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]  # it names files
 Hash = Annotated[str, Meta(pattern=r"^([0-9a-f]{64})?$")]
 Role = Literal[ROLES]
-Number = Annotated[float, Meta(ge=0, le=1e12)]
+Number = Annotated[float, Meta(ge=0, le=1e15)]
 
 
 def conform(value: Any, shape: Any, where: str) -> None:
@@ -83,14 +84,14 @@ class Part(Struct):
 
 
 class FunctionCall(Struct):
-    name: Name
+    name: Wire
     arguments: Text | Free = ""
 
 
 class ToolCall(Struct):
     function: FunctionCall
-    id: Id = ""
-    type: Name = "function"
+    id: Wire = ""
+    type: Wire = "function"
 
 
 class FunctionSpec(Struct):
@@ -124,7 +125,7 @@ class MessageIn(Struct):
     content: Text | List(Free, MAX_PARTS) | None = ""
     name: Name | None = None
     tool_calls: List(Free, MAX_TOOL_CALLS) | None = None
-    tool_call_id: Id | None = None
+    tool_call_id: Wire | None = None
     reasoning_content: Text | None = None
     reasoning: Text | None = None
     thinking: Text | None = None
@@ -148,7 +149,7 @@ class EndpointIn(Struct):
 
 class TemplateIn(Struct):
     name: Name = "chatml"
-    origin: PathText = "builtin"
+    origin: Str(8192) = "builtin"  # "gguf:" or "file:" and a path
     text: Str(MAX_TEMPLATE) | None = None
     defaults: Annotated[dict[VarName, Str(100_000) | bool | None], Meta(max_length=100)] = {}
 
@@ -189,7 +190,7 @@ class Reply(Struct):
     content: Text | None = None
     reasoning: Text | None = None
     tool_calls: List(ToolCall, MAX_TOOL_CALLS) | None = None
-    finish_reason: Name | None = None
+    finish_reason: Wire | None = None
     usage: Usage | None = None
     timings: Timings | None = None
     model: Str(1000) | None = None

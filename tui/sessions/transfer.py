@@ -127,7 +127,8 @@ def export_curl(session: Session, step: int | None, key_env: str = "OPENAI_API_K
 
 
 def new_title(session: Session, suffix: str) -> str:
-    return f"{session.title} ({suffix} {now_iso()[:16]})"
+    tail = f" ({suffix} {now_iso()[:16]})"
+    return session.title[:1000 - len(tail)] + tail  # a title stays within the schema's 1,000 characters
 
 
 def resend_session(session: Session, step: int) -> Session:
