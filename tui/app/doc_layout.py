@@ -15,6 +15,8 @@ from rich.cells import get_character_cell_size
 
 from tui.context.cache import common_prefix_length
 
+from .shown import drawn, drawn_width
+
 
 @dataclass(frozen=True)
 class Note:
@@ -33,13 +35,16 @@ class Line:
 
 def wrap_points(text: str, width: int) -> list[int]:
     """Offsets where each screen row of `text` starts, wrapping at `width` cells (wide characters kept whole)."""
-    if width <= 0 or len(text) <= width and text.isascii():
+    plain = text.isascii() and text.isprintable()  # no control or tab: one cell a character
+    if width <= 0 or len(text) <= width and plain:
         return [0]
-    if text.isascii():
+    if plain:
         return list(range(0, len(text), width)) or [0]
+    # Wrap on what is drawn: a hidden character is drawn as a wider stand-in (`<U+E0041>`), a tab as one cell.
+    cell_size = get_character_cell_size if drawn(text) == text.replace("\t", "⇥") else drawn_width
     points, used = [0], 0
     for index, char in enumerate(text):
-        size = get_character_cell_size(char)
+        size = 1 if char == "\t" else cell_size(char)
         if used + size > width and used:
             points.append(index)
             used = 0

@@ -16,6 +16,7 @@ from tui.context.request import RequestView
 from tui.context.safety import visible
 
 from .doc_layout import DocLayout, Note
+from .shown import drawn
 
 
 def note_lines(view: RequestView, session_messages: list, draft_index: int | None,
@@ -135,7 +136,7 @@ class DocumentView(ScrollView, can_focus=True):
         if line.note is not None:
             color = self.roles.get(line.note.style, "grey50")
             style = Style(color=color, strike=line.note.style == "dropped", bold=line.note.style == "cache")
-            return Strip([Segment(visible(line.note.text[start:end]), style)])
+            return Strip([Segment(drawn(line.note.text[start:end]), style)])
         return Strip(list(self._segments(start, end)))
 
     def _segments(self, start: int, end: int):
@@ -152,4 +153,4 @@ class DocumentView(ScrollView, can_focus=True):
             overlay = next((kind for a, b, kind in self._overlays if a <= left < b), None)
             draft = span.message is not None and self.view.origin[span.message] == self._draft_message
             role = document.role_of(span)
-            yield Segment(visible(document.text[left:right]), self._style(role, span.kind, draft, overlay))
+            yield Segment(drawn(document.text[left:right]), self._style(role, span.kind, draft, overlay))

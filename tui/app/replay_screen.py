@@ -12,13 +12,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message, message_from_dict
 from tui.sessions.model import Session
 from tui.sessions.replay import Replayer, Step
 
 from .context_pane import ContextPane, PaneData
 from .message_item import MessageItem
-from .shown import one_line
+from .shown import one_line, shown
 from .summary import summary_text
 
 SPEEDS = (1, 4, 16, 1000)
@@ -62,7 +63,15 @@ class ReplayScreen(Screen):
         self.show_step()
 
     def show_step(self) -> None:
-        step = self.step_view = self.replayer.step(self.index)
+        try:  # a stored request from a file may be one this template or this version cannot render
+            step = self.step_view = self.replayer.step(self.index)
+            previous = self.replayer.stored_view(self.index - 1).shape if self.index else None
+        except (ValueError, TemplateRenderError) as exc:
+            self.step_view = None
+            self.query_one("#replay-info", Static).update(
+                shown(f"replay: step {self.index + 1} of {len(self.replayer)} cannot be shown: {exc}", "bold red"))
+            self.query_one("#replay-messages", VerticalScroll).remove_children()
+            return
         record = step.record
         info = Text(f"replay: step {step.number} of {len(self.replayer)} · {one_line(record.time, 40)}\n", style="bold")
         info.append("✓ the pane matches the stored request byte for byte" if step.matches else
@@ -80,17 +89,23 @@ class ReplayScreen(Screen):
         self.query_one("#replay-info", Static).update(info)
         box = self.query_one("#replay-messages", VerticalScroll)
         box.remove_children()
-        items = [MessageItem(message_from_dict(m, i), i) for i, m in enumerate(record.body.get("messages", []))]
+        items = [MessageItem(self._stored_message(m, i), i) for i, m in enumerate(record.body.get("messages", []))]
         self.reply_item = MessageItem(self._reply_message(record.reply), len(items))
         box.mount_all(items + [self.reply_item])
         box.scroll_end(animate=False)
-        previous = self.replayer.stored_view(self.index - 1).shape if self.index else None
         data = PaneData(summary_text(step.view, self.session.policy_settings(), previous is not None,
                                      prefix=f"step {step.number}: "),
                         list(self.session.messages), None, previous, self.session.policy_settings().context_window,
                         self.session.policy_settings().max_tokens, self.roles, self.session.requests[:self.index + 1],
                         [], (self.session.base_url or "") + "/chat/completions", record.body)
         self.query_one(ContextPane).show(step.view, data)
+
+    @staticmethod
+    def _stored_message(item: object, index: int) -> Message:
+        try:
+            return message_from_dict(item, index)
+        except (ValueError, TypeError):  # shown as it was stored, as text
+            return Message("user", str(item)[:10_000])
 
     @staticmethod
     def _reply_message(reply: dict) -> Message:

@@ -34,6 +34,18 @@ def one_line(value: object, limit: int = MAX_LINE) -> str:
     return bounded(text, limit)
 
 
+def drawn(text: str) -> str:
+    """How a line-drawing view (the document) shows raw text: visible stand-ins, and a tab as one '⇥' cell
+    (a raw tab would make the terminal jump to its next tab stop, past cells that are never redrawn)."""
+    return visible(text).replace("\t", "⇥")
+
+
+def drawn_width(char: str) -> int:
+    """Cells that `drawn(char)` takes on screen."""
+    from rich.cells import cell_len
+    return cell_len(drawn(char))
+
+
 def shown(value: object, style: str = "", limit: int = MAX_SHOWN) -> Text:
     """Text from outside, ready for any widget: no markup parsed, nothing reaches the terminal raw."""
     return Text(bounded(value, limit), style=style)

@@ -53,7 +53,9 @@ def parse_theme(text: str, origin: str) -> PaneTheme:
         raise ThemeFileError(f"{origin}: a theme needs a name")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}", name):  # shown in the palette and settings
         raise ThemeFileError(f"{origin}: a theme name may have letters, digits, space, '_', '.', '-' (64 at most)")
-    colors = data.get("colors", {})
+    colors, role_colors = data.get("colors", {}), data.get("roles", {})
+    if not isinstance(colors, dict) or not isinstance(role_colors, dict):
+        raise ThemeFileError(f"{origin}: [colors] and [roles] must be tables")
     if "primary" not in colors:
         raise ThemeFileError(f"{origin}: [colors] needs at least 'primary'")
     unknown = set(colors) - set(COLOR_KEYS)
@@ -62,7 +64,7 @@ def parse_theme(text: str, origin: str) -> PaneTheme:
     theme = Theme(name=name, dark=bool(data.get("dark", True)),
                   **{key: _color(value, f"{origin} [colors].{key}") for key, value in colors.items()})
     roles = dict(DEFAULT_ROLES)
-    for key, value in data.get("roles", {}).items():
+    for key, value in role_colors.items():
         if key not in ROLE_KEYS:
             raise ThemeFileError(f"{origin}: unknown role colour {key!r}")
         roles[key] = _color(value, f"{origin} [roles].{key}")
