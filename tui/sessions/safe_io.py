@@ -42,6 +42,8 @@ def read_regular_file(path: Path, limit: int) -> bytes:
         raise SessionFileError(f"cannot read {path}: permission denied") from None
     except OSError as exc:
         raise SessionFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte in the name
+        raise SessionFileError(f"cannot read {path!r}: not a usable file name") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
