@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from app_helpers import document_rows, isolated, make_app, plain, settle
+from app_helpers import document_rows, isolated, make_app, plain
 from conftest import ROOT
+from test_session_hostile_files import settle  # waits out cancelled rebuild workers
 from test_sessions import bad_files, digest
 from tui.app.replay_screen import ReplayScreen
 from tui.sessions.store import load_session

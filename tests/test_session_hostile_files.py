@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from app_helpers import document_rows, isolated, make_app, settle
+from app_helpers import document_rows, isolated, make_app
+from app_helpers import settle as settle_once
 from conftest import ROOT, drop_read_override
 from tui.cli import main
 from tui.sessions.store import SessionFileError, load_session
@@ -100,6 +101,18 @@ TEMPLATE_CASES = {
     "template-syntax-error": (template_session("{% for m in messages %}{{ m.content }"), "template custom failed"),
     "template-origin-elsewhere": (template_session(None, "custom", f"file:{SAMPLE}"), "has no stored text"),
 }
+
+
+async def settle(pilot, app) -> None:
+    """app_helpers.settle, tolerating a rebuild worker that a newer rebuild cancelled while we waited."""
+    from textual.worker import WorkerCancelled
+
+    for _ in range(5):
+        try:
+            return await settle_once(pilot, app)
+        except WorkerCancelled:
+            continue
+    await settle_once(pilot, app)
 
 
 def digest(path) -> str:
