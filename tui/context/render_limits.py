@@ -24,6 +24,7 @@ from .errors import TemplateLimitError
 
 T = TypeVar("T")
 POLL_SECONDS = 0.02  # how often the watchdog samples the process's memory while a render runs
+LINGER_SECONDS = 1.0  # renders come in bursts (keystrokes): between them the watchdog keeps its pace
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,18 @@ class RenderLimits:
 
 
 DEFAULT_LIMITS = RenderLimits()
+
+
+class Floor:
+    """A size no render's limits have been below: a string or list this small needs no lookup of the
+    current render's Budget, so the common `'<|im_start|>' + role` stays cheap. 100,000 at most,
+    the bound on constants folded while compiling."""
+
+    size = 100_000
+
+    @classmethod
+    def lower(cls, limits: RenderLimits) -> None:
+        cls.size = min(cls.size, limits.max_chars, limits.max_items)
 
 
 class Interrupted(BaseException):
@@ -97,12 +110,14 @@ class Watchdog:
         self._changed = threading.Condition(self._lock)
         self._watches: set[Watch] = set()
         self._next_look = math.inf
+        self._last_arm = -math.inf
         self._thread: threading.Thread | None = None
 
     def arm(self, seconds: float, max_memory: int) -> Watch:
         watch = Watch(seconds, max_memory)
         with self._lock:
             self._watches.add(watch)
+            self._last_arm = time.monotonic()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="template-watchdog", daemon=True)
                 self._thread.start()
@@ -125,6 +140,8 @@ class Watchdog:
                 for watch in live:
                     self._look(watch, now, memory)
                 self._next_look = min((w.next_look(now) for w in live if w.reason is None), default=math.inf)
+                if self._next_look == math.inf and now - self._last_arm < LINGER_SECONDS:
+                    self._next_look = now + POLL_SECONDS  # so the next arm need not wake this thread
                 self._changed.wait(None if self._next_look == math.inf else max(0.0, self._next_look - now))
 
     @staticmethod
@@ -201,6 +218,7 @@ def run_limited(limits: RenderLimits, work: Callable[[], T]) -> T:
     """
     if getattr(_local, "budget", None) is not None:  # already inside a render: one watch per thread
         return work()
+    Floor.lower(limits)
     budget = _local.budget = Budget(limits)
     try:
         watch = budget.watch = WATCHDOG.arm(limits.seconds, limits.max_memory)

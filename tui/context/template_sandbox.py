@@ -17,10 +17,10 @@ from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import BlockReference, Context, LoopContext, Macro, markup_join, str_join
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 from .errors import TemplateLimitError
-from .render_limits import Budget, current
+from .render_limits import Budget, Floor, current
 from .template_sizes import (METHOD_CHARS, METHOD_ITEMS, estimate, format_size, json_size, percent_size,
                              replaced_size, text_size)
 
@@ -28,6 +28,7 @@ TEXT = (str, bytes)
 SEQUENCES = (str, bytes, list, tuple)
 PLAIN = frozenset({str, int, float, bool, type(None)})
 NESTING = (Macro, LoopContext, BlockReference)  # calls that run template code: counted for depth
+SIZED_METHODS = frozenset({"join", *METHOD_CHARS, *METHOD_ITEMS})
 
 
 def check_length(budget: Budget, sample: Any, size: int) -> None:
@@ -39,8 +40,18 @@ def check_length(budget: Budget, sample: Any, size: int) -> None:
 
 def bounded_add(left: Any, right: Any) -> Any:
     if isinstance(left, SEQUENCES) and isinstance(right, SEQUENCES):
-        check_length(current(), left, len(left) + len(right))
+        size = len(left) + len(right)
+        if size > Floor.size:
+            check_length(current(), left, size)
     return left + right
+
+
+def checked(value: Any) -> Any:
+    """`value` itself, if its size is within the current render's limits."""
+    kind = type(value)
+    if (kind is str or kind is list or kind is dict or kind is tuple or kind is bytes) and len(value) > Floor.size:
+        current().checked(value)
+    return value
 
 
 def bounded_multiply(left: Any, right: Any) -> Any:
@@ -90,7 +101,7 @@ def bounded_range(*args: int) -> range:
 
 def checked_output(value: Any) -> Any:
     """`finalize` for every `{{ }}`: a nested value is measured before str() writes it out."""
-    if type(value) not in PLAIN:
+    if type(value) not in PLAIN and not isinstance(value, str):
         budget = current()
         budget.check_chars(text_size(value, budget))
     return value
@@ -108,8 +119,13 @@ def bounded_concat(parts: Any) -> str:
 
 def bounded_join(values: tuple, autoescape: bool) -> str:
     """`a ~ b ~ c`: sized first, then joined exactly as Jinja joins it."""
-    budget = current()
-    budget.check_chars(sum(len(v) if type(v) is str else text_size(v, budget) for v in values))
+    if set(map(type, values)) <= {str}:  # the usual case, counted without a Python loop
+        size = sum(map(len, values))
+        if size > Floor.size:
+            current().check_chars(size)
+    else:
+        budget = current()
+        budget.check_chars(sum(len(v) if type(v) is str else text_size(v, budget) for v in values))
     return markup_join(values) if autoescape else str_join(values)
 
 
@@ -143,28 +159,38 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             self.filters[name] = bounded_filter(self.filters[name], check)
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        if operator == "+":  # the common one, inline: templates add strings on every turn
+            if isinstance(left, SEQUENCES) and isinstance(right, SEQUENCES) and len(left) + len(right) > Floor.size:
+                check_length(current(), left, len(left) + len(right))
+            return left + right
         return BINOPS[operator](left, right)
 
     def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        budget = current()
-        budget.check_time()
-        if isinstance(obj, NESTING):
-            return self._call_nested(budget, context, obj, args, kwargs)
-        if type(obj) is BuiltinMethodType and isinstance(obj.__self__, (str, bytes, int)):
-            args = check_method(budget, obj, args, kwargs)
-        return budget.checked(super().call(context, obj, *args, **kwargs))
+        if type(obj) is BuiltinMethodType:  # most calls: message.get(...), content.strip()
+            if obj.__name__ in SIZED_METHODS and isinstance(obj.__self__, (str, bytes, int)):
+                args = check_method(current(), obj, args, kwargs)
+        elif isinstance(obj, NESTING):
+            return self._call_nested(current(), context, obj, args, kwargs)
+        result = SandboxedEnvironment.call(self, context, obj, *args, **kwargs)
+        kind = type(result)  # checked(result), inline: calls are frequent
+        if (kind is str or kind is list or kind is dict or kind is tuple or kind is bytes) and len(result) > Floor.size:
+            current().checked(result)
+        return result
 
     def _call_nested(self, budget: Budget, context: Context, obj: Any, args: tuple, kwargs: dict) -> Any:
+        budget.check_time()
         budget.depth += 1
         try:
             if budget.depth > budget.limits.max_depth:
                 raise TemplateLimitError("RecursionLimit", "the template's macros nest more than "
                                          f"{budget.limits.max_depth} calls deep")
-            return super().call(context, obj, *args, **kwargs)
+            return SandboxedEnvironment.call(self, context, obj, *args, **kwargs)
         finally:
             budget.depth -= 1
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        if getattr(value, "__name__", None) not in ("format", "format_map"):  # every attribute comes here
+            return None
         formatter = super().wrap_str_format(value)
         if formatter is None:
             return None
@@ -174,7 +200,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             budget = current()
             named = args[0] if mapping and args and not kwargs else kwargs
             budget.check_chars(estimate(format_size, template, () if mapping else args, named, budget))
-            return budget.checked(formatter(*args, **kwargs))
+            return checked(formatter(*args, **kwargs))
 
         return functools.update_wrapper(bounded_format, value)
 
@@ -199,11 +225,10 @@ def bounded_filter(original: Callable[..., Any], check: Callable[..., Any]) -> C
 
     @functools.wraps(original)
     def bounded(*args: Any, **kwargs: Any) -> Any:
-        budget = current()
         head, rest = args[:skip], args[skip:]
         if rest:
-            rest, kwargs = check(budget, head, rest, kwargs)
-        return budget.checked(original(*head, *rest, **kwargs))
+            rest, kwargs = check(current(), head, rest, kwargs)
+        return checked(original(*head, *rest, **kwargs))
 
     return bounded
 

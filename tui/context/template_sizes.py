@@ -7,10 +7,9 @@ and counted at every use: linear in the objects, whatever they expand to.
 
 from __future__ import annotations
 
-import itertools
 import re
 from string import Formatter
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from jinja2.runtime import Namespace
 
@@ -23,55 +22,65 @@ PERCENT_SPEC = re.compile(r"%(?:\(([^)]*)\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hl
 DIGITS = re.compile(r"\d+")
 
 
-class Shape:
+class Shape(NamedTuple):
     """Characters, elements and nesting depth of a value written out (an upper bound)."""
 
-    __slots__ = ("chars", "elements", "depth")
+    chars: int
+    elements: int = 0
+    depth: int = 0
 
-    def __init__(self, chars: int, elements: int = 0, depth: int = 0):
-        self.chars, self.elements, self.depth = chars, elements, depth
 
-
-def children(value: Any) -> Any:
-    """What a container writes out, or None for a value written as a short fixed text."""
-    if isinstance(value, dict):
-        return itertools.chain.from_iterable(value.items())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return value
-    if isinstance(value, Namespace):  # jinja2's namespace() writes out the dict it keeps here
-        return itertools.chain.from_iterable(getattr(value, "_Namespace__attrs", {}).items())
-    return None
+def keys_size(mapping: dict, factor: int, walk: Callable[[Any], tuple]) -> int:
+    try:
+        return factor * sum(map(len, mapping)) + 5 * len(mapping)  # string keys, the usual: no loop here
+    except TypeError:
+        return sum(walk(key)[0] + 2 for key in mapping)
 
 
 def measure(value: Any, limit: int, factor: int = REPR_FACTOR) -> Shape:
-    """The Shape of `value`; raises TemplateLimitError once it passes `limit` characters."""
-    memo: dict[int, Shape] = {}
-    active: set[int] = set()
+    """The Shape of `value`; raises TemplateLimitError once it passes `limit` characters.
 
-    def walk(item: Any) -> Shape:
+    Written for speed (tojson runs it on every tool of every render): strings inside a container are
+    counted in the loop, only containers recurse. Lists and dicts cannot be changed in the sandbox, so
+    a cycle has to pass through a namespace: only those are tracked.
+    """
+    memo: dict[int, tuple[int, int, int]] = {}
+    open_namespaces: set[int] = set()
+
+    def walk(item: Any) -> tuple[int, int, int]:
         kind = type(item)
         if kind is str or isinstance(item, (str, bytes)):
-            return Shape(factor * len(item) + 3)
+            return factor * len(item) + 3, 0, 0
         if kind is int or kind is bool:
-            return Shape(item.bit_length() // 3 + 2)
+            return item.bit_length() // 3 + 2, 0, 0
         key = id(item)
         if key in memo:
             return memo[key]
-        parts = children(item)
-        if parts is None or key in active:  # a cycle is written as [...] or {...}
-            return Shape(64)
-        active.add(key)
-        chars, elements, depth = 2, 0, 0
+        if kind is list or kind is tuple or isinstance(item, (list, tuple, set, frozenset)):
+            parts, chars = item, 2
+        elif isinstance(item, dict):
+            parts, chars = item.values(), 2 + keys_size(item, factor, walk)
+        elif isinstance(item, Namespace) and key not in open_namespaces:
+            open_namespaces.add(key)
+            result = walk(getattr(item, "_Namespace__attrs", {}))  # a namespace writes out its dict
+            open_namespaces.discard(key)
+            memo[key] = result
+            return result
+        else:  # None, floats, undefined, a namespace inside itself: short fixed texts
+            return 64, 0, 0
+        elements, depth = len(parts), 0
         for part in parts:
-            shape = walk(part)
-            chars, elements, depth = chars + shape.chars + 2, elements + shape.elements + 1, max(depth, shape.depth)
+            if type(part) is str:
+                chars += factor * len(part) + 5
+            else:
+                inner = walk(part)
+                chars, elements, depth = chars + inner[0] + 2, elements + inner[1], max(depth, inner[2])
             if chars > limit:
                 raise too_long(limit)
-        active.discard(key)
-        memo[key] = shape = Shape(chars, elements, depth + 1)
-        return shape
+        memo[key] = result = (chars, elements, depth + 1)
+        return result
 
-    return walk(value)
+    return Shape(*walk(value))
 
 
 def too_long(limit: int) -> TemplateLimitError:
