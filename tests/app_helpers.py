@@ -47,7 +47,16 @@ def plain(shown) -> str:
 
 
 async def settle(pilot, app: CtxpaneApp) -> None:
-    """Wait until background work (tokenizer, rebuilds) has finished and the screen is drawn."""
+    """Wait until background work (tokenizer, rebuilds) has finished and the screen is drawn.
+
+    A rebuild that a newer one replaced ends cancelled: that is the app working, not a failure.
+    """
+    from textual.worker import WorkerCancelled
     for _ in range(3):
-        await app.workers.wait_for_complete()
+        for _attempt in range(10):
+            try:
+                await app.workers.wait_for_complete()
+                break
+            except WorkerCancelled:
+                continue
         await pilot.pause(0.05)

@@ -89,3 +89,21 @@ async def test_placeholder_key_does_not_rewrite_the_session_and_a_real_key_is_ne
             await settle(pilot, app)
             saved = app.session_file.read_text()
             assert KEY not in saved and "my key is" in saved
+
+
+async def test_app_export_is_private_and_a_session_tokenizer_path_is_never_opened(sessions, tmp_path):
+    import stat
+    fifo = tmp_path / "tokenizer.json"
+    import os
+    os.mkfifo(fifo)  # opening it for reading would block the tokenizer worker for ever
+    path = tmp_path / "s.ctxpane.json"
+    session = Session(title="t", tokenizer=str(fifo))
+    save_session(session, path)
+    app = make_app(tmp_path, offline=True, file=path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.wb.tokenizer.name != str(fifo)
+        await app.run_action("export_markdown")
+        await settle(pilot, app)
+        exported = path.parent / f"{app.wb.session.id}.md"
+        assert exported.exists() and stat.S_IMODE(exported.stat().st_mode) == 0o600

@@ -74,8 +74,13 @@ class ReplayScreen(Screen):
             return
         record = step.record
         info = Text(f"replay: step {step.number} of {len(self.replayer)} · {one_line(record.time, 40)}\n", style="bold")
-        info.append("✓ the pane matches the stored request byte for byte" if step.matches else
-                    "✗ the stored request renders differently now", style="green" if step.matches else "bold red")
+        if not record.document_hash:
+            info.append("? not checked: this request was stored without a document hash", style="bold yellow")
+        else:
+            info.append("✓ the pane matches the stored request byte for byte" if step.matches else
+                        "✗ the stored request renders differently now", style="green" if step.matches else "bold red")
+        for note in step.notes:
+            info.append("\n" + one_line(note, 300), style="yellow")
         info.append(f" (sha256 {one_line(record.document_hash[:12])}…)\n" if record.document_hash else "\n")
         if step.drift is None:
             info.append("no drift: a fresh rendering with today's template and tokenizer is identical\n", style="dim")

@@ -28,9 +28,10 @@ class SendingMixin:
     # -- tokenizer and server ----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="tokenizer")
     def load_tokenizer(self, name: str | None = None) -> None:
-        from tui.context.assemble import NATIVE_TOKENIZER
-        spec = name or self.settings.tokenizer or self.wb.session.tokenizer or \
-            NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base")
+        from tui.sessions.replay import offline_tokenizer_name
+        # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
+        spec = name or self.settings.tokenizer or offline_tokenizer_name(self.wb.session.tokenizer,
+                                                                         self.wb.template.name)
         try:
             tokenizer = get_tokenizer(spec)
         except TokenizerNotFound as exc:

@@ -107,7 +107,7 @@ class SessionActionsMixin:
         self.send(body, view)
 
     def action_open_session(self) -> None:
-        from tui.sessions.store import sessions_dir
+        from tui.sessions.store import sessions_dir, write_private
 
         from .browser_screen import BrowserScreen
         folder = self.options.sessions_folder or sessions_dir()
@@ -135,12 +135,12 @@ class SessionActionsMixin:
 
     def action_export_markdown(self) -> None:
         from tui.sessions.transfer import export_markdown
-        from tui.sessions.store import sessions_dir
+        from tui.sessions.store import sessions_dir, write_private
         folder = self.session_file.parent if self.session_file else (self.options.sessions_folder or sessions_dir())
         target = folder / f"{self.wb.session.id}.md"
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            target.write_text(export_markdown(self.wb.session), encoding="utf-8")
+            write_private(target, export_markdown(self.wb.session))  # 0600, like the session itself
         except OSError as exc:
             self.notify(f"cannot write {target}: {exc}", severity="error")
             return
