@@ -90,6 +90,28 @@ GROUPS["client: SSE parser, key scoping, redaction, server data"] = (
     (('tui/client/server_info.py', '    except (MalformedAnswer, TooLarge):\n        raise\n', '', 'probes swallow malformed answers')),
     ])
 
+GROUPS["session files: schema, safe reading, atomic save, lock, exports"] = (
+    ["tests/test_sessions.py", "tests/test_session_schema.py", "tests/test_session_hostile_files.py",
+     "tests/test_cli_errors.py"],
+    [
+    (('tui/sessions/safe_io.py', '        os.replace(temp, path)', '        Path(path).write_text(text, encoding="utf-8")', 'atomic save writes the session in place (os.replace gone)')),
+    (('tui/sessions/store.py', '            if self._still_linked(fd):', '            if True:', 'session lock taken on a lock file already removed (two writers)')),
+    (('tui/sessions/store.py', 'fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)', 'fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)', 'session lock shared instead of exclusive')),
+    (('tui/sessions/safe_io.py', '        if not stat.S_ISREG(info.st_mode):', '        if False:', 'a FIFO or device read as a session file')),
+    (('tui/sessions/safe_io.py', 'os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY', 'os.O_RDONLY | os.O_NOCTTY', 'session files opened blocking (a FIFO hangs)')),
+    (('tui/sessions/safe_io.py', '    if len(result) != len(pairs):', '    if False:', 'duplicated JSON keys accepted')),
+    (('tui/sessions/safe_io.py', '            if depth > MAX_DEPTH:', '            if False:', "nesting depth unbounded below the parser's own limit")),
+    (('tui/sessions/safe_io.py', 'abs(value) >= MAX_INT', 'abs(value) >= MAX_INT ** 9', 'huge integers accepted in free-form fields')),
+    (('tui/sessions/schema.py', '    context_window: Int(1, 10 ** 8) | None = None', '    context_window: int | None = None', 'context_window unbounded')),
+    (('tui/sessions/schema.py', '            conform(self.tool_calls, list[ToolCall], ".tool_calls")', '            pass', 'tool calls of the wrong shape accepted')),
+    (('tui/sessions/schema.py', '        check_names(self.variables, ".variables")', '        pass', "template variables may collide with the engine's own arguments")),
+    (('tui/sessions/parse.py', '    if format_ != FORMAT:', '    if False:', 'any JSON object with a version read as a session')),
+    (('tui/sessions/session_template.py', '        return builtin_template(name)', "        return __import__('tui.context.template_library').context.template_library.load_template(origin[5:]) if origin.startswith('file:') else builtin_template(name)", "a session's template origin path is read")),
+    (('tui/sessions/replay.py', '        matches = bool(record.document_hash) and', '        matches = not record.document_hash or', 'replay --check passes a record without a hash')),
+    (('tui/commands/export.py', '            write_private(Path(args.output).expanduser(), text)', '            Path(args.output).expanduser().write_text(text, encoding="utf-8")', 'exports written with the umask mode, not 0600')),
+    (('tui/cli.py', '{one_line(message)}', '{message}', 'error lines carry raw newlines and terminal escapes')),
+    ])
+
 GROUPS["app: the one way to the screen, key scope, counting, summaries"] = (
     ["tests/test_hostile_sinks.py", "tests/test_app_key_scope.py", "tests/test_app_summary.py",
      "tests/test_budget.py"],
