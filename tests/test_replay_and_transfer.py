@@ -34,6 +34,19 @@ def test_sample_replays_byte_for_byte(run_cli, path):
         assert step["matches_stored"] and step["tokens"] == record.document_tokens
 
 
+def test_replay_without_check_asks_the_cli_to_open_the_app(monkeypatch):
+    """`ctxpane replay FILE --step N`: the command checks the file, the CLI starts the app (commands never import it)."""
+    import tui.app.launch
+    from tui.cli import main
+    from tui.commands.replay import ReplayInApp, run
+
+    asked = []
+    monkeypatch.setattr(tui.app.launch, "run_replay", lambda path, step: asked.append((path, step)) or 7)
+    assert run([str(SAMPLES[0]), "--step", "2"]) == ReplayInApp(SAMPLES[0], 2)
+    assert main(["replay", str(SAMPLES[0]), "--step", "2"]) == 7
+    assert asked == [(SAMPLES[0], 2)]
+
+
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
 async def test_sample_opens_and_replays_in_the_app(monkeypatch, tmp_path, path):
     isolated(monkeypatch, tmp_path)

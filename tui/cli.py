@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
         module = importlib.import_module(SUBCOMMANDS[args[0]][0])
         try:
-            return module.run(args[1:])
+            result = module.run(args[1:])
+            return result if isinstance(result, int) else open_in_app(result)
         except UsageError as exc:
             return fail(str(exc))
         except KeyboardInterrupt:
@@ -39,6 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     from tui.app.launch import run_app
 
     return run_app(args)
+
+
+def open_in_app(request) -> int:
+    """A subcommand that ends in the app (`replay FILE`) hands its request here: commands never import the app."""
+    from tui.app.launch import run_replay
+
+    return run_replay(request.path, request.step)
 
 
 def entry() -> None:

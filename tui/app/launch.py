@@ -30,6 +30,16 @@ def run_app(argv: list[str]) -> int:
                                    "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,
                                    "no_scan": args.no_scan},
                             replay=args.replay)
-    app = CtxpaneApp(options)
+    return _run(CtxpaneApp(options))
+
+
+def run_replay(path: Path, step: int | None = None) -> int:
+    """`ctxpane replay FILE`: the app on a checked session file, stepping through its requests."""
+    from .app import CtxpaneApp, LaunchOptions
+
+    return _run(CtxpaneApp(LaunchOptions(file=path, flags={"no_scan": True}, replay=True, replay_step=step)))
+
+
+def _run(app) -> int:
     app.run()
     return app.return_code or 0

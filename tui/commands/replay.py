@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 from tui.commands.render import QuietParser
 from tui.commands.sessions_common import open_session, session_engine, template_failures
@@ -23,6 +25,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dataclass(frozen=True)
+class ReplayInApp:
+    """What `ctxpane replay FILE` asks of the CLI: open the app on this (checked) file in replay mode.
+
+    The commands sit below the app and never import it; tui/cli.py starts the app with this request.
+    """
+
+    path: Path
+    step: int | None = None
+
+
 def step_json(step) -> dict:
     document = step.snapshot.document
     return {"step": step.number, "matches_stored": step.matches, "document_sha256": step.record.document_hash,
@@ -34,15 +47,11 @@ def step_json(step) -> dict:
             "drift": step.drift, "incomplete": step.record.incomplete, "text": document.text}
 
 
-def run(argv: list[str]) -> int:
+def run(argv: list[str]) -> int | ReplayInApp:
     args = build_parser().parse_args(argv)
     opened = open_session(args.file)
     if not (args.check or args.json):
-        from tui.app.app import CtxpaneApp, LaunchOptions
-        app = CtxpaneApp(LaunchOptions(file=opened.path, flags={"no_scan": True}, replay=True,
-                                       replay_step=args.step))
-        app.run()
-        return app.return_code or 0
+        return ReplayInApp(opened.path, args.step)
     session = opened.session
     template, tokenizer = session_engine(session, args.template, args.tokenizer)
     replayer = Replayer(session, template, tokenizer)
