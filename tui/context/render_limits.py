@@ -118,7 +118,7 @@ class Watchdog:
         with self._lock:
             self._watches.add(watch)
             self._last_arm = time.monotonic()
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():  # first use, or after a fork
                 self._thread = threading.Thread(target=self._run, name="template-watchdog", daemon=True)
                 self._thread.start()
             if watch.next_look(time.monotonic()) < self._next_look:
@@ -138,7 +138,10 @@ class Watchdog:
                 live = [watch for watch in self._watches if watch.reason is None]
                 memory = process_memory() if any(watch.max_memory for watch in live) else 0
                 for watch in live:
-                    self._look(watch, now, memory)
+                    try:
+                        self._look(watch, now, memory)
+                    except Exception:  # noqa: BLE001 - the watchdog must outlive any one watch
+                        watch.reason = watch.reason or "time"
                 self._next_look = min((w.next_look(now) for w in live if w.reason is None), default=math.inf)
                 if self._next_look == math.inf and now - self._last_arm < LINGER_SECONDS:
                     self._next_look = now + POLL_SECONDS  # so the next arm need not wake this thread
