@@ -41,7 +41,8 @@ def test_hidden_tag_message_becomes_readable():
 
 
 def test_tab_newline_and_ordinary_text_kept():
-    text = "col1\tcol2\nÜnïcödé ✓ 🎉 العربية 中文 e\u0301 \ufe0f\U000e0100"  # variation selectors are left
+    # an emoji's presentation selector (U+FE0F after a symbol, a keycap's U+FE0F U+20E3) is ordinary text
+    text = "col1\tcol2\nÜnïcödé ✓\ufe0e 🎉 ❤\ufe0f 1\ufe0f\u20e3 ‼\ufe0f العربية 中文 e\u0301"
     assert visible(text) == text
 
 

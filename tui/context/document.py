@@ -1,29 +1,27 @@
 """The rendered document with the origin of every character.
 
-How: render once for the truth, and once more with each message field wrapped in sentinels made
-of a random key drawn afresh for each render and checked to occur in no input and nowhere in the
-true rendering, so no message text can open or close a field. Where the template copies a field
-verbatim, the sentinels give its exact place. Where
-the template transforms it (strip, tojson, slicing), the sentinel rendering is aligned to the true
-one and the span is marked `transformed`. Text outside fields is the template's own (`marker`),
-split between messages at their turn headers.
+How: render once for the truth, and once more with every string that came from outside the
+template (message fields, tool schemas, variables) marked with sentinels of a random key
+(marking.py): no input can open or close a field, and a template that splits or slices a field
+keeps each piece marked. The marked rendering is aligned to the true one in linear time
+(alignment.py); a field the template changed at its ends (strip, trim) is marked `transformed`.
+Text outside fields is the template's own (`marker`), split between messages at their turn
+headers; text that alignment could give to no field is `unattributed`, never `marker`.
 """
 
 from __future__ import annotations
 
-import copy
-import difflib
-import json
 import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-KEY_LENGTH = 6  # random private-use characters after U+E000: ~2**75 keys, and a key that occurs is redrawn
+from .alignment import Segment, align, search_fields
+from .marking import Field, Marked, input_strings, mark_inputs, new_key, read_marked
+
 ROLE_WORDS = re.compile(r"(user|assistant|system|developer|tool|model|ipython|human|bot|functions?)\b",
                         re.IGNORECASE)
 ROLE_TOKENS = {"user", "assistant", "system", "developer", "inst", "system_prompt", "human", "bot", "tool"}
-ALIGN_LIMIT = 400_000  # characters; past this a failed fast alignment falls back to text search
+UNATTRIBUTED = "unattributed"  # text of no known field where the template's own text should be
 
 
 @dataclass
@@ -63,135 +61,6 @@ class Document:
             raise AssertionError(f"spans end at {position}, text at {len(self.text)}")
 
 
-@dataclass
-class _Field:
-    message: int
-    kind: str
-    text: str
-
-
-def new_key() -> str:
-    """A sentinel key: U+E000 then random private-use characters from U+E001..U+F8FF.
-
-    U+E000 occurs once, at the start, so a key cannot overlap itself: input text ending in part
-    of a key and followed by a real sentinel never forms a second key. The characters stay in the
-    Basic Multilingual Plane, so the marked rendering costs no more than the true one.
-    """
-    return "\ue000" + "".join(chr(0xE001 + secrets.randbelow(0x18FF)) for _ in range(KEY_LENGTH))
-
-
-def _mark(value: str, fid: int, key: str) -> str:
-    return f"{key}o{fid}\ue002{value}{key}c{fid}\ue002"
-
-
-def wrap_fields(messages: list[dict], key: str) -> tuple[list[dict], list[_Field]]:
-    """Copies of the messages with every non-empty text field wrapped in numbered sentinels."""
-    fields: list[_Field] = []
-    wrapped = copy.deepcopy(messages)
-
-    def mark(value: Any, index: int, kind: str) -> Any:
-        if not isinstance(value, str) or not value:
-            return value
-        fields.append(_Field(index, kind, value))
-        return _mark(value, len(fields) - 1, key)
-
-    for index, message in enumerate(wrapped):
-        content = message.get("content")
-        if isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and "text" in part:
-                    part["text"] = mark(part["text"], index, "content")
-        else:
-            message["content"] = mark(content, index, "content")
-        for name in ("reasoning_content", "thinking", "reasoning"):
-            if name in message:
-                message[name] = mark(message[name], index, "reasoning")
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict):
-                args = function.get("arguments")
-                if isinstance(args, dict):
-                    function["arguments"] = {k: mark(v, index, "tool_call") for k, v in args.items()}
-                else:
-                    function["arguments"] = mark(args, index, "tool_call")
-    return wrapped, fields
-
-
-def _pieces(marked: str, key: str) -> list[tuple[str, Any]]:
-    """Split a sentinel rendering into ("text", str), ("open", id), ("close", id) pieces."""
-    pieces: list[tuple[str, Any]] = []
-    position = 0
-    for match in re.finditer(re.escape(key) + "([oc])(\\d+)\ue002", marked):
-        if match.start() > position:
-            pieces.append(("text", marked[position:match.start()]))
-        pieces.append(("open" if match.group(1) == "o" else "close", int(match.group(2))))
-        position = match.end()
-    if position < len(marked):
-        pieces.append(("text", marked[position:]))
-    return pieces
-
-
-def _regions(pieces: list[tuple[str, Any]]) -> tuple[str, list[tuple[int, int, int]]]:
-    """The plain text of a sentinel rendering and the (start, end, field) regions inside it."""
-    plain: list[str] = []
-    length = 0
-    opened: dict[int, int] = {}
-    regions = []
-    for kind, value in pieces:
-        if kind == "text":
-            plain.append(value)
-            length += len(value)
-        elif kind == "open":
-            opened[value] = length
-        elif value in opened:
-            regions.append((opened.pop(value), length, value))
-    regions.sort()
-    # A field copied twice or sliced can nest or overlap: keep the outermost, in order.
-    kept: list[tuple[int, int, int]] = []
-    for region in regions:
-        if region[1] > region[0] and (not kept or region[0] >= kept[-1][1]):
-            kept.append(region)
-    return "".join(plain), kept
-
-
-def _map_regions(plain: str, truth: str, regions: list) -> list[tuple[int, int, int, bool]] | None:
-    """Carry regions of `plain` over to `truth`, which differs where the template transformed fields."""
-    if plain == truth:
-        return [(a, b, f, False) for a, b, f in regions]
-    if len(plain) + len(truth) > ALIGN_LIMIT:
-        return None
-    matcher = difflib.SequenceMatcher(None, plain, truth, autojunk=False)
-    blocks = matcher.get_matching_blocks()
-
-    def carry(position: int) -> int:
-        for a, b, size in blocks:
-            if a <= position <= a + size:
-                return b + (position - a)
-            if a > position:
-                return b
-        return len(truth)
-
-    mapped = []
-    for a, b, fid in regions:
-        start, end = carry(a), carry(b)
-        if end > start:
-            mapped.append((start, end, fid, truth[start:end] != plain[a:b]))
-    return mapped
-
-
-def _search_regions(truth: str, fields: list[_Field]) -> list[tuple[int, int, int, bool]]:
-    """Last resort: find each field's text, in order, in the true rendering."""
-    found, cursor = [], 0
-    for fid, item in enumerate(fields):
-        for candidate in (item.text, item.text.strip(), json.dumps(item.text, ensure_ascii=False)[1:-1]):
-            at = truth.find(candidate, cursor) if candidate else -1
-            if at >= 0:
-                found.append((at, at + len(candidate), fid, candidate != item.text))
-                cursor = at + len(candidate)
-                break
-    return found
-
-
 def _opener_positions(text: str, specials: list[str]) -> list[int]:
     """Places in marker text where a turn header starts (a control token naming or followed by a role)."""
     positions = []
@@ -229,35 +98,105 @@ def _marker_owner(gap: str, before: int | None, after: int | None, specials: lis
     return pieces
 
 
-def _tile(truth: str, regions: list, fields: list[_Field], specials: list[str]) -> list[Span]:
-    spans: list[Span] = []
-    cursor, previous = 0, None
+def _segments(truth: str, marked: Marked, render: Callable[..., str], key: str) -> list[Segment]:
+    if not marked.fields:
+        return []
+    fields = marked.fields
+    try:
+        rendering = render(marked.messages, **marked.variables)
+    except Exception:  # noqa: BLE001 - the marks changed the template's branches: search instead
+        return search_fields(truth, _whole_strings(fields))
+    plain, regions = read_marked(rendering, key, fields)
+    return align(plain, truth, regions, lambda number: fields[number].leaf)
 
-    def add_markers(upto: int, following: int | None) -> None:
-        if upto <= cursor:
-            return
-        gap = truth[cursor:upto]
-        for start, end, owner in _marker_owner(gap, previous, following, specials):
-            if end > start:
-                spans.append(Span(cursor + start, cursor + end, owner, "marker"))
 
-    for start, end, fid, transformed in regions:
-        if start < cursor:
+def _whole_strings(fields: list[Field]) -> list[tuple[str, int]]:
+    """(text, first chunk) of each marked input string, its chunks joined again."""
+    strings: list[tuple[list[str], int]] = []
+    for number, item in enumerate(fields):
+        if strings and fields[strings[-1][1]].leaf == item.leaf:
+            strings[-1][0].append(item.text)
+        else:
+            strings.append(([item.text], number))
+    return [("".join(parts), number) for parts, number in strings]
+
+
+def _tile(truth: str, segments: list[Segment], fields: list[Field], specials: list[str]) -> list[Span]:
+    """Spans over the whole text: fields and unattributed text as found, the template's text between."""
+    runs: list[list] = []  # [start, end, message, kind, transformed]: adjacent chunks of one kind joined
+    for start, end, number, transformed in sorted(segments, key=lambda segment: segment[:2]):
+        if end <= start or (runs and start < runs[-1][1]):
             continue
-        item = fields[fid]
-        add_markers(start, item.message)
-        spans.append(Span(start, end, item.message, item.kind, transformed or truth[start:end] != item.text))
-        cursor, previous = end, item.message
-    add_markers(len(truth), None)
-    return _merge(spans)
+        if number is None:
+            message, kind = None, UNATTRIBUTED
+        else:
+            item = fields[number]
+            message, kind = item.message, item.kind
+            transformed = transformed or truth[start:end] != item.text
+        last = runs[-1] if runs else None
+        if last and last[1] == start and last[2] == message and last[3] == kind:
+            last[1], last[4] = end, last[4] or transformed
+        else:
+            runs.append([start, end, message, kind, transformed])
+    return _merge(_with_markers(truth, [Span(a, b, m, k, t) for a, b, m, k, t in runs], specials))
+
+
+def _with_markers(truth: str, found: list[Span], specials: list[str]) -> list[Span]:
+    """Fill the gaps between found spans with the template's text, each run owned by a message.
+
+    Ownership runs from one message's text to the next: fields of no message (tools, variables)
+    and unattributed text are blanked out of the run, so their text is never read as a header.
+    """
+    anchors = [i for i, span in enumerate(found) if span.message is not None and span.kind != UNATTRIBUTED]
+    spans: list[Span] = []
+    bounds = [-1, *anchors, len(found)]
+    for left, right in zip(bounds, bounds[1:]):
+        start = found[left].end if left >= 0 else 0
+        end = found[right].start if right < len(found) else len(truth)
+        before = found[left].message if left >= 0 else None
+        after = found[right].message if right < len(found) else None
+        if left >= 0:
+            spans.append(found[left])
+        inner = found[left + 1:right]
+        spans.extend(_owned_run(truth, start, end, inner, before, after, specials))
+    return spans
+
+
+def _owned_run(truth: str, start: int, end: int, inner: list[Span], before: int | None, after: int | None,
+               specials: list[str]) -> list[Span]:
+    """truth[start:end] as marker spans owned by `before` or `after`, around the `inner` spans (kept)."""
+    free, blanked, position = [], [], start
+    for span in inner:
+        if span.kind == UNATTRIBUTED:
+            span.message = before if before is not None else after
+        if span.start > position:
+            free.append((position, span.start))
+        blanked += [truth[position:span.start], "\x00" * span.length]
+        position = span.end
+    if end > position:
+        free.append((position, end))
+    blanked.append(truth[position:end])
+    cuts = [(start + a, start + b, owner) for a, b, owner in _marker_owner("".join(blanked), before, after, specials)]
+    out, i, j = list(inner), 0, 0
+    while i < len(free) and j < len(cuts):  # each free run, cut where the owner changes
+        low, high = max(free[i][0], cuts[j][0]), min(free[i][1], cuts[j][1])
+        if high > low:
+            out.append(Span(low, high, cuts[j][2], "marker"))
+        if free[i][1] <= cuts[j][1]:
+            i += 1
+        else:
+            j += 1
+    return sorted(out, key=lambda span: span.start)
 
 
 def _merge(spans: list[Span]) -> list[Span]:
+    """Adjacent spans of one message and kind become one (a field's chunks, a run of markers)."""
     merged: list[Span] = []
     for span in spans:
         last = merged[-1] if merged else None
-        if last and last.kind == span.kind == "marker" and last.message == span.message and last.end == span.start:
+        if last and last.kind == span.kind and last.message == span.message and last.end == span.start:
             last.end = span.end
+            last.transformed = last.transformed or span.transformed
         else:
             merged.append(span)
     return merged
@@ -268,22 +207,14 @@ def build_document(render: Callable[..., str], messages: list[dict], specials: l
     """Render `messages` and attribute every character of the result to a message and a kind."""
     truth = render(messages, **variables)
     key = new_key()
-    wrapped, fields = wrap_fields(messages, key)
-    while key in truth or any(key in item.text for item in fields):  # never in practice; then draw again
+    inputs = list(input_strings(messages, variables))
+    while key in truth or any(key in text for text in inputs):  # never in practice; then draw again
         key = new_key()
-        wrapped, fields = wrap_fields(messages, key)
-    regions = None
-    if fields:
-        try:
-            plain, plain_regions = _regions(_pieces(render(wrapped, **variables), key))
-            regions = _map_regions(plain, truth, plain_regions)
-        except Exception:  # the sentinels changed the template's branches; search instead
-            regions = None
-        if regions is None:
-            regions = _search_regions(truth, fields)
-    document = Document(truth, _tile(truth, regions or [], fields, specials),
-                        [str(m.get("role", "")) for m in messages])
-    return document
+    marked = mark_inputs(messages, variables, key)
+    spans = _tile(truth, _segments(truth, marked, render, key), marked.fields, specials)
+    return Document(truth, spans, [str(m.get("role", "")) for m in messages])
+
+
 
 
 def first_difference(left: str, right: str, names: tuple[str, str] = ("left", "right"),

@@ -19,27 +19,33 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
+from .safety import hidden_class
+
 # Look-alikes: the characters a parser keys on, swapped for ones it does not.
 LOOKALIKE = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆", "|": "¦", "｜": "¦"})
 LABEL_LOOKALIKE = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆", "|": "¦", "｜": "¦", '"': "'",
                                  "`": "'", "\\": "/"})
 LABEL_MAX = 80
-RULE_BLOCK = r"<\s*<\s*/?\s*[A-Za-z_][\w.-]*(?:\s+[^<>\n]*)?>\s*>"
+# Every run is possessive (*+) or bounded, so untrusted text is scanned in linear time: a megabyte of
+# '<' and spaces cannot make the engine backtrack.
+RULE_BLOCK = r"<\s*+<\s*+/?\s*+[A-Za-z_][\w.-]*+(?:\s++[^<>\n]*+)?>\s*+>"
+# Delimiters are matched with any run of invisible characters (controls, format and default-ignorable
+# characters, tag characters, variation selectors: safety.hidden_class) wherever they could sit: after
+# '<', after '/', between the letters of the tag. The alternative, rewriting every invisible character
+# of an untrusted body, would change the data the model receives (ZWNJ spells Persian words, ZWJ joins
+# emoji); here the text is changed only where it forms a delimiter, and the pane shows the rest visibly.
+GAPPED_RULE_BLOCK = r"<{ws}<{ws}/?{ws}[A-Za-z_][\w.-]*+(?:\s++[^<>\n]*+)?>{ws}>"
 # The shapes tokenizers give control tokens, escaped whatever the active template and tokenizer.
 CONTROL_SHAPES = (
-    r"<\s*\|[^|<>\n]{1,40}\|\s*>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>"  # <|im_start|>, <|turn>, <turn|>
+    r"<\s*+\|[^|<>\n]{1,40}\|\s*+>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>"  # <|im_start|>, <|turn>, <turn|>
     r"|<｜[^｜<>\n]{1,40}｜>"  # DeepSeek's full-width bars
-    r"|</?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+>"  # snake-case names: <start_of_turn>, <tool_call>, <start_of_image>
+    r"|</?[A-Za-z][A-Za-z0-9]*+(?:_[A-Za-z0-9]++)++>"  # snake-case names: <start_of_turn>, <tool_call>, <start_of_image>
     r"|</?(?:bos|eos|unk|sep|pad|cls|mask|unused\d+|extra_id_\d+)>"  # the special-token roles of HF tokenizers
     r"|\[/?[A-Z][A-Z_]{2,30}\]|\[@[A-Z]+@\]")  # [INST], [/TOOL_RESULTS], [@BOS@]
 STRAY_HALVES = r"<\||\|>|<｜|｜>"  # a stray half of a control token (e.g. left by a cut) goes too
 # What a template writes that looks like a control marker: any bracketed word without spaces.
 MARKER_LIKE = re.compile(r"</?[^<>\s]{1,40}>|\[/?[A-Za-z_@][\w@.-]{1,40}\]")
-# Characters dropped from labels (controls, format and private-use characters, lone surrogates).
-_LABEL_DROP = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-                         "\u2060-\u206f\ufeff\ufff9-\ufffb\ue000-\uf8ff\ud800-\udfff"
-                         "\U000e0000-\U000e007f\U000f0000-\U0010ffff]")
-_LABEL_SPACE = re.compile(r"[\s\u2028\u2029\x85]+")
+_LABEL_SPACE = re.compile(r"[\s\u2028\u2029\x85]++")
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,15 @@ class FenceStyle:
         return f"\n</{self.tag}>"
 
 
+@lru_cache(maxsize=1)
+def _label_drop() -> re.Pattern:
+    """What labels lose: every character visible() would show as a stand-in (safety.hidden_class)."""
+    return re.compile(f"[{hidden_class(presentation=True)}]+")
+
+
 def clean_label(value: str, pattern: re.Pattern | None = None, limit: int = LABEL_MAX) -> str:
     """One short line that cannot write structure: no controls, newlines, quotes, brackets or bars."""
-    text = _LABEL_SPACE.sub(" ", _LABEL_DROP.sub("", str(value))).strip().translate(LABEL_LOOKALIKE)
+    text = _label_drop().sub("", _LABEL_SPACE.sub(" ", str(value))).strip().translate(LABEL_LOOKALIKE)
     if pattern is not None:
         text = neutralise(text, pattern)[0]
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -100,10 +112,12 @@ def _compiled(tag: str, exact: frozenset[str]) -> re.Pattern:
     shapes = re.compile("|".join([CONTROL_SHAPES, RULE_BLOCK]), re.IGNORECASE)
     # An exact string already of a generic shape needs no entry of its own (harmony has a thousand).
     rest = sorted((s for s in exact if not shapes.fullmatch(s)), key=len, reverse=True)
-    gap = "[\u00ad\u200b-\u200d\u2060\ufeff]*"  # a tag split by invisible characters still reads as the tag
+    invisible = hidden_class(presentation=True)
+    gap, ws = f"[{invisible}]*+", f"[\\s{invisible}]*+"  # a delimiter split by invisible characters still reads
     tag_pattern = gap.join(map(re.escape, tag))
     parts = [re.escape(s) for s in rest]
-    parts += [rf"<\s*/?\s*{tag_pattern}\b[^>\n]*>?", RULE_BLOCK, CONTROL_SHAPES, STRAY_HALVES]
+    parts += [rf"<{ws}/?{ws}{tag_pattern}\b[^>\n]*+>?", GAPPED_RULE_BLOCK.format(ws=ws), CONTROL_SHAPES,
+              STRAY_HALVES]
     return re.compile("|".join(parts), re.IGNORECASE)
 
 

@@ -122,7 +122,8 @@ def message_from_dict(data: Any, index: int = 0) -> Message:
     _check_content(role, content)
     prov = data.get("provenance")
     if isinstance(prov, dict):
-        provenance = Provenance.for_source(prov.get("source", default_source(role)), prov.get("label", ""))
+        source = prov.get("source")  # null or missing: the role's default, as in a body without provenance
+        provenance = Provenance.for_source(default_source(role) if source is None else source, prov.get("label", ""))
         if "trusted" in prov:
             provenance.trusted = bool(prov["trusted"])
     else:

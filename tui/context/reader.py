@@ -14,14 +14,15 @@ from dataclasses import dataclass
 
 from .document import Document
 
+# Every run is possessive (*+), so the reader scans any text in linear time (no backtracking).
 TURN_OPENERS = re.compile(
-    r"(?:<\|im_start\|>|<\|start_header_id\|>|<\|start\|>|<start_of_turn>|<\|turn>)[ \t]*"
-    r"(?P<role>[A-Za-z_][\w.-]*)"
+    r"(?:<\|im_start\|>|<\|start_header_id\|>|<\|start\|>|<start_of_turn>|<\|turn>)[ \t]*+"
+    r"(?P<role>[A-Za-z_][\w.-]*+)"
     r"|<\|(?P<tokrole>system|user|assistant|tool|developer)\|>"
     r"|<｜(?P<dsrole>User|Assistant|System)｜>"
     r"|\[(?P<inst>INST|SYSTEM_PROMPT|TOOL_RESULTS|AVAILABLE_TOOLS)\]"
-    r"|<<(?P<rulerole>[A-Za-z_][\w.-]*)(?:\s+id=\"?(?P<ruleid>[^\s\">]+)\"?)?[^<>\n]*>>"
-    r"|<(?P<fencetag>untrusted)\s+source=\"(?P<source>[^\"]*)\"\s+id=\"(?P<fenceid>[^\"]*)\">",
+    r"|<<(?P<rulerole>[A-Za-z_][\w.-]*+)(?:\s++id=\"?+(?P<ruleid>[^\s\">]++)\"?+)?+[^<>\n]*+>>"
+    r"|<(?P<fencetag>untrusted)\s++source=\"(?P<source>[^\"]*+)\"\s++id=\"(?P<fenceid>[^\"]*+)\">",
     re.IGNORECASE)
 INST_ROLES = {"inst": "user", "system_prompt": "system", "tool_results": "tool", "available_tools": "system"}
 OWN_KINDS = ("marker", "fence")

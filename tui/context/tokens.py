@@ -103,9 +103,13 @@ class TiktokenTokenizer:
                                            special_tokens=specials)
 
     def plain_starts(self, text: str) -> tuple[array, bool]:
-        tokens = self._encoding.encode_ordinary(text)
-        lengths = map(len, self._encoding.decode_tokens_bytes(tokens))
-        return array("q", accumulate(lengths, initial=0))[:-1] if tokens else array("q"), True
+        starts, offset = array("q"), 0
+        for piece in _bpe_pieces(text):  # tiktoken's regex overflows its stack on a megabyte of spaces
+            tokens = self._encoding.encode_ordinary(piece)
+            lengths = list(map(len, self._encoding.decode_tokens_bytes(tokens)))
+            starts.extend(accumulate(lengths[:-1], initial=offset) if tokens else ())
+            offset += sum(lengths)
+        return starts, True
 
     def special_count(self, text: str) -> int:
         return 1  # the model's own tokenizer has it as one control token; the estimate says so
@@ -119,6 +123,25 @@ class TiktokenTokenizer:
 
     def encode_whole(self, text: str) -> int:
         return len(self._encoding.encode(text, allowed_special="all"))
+
+
+BPE_PIECE = 1 << 16  # characters handed to tiktoken at once
+_SAFE_CUT = re.compile(r"(?<=\S) ")  # a space after a non-space: every split pattern starts a piece there
+
+
+def _bpe_pieces(text: str) -> list[str]:
+    """`text` in pieces of at most ~BPE_PIECE characters, cut where the split pattern cuts anyway,
+    so the tokens are the same; a run with no such place (a megabyte of spaces) is cut where it must."""
+    pieces, start = [], 0
+    while len(text) - start > BPE_PIECE:
+        cut = None
+        for cut in _SAFE_CUT.finditer(text, start + BPE_PIECE // 2, start + BPE_PIECE):
+            pass
+        end = cut.start() if cut else start + BPE_PIECE
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    return pieces
 
 
 class HFTokenizer:
