@@ -10,7 +10,7 @@ from tui.app.composer import Composer
 from tui.app.context_pane import ContextPane
 from tui.app.edit_screen import EditScreen
 from tui.app.help_screen import HelpScreen
-from tui.app.message_item import MessageItem
+from tui.app.chat_view import ChatView
 from tui.app.picker_screen import PickerScreen
 from tui.context.messages import Message, Provenance
 
@@ -58,8 +58,9 @@ async def test_send_streams_reply_and_autosaves(sessions, tmp_path, server):
         assert app.client is not None
         await pilot.press(*"hello there", "enter")
         await settle(pilot, app)
-        items = app.query(MessageItem)
-        assert items[-1].message.role == "assistant" and items[-1].message.text() == "Hello, wörld 👋"
+        chat = app.query_one(ChatView)
+        assert chat.message_lines(len(app.wb.session.messages) - 1)[0].startswith("assistant")
+        assert "Hello, wörld 👋" in chat.message_lines(len(app.wb.session.messages) - 1)
         assert app.wb.session.messages[-1].reasoning_content == "Let me think."
         saved = json.loads(app.session_file.read_text())
         assert saved["requests"][0]["reply"]["content"] == "Hello, wörld 👋"
@@ -77,7 +78,8 @@ async def test_escape_stops_and_keeps_partial(sessions, tmp_path, server):
         for _ in range(60):
             await pilot.pause(0.05)
             record = app.wb.session.requests[-1] if app.wb.session.requests else None
-            if record and app._streaming and app.query(MessageItem)[-1].query_one(".body").render():
+            chat = app.query_one(ChatView)
+            if record and app._streaming and chat.has_reply and chat.message_lines(-1)[1:] != ["…"]:
                 break
         await pilot.pause(0.3)
         await pilot.press("escape")
@@ -93,8 +95,7 @@ async def test_server_error_is_shown_and_nothing_lost(sessions, tmp_path, server
         await settle(pilot, app)
         await pilot.press(*"go", "enter")
         await settle(pilot, app)
-        item = app.query(MessageItem)[-1]
-        shown = plain(item.query_one(".body"))
+        shown = "\n".join(app.query_one(ChatView).message_lines(-1))
         assert "partial reply kept" in shown and "closed the connection" in shown
         assert app.wb.session.messages[-1].incomplete
 
@@ -103,22 +104,26 @@ async def test_edit_delete_pin_and_system_prompt(sessions, tmp_path):
     app = make_app(tmp_path, offline=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        first_user = next(i for i in app.query(MessageItem) if i.message.role == "user")
-        first_user.focus()
+        chat = app.query_one(ChatView)
+        first_user = next(i for i, m in enumerate(app.wb.session.messages) if m.role == "user")
+        chat.focus()
+        chat.select(first_user)
         await pilot.press("e")
         assert isinstance(app.screen, EditScreen)
         editor = app.screen.query_one("#editor")
         editor.text = "An edited question"
         await pilot.press("ctrl+s")
         await settle(pilot, app)
-        assert app.wb.session.messages[first_user.index].text() == "An edited question"
+        assert app.wb.session.messages[first_user].text() == "An edited question"
         assert any("An edited question" in row for row in document_rows(app))
-        app.query(MessageItem)[first_user.index].focus()
+        chat.focus()
+        chat.select(first_user)
         await pilot.press("p")
         await settle(pilot, app)
-        assert app.wb.session.messages[first_user.index].pinned
+        assert app.wb.session.messages[first_user].pinned
         count = len(app.wb.session.messages)
-        app.query(MessageItem)[first_user.index].focus()
+        chat.focus()
+        chat.select(first_user)
         await pilot.press("d")
         await pilot.press("y")
         await settle(pilot, app)
@@ -248,7 +253,8 @@ async def test_hostile_strings_are_shown_as_text(sessions, tmp_path):
         assert "[bold red]x[/]" in joined and "[link=file:///etc/passwd]click[/link]" in joined
         assert "[link=file:///etc/passwd]click⁅/link⁆" in joined  # inside a fence, tag-like brackets are escaped
         assert "␛]52;c;SGVsbG8=␇" in joined and "<U+202E>evil" in joined
-        bodies = [plain(item.query_one(".body")) for item in app.query(MessageItem)]
+        chat = app.query_one(ChatView)
+        bodies = ["\n".join(chat.message_lines(i)) for i in range(len(app.wb.session.messages))]
         assert any("[bold red]x[/]" in b for b in bodies) and not any("\x1b" in b for b in bodies)
         screen = app.export_screenshot()
         assert "\x1b[2J" not in screen and "\x1b]52" not in screen

@@ -60,10 +60,6 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         Binding("f3", "pick_template", "Template", id="pick_template"),
         Binding("f4", "pick_policy", "Policy", id="pick_policy"),
         Binding("f5", "toggle_fences", "Fences", id="toggle_fences"),
-        Binding("e", "edit_message", "Edit", id="edit_message", show=False),
-        Binding("d", "delete_message", "Delete", id="delete_message", show=False),
-        Binding("p", "pin_message", "Pin", id="pin_message", show=False),
-        Binding("r", "resend_from_here", "Resend from here", id="resend", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
     ]
 
@@ -295,7 +291,6 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             ("Resend from focused message", "drop what follows and send again", self.action_resend_from_here),
             ("Next pane tab", "document, tokens, cache, ledger, cost, request, diff", self.action_next_tab),
             ("Replay this session", "step through its requests as they were sent", self.action_replay),
-            ("Show all messages", "list every message in the chat, not only the newest", self.action_show_all),
             ("Open session", "browse, search, rename, delete saved sessions", self.action_open_session),
             ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
             ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),

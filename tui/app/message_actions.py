@@ -14,6 +14,7 @@ from tui.context.template_library import builtin_names, builtin_template
 from tui.context.tokens import ENCODINGS, HF_TOKENIZERS
 
 from .chat_panel import ChatPanel
+from .chat_view import ChatView
 from .confirm_screen import ConfirmScreen
 from .context_pane import ContextPane
 from .edit_screen import EditScreen
@@ -163,17 +164,13 @@ class MessageActionsMixin:
         self.screen.query_one(ContextPane).next_tab()
 
     def action_help(self) -> None:
-        rows = [(b.key_display or b.key, b.description, "app") for b in self.BINDINGS]
-        rows += [("enter", "send the message", "composer"), ("alt+enter / ctrl+j", "new line", "composer"),
-                 ("tab / shift+tab", "move between chat, messages and pane", "everywhere"),
-                 ("ctrl+p", "command palette: every action", "everywhere")]
         keymap = self.settings.keys
-        rows = [(keymap.get(b_id, key) if (b_id := next((b.id for b in self.BINDINGS if b.key == key), None)) else key,
-                 description, where) for key, description, where in rows]
+
+        def key_of(binding) -> str:
+            return keymap.get(binding.id, binding.key_display or binding.key) if binding.id else binding.key
+        rows = [(key_of(b), b.description, "app") for b in self.BINDINGS]
+        rows += [(key_of(b), b.description, "transcript") for b in ChatView.BINDINGS]
+        rows += [("enter", "send the message", "composer"), ("alt+enter / ctrl+j", "new line", "composer"),
+                 ("tab / shift+tab", "move between composer, transcript and pane", "everywhere"),
+                 ("ctrl+p", "command palette: every action", "everywhere")]
         self.push_screen(HelpScreen(rows))
-
-    def action_show_all(self) -> None:
-        chat = self.query_one(ChatPanel)
-        chat.show_all = not chat.show_all
-        chat.show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
-

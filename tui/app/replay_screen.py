@@ -8,7 +8,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
@@ -18,7 +18,7 @@ from tui.sessions.model import Session
 from tui.sessions.replay import Replayer, Step
 
 from .context_pane import ContextPane, PaneData
-from .message_item import MessageItem
+from .chat_view import ChatView
 from .shown import one_line, shown
 from .summary import summary_text
 
@@ -54,7 +54,7 @@ class ReplayScreen(Screen):
         with Horizontal():
             with Vertical(id="replay-left"):
                 yield Static(id="replay-info")
-                yield VerticalScroll(id="replay-messages")
+                yield ChatView(message_actions=False, id="replay-messages")  # read-only: no message keys
             yield ContextPane(id="replay-pane")
         yield Footer()
 
@@ -70,7 +70,9 @@ class ReplayScreen(Screen):
             self.step_view = None
             self.query_one("#replay-info", Static).update(
                 shown(f"replay: step {self.index + 1} of {len(self.replayer)} cannot be shown: {exc}", "bold red"))
-            self.query_one("#replay-messages", VerticalScroll).remove_children()
+            chat = self.query_one("#replay-messages", ChatView)
+            chat.end_reply()
+            chat.show([])
             return
         record = step.record
         info = Text(f"replay: step {step.number} of {len(self.replayer)} · {one_line(record.time, 40)}\n", style="bold")
@@ -92,12 +94,10 @@ class ReplayScreen(Screen):
         if record.incomplete:
             info.append(" · reply incomplete", style="bold yellow")
         self.query_one("#replay-info", Static).update(info)
-        box = self.query_one("#replay-messages", VerticalScroll)
-        box.remove_children()
-        items = [MessageItem(self._stored_message(m, i), i) for i, m in enumerate(record.body.get("messages", []))]
-        self.reply_item = MessageItem(self._reply_message(record.reply), len(items))
-        box.mount_all(items + [self.reply_item])
-        box.scroll_end(animate=False)
+        chat = self.query_one("#replay-messages", ChatView)
+        chat.end_reply()
+        chat.show([self._stored_message(m, i) for i, m in enumerate(record.body.get("messages", []))])
+        self._show_reply(record.reply)
         data = PaneData(summary_text(step.view, self.session.policy_settings(), previous is not None,
                                      prefix=f"step {step.number}: "),
                         list(self.session.messages), None, previous, self.session.policy_settings().context_window,
@@ -112,10 +112,14 @@ class ReplayScreen(Screen):
         except (ValueError, TypeError):  # shown as it was stored, as text
             return Message("user", str(item)[:10_000])
 
-    @staticmethod
-    def _reply_message(reply: dict) -> Message:
-        return Message("assistant", reply.get("content") or "", tool_calls=reply.get("tool_calls") or None,
-                       reasoning_content=reply.get("reasoning") or None)
+    def _show_reply(self, reply: dict, upto: int | None = None, note: str = "") -> None:
+        """The stored reply after the request's messages, or its first `upto` characters while it plays."""
+        content = reply.get("content") or ""
+        chat = self.query_one("#replay-messages", ChatView)
+        if not chat.has_reply:
+            chat.begin_reply(streaming=False)
+        chat.stream_update(content if upto is None else content[:upto], reply.get("reasoning") or "",
+                           reply.get("tool_calls") or None, note)
 
     def action_step(self, delta: int) -> None:
         target = self.index + delta
@@ -135,15 +139,15 @@ class ReplayScreen(Screen):
     async def action_play(self) -> None:
         """Play the recorded reply at its recorded pace (tokens per second from its timings), or faster."""
         reply = self.step_view.record.reply if self.step_view else {}
-        content, reasoning = reply.get("content") or "", reply.get("reasoning") or ""
+        content = reply.get("content") or ""
         timings = (self.step_view.record.timings or {}) if self.step_view else {}
         chars_per_second = float(timings.get("predicted_per_second") or 30.0) * 4 * SPEEDS[self.speed]
         shown = 0
         while shown < len(content):
             shown = min(len(content), shown + max(1, int(chars_per_second / 30)))
-            self.reply_item.set_reply(content[:shown], reasoning, reply.get("tool_calls") or [], "▶ playing")
+            self._show_reply(reply, shown, "▶ playing")
             await asyncio.sleep(1 / 30)
-        self.reply_item.set_reply(content, reasoning, reply.get("tool_calls") or [])
+        self._show_reply(reply)
 
     def action_resend(self) -> None:
         self.app.resend_from_step(self.session, self.index + 1)

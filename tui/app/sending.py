@@ -17,7 +17,6 @@ from tui.context.tokens import TokenizerNotFound, get_tokenizer
 
 from .chat_panel import ChatPanel
 from .composer import Composer
-from .message_item import MessageItem
 from .samples import sample_session
 
 
@@ -215,16 +214,15 @@ class SendingMixin:
     def send(self, body: dict, view) -> None:
         record = self.wb.start_record(body, view)
         chat = self.query_one(ChatPanel)
-        chat.show_messages(self.wb.session.messages, self._dropped())
+        chat.show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
         self.refresh_pane()
-        from tui.context.messages import Message
-        item = chat.add_message(Message("assistant", ""), len(self.wb.session.messages))
+        chat.begin_reply()
         self._streaming = True
         self.autosave(now=True)
-        self.stream_reply(body, record, item)
+        self.stream_reply(body, record)
 
     @work(exclusive=True, group="reply")
-    async def stream_reply(self, body: dict, record, item: MessageItem) -> None:
+    async def stream_reply(self, body: dict, record) -> None:
         assembler = ReplyAssembler()
         last_paint, last_save, note = 0.0, 0.0, ""  # the first piece of a reply is saved at once
         chat = self.query_one(ChatPanel)
@@ -234,7 +232,7 @@ class SendingMixin:
             now = time.monotonic()
             if now - last_paint > 0.025:
                 reply = progress.reply
-                item.set_reply(reply.content, reply.reasoning, reply.tool_calls)
+                chat.stream_update(reply.content, reply.reasoning, reply.tool_calls)
                 last_paint = now
             if now - last_save > 1.0:  # a kill mid-reply loses at most a second
                 self.wb.update_record(record, progress.reply)
@@ -252,6 +250,7 @@ class SendingMixin:
             assembler.reply.error = str(exc)
         finally:
             self._streaming = False
+            chat.end_reply()  # the finished reply is shown as a message by refresh_all below
             reply = assembler.reply
             self.wb.finish_reply(record, reply)
             self._save()

@@ -1,0 +1,368 @@
+"""Where each screen row of the chat transcript comes from: a message's header, a slice of its text, a note.
+
+Kept apart from the widget so it can be tested and measured without a terminal. A message is a few
+blocks of text (header, folded reasoning, body, tool calls, note), each wrapped to the width on what
+will be drawn (stand-ins for hidden characters, a tab as one cell). Wrapped rows are cached per
+message, keyed by what the message shows and the width, so a change re-wraps that message only; a
+reply that grows while it streams re-wraps only its last row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import accumulate, count
+
+from rich.cells import get_character_cell_size
+
+from tui.context.messages import Message
+from tui.context.safety import hidden_class
+
+from .shown import MAX_SHOWN, drawn_width
+
+FOLDS = ("reasoning", "calls")
+_serials = count(1)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of text drawn with one style, wrapped as a unit. `spans` restyle parts of it (start, end, style);
+    `fold` names the folded part this block summarises (selecting it toggles that part)."""
+
+    text: str
+    style: str = "body"
+    spans: tuple[tuple[int, int, str], ...] = ()
+    indent: int = 0
+    fold: str = ""
+
+
+@lru_cache(maxsize=1)
+def _hidden() -> re.Pattern:
+    return re.compile(f"[{hidden_class(True)}]")  # presentation selectors too: judged one character at a time
+
+
+def _cell_size(char: str, hidden: set[str]) -> int:
+    if char == "\t":
+        return 1
+    return drawn_width(char) if char in hidden else get_character_cell_size(char)
+
+
+def _next_cut(line: str, pos: int, width: int, hidden: set[str] | None) -> int:
+    """Where the row starting at `pos` ends: at the last space that fits, else where the width is full.
+
+    Depends only on the text from `pos` on, so a growing text can be wrapped again from its last row.
+    """
+    if hidden is None:  # printable ASCII: one cell a character
+        end = pos + width
+    else:
+        end, used = pos, 0
+        while end < len(line) and used + _cell_size(line[end], hidden) <= width:
+            used += _cell_size(line[end], hidden)
+            end += 1
+        end = max(end, pos + 1)  # a character wider than the row still takes a row
+    if end >= len(line):
+        return len(line)
+    if line[end] == " ":  # the space that overflows stays at the row's end (cropped when drawn)
+        return end + 1
+    space = line.rfind(" ", pos, end)
+    return space + 1 if space > pos else end
+
+
+def wrap_line(line: str, width: int, base: int = 0) -> list[tuple[int, int]]:
+    """Rows (start, end) of one line with no newline, offsets shifted by `base`."""
+    hidden = None if line.isascii() and line.isprintable() else set(_hidden().findall(line))
+    if hidden is None and len(line) <= width:
+        return [(base, base + len(line))]
+    rows, pos, width = [], 0, max(1, width)
+    while True:
+        cut = _next_cut(line, pos, width, hidden)
+        rows.append((base + pos, base + cut))
+        if cut >= len(line):
+            return rows
+        pos = cut
+
+
+def wrap_text(text: str, width: int, base: int = 0) -> list[tuple[int, int]]:
+    """Rows (start, end) of a text: each line wrapped at `width` cells; the newline belongs to no row."""
+    rows: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        newline = text.find("\n", start)
+        end = len(text) if newline < 0 else newline
+        rows.extend(wrap_line(text[start:end], width, base + start))
+        if newline < 0:
+            return rows
+        start = newline + 1
+
+
+class Wrapped:
+    """Blocks and their rows at one width. `serial` names this layout in the strip cache."""
+
+    __slots__ = ("blocks", "rows", "height", "serial")
+
+    def __init__(self, blocks: list[Block], width: int) -> None:
+        self.blocks = blocks
+        self.rows = [wrap_text(block.text, width - block.indent) for block in blocks]
+        self.height = sum(map(len, self.rows))
+        self.serial = next(_serials)
+
+    def locate(self, row: int) -> tuple[Block, int, int]:
+        for block, rows in zip(self.blocks, self.rows):
+            if row < len(rows):
+                start, end = rows[row]
+                return block, start, end
+            row -= len(rows)
+        raise IndexError(row)
+
+    def grow(self, blocks: list[Block], width: int) -> int:
+        """Take new blocks; a block whose text only grew is wrapped again from its last row, an unchanged
+        block not at all. Returns the first row that may have changed."""
+        first, offset = None, 0
+        for index, block in enumerate(blocks):
+            old = self.blocks[index] if index < len(self.blocks) else None
+            same_shape = old is not None and (old.style, old.fold, old.indent, old.spans) == \
+                (block.style, block.fold, block.indent, block.spans)
+            if same_shape and old.text == block.text:
+                offset += len(self.rows[index])
+                continue
+            if same_shape and block.text.startswith(old.text):
+                rows = self.rows[index]
+                start = rows.pop()[0]
+                first = offset + len(rows) if first is None else first
+                rows.extend(wrap_text(block.text[start:], width - block.indent, start))
+            else:
+                first = offset if first is None else first
+                rows = wrap_text(block.text, width - block.indent)
+                if old is None:
+                    self.rows.append(rows)
+                else:
+                    self.rows[index] = rows
+            if old is None:
+                self.blocks.append(block)
+            else:
+                self.blocks[index] = block
+            offset += len(rows)
+        if len(self.blocks) > len(blocks):
+            first = offset if first is None else first
+            del self.rows[len(blocks):], self.blocks[len(blocks):]
+        self.height = sum(map(len, self.rows))
+        return self.height if first is None else first  # the serial stays: the caller drops the changed rows
+
+
+def _cut(text: str) -> str:
+    """A message body is shown up to MAX_SHOWN characters (the pane shows all), with the cut said."""
+    if len(text) <= MAX_SHOWN:
+        return text
+    return text[:MAX_SHOWN] + f"… [{len(text) - MAX_SHOWN:,} more characters not shown here]"
+
+
+def _line(value: object, limit: int) -> str:
+    text = value if isinstance(value, str) else str(value)
+    return text[:limit].replace("\r\n", "↵").replace("\n", "↵")
+
+
+def header_block(message, index: int, dropped: bool, live: bool = False) -> Block:
+    """Role, #index, where it came from when that matters, and its state: pinned, dropped, incomplete."""
+    prov = message.provenance
+    pieces: list[tuple[str, str]] = [(_line(message.role, 20), "role"), (f" #{index}", "meta")]
+    if prov.source not in ("user", "system_prompt", "model") or not prov.trusted:
+        pieces.append((f"  {_line(prov.label or prov.source, 80)}", "label"))
+    if not prov.trusted:
+        pieces.append(("  untrusted", "warn"))
+    if message.pinned:
+        pieces.append(("  📌 pinned", "pin"))
+    if dropped:
+        pieces.append(("  ✂ dropped from the request", "dropped"))
+    if message.incomplete:
+        pieces.append(("  ⚠ incomplete", "warn"))
+    if live:
+        pieces.append(("  ● arriving…", "meta"))
+    text, spans = "", []
+    for piece, style in pieces:
+        spans.append((len(text), len(text) + len(piece), style))
+        text += piece
+    return Block(text, "head", tuple(spans))
+
+
+def calls_key(calls: list[dict] | None) -> str:
+    if not calls:
+        return ""
+    try:
+        return json.dumps(calls, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(calls)
+
+
+def _call_parts(call: object) -> tuple[str, str]:
+    function = call.get("function", {}) if isinstance(call, dict) else {}
+    function = function if isinstance(function, dict) else {}
+    arguments = function.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+    return str(function.get("name", "?")), arguments
+
+
+def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note: str,
+                open_folds: frozenset[str], live: bool = False) -> list[Block]:
+    """Folded reasoning, the text, folded tool calls, and the note under a reply."""
+    blocks: list[Block] = []
+    if reasoning:
+        if "reasoning" in open_folds:
+            blocks.append(Block("▾ reasoning", "fold", fold="reasoning"))
+            blocks.append(Block(_cut(reasoning), "reasoning", indent=2))
+        else:
+            lines = reasoning.count("\n") + 1
+            blocks.append(Block(f"▸ reasoning · {lines} line{'s' if lines > 1 else ''} (Enter shows it)", "fold",
+                                fold="reasoning"))
+    if text:
+        blocks.append(Block(_cut(text), "body"))
+    elif live:
+        blocks.append(Block("…", "meta"))
+    if calls:
+        parts = [_call_parts(call) for call in calls]
+        if "calls" in open_folds:
+            blocks.append(Block(f"▾ tool calls ({len(calls)})", "fold", fold="calls"))
+            blocks.append(Block(_cut("\n".join(f"{name}({arguments})" for name, arguments in parts)), "calls",
+                                indent=2))
+        else:
+            names = ", ".join(_line(name, 60) for name, _ in parts[:5]) + (", …" if len(parts) > 5 else "")
+            blocks.append(Block(f"▸ tool calls ({len(calls)}): {names}", "fold", fold="calls"))
+    if note:
+        blocks.append(Block(_line(note, 2000), "note"))
+    return blocks
+
+
+@dataclass(slots=True)
+class Entry:
+    """One message on screen: its header rows, its body rows, then one blank row."""
+
+    key: str  # the message's id (or its place when it has none): selection and folds follow it
+    index: int
+    bar: str  # the colour of its left bar: user, assistant, system, tool (also any untrusted message)
+    dropped: bool
+    head: Wrapped
+    body: Wrapped
+
+    @property
+    def height(self) -> int:
+        return self.head.height + self.body.height + 1
+
+    @property
+    def folds(self) -> list[str]:
+        return [block.fold for block in self.body.blocks if block.fold]
+
+    def locate(self, row: int) -> tuple[Block, int, int] | None:
+        """The block and [start, end) of local row `row`; None for the blank row after the message."""
+        if row < self.head.height:
+            return self.head.locate(row)
+        row -= self.head.height
+        return self.body.locate(row) if row < self.body.height else None
+
+
+def bar_of(message) -> str:
+    if message.role == "tool" or not message.provenance.trusted:
+        return "tool"
+    return {"developer": "system"}.get(message.role, message.role)
+
+
+def message_key(message, index: int) -> str:
+    return message.id or f"#{index}"
+
+
+class ChatLayout:
+    """Every message's rows, and the first screen row of each message."""
+
+    def __init__(self) -> None:
+        self.width = 0
+        self.entries: list[Entry] = []
+        self.first_row: list[int] = [0]
+        self._heads: dict[tuple, Wrapped] = {}
+        self._bodies: dict[tuple, Wrapped] = {}
+        self.rewrapped = 0  # messages wrapped by the last update (what a test or benchmark checks)
+
+    @property
+    def height(self) -> int:
+        return self.first_row[-1]
+
+    def update(self, messages: list, dropped: set[int], notes: dict[str, str], open_folds: dict[str, frozenset],
+               width: int, live=None) -> None:
+        """Lay out `messages` (and the reply arriving, `live`: a LiveReply); unchanged messages are not wrapped."""
+        if width != self.width:
+            self._heads.clear()
+            self._bodies.clear()
+        self.width, self.rewrapped = width, 0
+        heads, bodies, entries = {}, {}, []
+        no_folds = frozenset()
+        for index, message in enumerate(messages):
+            key = message_key(message, index)
+            prov, is_dropped = message.provenance, index in dropped
+            head_key = (message.role, index, prov.source, prov.label, prov.trusted, message.pinned, is_dropped,
+                        message.incomplete)
+            head = heads.get(head_key) or self._heads.get(head_key) or \
+                Wrapped([header_block(message, index, is_dropped)], width)
+            heads[head_key] = head
+            text, folds, note = message.text(), open_folds.get(key, no_folds), notes.get(message.id, "")
+            body_key = (text, message.reasoning_content, calls_key(message.tool_calls), note, folds)
+            body = bodies.get(body_key) or self._bodies.get(body_key)
+            if body is None:
+                body = Wrapped(body_blocks(text, message.reasoning_content, message.tool_calls, note, folds), width)
+                self.rewrapped += 1
+            bodies[body_key] = body
+            entries.append(Entry(key, index, bar_of(message), is_dropped, head, body))
+        self._heads, self._bodies = heads, bodies
+        if live is not None:
+            entries.append(live.entry(len(messages), width))
+        self.entries = entries
+        self.first_row = list(accumulate((entry.height for entry in entries), initial=0))
+
+    def live_changed(self) -> None:
+        """The last entry (the reply arriving) changed height: only its end moves."""
+        if self.entries:
+            self.first_row[-1] = self.first_row[-2] + self.entries[-1].height
+
+    def message_at(self, row: int) -> int | None:
+        """Index into `entries` of the message shown on screen row `row`."""
+        if row < 0 or row >= self.height:
+            return None
+        return bisect_right(self.first_row, row) - 1
+
+    def locate(self, row: int) -> tuple[Entry, int] | None:
+        at = self.message_at(row)
+        return None if at is None else (self.entries[at], row - self.first_row[at])
+
+    def span(self, at: int) -> tuple[int, int]:
+        """First row and row count (without the blank row) of entry `at`."""
+        return self.first_row[at], self.entries[at].height - 1
+
+
+class LiveReply:
+    """The reply that is arriving: wrapped as it grows, the rows already final are kept."""
+
+    def __init__(self, streaming: bool = True, key: str = "live") -> None:
+        self.content, self.reasoning, self.calls, self.note = "", "", None, ""
+        self.streaming, self.key = streaming, key  # streaming: from a server now (not a replay of a stored one)
+        self.folds: frozenset[str] = frozenset()
+        self._entry: Entry | None = None
+        self._width = 0
+        self.changed_from = 0  # first local row of the entry that changed in the last update
+
+    def set(self, content: str, reasoning: str, calls: list[dict] | None, note: str) -> None:
+        self.content, self.reasoning, self.calls, self.note = content, reasoning or "", calls or None, note
+
+    def blocks(self) -> list[Block]:
+        return body_blocks(self.content, self.reasoning, self.calls, self.note, self.folds, live=True)
+
+    def entry(self, index: int, width: int) -> Entry:
+        """The entry at `index`; rows are wrapped again only from where the text changed."""
+        entry = self._entry
+        if entry is None or entry.index != index or width != self._width:
+            head = Wrapped([header_block(Message("assistant", ""), index, False, live=self.streaming)], width)
+            entry = self._entry = Entry(self.key, index, "assistant", False, head, Wrapped(self.blocks(), width))
+            self._width = width
+            self.changed_from = 0
+            return entry
+        self.changed_from = entry.head.height + entry.body.grow(self.blocks(), width)
+        return entry
