@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tui.app.workbench import Workbench, template_spec
+from tui.controller.workbench import Workbench, template_spec
 from tui.client.reply import Reply
 from tui.context import builtin_template, get_tokenizer
 from tui.context.messages import Message, Provenance

@@ -44,9 +44,9 @@ async def test_app_survives_and_keeps_everything(sessions, tmp_path, server, sce
         await pilot.press(*"hello there", "enter")
         for _ in range(100):  # a reply that fails may take a moment (bounded reads, timeouts)
             await settle(pilot, app)
-            if not app._streaming:
+            if not app.controller.streaming:
                 break
-        assert not app._streaming, "the reply never ended"
+        assert not app.controller.streaming, "the reply never ended"
         assert_clean(app, scenario)
         await pilot.press(*"still typing")  # responsive: the composer takes keys
         await settle(pilot, app)

@@ -79,7 +79,7 @@ async def test_escape_stops_and_keeps_partial(sessions, tmp_path, server):
             await pilot.pause(0.05)
             record = app.wb.session.requests[-1] if app.wb.session.requests else None
             chat = app.query_one(ChatView)
-            if record and app._streaming and chat.has_reply and chat.message_lines(-1)[1:] != ["…"]:
+            if record and app.controller.streaming and chat.has_reply and chat.message_lines(-1)[1:] != ["…"]:
                 break
         await pilot.pause(0.3)
         await pilot.press("escape")

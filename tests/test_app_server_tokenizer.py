@@ -8,7 +8,7 @@ import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from conftest import SHARED, free_port, need_shared
-from tui.app.tokenizer_fallback import FallbackTokenizer
+from tui.controller.tokenizer_fallback import FallbackTokenizer
 from tui.client.endpoint import Endpoint
 from tui.client.server_tokenizer import ServerTokenizer
 from tui.context.tokens import get_tokenizer
@@ -43,8 +43,8 @@ async def test_counts_fall_back_while_the_server_is_away_and_recover(monkeypatch
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(pilot, app)
             tokenizer = FallbackTokenizer(ServerTokenizer(Endpoint(url)), get_tokenizer("qwen3"),
-                                          app._tokenizer_source_changed)
-            app._use_tokenizer(tokenizer, True)
+                                          app.controller.tokenizer_source_changed)
+            app.controller.use_tokenizer(tokenizer, True)
             await pilot.press(*"hello there")
             await settle(pilot, app)
             assert app.wb.view.snapshot.counts.exact and not tokenizer.falling_back

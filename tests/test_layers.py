@@ -47,6 +47,11 @@ BREAKS = {
     "sessions import textual": ("tui/sessions/store.py", "from textual.widget import Widget\n",
                                 "do not import Textual"),
     "client imports textual": ("tui/client/reply.py", "import textual\n", "do not import Textual"),
+    "controller imports textual, inside a function": (
+        "tui/controller/sending.py", "\n\ndef _post():\n    from textual.message import Message\n    return Message\n",
+        "The controller (the session's state and transitions) does not import Textual"),
+    "controller imports the app": ("tui/controller/snapshot.py", "from tui.app import shown\n",
+                                   "Nothing below the app imports the app"),
     "a command imports the app, inside a function": (
         "tui/commands/export.py", "\n\ndef _open_app():\n    from tui.app.app import CtxpaneApp\n    return CtxpaneApp\n",
         "Nothing below the app imports the app"),

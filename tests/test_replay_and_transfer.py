@@ -119,7 +119,7 @@ async def test_newer_version_is_read_only_in_the_app(monkeypatch, tmp_path):
         await settle(pilot, app)
         assert app.read_only and "read-only" in plain(app.query_one("#summary"))
         app.wb.set_system_prompt("changed")
-        app._changed()
+        app.refresh_all()
         app.autosave(now=True)
         await settle(pilot, app)
     assert digest(path) == before

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from tui.app.workbench import Workbench
+from tui.controller.workbench import Workbench
 from tui.context.errors import TemplateRenderError
 from tui.context.fences import FenceStyle
 from tui.context.request import RequestSettings, build_request

@@ -45,7 +45,7 @@ async def measure(tokens: int, keystrokes: int = 60) -> dict:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.3)  # the app opens its own (sample) session after the first frame
         await app.workers.wait_for_complete()
-        app._adopt(session, None)
+        app.controller.adopt(session, None)
         app.wb.set_tokenizer(get_tokenizer("o200k_base"))
         app.wb.set_template(builtin_template("chatml"))
         app.wb.draft = "And now"

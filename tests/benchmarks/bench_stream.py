@@ -52,9 +52,9 @@ async def run(url: str, tokens: int) -> float:
         app.wb.session.params = {"temperature": 0, "ignore_eos": True}
         app.wb.set_policy(max_tokens=tokens)
         await pilot.press(*"Tell me everything", "enter")
-        while not app._streaming:
+        while not app.controller.streaming:
             await pilot.pause(0.01)
-        while app._streaming:
+        while app.controller.streaming:
             await pilot.pause(0.01)
         done = time.perf_counter()
         await pilot.pause(0.2)

@@ -1,38 +1,44 @@
-"""The ctxpane app: chat on the left, the live context pane on the right, over one Workbench."""
+"""The ctxpane app: chat on the left, the live context pane on the right, around one Controller.
+
+The app holds no state of the session. Keys, the palette and widgets' messages become controller
+transitions (directly, or after a dialog in dialogs.py); the controller's events come back as
+Textual messages to the widgets that show them (updates.py).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable, TypeVar
 
-from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.content import Content
+from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, TextArea
 
 from tui.context.safety import visible
-from tui.context.template_library import TemplateNotFound, builtin_template, load_template
-from tui.context.errors import TemplateRenderError
-from tui.sessions.model import Session, recover_interrupted_reply
-from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session
+from tui.controller import Controller
+from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
+                                   SessionChanged, StatusChanged)
 
 from .chat_panel import ChatPanel
 from .composer import Composer
 from .config import config_dir, resolve
-from .context_pane import ContextPane, PaneData
-from .summary import summary_text
-from .samples import sample_session
+from .context_pane import ContextPane
+from .dialogs import Dialogs
+from .runtime import TextualRuntime
 from .shown import bounded, one_line
 from .themes import DEFAULT_THEME, load_themes
-from .message_actions import MessageActionsMixin
-from .sending import SendingMixin
-from .session_actions import SessionActionsMixin
-from .workbench import Workbench, template_from_session
+from .updates import ChatUpdated, PaneUpdated, ReplyUpdated, StatusUpdated
+
+if TYPE_CHECKING:
+    from .replay_screen import ReplayScreen  # imported when a replay starts: not at start-up
+
+W = TypeVar("W", bound=Widget)
 
 
 @dataclass
@@ -45,7 +51,7 @@ class LaunchOptions:
     sessions_folder: Path | None = None
 
 
-class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
+class CtxpaneApp(App):
     TITLE = "ctxpane"
     CSS = """
     #main { height: 1fr; }
@@ -69,19 +75,44 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         self.settings, self.problems = resolve(self.options.flags)
         self.pane_themes, theme_errors = load_themes(config_dir() / "themes")
         self.problems += theme_errors
-        self.client = None
-        self.connection = None
-        self.session_file: Path | None = None
-        self.lock: SessionLock | None = None
-        self.read_only = False
-        self.wb = Workbench(Session(), builtin_template("chatml"))
-        self._rebuild_timer = None
-        self._save_timer = None
-        self._streaming = False
-        self.reply_notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.replay_only = False
-        self._draft_version = 0
-        self.trusted_urls: set[str] = set()  # URLs from files the user agreed to send the key to
+        self.controller = Controller(self.settings, TextualRuntime(self), self.on_controller_event,
+                                     self.options.sessions_folder)
+        self.dialogs = Dialogs(self, self.controller)
+
+    # -- what scripts and tests reach for -------------------------------------------------------------
+    @property
+    def wb(self):
+        return self.controller.wb
+
+    @property
+    def client(self):
+        return self.controller.client
+
+    @property
+    def session_file(self) -> Path | None:
+        return self.controller.file.session_file
+
+    @property
+    def read_only(self) -> bool:
+        return self.controller.read_only
+
+    @property
+    def lock(self):
+        return self.controller.file.lock
+
+    def refresh_all(self) -> None:
+        """The session was changed from outside the controller's transitions: show it and compute it again."""
+        self.controller.refresh()
+
+    def refresh_pane(self) -> None:
+        """Show the controller's current view in the pane now (not waiting for a message)."""
+        pane = self.controller.pane_state()
+        if pane is not None:
+            self.main(ContextPane).show_state(pane)
+
+    def autosave(self, now: bool = False) -> None:
+        self.controller.file.autosave(now)
 
     # -- the one way to the screen -------------------------------------------------------------
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
@@ -101,6 +132,10 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             yield ContextPane(id="pane")
         yield Footer()
 
+    def main(self, kind: type[W]) -> W:
+        """A widget of the main screen, also while a dialog or the replay screen is on top of it."""
+        return self.screen_stack[0].query_one(kind)
+
     def on_load(self) -> None:
         # Before any screen exists, so choosing the theme restyles nothing that is already drawn.
         for pane_theme in self.pane_themes.values():
@@ -114,11 +149,13 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             self.set_keymap(self.settings.keys)
         self.query_one(Composer).focus()
         self.call_after_refresh(self._open_after_first_frame)  # the first frame waits for nothing
-        self.set_interval(3.0, self.retry_server_tokenizer)
+        self.set_interval(3.0, self.controller.retry_server_tokenizer)
 
     def _open_after_first_frame(self) -> None:
-        self._open_initial_session()
-        self.refresh_all()
+        self.run_worker(self._start_up(), group="start-up")
+
+    async def _start_up(self) -> None:
+        await self.controller.open_first(self.options.file, self.options.offline)  # the file is read off the loop
         for problem in self.problems:
             self.notify(visible(problem), severity="warning", timeout=10)
         if self.options.replay:
@@ -131,11 +168,11 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         import gc
         gc.collect()
         gc.freeze()  # what start-up built lives on: keep it out of later collections (shorter GC pauses)
-        self.load_tokenizer()
+        self.controller.load_tokenizer()
         if not self.options.offline:
-            self.connect_endpoint()
+            self.controller.connect()
         else:
-            self.query_one(ChatPanel).set_status("offline: connect with --base-url URL (or $OPENAI_BASE_URL)", "yellow")
+            self.controller.status("offline: connect with --base-url URL (or $OPENAI_BASE_URL)", "yellow")
 
     def watch_theme(self, name: str) -> None:
         pane_theme = self.pane_themes.get(name)
@@ -149,128 +186,96 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         pane_theme = self.pane_themes.get(self.theme)
         return pane_theme.roles if pane_theme else {}
 
-    # -- session -------------------------------------------------------------------------------
-    def _open_initial_session(self) -> None:
-        path = self.options.file
-        if path is not None:
-            try:
-                opened = load_session(path)
-                self.read_only = opened.read_only
-                recovered = recover_interrupted_reply(opened.session)
-                if opened.note:
-                    self.notify(visible(opened.note), severity="warning", timeout=10)
-                self._adopt(opened.session, path)
-                if recovered:
-                    self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
-                                severity="warning", timeout=10)
-                    self.autosave(now=True)
-                return
-            except SessionFileError as exc:
-                self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
-                self.query_one(ChatPanel).set_status(f"could not open {path.name}: a new session was started "
-                                                     "instead (the file is left as it is)", "red")
-        if self.options.offline or not (self.settings.base_url or self.settings.scan_local):
-            self._adopt(sample_session(), None)
-            return
-        self._adopt(Session(), None)
+    # -- the controller's events, as Textual messages to the widgets that show them ----------------------
+    def on_controller_event(self, event: Event) -> None:
+        if isinstance(event, ChatChanged):
+            self.main(ChatPanel).post_message(ChatUpdated(event.chat))
+        elif isinstance(event, PaneChanged):
+            self.main(ContextPane).post_message(PaneUpdated(event.pane))
+        elif isinstance(event, (ReplyStarted, ReplyProgress, ReplyEnded)):
+            self.main(ChatPanel).post_message(ReplyUpdated(event))
+        elif isinstance(event, StatusChanged):
+            self.main(ChatPanel).post_message(StatusUpdated(event.text, event.style))
+        elif isinstance(event, Notice):
+            self.notify(event.text, title=event.title, severity=event.severity, timeout=event.timeout)
+        elif isinstance(event, SessionChanged):
+            self.sub_title = event.title
 
-    def _adopt(self, session: Session, path: Path | None) -> None:
-        if self.lock:
-            self.lock.release()
-            self.lock = None
-        if path is not None and not self.read_only:
-            lock = SessionLock(path)
-            try:
-                lock.acquire()
-                self.lock = lock
-            except SessionLocked as exc:
-                self.read_only = True
-                self.notify(visible(str(exc)) + " — opened read-only", severity="warning", timeout=15)
-        self.session_file = path
-        try:
-            template = load_template(self.settings.template) if self.settings.template else \
-                template_from_session(session.template)
-        except (TemplateNotFound, OSError) as exc:
-            self.notify(visible(str(exc)), severity="error")
-            template = builtin_template("chatml")
-        self.wb = Workbench(session, template, self.wb.tokenizer)
-        self.wb.restore_previous()
-        self.sub_title = session.title
-        self.query_one(ChatPanel).show_messages(session.messages, set())
-
-    # -- the pane ----------------------------------------------------------------------------------
-    def refresh_all(self) -> None:
-        """The chat now; the pane when a worker has rendered the conversation (templates can be slow)."""
-        self._show_chat()
-        self._schedule_rebuild(0.0)
-
-    def _show_chat(self) -> None:
-        self.query_one(ChatPanel).show_messages(self.wb.session.messages, self._dropped(), self.reply_notes)
-
-    def _dropped(self) -> set[int]:
-        return {e.message for e in self.wb.view.ledger} if self.wb.view else set()
-
-    def refresh_pane(self) -> None:
-        view = self.wb.view
-        if view is None:
-            return
-        wb = self.wb
-        url = (self.client.endpoint.base_url if self.client else wb.session.base_url or "http://127.0.0.1:8080/v1")
-        data = PaneData(self._summary(view), wb.messages_with_draft(),
-                        len(wb.session.messages) if wb.draft else None, wb.previous, wb.policy.context_window,
-                        wb.policy.max_tokens, self.roles, wb.session.requests, wb.costs(), url + "/chat/completions",
-                        wb.request_body(view), self.settings.api_key_env)
-        self.query_one(ContextPane).show(view, data)
-
-    def _summary(self, view) -> Text:
-        return summary_text(view, self.wb.policy, self.wb.previous is not None, self.read_only)
-
-    # -- typing ------------------------------------------------------------------------------------
+    # -- what widgets ask for ------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        if not isinstance(event.text_area, Composer):
-            return
-        self._draft_version += 1
-        if self.wb.set_draft(event.text_area.text):
-            self.refresh_pane()
-            self._schedule_rebuild(0.4)  # the policy may move with the draft: settle after a pause
-        else:
-            self._schedule_rebuild(0.0)
+        if isinstance(event.text_area, Composer):
+            self.controller.set_draft(event.text_area.text)
 
-    def _schedule_rebuild(self, delay: float) -> None:
-        self._draft_version += 1  # any change of state, not only of the draft, outdates a running compute
-        if self._rebuild_timer is not None:
-            self._rebuild_timer.stop()
-        self._rebuild_timer = self.set_timer(delay, self.rebuild_in_background) if delay else None
-        if not delay:
-            self.rebuild_in_background()
+    def on_composer_submitted(self, event: Composer.Submitted) -> None:
+        if self.controller.submit(event.text):
+            self.query_one(Composer).clear()
 
-    @work(thread=True, exclusive=True, group="rebuild")
-    def rebuild_in_background(self) -> None:
-        version = self._draft_version  # read first: a change after this makes the result stale
-        try:
-            view = self.wb.compute()
-        except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
-            self.call_from_thread(self._template_failed, exc, version)
-            return
-        self.call_from_thread(self._apply_view, view, version)
+    def on_replay_screen_resend(self, event: ReplayScreen.Resend) -> None:
+        """Re-send from a replayed step, as a new session (the replayed one is kept)."""
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.replay_only = False
+        self.controller.resend_from_step(event.session, event.step)
 
-    def _template_failed(self, exc: TemplateRenderError, version: int) -> None:
-        if version != self._draft_version:
-            return
-        self.notify(f"template {self.wb.template.name} rejects the conversation: {exc}", severity="error",
-                    timeout=10)
-        self.wb.view = None
-        self._show_chat()
+    # -- keys and the palette ---------------------------------------------------------------------------
+    def action_stop(self) -> None:
+        self.controller.stop()
 
-    def _apply_view(self, view, version: int) -> None:
-        if version != self._draft_version:
-            self._schedule_rebuild(0.05)  # changed meanwhile: compute again
-            return
-        dropped_before = self._dropped()
-        self.wb.view = view
-        if self._dropped() != dropped_before:
-            self._show_chat()
-        self.refresh_pane()
+    def action_edit_message(self) -> None:
+        self.dialogs.edit_message()
+
+    def action_delete_message(self) -> None:
+        self.dialogs.delete_message()
+
+    def action_pin_message(self) -> None:
+        self.dialogs.pin_message()
+
+    def action_resend_from_here(self) -> None:
+        self.dialogs.resend_from_here()
+
+    def action_edit_system(self) -> None:
+        self.dialogs.edit_system()
+
+    def action_attach(self) -> None:
+        self.dialogs.attach()
+
+    def action_pick_template(self) -> None:
+        self.dialogs.pick_template()
+
+    def action_pick_tokenizer(self) -> None:
+        self.dialogs.pick_tokenizer()
+
+    def action_pick_policy(self) -> None:
+        self.dialogs.pick_policy()
+
+    @work(exclusive=True, group="models")
+    async def action_pick_model(self) -> None:
+        await self.dialogs.pick_model()
+
+    def action_trust_endpoint(self) -> None:
+        self.dialogs.trust_endpoint()
+
+    def action_toggle_fences(self) -> None:
+        self.controller.toggle_fences()
+
+    def action_next_tab(self) -> None:
+        self.screen.query_one(ContextPane).next_tab()
+
+    def action_help(self) -> None:
+        self.dialogs.help()
+
+    @work(exclusive=True, group="replay")
+    async def action_replay(self, start: int = 0) -> None:
+        await self.dialogs.replay(start)
+
+    def action_open_session(self) -> None:
+        self.dialogs.open_session()
+
+    def action_new_session(self) -> None:
+        self.controller.new_session()
+
+    def action_export_markdown(self) -> None:
+        self.controller.export_markdown()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -302,10 +307,4 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             yield SystemCommand(title, help_text, callback)
 
     def on_unmount(self) -> None:
-        if self._streaming:
-            self._save()
-        writer = getattr(self, "_writer", None)
-        if writer is not None:
-            writer.shutdown(wait=True)  # every queued write lands before the lock is let go
-        if self.lock:
-            self.lock.release()
+        self.controller.close()

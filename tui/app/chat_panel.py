@@ -1,4 +1,4 @@
-"""The chat side: the transcript, a status line and the composer."""
+"""The chat side: the transcript, a status line and the composer, redrawn from the controller's messages."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.context.messages import Message
+from tui.controller.events import ReplyEnded, ReplyProgress, ReplyStarted
+from tui.controller.snapshot import ChatState
 
 from .chat_view import ChatView
 from .composer import Composer
 from .shown import shown
+from .updates import ChatUpdated, ReplyUpdated, StatusUpdated
 
 
 class ChatPanel(Vertical):
@@ -19,6 +22,10 @@ class ChatPanel(Vertical):
     ChatPanel #messages { height: 1fr; }
     ChatPanel #status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
     """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.state = ChatState(-1, ())  # what the transcript shows: message keys act on these messages
 
     def compose(self) -> ComposeResult:
         yield ChatView(id="messages")
@@ -29,22 +36,31 @@ class ChatPanel(Vertical):
     def view(self) -> ChatView:
         return self.query_one(ChatView)
 
-    def show_messages(self, messages: list[Message], dropped: set[int], notes: dict[str, str] | None = None) -> None:
-        """Show every message (the view draws only the rows on screen)."""
-        self.view.show(messages, dropped, notes)
+    # -- the controller's messages ----------------------------------------------------------------
+    def on_chat_updated(self, message: ChatUpdated) -> None:
+        if message.chat.generation >= self.state.generation:  # an older picture never replaces a newer one
+            self.state = message.chat
+            self.view.show(message.chat.messages, message.chat.dropped, message.chat.notes)
 
-    def begin_reply(self) -> None:
-        self.view.begin_reply()
+    def on_reply_updated(self, message: ReplyUpdated) -> None:
+        event = message.event
+        if isinstance(event, ReplyStarted):
+            self.view.begin_reply()
+        elif isinstance(event, ReplyProgress):
+            self.view.stream_update(event.content, event.reasoning, list(event.tool_calls) or None)
+        elif isinstance(event, ReplyEnded):
+            self.view.end_reply()  # the finished reply is shown as a message by the next ChatUpdated
 
-    def stream_update(self, content: str, reasoning: str = "", tool_calls: list[dict] | None = None,
-                      note: str = "") -> None:
-        self.view.stream_update(content, reasoning, tool_calls, note)
+    def on_status_updated(self, message: StatusUpdated) -> None:
+        self.set_status(message.text, message.style)
 
-    def end_reply(self) -> None:
-        self.view.end_reply()
-
+    # -- what the app asks -------------------------------------------------------------------------
     def set_status(self, text: str, style: str = "") -> None:
         self.query_one("#status", Static).update(shown(text, style, limit=2000))
 
-    def focused_index(self) -> int | None:
-        return self.view.focused_index()
+    def focused(self) -> tuple[int, Message] | None:
+        """The selected message and its place, only while the transcript has focus."""
+        index = self.view.focused_index()
+        if index is None or index >= len(self.state.messages):
+            return None
+        return index, self.state.messages[index]

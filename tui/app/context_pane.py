@@ -12,6 +12,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from tui.context.cache import RequestShape
 from tui.context.request import RequestView
+from tui.controller.snapshot import PaneState
 
 from .cache_view import CacheView
 from .cost_view import CostView
@@ -19,7 +20,9 @@ from .diff_view import DiffView
 from .document_view import DocumentView, note_lines
 from .ledger_view import LedgerView
 from .request_view import RequestView as RequestTab
+from .summary import summary_text
 from .tokens_view import TokensView
+from .updates import PaneUpdated
 
 TABS = ("document", "tokens", "cache", "ledger", "cost", "request", "diff")
 
@@ -54,6 +57,8 @@ class ContextPane(Vertical):
         super().__init__(**kwargs)
         self.view: RequestView | None = None
         self.data: PaneData | None = None
+        self.roles: dict = {}
+        self.generation = -1  # of the controller's state last shown: an older one never replaces it
 
     def compose(self) -> ComposeResult:
         yield Static(id="summary")
@@ -83,7 +88,21 @@ class ContextPane(Vertical):
         tabs.active = TABS[(TABS.index(tabs.active) + 1) % len(TABS)]
 
     def set_roles(self, roles: dict) -> None:
+        self.roles = roles
         self.query_one(DocumentView).set_roles(roles)
+
+    def on_pane_updated(self, message: PaneUpdated) -> None:
+        self.show_state(message.pane)
+
+    def show_state(self, pane: PaneState) -> None:
+        """Show the controller's picture of the request (the summary line is made here, from it)."""
+        if pane.generation < self.generation:
+            return
+        self.generation = pane.generation
+        summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only)
+        self.show(pane.view, PaneData(summary, pane.messages, pane.draft_index, pane.previous,
+                                      pane.policy.context_window, pane.policy.max_tokens, self.roles,
+                                      pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env))
 
     def show(self, view: RequestView, data: PaneData) -> None:
         self.view, self.data = view, data

@@ -9,6 +9,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message as TextualMessage
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
@@ -149,8 +150,15 @@ class ReplayScreen(Screen):
             await asyncio.sleep(1 / 30)
         self._show_reply(reply)
 
+    class Resend(TextualMessage):
+        """The user asks to send this step again, as a new session."""
+
+        def __init__(self, session: Session, step: int) -> None:
+            super().__init__()
+            self.session, self.step = session, step
+
     def action_resend(self) -> None:
-        self.app.resend_from_step(self.session, self.index + 1)
+        self.post_message(self.Resend(self.session, self.index + 1))
 
     def action_close(self) -> None:
         if len(self.app.screen_stack) > 2 or not getattr(self.app, "replay_only", False):

@@ -1,6 +1,6 @@
 """The app's state and actions, without any widget: session + settings -> engine -> RequestView.
 
-The Textual view calls these methods and shows what they return; it computes nothing itself.
+The Controller (tui/controller/controller.py) calls these methods; no view calls them directly.
 """
 
 from __future__ import annotations
@@ -225,21 +225,22 @@ class Workbench:
         self.session.updated = now_iso()
 
     # -- message actions ---------------------------------------------------------------------------
+    # Messages are replaced, never changed in place: a snapshot made before still shows the old one.
     def edit(self, index: int, text: str) -> None:
-        self.session.messages[index].content = text
+        self.session.messages[index] = replace(self.session.messages[index], content=text)
 
     def delete(self, index: int) -> None:
         del self.session.messages[index]
 
     def toggle_pin(self, index: int) -> bool:
-        message = self.session.messages[index]
-        message.pinned = not message.pinned
+        message = self.session.messages[index] = replace(self.session.messages[index],
+                                                         pinned=not self.session.messages[index].pinned)
         return message.pinned
 
     def set_system_prompt(self, text: str) -> None:
         messages = self.session.messages
         if messages and messages[0].role == "system":
-            messages[0].content = text
+            messages[0] = replace(messages[0], content=text)
         else:
             messages.insert(0, Message("system", text, provenance=Provenance("system_prompt", True), id="sys"))
 

@@ -1,0 +1,162 @@
+"""What the app asks or opens before a change: edit a text, confirm, pick one, browse, replay.
+
+Each dialog ends in one controller transition (or in nothing, when the user declines). The message
+keys act on the message selected in the transcript, as the chat panel shows it: if the conversation
+changed meanwhile, the controller refuses rather than act on another message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from tui.context.budget import POLICIES
+from tui.context.safety import visible
+from tui.context.tokens import ENCODINGS, HF_TOKENIZERS, TokenizerNotFound, get_tokenizer
+from tui.controller import Controller
+
+from .chat_panel import ChatPanel
+from .chat_view import ChatView
+from .confirm_screen import ConfirmScreen
+from .edit_screen import EditScreen
+from .help_screen import HelpScreen
+from .picker_screen import PickerScreen
+
+if TYPE_CHECKING:
+    from .app import CtxpaneApp
+
+
+class Dialogs:
+    def __init__(self, app: "CtxpaneApp", controller: Controller) -> None:
+        self.app, self.controller = app, controller
+
+    def _focused(self):
+        return self.app.main(ChatPanel).focused()
+
+    # -- messages -----------------------------------------------------------------------------------
+    def edit_message(self) -> None:
+        focused = self._focused()
+        if focused is None:
+            return
+        index, message = focused
+
+        def done(result) -> None:
+            if result is not None:
+                self.controller.edit(index, result[0], message)
+        self.app.push_screen(EditScreen(f"Edit {message.role} message #{index}", message.text()), done)
+
+    def delete_message(self) -> None:
+        focused = self._focused()
+        if focused is None:
+            return
+        index, message = focused
+
+        def done(yes: bool) -> None:
+            if yes:
+                self.controller.delete(index, message)
+        self.app.push_screen(ConfirmScreen(f"Delete message #{index}?"), done)
+
+    def pin_message(self) -> None:
+        focused = self._focused()
+        if focused is not None:
+            self.controller.toggle_pin(*focused)
+
+    def resend_from_here(self) -> None:
+        focused = self._focused()
+        if focused is not None:
+            self.controller.resend_from(*focused)
+
+    def edit_system(self) -> None:
+        def done(result) -> None:
+            if result is not None:
+                self.controller.set_system_prompt(result[0])
+        self.app.push_screen(EditScreen("System prompt", self.controller.system_prompt()), done)
+
+    def attach(self) -> None:
+        def done(result) -> None:
+            if result is not None:
+                self.controller.attach(*result)
+        self.app.push_screen(EditScreen("Paste a document (sent fenced, as untrusted data)", "", "file:pasted.txt"),
+                             done)
+
+    # -- settings -----------------------------------------------------------------------------------
+    def pick_template(self) -> None:
+        def done(choice: str | None) -> None:
+            if choice is not None:
+                self.controller.set_template(choice)
+        self.app.push_screen(PickerScreen("Chat template", self.controller.template_choices(),
+                                          self.controller.wb.template.name), done)
+
+    def pick_tokenizer(self) -> None:
+        def done(choice: str | None) -> None:
+            if choice is not None:
+                self.controller.load_tokenizer(choice)
+        self.app.push_screen(PickerScreen("Tokenizer", [(name, name) for name in [*ENCODINGS, *HF_TOKENIZERS]],
+                                          self.controller.wb.tokenizer.name), done)
+
+    def pick_policy(self) -> None:
+        def done(choice: str | None) -> None:
+            if choice is not None:
+                self.controller.set_policy(choice)
+        self.app.push_screen(PickerScreen("Truncation policy", [(p, p) for p in POLICIES],
+                                          self.controller.wb.policy.name), done)
+
+    async def pick_model(self) -> None:
+        models = await self.controller.models()
+        if models is None:
+            return
+
+        def done(choice: str | None) -> None:
+            if choice:
+                self.controller.set_model(choice)
+        self.app.push_screen(PickerScreen("Model", [(m, m) for m in models], self.controller.wb.session.model), done)
+
+    def trust_endpoint(self) -> None:
+        """Send the key to the endpoint the session named, after the user says yes."""
+        base = self.controller.trust_target()
+        if not base:
+            self.app.notify("no endpoint to trust: connect with --base-url URL", severity="warning")
+            return
+
+        def done(yes: bool) -> None:
+            if yes:
+                self.controller.trust_endpoint(base)
+        self.app.push_screen(ConfirmScreen(self.controller.link.trust_question(base)), done)
+
+    # -- sessions -----------------------------------------------------------------------------------
+    def open_session(self) -> None:
+        from tui.sessions.store import sessions_dir
+
+        from .browser_screen import BrowserScreen
+        folder = self.app.options.sessions_folder or sessions_dir()
+        self.app.push_screen(BrowserScreen(folder, self.controller.file.session_file), self.controller.open_file)
+
+    async def replay(self, start: int = 0) -> None:
+        """Step through the session's requests as they were sent (the tokenizer loads off the loop)."""
+        from tui.sessions.replay import Replayer, offline_tokenizer_name
+
+        from .replay_screen import ReplayScreen
+        wb = self.controller.wb
+        session = wb.session
+        if not session.requests:
+            self.app.notify("this session has no requests to replay yet", severity="warning")
+            return
+        spec = offline_tokenizer_name(session.tokenizer, wb.template.name)
+        try:
+            tokenizer = await asyncio.to_thread(get_tokenizer, spec)
+        except TokenizerNotFound as exc:
+            self.app.notify(visible(str(exc)), severity="error")
+            return
+        self.app.push_screen(ReplayScreen(session, Replayer(session, wb.template, tokenizer), self.app.roles, start))
+
+    def help(self) -> None:
+        keymap = self.app.settings.keys
+
+        def key_of(binding) -> str:
+            return keymap.get(binding.id, binding.key_display or binding.key) if binding.id else binding.key
+        rows = [(key_of(b), b.description, "app") for b in self.app.BINDINGS]
+        rows += [(key_of(b), b.description, "transcript") for b in ChatView.BINDINGS]
+        rows += [("enter", "send the message", "composer"), ("alt+enter / ctrl+j", "new line", "composer"),
+                 ("tab / shift+tab", "move between composer, transcript and pane", "everywhere"),
+                 ("ctrl+p", "command palette: every action", "everywhere")]
+        self.app.push_screen(HelpScreen(rows))

@@ -1,0 +1,68 @@
+"""Connecting, a transition of the Controller: find the server, connect, and take what it offers.
+
+Each step is said in the status line. The API key goes only where link.py lets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from tui.client.errors import ClientError
+from tui.context.safety import visible
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+
+async def connect(ctl: "Controller") -> None:
+    """Find the server (the URL given, else a local one), connect, and take what it offers: its template,
+    its context window, and the tokenizer that counts as it does. Said in the status line at each step."""
+    from tui.client.connect import connect as open_connection, scan_local
+    from tui.client.endpoint import EndpointError
+    from tui.context.tokens import get_tokenizer
+
+    from .samples import sample_session
+    settings = ctl.settings
+    base, source = ctl.link.where_to_connect(ctl.wb.session.base_url)
+    if not base and settings.scan_local:
+        ctl.status("looking for a local server on 8080, 11434, 1234, 8000…")
+        found = await scan_local()
+        if found:
+            base, source = found[0], f"found {found[1]} on {found[0]}"
+    if not base:
+        if not ctl.wb.session.messages:
+            ctl.adopt(sample_session(), None)
+        ctl.status("offline: no server found. Connect with --base-url URL (or $OPENAI_BASE_URL); "
+                   "the pane works on what you type.", "yellow")
+        return
+    try:
+        endpoint = ctl.link.endpoint_for(base, source, ctl.wb.session.model)
+    except EndpointError as exc:
+        ctl.status(f"bad base URL: {exc}", "red")
+        return
+    ctl.status(f"connecting to {endpoint.base_url} ({source})…")
+    try:
+        connection = await open_connection(endpoint)
+    except ClientError as exc:
+        ctl.status(f"offline: {visible(str(exc))}", "red")
+        return
+    ctl.link.connection, ctl.link.client = connection, connection.client
+    wb = ctl.wb
+    wb.session.base_url, wb.session.model = endpoint.base_url, endpoint.model
+    info = connection.info
+    if connection.template is not None and not settings.template:
+        wb.set_template(connection.template)
+    if info.n_ctx and not wb.policy.context_window:
+        wb.set_policy(context_window=int(info.n_ctx))
+    wb.cache_rule = "llama.cpp" if info.kind == "llama.cpp" else "openai"
+    ctl.status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
+               f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
+    ctl.changed(save=False)
+    if not settings.tokenizer:
+        if connection.tokenizer == "server":
+            ctl.use_tokenizer(await ctl.link.server_tokenizer(endpoint, wb.template, ctl.tokenizer_source_changed),
+                              True)
+        else:
+            tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
+            ctl.use_tokenizer(tokenizer, connection.exact)

@@ -1,0 +1,467 @@
+"""The session's state and every change to it, as plain Python: no widget, no UI toolkit.
+
+One Controller owns the open session (through its Workbench), the file it is kept in, the link to
+the server, and whether a reply is streaming. Each user intent is one method (a transition). After
+each change it tells its listener with an event carrying an immutable snapshot; the app turns
+events into Textual messages and the widgets redraw from the snapshots.
+
+Every change bumps `generation`. The conversation is computed (rendered, fenced, counted) in one
+worker thread; a result is applied only if no change came after it was asked for, so a stale
+computation never overwrites a newer view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Callable
+
+from tui.context.budget import PolicyError
+from tui.context.errors import TemplateRenderError
+from tui.context.messages import Message
+from tui.context.request import RequestView
+from tui.context.safety import visible
+from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template
+from tui.context.tokens import SegmentCache, TokenizerNotFound, get_tokenizer
+from tui.sessions.model import Session, recover_interrupted_reply
+from tui.sessions.store import SessionFileError, load_session
+
+from .compute import SKIPPED, ComputeWorker
+from .connecting import connect
+from .events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
+                     SessionChanged, StatusChanged)
+from .link import Link
+from .runtime import Handle, Runtime
+from .samples import sample_session
+from .sending import Sending
+from .session_file import SessionFile
+from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
+from .workbench import Workbench, template_from_session
+
+DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
+
+
+class Controller:
+    def __init__(self, settings: Any, runtime: Runtime, listener: Callable[[Event], None] = lambda event: None,
+                 sessions_folder: Path | None = None) -> None:
+        self.settings, self.runtime, self.listener = settings, runtime, listener
+        self.wb = Workbench(Session(), builtin_template("chatml"))
+        self.link = Link(settings)
+        self.file = SessionFile(lambda: self.wb.session, runtime.later, self.notify, lambda: self.link.client,
+                                settings.api_key_env, sessions_folder)
+        self.sending = Sending(self)
+        self.generation = 0  # bumped by every change of state: a result computed before it is stale
+        self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
+        self.worker = ComputeWorker()
+        self._compute_timer: Handle | None = None
+        self._compute_for = -1  # the generation a computation is on its way for
+
+    # -- reading the state --------------------------------------------------------------------------
+    @property
+    def client(self):
+        return self.link.client
+
+    @property
+    def streaming(self) -> bool:
+        return self.sending.streaming
+
+    @property
+    def read_only(self) -> bool:
+        return self.file.read_only
+
+    def chat_state(self) -> ChatState:
+        return ChatState(self.generation, tuple(self.wb.session.messages), frozenset(self._dropped()),
+                         frozen_notes(self.notes))
+
+    def pane_state(self) -> PaneState | None:
+        wb, view = self.wb, self.wb.view
+        if view is None:
+            return None
+        session = wb.session
+        return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
+                         len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
+                         tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
+                         wb.request_body(view), self.settings.api_key_env, self.read_only)
+
+    def snapshot(self) -> Snapshot:
+        session = self.wb.session
+        return Snapshot(self.generation, self.chat_state(), self.pane_state(), self.wb.draft, self.streaming,
+                        session.title, self.read_only, self.file.session_file, self.wb.template.name,
+                        self.wb.tokenizer.name, self.wb.policy.name, session.model, self.link.url(session.base_url),
+                        self.client is not None)
+
+    def _dropped(self) -> set[int]:
+        return {e.message for e in self.wb.view.ledger} if self.wb.view else set()
+
+    # -- telling the listener -------------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        self.listener(event)
+
+    def notify(self, text: str, *, severity: str = "information", title: str = "", timeout: float | None = None) -> None:
+        self.emit(Notice(text, severity, title, timeout))
+
+    def status(self, text: str, style: str = "") -> None:
+        self.emit(StatusChanged(text, style))
+
+    def show_chat(self) -> None:
+        self.emit(ChatChanged(self.chat_state()))
+
+    def show_pane(self) -> None:
+        pane = self.pane_state()
+        if pane is not None:
+            self.emit(PaneChanged(pane))
+
+    # -- changes and the computation ------------------------------------------------------------------
+    def changed(self, save: bool = True, compute: bool = True) -> None:
+        """The state changed: a new generation, the chat shown again, the conversation computed again
+        (unless the caller computes it itself), and the file saved soon (unless `save` is false)."""
+        self.generation += 1
+        self.show_chat()
+        if compute:
+            self.compute()
+        if save:
+            self.file.autosave()
+
+    def refresh(self) -> None:
+        """The session was changed from outside the transitions (a script, a test): show and compute it again."""
+        self.changed(save=False)
+
+    def compute(self, delay: float = 0.0) -> None:
+        """Compute the view of the current generation in the worker, now or after `delay` seconds."""
+        if self._compute_timer is not None:
+            self._compute_timer.cancel()
+            self._compute_timer = None
+        self._compute_for = self.generation
+        if delay:
+            self._compute_timer = self.runtime.later(delay, self._start_compute)
+        else:
+            self._start_compute()
+
+    def _start_compute(self) -> None:
+        self._compute_timer = None
+        generation = self.generation
+        self.runtime.spawn(lambda: self._compute_view(generation), "compute")
+
+    async def _compute_view(self, generation: int) -> None:
+        try:
+            view = await self.worker.run(self.wb.compute, lambda: generation == self.generation)
+        except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
+            if generation == self.generation:
+                self._template_failed(exc)
+            return
+        self.apply_view(view, generation)
+
+    def apply_view(self, view: RequestView | Any, generation: int) -> bool:
+        """Take a computed view if nothing changed since it was asked for; a stale one is dropped."""
+        if view is SKIPPED or generation != self.generation:
+            if self._compute_for != self.generation and self._compute_timer is None:
+                self.compute(0.05)  # a change that asked for no computation of its own: compute it now
+            return False
+        dropped_before = self._dropped()
+        self.wb.view = view
+        if self._dropped() != dropped_before:
+            self.show_chat()
+        self.show_pane()
+        return True
+
+    def _template_failed(self, exc: TemplateRenderError) -> None:
+        self.notify(f"template {self.wb.template.name} rejects the conversation: {exc}", severity="error",
+                    timeout=10)
+        self.wb.view = None
+        self.show_chat()
+
+    # -- the draft ----------------------------------------------------------------------------------
+    def set_draft(self, text: str) -> None:
+        """What the composer holds. The pane follows at once when the view can be spliced; else it is computed."""
+        if text == self.wb.draft:
+            return
+        self.generation += 1
+        if self.wb.set_draft(text):
+            self.show_pane()
+            self.compute(DRAFT_SETTLE)  # the policy may move with the draft: settle after a pause
+        else:
+            self.compute()
+
+    # -- sending (the flow itself is in sending.py) ----------------------------------------------------
+    def submit(self, text: str) -> bool:
+        """Send the composer's text. True when it was taken (the composer may be cleared)."""
+        return self.sending.submit(text)
+
+    def stop(self) -> None:
+        self.sending.stop()
+
+    def resend_from(self, index: int, expected: Message | None = None) -> None:
+        """Drop what follows the user message at or before `index`, and send the conversation again."""
+        if self.client is None or self.streaming or self._stale(index, expected):
+            return
+        messages = self.wb.session.messages
+        while index >= 0 and messages[index].role != "user":
+            index -= 1
+        if index < 0:
+            return
+        self.wb.truncate_after(index)
+        self.changed()
+        self.sending.start()
+
+    # -- messages -----------------------------------------------------------------------------------
+    def _stale(self, index: int, expected: Message | None) -> bool:
+        """True (and said) when message `index` is no longer the one the user acted on."""
+        messages = self.wb.session.messages
+        if 0 <= index < len(messages) and (expected is None or messages[index] is expected):
+            return False
+        self.notify("the conversation changed meanwhile: nothing was done", severity="warning")
+        return True
+
+    def edit(self, index: int, text: str, expected: Message | None = None) -> None:
+        if not self._stale(index, expected):
+            self.wb.edit(index, text)
+            self.changed()
+
+    def delete(self, index: int, expected: Message | None = None) -> None:
+        if not self._stale(index, expected):
+            self.wb.delete(index)
+            self.changed()
+
+    def toggle_pin(self, index: int, expected: Message | None = None) -> None:
+        if not self._stale(index, expected):
+            pinned = self.wb.toggle_pin(index)
+            self.notify(f"message #{index} {'pinned' if pinned else 'unpinned'}")
+            self.changed()
+
+    def system_prompt(self) -> str:
+        messages = self.wb.session.messages
+        return messages[0].text() if messages and messages[0].role == "system" else ""
+
+    def set_system_prompt(self, text: str) -> None:
+        self.wb.set_system_prompt(text)
+        self.changed()
+
+    def attach(self, text: str, label: str) -> None:
+        """A pasted document, or the file named `file:PATH` when nothing was pasted (read off the loop)."""
+        path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
+        if not text.strip():
+            if path is not None:  # nothing pasted: the file named is read, if it is one
+                self.runtime.spawn(lambda: self._attach_file(path, label), "attach")
+            return
+        self.wb.add_document(text, label or "document")
+        self.changed()
+
+    async def _attach_file(self, path: Path, label: str) -> None:
+        def read() -> str | None:
+            return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        try:
+            text = await asyncio.to_thread(read)
+        except OSError as exc:
+            self.notify(f"cannot read {path}: {exc}", severity="error")
+            return
+        if text is not None:
+            self.wb.add_document(text, label)
+            self.changed()
+
+    # -- settings -----------------------------------------------------------------------------------
+    def template_choices(self) -> list[tuple[str, str]]:
+        options = [(name, name) for name in builtin_names()]
+        connection = self.link.connection
+        if connection and connection.template:
+            options.insert(0, ("@server", f"the server's own ({connection.info.kind})"))
+        return options
+
+    def set_template(self, choice: str) -> None:
+        """A shipped template by name, or '@server': the server's own."""
+        self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
+        self.changed()
+
+    def set_policy(self, name: str) -> None:
+        try:
+            self.wb.set_policy(name=name)
+        except PolicyError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.changed()
+
+    def set_model(self, name: str) -> None:
+        self.client.endpoint.model = self.wb.session.model = name
+        self.changed()
+
+    async def models(self) -> list[str] | None:
+        """The server's models (None, and said why, when there are none to pick from)."""
+        from tui.client.errors import ClientError
+        if self.client is None:
+            self.notify("offline: no server to list models from", severity="warning")
+            return None
+        try:
+            return await self.client.list_models()
+        except ClientError as exc:
+            self.notify(visible(str(exc)), severity="error")
+            return None
+
+    def toggle_fences(self) -> None:
+        self.wb.session.fences = not self.wb.session.fences
+        self.notify(f"fences {'on' if self.wb.session.fences else 'off'}")
+        self.changed()
+
+    # -- the tokenizer ------------------------------------------------------------------------------
+    def load_tokenizer(self, name: str | None = None) -> None:
+        """Load a tokenizer off the loop: `name`, else --tokenizer, else the session's (if shipped) or the template's."""
+        from tui.sessions.replay import offline_tokenizer_name
+        # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
+        spec = name or self.settings.tokenizer or offline_tokenizer_name(self.wb.session.tokenizer,
+                                                                         self.wb.template.name)
+        self.runtime.spawn(lambda: self._load_tokenizer(spec), "tokenizer")
+
+    async def _load_tokenizer(self, spec: str) -> None:
+        try:
+            tokenizer = await asyncio.to_thread(get_tokenizer, spec)
+        except TokenizerNotFound as exc:
+            self.notify(visible(str(exc)), severity="error")
+            return
+        self.use_tokenizer(tokenizer, None)
+
+    def use_tokenizer(self, tokenizer, exact: bool | None) -> None:
+        self.wb.set_tokenizer(tokenizer, exact)
+        self.changed(save=False)
+
+    def tokenizer_source_changed(self, falling_back: bool) -> None:
+        """Called from the counting worker when the server's tokenizer goes away or comes back."""
+        self.runtime.soon(self._tokenizer_source_changed, falling_back)
+
+    def _tokenizer_source_changed(self, falling_back: bool) -> None:
+        self.wb.cache = SegmentCache()  # counts cached so far came from the other tokenizer
+        if falling_back:
+            self.status("the server's tokenizer does not answer: counting locally (estimate) until it is back",
+                        "yellow")
+        else:
+            self.status("the server's tokenizer is back: counts are exact again", "green")
+        self.changed(save=False)
+
+    def retry_server_tokenizer(self) -> None:
+        """On a timer: while counting locally, ask the server again once its back-off has passed."""
+        if getattr(self.wb.tokenizer, "retry_due", lambda: False)():
+            self.changed(save=False)
+
+    # -- the server ---------------------------------------------------------------------------------
+    def connect(self) -> None:
+        self.runtime.spawn(lambda: connect(self), "connect")
+
+    def trust_target(self) -> str:
+        return self.link.trust_target(self.wb.session.base_url)
+
+    def trust_endpoint(self, base: str) -> None:
+        """The user agreed: the key goes to `base` from now on (connecting again to use it)."""
+        self.link.trust(base)
+        self.connect()
+
+    # -- sessions -----------------------------------------------------------------------------------
+    def adopt(self, session: Session, path: Path | None, read_only: bool = False) -> None:
+        """Work on this session from now on (kept in `path`, or in a new file once it has messages)."""
+        self.file.open(path, read_only)
+        try:
+            template = load_template(self.settings.template) if self.settings.template else \
+                template_from_session(session.template)
+        except (TemplateNotFound, OSError) as exc:
+            self.notify(visible(str(exc)), severity="error")
+            template = builtin_template("chatml")
+        self.wb = Workbench(session, template, self.wb.tokenizer)
+        self.wb.restore_previous()
+        self.notes = {}
+        self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
+        self.changed(save=False)
+
+    async def open_first(self, path: Path | None, offline: bool) -> None:
+        """At start-up: the file named, else the sample (offline) or an empty session. Read off the loop."""
+        if path is not None:
+            try:
+                opened = await asyncio.to_thread(load_session, path)
+                recovered = recover_interrupted_reply(opened.session)
+                if opened.note:
+                    self.notify(visible(opened.note), severity="warning", timeout=10)
+                self.adopt(opened.session, path, opened.read_only)
+                if recovered:
+                    self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
+                                severity="warning", timeout=10)
+                    self.file.autosave(now=True)
+                return
+            except SessionFileError as exc:
+                self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
+                self.status(f"could not open {path.name}: a new session was started instead (the file is left "
+                            "as it is)", "red")
+        if offline or not (self.settings.base_url or self.settings.scan_local):
+            self.adopt(sample_session(), None)
+            return
+        self.adopt(Session(), None)
+
+    def open_file(self, path: Path | None) -> None:
+        if path is not None and path != self.file.session_file:
+            self.runtime.spawn(lambda: self._open_file(path), "open")
+
+    async def _open_file(self, path: Path) -> None:
+        try:
+            opened = await asyncio.to_thread(load_session, path)
+        except SessionFileError as exc:
+            self.notify(visible(str(exc)), title="cannot open session", severity="error")
+            return
+        self.file.autosave(now=True)
+        self.adopt(opened.session, path, opened.read_only)
+
+    def new_session(self) -> None:
+        self.file.autosave(now=True)
+        self.adopt(Session(base_url=self.wb.session.base_url, model=self.wb.session.model), None)
+
+    def resend_from_step(self, session: Session, step: int) -> bool:
+        """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""
+        from tui.sessions.transfer import resend_session
+        try:
+            copy = resend_session(session, step)
+        except ValueError as exc:
+            self.notify(visible(str(exc)), severity="error")
+            return False
+        self.file.autosave(now=True)
+        self.adopt(copy, None)
+        self.notify(f"re-sending as a new session: {copy.title} (the old one is kept)")
+        if self.client is None:
+            self.connect()
+            self.notify("connecting first: press Enter in an empty composer… or use 'Resend from focused message'")
+            return True
+        self.sending.start()
+        return True
+
+    def export_markdown(self) -> None:
+        self.runtime.spawn(self._export_markdown, "export")
+
+    async def _export_markdown(self) -> None:
+        from tui.sessions.store import sessions_dir, write_private
+        from tui.sessions.transfer import export_markdown
+        folder = self.file.session_file.parent if self.file.session_file else (self.file.folder or sessions_dir())
+        target = folder / f"{self.wb.session.id}.md"
+        text = export_markdown(self.wb.session)
+
+        def write() -> None:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_private(target, text)  # 0600, like the session itself
+        try:
+            await asyncio.to_thread(write)
+        except OSError as exc:
+            self.notify(f"cannot write {target}: {exc}", severity="error")
+            return
+        self.notify(f"transcript written to {target}")
+
+    def close(self) -> None:
+        """The app is closing: save what must be saved, let the file go, stop the worker."""
+        self.file.close(self.streaming)
+        self.worker.close()
+
+    # -- for the sending flow ----------------------------------------------------------------------------
+    def reply_started(self) -> None:
+        self.emit(ReplyStarted())
+
+    def reply_progress(self, content: str, reasoning: str, tool_calls: list | None) -> None:
+        self.emit(ReplyProgress(content, reasoning or "", tuple(tool_calls or ())))
+
+    def reply_ended(self, note: str) -> None:
+        self.emit(ReplyEnded())
+        if note:  # the error stays under the reply it cut short, and in the status line
+            self.status(note, "yellow" if note.startswith("■") else "red")
+            last = self.wb.session.messages[-1] if self.wb.session.messages else None
+            if last is not None and last.role == "assistant":
+                self.notes[last.id] = note
+        self.changed(save=False)

@@ -1,0 +1,49 @@
+"""One reply from the server, as it streams: progress for the view, checkpoints for the file, and how it ended.
+
+It holds no state of the session: the controller records the reply and says what it means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+from tui.client.errors import ClientError
+from tui.client.reply import Reply, ReplyAssembler
+from tui.context.safety import visible
+
+PAINT_EVERY = 0.025  # seconds between two progress calls (a frame is about 16 ms)
+SAVE_EVERY = 1.0  # a kill mid-reply loses at most this much
+STOPPED = "■ stopped: the reply is kept, marked incomplete"
+
+
+async def stream_reply(client, body: dict, on_progress: Callable[[Reply], None],
+                       on_checkpoint: Callable[[Reply], None], on_status: Callable[[str], None]) -> tuple[Reply, str]:
+    """Send `body` and follow the reply. Returns the reply (incomplete if cut short) and a note ('' if whole).
+
+    A cancel (the user stopped it) or a failure ends it early: what arrived is kept, and said so.
+    """
+    assembler = ReplyAssembler()
+    last_paint, last_save, note = 0.0, 0.0, ""  # the first piece of a reply is saved at once
+
+    def on_delta(_text: str, progress: ReplyAssembler) -> None:
+        nonlocal last_paint, last_save
+        now = time.monotonic()
+        if now - last_paint > PAINT_EVERY:
+            on_progress(progress.reply)
+            last_paint = now
+        if now - last_save > SAVE_EVERY:
+            on_checkpoint(progress.reply)
+            last_save = now
+
+    try:
+        await client.chat(body, assembler, on_delta, lambda text: on_status(visible(text)))
+    except asyncio.CancelledError:
+        note = STOPPED
+        assembler.reply.incomplete = True
+    except ClientError as exc:
+        note = f"✗ {visible(str(exc))}"
+        assembler.reply.incomplete = True
+        assembler.reply.error = str(exc)
+    return assembler.reply, note

@@ -1,0 +1,139 @@
+"""The send transition, from the composer's text to the reply kept, owned by the Controller.
+
+The text becomes a user message; the request is computed in the controller's worker (never on the
+event loop); the summarise policy makes its summary with one model call when it must; the reply
+streams into the view and, every second, into the file. Stopped or failed, the user's message and
+what arrived of the reply are kept, the reply marked incomplete, and the reason shown under it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from tui.client.errors import ClientError
+from tui.context.errors import TemplateRenderError
+from tui.context.request import RequestView
+from tui.context.safety import visible
+
+from .reply_stream import stream_reply
+
+if TYPE_CHECKING:
+    from .controller import Controller
+    from .workbench import Workbench
+
+NOT_SENT = "■ stopped before it was sent: your message is kept"
+
+
+class Sending:
+    def __init__(self, controller: "Controller") -> None:
+        self.ctl = controller
+        self.streaming = False  # one request at a time, from the submit until its reply ends
+        self._job = None
+
+    def submit(self, text: str) -> bool:
+        ctl = self.ctl
+        if self.streaming:
+            ctl.notify("a reply is still streaming: Esc stops it", severity="warning")
+            return False
+        if not text.strip():
+            return False
+        if ctl.client is None:
+            ctl.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
+                       severity="warning")
+            return False
+        ctl.wb.commit_text(text)
+        ctl.changed(save=False, compute=False)  # the request is computed by the send itself, below
+        self.start()
+        return True
+
+    def start(self) -> None:
+        """Send the conversation as it stands (its last message is the user's)."""
+        self.streaming = True
+        self._job = self.ctl.runtime.spawn(self._send, "reply")
+
+    def stop(self) -> None:
+        if self.streaming and self._job is not None:
+            self._job.cancel()
+
+    async def _send(self) -> None:
+        ctl = self.ctl
+        wb = ctl.wb  # the session this request belongs to, even if another is opened meanwhile
+        record, reply, note = None, None, NOT_SENT
+        try:
+            view = await self._prepare(wb)
+            if view is not None and wb.summary_needed(view):
+                view = await self._summarise(wb)
+            if view is None:
+                note = ""
+                return
+            body = wb.request_body(view)
+            record = wb.start_record(body, view)
+            ctl.changed(save=False, compute=False)
+            ctl.show_pane()
+            ctl.reply_started()
+            ctl.file.autosave(now=True)
+
+            def checkpoint(progress) -> None:
+                wb.update_record(record, progress)
+                if ctl.wb is wb:
+                    ctl.file._save_in_background()
+            reply, note = await stream_reply(
+                ctl.client, body, lambda r: ctl.reply_progress(r.content, r.reasoning, r.tool_calls), checkpoint,
+                lambda text: ctl.status(text, "yellow"))
+        finally:
+            self.streaming = False
+            if record is not None:
+                if reply is None:  # an error nobody expected: what is on record stays, marked incomplete
+                    from tui.client.reply import Reply
+                    reply = Reply(content=record.reply.get("content", ""), incomplete=True)
+                wb.finish_reply(record, reply)
+                if ctl.wb is wb:
+                    ctl.file._save()
+                    ctl.reply_ended(note)
+            elif note and ctl.wb is wb:
+                ctl.status(note, "yellow")
+                ctl.file.autosave()
+
+    async def _prepare(self, wb: "Workbench") -> RequestView | None:
+        """The request as it stands, computed in the worker (a template from outside may be slow)."""
+        ctl = self.ctl
+        generation = ctl.generation
+        try:
+            view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+        except TemplateRenderError as exc:
+            self._not_sent(wb, exc)
+            return None
+        if generation == ctl.generation and ctl.wb is wb and not wb.draft:
+            ctl.apply_view(view, generation)  # nothing typed meanwhile: it is also the pane's view
+        return view
+
+    def _not_sent(self, wb: "Workbench", exc: TemplateRenderError) -> None:
+        self.ctl.notify(f"not sent: template {wb.template.name} rejects the conversation: {exc}", severity="error",
+                        timeout=10)
+        self.ctl.file.autosave()
+
+    async def _summarise(self, wb: "Workbench") -> RequestView | None:
+        """The summarise policy: one model call makes the summary that stands for the dropped turns."""
+        ctl = self.ctl
+        try:
+            for _ in range(3):  # the summary takes room too: it may push one more message out, then it is redone
+                view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+                dropped = wb.summary_needed(view)
+                if not dropped:
+                    break
+                ctl.status(f"summarising {len(dropped)} dropped messages with a model call…", "yellow")
+                try:
+                    reply = await ctl.client.chat(wb.summary_request(dropped))
+                except ClientError as exc:
+                    ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
+                    break
+                cost = int((reply.usage or {}).get("total_tokens") or 0)
+                wb.set_summary(reply.content, cost, dropped)
+                ctl.generation += 1  # the policy holds the summary now: views computed before are stale
+                ctl.status(f"summary made: {cost} tokens spent on it", "yellow")
+            return await ctl.worker.run(lambda: wb.compute(with_draft=False))
+        except TemplateRenderError as exc:
+            self._not_sent(wb, exc)
+            return None
+

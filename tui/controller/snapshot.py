@@ -1,0 +1,73 @@
+"""What the views are given: immutable pictures of the controller's state, one per change.
+
+A snapshot never changes after it is made. The controller replaces messages instead of changing
+them, so an older snapshot still shows the conversation as it was, and comparing two snapshots
+tells a view whether anything it shows has changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from tui.context.budget import PolicySettings
+from tui.context.cache import RequestShape
+from tui.context.messages import Message
+from tui.context.request import RequestView
+
+NO_NOTES: Mapping[str, str] = MappingProxyType({})
+
+
+def frozen_notes(notes: Mapping[str, str]) -> Mapping[str, str]:
+    """A read-only copy: later notes do not show up in a snapshot already made."""
+    return MappingProxyType(dict(notes)) if notes else NO_NOTES
+
+
+@dataclass(frozen=True)
+class ChatState:
+    """The transcript: the messages, which of them the policy drops, and the notes under replies."""
+
+    generation: int
+    messages: tuple[Message, ...]
+    dropped: frozenset[int] = frozenset()
+    notes: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> why that reply is incomplete
+
+
+@dataclass(frozen=True)
+class PaneState:
+    """The context pane: the request as computed, and what the tabs show beside it."""
+
+    generation: int
+    view: RequestView
+    messages: tuple[Message, ...]  # the session's messages and the draft, for notes and search
+    draft_index: int | None
+    previous: RequestShape | None
+    policy: PolicySettings
+    requests: tuple = ()
+    costs: tuple = ()
+    url: str = ""
+    body: Mapping[str, Any] = field(default_factory=dict)
+    key_env: str = "OPENAI_API_KEY"
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything at one moment: what each view shows, and the settings the status lines name."""
+
+    generation: int
+    chat: ChatState
+    pane: PaneState | None
+    draft: str
+    streaming: bool
+    title: str
+    read_only: bool
+    session_file: Path | None
+    template: str
+    tokenizer: str
+    policy: str
+    model: str
+    base_url: str
+    connected: bool
