@@ -15,6 +15,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.content import Content
 from textual.screen import Screen
 from textual.widget import Widget
@@ -188,6 +189,12 @@ class CtxpaneApp(App):
 
     # -- the controller's events, as Textual messages to the widgets that show them ----------------------
     def on_controller_event(self, event: Event) -> None:
+        try:
+            self._deliver(event)
+        except (IndexError, NoMatches):  # not on screen yet, or no longer: nothing to redraw
+            pass
+
+    def _deliver(self, event: Event) -> None:
         if isinstance(event, ChatChanged):
             self.main(ChatPanel).post_message(ChatUpdated(event.chat))
         elif isinstance(event, PaneChanged):

@@ -29,6 +29,7 @@ class ComputeWorker:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-compute")
         self.runs = 0  # jobs that ran (what a test counts)
         self.skipped = 0
+        self.closed = False
 
     async def run(self, job: Callable[[], T], wanted: Callable[[], bool] = lambda: True) -> T | Skipped:
         """`job()` in the worker's thread; SKIPPED, without running it, if `wanted()` is false by then."""
@@ -38,7 +39,10 @@ class ComputeWorker:
                 return SKIPPED
             self.runs += 1
             return job()
+        if self.closed:  # the app is closing: nothing more is computed
+            return SKIPPED
         return await asyncio.wrap_future(self._pool.submit(guarded))
 
     def close(self) -> None:
+        self.closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)

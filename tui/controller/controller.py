@@ -23,16 +23,15 @@ from tui.context.request import RequestView
 from tui.context.safety import visible
 from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template
 from tui.context.tokens import SegmentCache, TokenizerNotFound, get_tokenizer
-from tui.sessions.model import Session, recover_interrupted_reply
-from tui.sessions.store import SessionFileError, load_session
+from tui.sessions.model import Session
 
 from .compute import SKIPPED, ComputeWorker
 from .connecting import connect
 from .events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                      SessionChanged, StatusChanged)
 from .link import Link
+from .opening import Opening
 from .runtime import Handle, Runtime
-from .samples import sample_session
 from .sending import Sending
 from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
@@ -50,6 +49,7 @@ class Controller:
         self.file = SessionFile(lambda: self.wb.session, runtime.later, self.notify, lambda: self.link.client,
                                 settings.api_key_env, sessions_folder)
         self.sending = Sending(self)
+        self.opening = Opening(self)
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
@@ -369,81 +369,20 @@ class Controller:
 
     async def open_first(self, path: Path | None, offline: bool) -> None:
         """At start-up: the file named, else the sample (offline) or an empty session. Read off the loop."""
-        if path is not None:
-            try:
-                opened = await asyncio.to_thread(load_session, path)
-                recovered = recover_interrupted_reply(opened.session)
-                if opened.note:
-                    self.notify(visible(opened.note), severity="warning", timeout=10)
-                self.adopt(opened.session, path, opened.read_only)
-                if recovered:
-                    self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
-                                severity="warning", timeout=10)
-                    self.file.autosave(now=True)
-                return
-            except SessionFileError as exc:
-                self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
-                self.status(f"could not open {path.name}: a new session was started instead (the file is left "
-                            "as it is)", "red")
-        if offline or not (self.settings.base_url or self.settings.scan_local):
-            self.adopt(sample_session(), None)
-            return
-        self.adopt(Session(), None)
+        await self.opening.open_first(path, offline)
 
     def open_file(self, path: Path | None) -> None:
-        if path is not None and path != self.file.session_file:
-            self.runtime.spawn(lambda: self._open_file(path), "open")
-
-    async def _open_file(self, path: Path) -> None:
-        try:
-            opened = await asyncio.to_thread(load_session, path)
-        except SessionFileError as exc:
-            self.notify(visible(str(exc)), title="cannot open session", severity="error")
-            return
-        self.file.autosave(now=True)
-        self.adopt(opened.session, path, opened.read_only)
+        self.opening.open_file(path)
 
     def new_session(self) -> None:
-        self.file.autosave(now=True)
-        self.adopt(Session(base_url=self.wb.session.base_url, model=self.wb.session.model), None)
+        self.opening.new_session()
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""
-        from tui.sessions.transfer import resend_session
-        try:
-            copy = resend_session(session, step)
-        except ValueError as exc:
-            self.notify(visible(str(exc)), severity="error")
-            return False
-        self.file.autosave(now=True)
-        self.adopt(copy, None)
-        self.notify(f"re-sending as a new session: {copy.title} (the old one is kept)")
-        if self.client is None:
-            self.connect()
-            self.notify("connecting first: press Enter in an empty composer… or use 'Resend from focused message'")
-            return True
-        self.sending.start()
-        return True
+        return self.opening.resend_from_step(session, step)
 
     def export_markdown(self) -> None:
-        self.runtime.spawn(self._export_markdown, "export")
-
-    async def _export_markdown(self) -> None:
-        from tui.sessions.store import sessions_dir, write_private
-        from tui.sessions.transfer import export_markdown
-        folder = self.file.session_file.parent if self.file.session_file else (self.file.folder or sessions_dir())
-        target = folder / f"{self.wb.session.id}.md"
-        text = export_markdown(self.wb.session)
-
-        def write() -> None:
-            folder.mkdir(parents=True, exist_ok=True)
-            write_private(target, text)  # 0600, like the session itself
-        try:
-            await asyncio.to_thread(write)
-        except OSError as exc:
-            self.notify(f"cannot write {target}: {exc}", severity="error")
-            return
-        self.notify(f"transcript written to {target}")
+        self.runtime.spawn(self.opening.export_markdown, "export")
 
     def close(self) -> None:
         """The app is closing: save what must be saved, let the file go, stop the worker."""

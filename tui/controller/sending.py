@@ -8,7 +8,6 @@ what arrived of the reply are kept, the reply marked incomplete, and the reason 
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from tui.client.errors import ClientError

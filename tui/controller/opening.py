@@ -1,0 +1,106 @@
+"""Which session is open: at start-up, from the browser, a new one, a replayed step sent again; and export.
+
+Transitions of the Controller, kept here: session files are read and written off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tui.context.safety import visible
+from tui.sessions.model import Session, recover_interrupted_reply
+from tui.sessions.store import SessionFileError, load_session
+
+from .samples import sample_session
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+
+class Opening:
+    def __init__(self, controller: "Controller") -> None:
+        self.ctl = controller
+
+    async def open_first(self, path: Path | None, offline: bool) -> None:
+        """At start-up: the file named, else the sample (offline) or an empty session. Read off the loop."""
+        ctl = self.ctl
+        if path is not None:
+            try:
+                opened = await asyncio.to_thread(load_session, path)
+                recovered = recover_interrupted_reply(opened.session)
+                if opened.note:
+                    ctl.notify(visible(opened.note), severity="warning", timeout=10)
+                ctl.adopt(opened.session, path, opened.read_only)
+                if recovered:
+                    ctl.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
+                               severity="warning", timeout=10)
+                    ctl.file.autosave(now=True)
+                return
+            except SessionFileError as exc:
+                ctl.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
+                ctl.status(f"could not open {path.name}: a new session was started instead (the file is left "
+                           "as it is)", "red")
+        if offline or not (ctl.settings.base_url or ctl.settings.scan_local):
+            ctl.adopt(sample_session(), None)
+            return
+        ctl.adopt(Session(), None)
+
+    def open_file(self, path: Path | None) -> None:
+        ctl = self.ctl
+        if path is not None and path != ctl.file.session_file:
+            ctl.runtime.spawn(lambda: self._open_file(path), "open")
+
+    async def _open_file(self, path: Path) -> None:
+        ctl = self.ctl
+        try:
+            opened = await asyncio.to_thread(load_session, path)
+        except SessionFileError as exc:
+            ctl.notify(visible(str(exc)), title="cannot open session", severity="error")
+            return
+        ctl.file.autosave(now=True)
+        ctl.adopt(opened.session, path, opened.read_only)
+
+    def new_session(self) -> None:
+        ctl = self.ctl
+        ctl.file.autosave(now=True)
+        ctl.adopt(Session(base_url=ctl.wb.session.base_url, model=ctl.wb.session.model), None)
+
+    def resend_from_step(self, session: Session, step: int) -> bool:
+        """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""
+        from tui.sessions.transfer import resend_session
+        ctl = self.ctl
+        try:
+            copy = resend_session(session, step)
+        except ValueError as exc:
+            ctl.notify(visible(str(exc)), severity="error")
+            return False
+        ctl.file.autosave(now=True)
+        ctl.adopt(copy, None)
+        ctl.notify(f"re-sending as a new session: {copy.title} (the old one is kept)")
+        if ctl.client is None:
+            ctl.connect()
+            ctl.notify("connecting first: press Enter in an empty composer… or use 'Resend from focused message'")
+            return True
+        ctl.sending.start()
+        return True
+
+    async def export_markdown(self) -> None:
+        """The conversation as Markdown beside the session file (0600), written off the loop."""
+        from tui.sessions.store import sessions_dir, write_private
+        from tui.sessions.transfer import export_markdown
+        ctl = self.ctl
+        folder = ctl.file.session_file.parent if ctl.file.session_file else (ctl.file.folder or sessions_dir())
+        target = folder / f"{ctl.wb.session.id}.md"
+        text = export_markdown(ctl.wb.session)
+
+        def write() -> None:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_private(target, text)  # 0600, like the session itself
+        try:
+            await asyncio.to_thread(write)
+        except OSError as exc:
+            ctl.notify(f"cannot write {target}: {exc}", severity="error")
+            return
+        ctl.notify(f"transcript written to {target}")
