@@ -46,13 +46,17 @@ def plain(shown) -> str:
     return console.export_text()
 
 
-async def settle(pilot, app: CtxpaneApp) -> None:
+async def settle(pilot, app: CtxpaneApp, seconds: float = 30.0) -> None:
     """Wait until background work (tokenizer, rebuilds) has finished and the screen is drawn.
 
     A rebuild that a newer one replaced ends cancelled: that is the app working, not a failure.
+    Work that starts more work (opening a file, then computing it) is waited for to the end.
     """
-    from textual.worker import WorkerCancelled
-    for _ in range(3):
+    from textual.worker import WorkerCancelled, WorkerState
+    for round_ in range(int(seconds / 0.05)):
+        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
+        if round_ >= 3 and not busy:
+            return
         for _attempt in range(10):
             try:
                 await app.workers.wait_for_complete()

@@ -21,7 +21,7 @@ from tui.context.messages import Message, Provenance
 from tui.controller import AsyncioRuntime, Controller
 from tui.controller.events import (ChatChanged, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                                    SessionChanged, StatusChanged)
-from tui.context.template_library import template_from_text
+from tui.context.template_library import ChatTemplate, builtin_template, template_from_text
 from tui.sessions.model import Session
 from tui.sessions.store import load_session, save_session
 
@@ -169,6 +169,25 @@ async def test_a_computation_running_during_an_edit_is_dropped_and_the_edit_comp
     assert later and all("What is the quota?" not in pane.view.document.text for pane in later)
     assert "Edited while computing" in ctl.wb.view.document.text and "xxxxx" in ctl.wb.view.document.text
     assert ctl.worker.runs <= 5  # the ready() computations, the slow one, the newest one
+
+
+async def test_no_template_is_rendered_on_the_event_loop(harness):
+    ctl = await harness.ready()
+    chatml, threads = builtin_template("chatml"), []
+
+    def render(messages, **variables):  # a template from outside: every render is noted with its thread
+        threads.append(threading.current_thread())
+        return chatml.render(messages, **variables)
+    ctl.wb.set_template(ChatTemplate("outside", "server:test", None, {}, render))
+    ctl.refresh()
+    for text in ("a", "ab", "abc"):  # typed before the worker has looked at the template
+        ctl.set_draft(text)
+    await harness.idle(0.5)
+    for text in ("abcd", "abcde"):  # now known to copy text verbatim: spliced in place, no render at all
+        ctl.set_draft(text)
+    assert "abcde" in ctl.wb.view.document.text
+    await harness.idle(0.5)
+    assert threads and threading.main_thread() not in threads
 
 
 # -- messages are replaced, never changed -------------------------------------------------------------------

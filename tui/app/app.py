@@ -161,9 +161,9 @@ class CtxpaneApp(App):
             self.notify(visible(problem), severity="warning", timeout=10)
         if self.options.replay:
             self.replay_only = True
-            self.call_after_refresh(self.action_replay, (self.options.replay_step or 1) - 1)
+            await self.dialogs.replay((self.options.replay_step or 1) - 1)
             return
-        self.call_after_refresh(self._after_first_frame)
+        self._after_first_frame()
 
     def _after_first_frame(self) -> None:
         import gc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from rich.text import Text
 from textual import work
@@ -49,6 +50,7 @@ class ReplayScreen(Screen):
         self.index = max(0, min(start, len(replayer) - 1))
         self.speed = 0
         self.step_view: Step | None = None
+        self._replaying = threading.Lock()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -64,11 +66,26 @@ class ReplayScreen(Screen):
         self.show_step()
 
     def show_step(self) -> None:
+        self._render_step(self.index)
+
+    @work(thread=True, exclusive=True, group="replay-step")
+    def _render_step(self, index: int) -> None:
+        """The stored request is rendered off the event loop: its template came from a file."""
         try:  # a stored request from a file may be one this template or this version cannot render
-            step = self.step_view = self.replayer.step(self.index)
-            previous = self.replayer.stored_view(self.index - 1).shape if self.index else None
+            with self._replaying:  # one step at a time: a step the user left may still be rendering
+                step = self.replayer.step(index)
+                previous = self.replayer.stored_view(index - 1).shape if index else None
         except (ValueError, TemplateRenderError) as exc:
-            self.step_view = None
+            self.app.call_from_thread(self._show_step, index, None, None, exc)
+            return
+        self.app.call_from_thread(self._show_step, index, step, previous, None)
+
+    def _show_step(self, index: int, step: Step | None, previous, error: Exception | None) -> None:
+        if index != self.index:  # the user stepped on meanwhile: that step is on its way
+            return
+        self.step_view = step
+        if step is None:
+            exc = error
             self.query_one("#replay-info", Static).update(
                 shown(f"replay: step {self.index + 1} of {len(self.replayer)} cannot be shown: {exc}", "bold red"))
             chat = self.query_one("#replay-messages", ChatView)

@@ -55,6 +55,7 @@ class Controller:
         self.worker = ComputeWorker()
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
+        self._probed = None  # the template the worker has probed for splicing (tui/context/incremental.py)
 
     # -- reading the state --------------------------------------------------------------------------
     @property
@@ -143,12 +144,20 @@ class Controller:
         self.runtime.spawn(lambda: self._compute_view(generation), "compute")
 
     async def _compute_view(self, generation: int) -> None:
+        wb = self.wb
+
+        def job() -> RequestView:
+            view = wb.compute()
+            wb.template.copies_text_verbatim()  # probed here: a keystroke never renders a template on the loop
+            return view
         try:
-            view = await self.worker.run(self.wb.compute, lambda: generation == self.generation)
+            view = await self.worker.run(job, lambda: generation == self.generation)
         except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
             if generation == self.generation:
                 self._template_failed(exc)
             return
+        if view is not SKIPPED:
+            self._probed = wb.template
         self.apply_view(view, generation)
 
     def apply_view(self, view: RequestView | Any, generation: int) -> bool:
@@ -176,7 +185,10 @@ class Controller:
         if text == self.wb.draft:
             return
         self.generation += 1
-        if self.wb.set_draft(text):
+        if self._probed is not self.wb.template:  # not known yet whether it may be spliced: compute in full
+            self.wb.draft = text
+            self.compute()
+        elif self.wb.set_draft(text):
             self.show_pane()
             self.compute(DRAFT_SETTLE)  # the policy may move with the draft: settle after a pause
         else:
