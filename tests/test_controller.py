@@ -2,87 +2,24 @@
 
 Each transition changes the state, bumps the generation and tells the listener; a computation that
 started before a change never overwrites the newer view; edits and pins make new snapshots (the old
-ones are untouched); a stopped or failed reply keeps what arrived, the user's message and the draft.
+ones are untouched). Sending is in tests/test_controller_sending.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
 
 import pytest
 
-from fault_server import FaultServer
-from tui.context.messages import Message, Provenance
-from tui.controller import AsyncioRuntime, Controller
-from tui.controller.events import (ChatChanged, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
-                                   SessionChanged, StatusChanged)
-from tui.context.template_library import ChatTemplate, builtin_template, template_from_text
+from controller_helpers import harness  # noqa: F401 - a fixture
+from tui.context.template_library import ChatTemplate, builtin_template
+from tui.controller.events import ChatChanged, Notice, PaneChanged, SessionChanged
+from tui.context.messages import Message
 from tui.sessions.model import Session
 from tui.sessions.store import load_session, save_session
-
-
-@dataclass
-class Settings:
-    """What the controller reads of the app's settings (tui/app/config.py has the real ones)."""
-
-    base_url: str = ""
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    template: str = ""
-    tokenizer: str = "o200k_base"
-    scan_local: bool = False
-    source: dict = field(default_factory=lambda: {"base_url": "flag"})
-
-
-def conversation() -> Session:
-    return Session(title="three turns", messages=[
-        Message("system", "You are terse.", provenance=Provenance("system_prompt", True), id="sys"),
-        Message("user", "What is the quota?", id="m1"),
-        Message("assistant", "250 GB.", provenance=Provenance("model", True), id="m2"),
-        Message("user", "And the price?", id="m3")])
-
-
-class Harness:
-    def __init__(self, tmp_path, **settings) -> None:
-        self.events: list = []
-        self.runtime = AsyncioRuntime()
-        self.ctl = Controller(Settings(**settings), self.runtime, self.events.append, tmp_path / "sessions")
-
-    async def idle(self, seconds: float = 0.05) -> None:
-        await self.runtime.idle(settle=seconds)
-
-    def of(self, kind) -> list:
-        return [event for event in self.events if isinstance(event, kind)]
-
-    async def ready(self, session: Session | None = None, path=None) -> Controller:
-        """A session open, the tokenizer loaded, its view computed."""
-        self.ctl.adopt(session or conversation(), path)
-        self.ctl.load_tokenizer()
-        await self.idle()
-        assert self.ctl.wb.view is not None
-        return self.ctl
-
-
-@pytest.fixture()
-async def harness(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    made = Harness(tmp_path)
-    yield made
-    made.ctl.close()
-
-
-async def connected(tmp_path, url: str) -> Harness:
-    made = Harness(tmp_path, base_url=url)
-    await made.ready()
-    made.ctl.connect()
-    await made.idle()
-    assert made.ctl.client is not None, [e for e in made.events if isinstance(e, StatusChanged)]
-    return made
 
 
 def test_the_controller_imports_no_textual():
@@ -222,125 +159,6 @@ async def test_an_action_on_a_message_that_moved_is_refused(harness):
     assert "changed meanwhile" in harness.of(Notice)[-1].text
 
 
-# -- sending ------------------------------------------------------------------------------------------------
-
-async def test_offline_send_is_refused_and_the_draft_stays(harness):
-    ctl = await harness.ready()
-    ctl.set_draft("hello")
-    assert not ctl.submit("hello")
-    assert ctl.wb.draft == "hello" and len(ctl.wb.session.messages) == 4 and not ctl.streaming
-    assert "offline" in harness.of(Notice)[-1].text
-
-
-async def test_send_streams_the_reply_and_keeps_it(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.01) as server:
-        made = await connected(tmp_path, server.url + "/ok")
-        ctl = made.ctl
-        assert ctl.submit("hello there") and ctl.streaming
-        assert not ctl.submit("again")  # one request at a time
-        await made.idle(0.1)
-        assert not ctl.streaming
-        kinds = [type(e) for e in made.events if isinstance(e, (ReplyStarted, ReplyProgress, ReplyEnded))]
-        assert kinds[0] is ReplyStarted and kinds[-1] is ReplyEnded and ReplyProgress in kinds
-        last = ctl.wb.session.messages[-1]
-        assert last.role == "assistant" and last.text() == "Hello, wörld 👋" and not last.incomplete
-        assert ctl.wb.session.messages[-2].text() == "hello there"
-        assert server.requests[-1]["body"]["messages"][-1] == {"role": "user", "content": "hello there"}
-        saved = json.loads(ctl.file.session_file.read_text())
-        assert saved["requests"][0]["reply"]["content"] == "Hello, wörld 👋"
-        assert made.of(ChatChanged)[-1].chat.messages[-1] == last
-        ctl.close()
-
-
-async def test_stop_mid_stream_keeps_the_partial_reply(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.2) as server:
-        made = await connected(tmp_path, server.url + "/slow")
-        ctl = made.ctl
-        ctl.submit("tell me a story")
-        for _ in range(100):
-            await asyncio.sleep(0.05)
-            if any("reply" in e.content for e in made.of(ReplyProgress)):
-                break
-        ctl.stop()
-        await made.idle(0.1)
-        last = ctl.wb.session.messages[-1]
-        assert not ctl.streaming and last.role == "assistant" and last.incomplete
-        assert last.text().startswith("partial reply")
-        assert ctl.wb.session.requests[-1].reply["incomplete"] is True
-        assert ctl.snapshot().chat.notes[last.id].startswith("■ stopped")
-        assert json.loads(ctl.file.session_file.read_text())["messages"][-1]["content"].startswith("partial")
-        ctl.close()
-
-
-@pytest.mark.parametrize("scenario", ["cut", "boom"])
-async def test_a_failed_send_keeps_the_users_message_and_draft(tmp_path, monkeypatch, scenario):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.05) as server:
-        made = await connected(tmp_path, server.url + f"/{scenario}")
-        ctl = made.ctl
-        ctl.submit("my question")
-        ctl.set_draft("the next one, typed while it was sent")
-        await made.idle(0.1)
-        messages = ctl.wb.session.messages
-        question = next(m for m in messages if m.text() == "my question")
-        assert question.role == "user" and not ctl.streaming
-        assert ctl.wb.draft == "the next one, typed while it was sent"
-        assert made.of(StatusChanged)[-1].text.startswith("✗") and made.of(StatusChanged)[-1].style == "red"
-        saved = json.loads(ctl.file.session_file.read_text())
-        assert any(m["content"] == "my question" for m in saved["messages"])
-        if scenario == "cut":  # something arrived: kept, incomplete, with the reason under it
-            assert messages[-1].incomplete and messages[-1].text().startswith("partial reply kept")
-            assert "closed the connection" in ctl.snapshot().chat.notes[messages[-1].id]
-        ctl.close()
-
-
-async def test_a_template_that_refuses_sends_nothing_and_keeps_the_message(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.01) as server:
-        made = await connected(tmp_path, server.url + "/ok")
-        ctl = made.ctl
-        ctl.wb.set_template(template_from_text("{{ raise_exception('no, not this one') }}", "server:test", "t"))
-        sent = len(server.requests)
-        ctl.submit("will not go")
-        await made.idle(0.1)
-        assert not ctl.streaming and ctl.wb.session.messages[-1].text() == "will not go"
-        assert len(server.requests) == sent and "rejects the conversation" in made.of(Notice)[-1].text
-        ctl.close()
-
-
-async def test_resend_from_a_message_drops_what_follows_and_sends(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.01) as server:
-        made = await connected(tmp_path, server.url + "/ok")
-        ctl = made.ctl
-        ctl.resend_from(2)  # the assistant's answer: re-sent from the user message before it
-        await made.idle(0.1)
-        assert [m.text() for m in ctl.wb.session.messages[:2]] == ["You are terse.", "What is the quota?"]
-        assert server.requests[-1]["body"]["messages"][-1] == {"role": "user", "content": "What is the quota?"}
-        assert ctl.wb.session.messages[-1].role == "assistant" and len(ctl.wb.session.messages) == 3
-        ctl.close()
-
-
-async def test_summarise_makes_a_summary_before_sending(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.01) as server:
-        made = await connected(tmp_path, server.url + "/ok")
-        ctl = made.ctl
-        for i in range(8):
-            ctl.wb.session.messages.append(Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30,
-                                                   id=f"t{i}"))
-        ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
-        ctl.refresh()
-        ctl.submit("what now?")
-        await made.idle(0.1)
-        assert ctl.wb.session.policy["summary"] == "whole reply"
-        assert any("summary made" in e.text for e in made.of(StatusChanged))
-        assert any("whole reply" in m["content"] for m in server.requests[-1]["body"]["messages"])
-        ctl.close()
-
-
 # -- sessions --------------------------------------------------------------------------------------------------
 
 async def test_opening_a_file_reads_it_off_the_loop_and_starts_afresh(harness, tmp_path):
@@ -352,29 +170,3 @@ async def test_opening_a_file_reads_it_off_the_loop_and_starts_afresh(harness, t
     await harness.idle()
     assert ctl.wb.session.title == "the other one" and ctl.file.session_file == path and not ctl.notes
     assert harness.of(SessionChanged)[-1].path == path and ctl.snapshot().chat.messages[0].text() == "hi"
-
-
-# -- the real server --------------------------------------------------------------------------------------------
-
-@pytest.mark.server
-async def test_a_real_streaming_send_to_llama_server(llama_server, tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    made = Harness(tmp_path, base_url=llama_server, tokenizer="")
-    made.ctl.adopt(Session(), None)
-    made.ctl.connect()
-    await made.idle(0.2)
-    ctl = made.ctl
-    assert ctl.client is not None and "llama.cpp" in made.of(StatusChanged)[-1].text
-    ctl.set_draft("Say hello in three words.")
-    await made.idle(0.6)
-    counted = ctl.wb.view.sent_tokens
-    assert ctl.submit("Say hello in three words.")
-    await made.idle(0.2)
-    record = ctl.wb.session.requests[-1]
-    arrived = record.reply.get("content") or ""
-    assert not record.incomplete and (arrived or record.reply.get("reasoning")), record.reply  # a random model
-    if arrived:  # (it may think and say nothing)
-        assert ctl.wb.session.messages[-1].role == "assistant" and ctl.wb.session.messages[-1].text() == arrived
-    assert made.of(ReplyStarted) and made.of(ReplyEnded)
-    assert record.usage and record.usage["prompt_tokens"] == counted == record.document_tokens
-    ctl.close()

@@ -29,6 +29,7 @@ class Sending:
         self.ctl = controller
         self.streaming = False  # one request at a time, from the submit until its reply ends
         self._job = None
+        self._begun = False  # whether the running send has started (a job cancelled before never runs)
 
     def submit(self, text: str) -> bool:
         ctl = self.ctl
@@ -48,14 +49,19 @@ class Sending:
 
     def start(self) -> None:
         """Send the conversation as it stands (its last message is the user's)."""
-        self.streaming = True
+        self.streaming, self._begun = True, False
         self._job = self.ctl.runtime.spawn(self._send, "reply")
 
     def stop(self) -> None:
         if self.streaming and self._job is not None:
             self._job.cancel()
+            if not self._begun:  # cancelled before its first step: none of _send will run, so end it here
+                self.streaming = False
+                self.ctl.status(NOT_SENT, "yellow")
+                self.ctl.file.autosave()
 
     async def _send(self) -> None:
+        self._begun = True
         ctl = self.ctl
         wb = ctl.wb  # the session this request belongs to, even if another is opened meanwhile
         record, reply, note = None, None, NOT_SENT

@@ -1,0 +1,71 @@
+"""Driving the Controller in tests, on a plain asyncio loop (no Textual): settings, a session, a listener."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from tui.context.messages import Message, Provenance
+from tui.controller import AsyncioRuntime, Controller
+from tui.controller.events import StatusChanged
+from tui.sessions.model import Session
+
+
+@dataclass
+class Settings:
+    """What the controller reads of the app's settings (tui/app/config.py has the real ones)."""
+
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    template: str = ""
+    tokenizer: str = "o200k_base"
+    scan_local: bool = False
+    source: dict = field(default_factory=lambda: {"base_url": "flag"})
+
+
+def conversation() -> Session:
+    return Session(title="three turns", messages=[
+        Message("system", "You are terse.", provenance=Provenance("system_prompt", True), id="sys"),
+        Message("user", "What is the quota?", id="m1"),
+        Message("assistant", "250 GB.", provenance=Provenance("model", True), id="m2"),
+        Message("user", "And the price?", id="m3")])
+
+
+class Harness:
+    def __init__(self, tmp_path, **settings) -> None:
+        self.events: list = []
+        self.runtime = AsyncioRuntime()
+        self.ctl = Controller(Settings(**settings), self.runtime, self.events.append, tmp_path / "sessions")
+
+    async def idle(self, seconds: float = 0.05) -> None:
+        await self.runtime.idle(settle=seconds)
+
+    def of(self, kind) -> list:
+        return [event for event in self.events if isinstance(event, kind)]
+
+    async def ready(self, session: Session | None = None, path=None) -> Controller:
+        """A session open, the tokenizer loaded, its view computed."""
+        self.ctl.adopt(session or conversation(), path)
+        self.ctl.load_tokenizer()
+        await self.idle()
+        assert self.ctl.wb.view is not None
+        return self.ctl
+
+
+@pytest.fixture()
+async def harness(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    made = Harness(tmp_path)
+    yield made
+    made.ctl.close()
+
+
+async def connected(tmp_path, url: str) -> Harness:
+    made = Harness(tmp_path, base_url=url)
+    await made.ready()
+    made.ctl.connect()
+    await made.idle()
+    assert made.ctl.client is not None, [e for e in made.events if isinstance(e, StatusChanged)]
+    return made
