@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from .template_library import ChatTemplate
 
 SUMMARY_ID = "summary"
+IMAGES_PART = "images (estimate)"
+ESTIMATED_PARTS = frozenset({IMAGES_PART})  # breakdown rows that are estimates whatever the tokenizer
 
 
 @dataclass
@@ -85,7 +87,7 @@ class RequestView:
         order = ["system", "developer", "user", "assistant", "tool", "template overhead", "fences"]
         rows = [(key, parts.pop(key)) for key in order if key in parts] + sorted(parts.items())
         if self.image_tokens:
-            rows.append(("images (estimate)", self.image_tokens))
+            rows.append((IMAGES_PART, self.image_tokens))
         rows.append(("reserved output", reserved))
         if window:
             rows.append(("free", max(0, window - self.sent_tokens - reserved)))
