@@ -74,7 +74,8 @@ def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: 
         render_vars["tools"] = tools
     specials = template.special_strings()
     document = build_document(template.render, wire, specials, **render_vars)
-    exact = is_exact(template, tokenizer, exact)  # `exact`: the caller's check against the server, if any
-    counts = count_tokens(document, tokenizer, specials, cache, exact=exact)
+    counts = count_tokens(document, tokenizer, specials, cache)
+    # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
+    counts.exact = is_exact(template, tokenizer, exact)
     return Snapshot(document, counts, template.name, tokenizer.name, wire,
                     find_special_strings(document, specials))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from dataclasses import dataclass, field, replace
 
-from .assemble import Snapshot, assemble
+from .assemble import Snapshot, assemble, is_exact
 from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
 from .document import Document, Span
@@ -229,7 +229,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
-        counts = count_tokens(document, settings.tokenizer, specials, cache, snapshot.counts.exact)
+        counts = count_tokens(document, settings.tokenizer, specials, cache)
+        counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = RequestShape(document.text, token_index(document, settings.tokenizer, specials, cache),
                          [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],
