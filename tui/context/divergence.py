@@ -31,8 +31,8 @@ import json
 from dataclasses import dataclass
 from typing import Iterable
 
-from .alignment import Segment, candidates, cuts_token
-from .marking import STRUCTURE, TOKEN_MAX, TOKENS, Field
+from .alignment import SEARCH_SLACK, Segment, candidates, cuts_token
+from .marking import STRUCTURE, TOKEN_MAX, TOKENS, Field, holds_token
 
 SCAN_PER_CHAR = 64
 SCAN_FLOOR = 1 << 26
@@ -167,25 +167,43 @@ def _union(claims: list[Copy], fields: list[Field]) -> list[Segment]:
     return out
 
 
-def _shown(truth: str, hints: list[Segment], taken: list[Segment]) -> list[Segment]:
-    """The walks' and the search's segments of fields, where no claim is, cutting no token in two."""
+def _shown(truth: str, hints: list[Segment], taken: list[Segment], claimed: set[int]) -> list[Segment]:
+    """The walks' and the search's segments of fields, where no claim is, cutting no token in two.
+    A field of a string no claim is for, which the walk put inside a claimed copy, is looked for just
+    after that copy (Gemma 4's tool result, found by the walk inside the copied tool name)."""
     out: list[Segment] = []
     first, reach = 0, 0
-    for start, end, number, transformed in sorted(hint for hint in hints if hint[2] is not None):
-        start, reach = max(start, reach), max(reach, end)
+    for low, high, number, transformed in sorted(hint for hint in hints if hint[2] is not None):
+        start = max(low, reach)
         while first < len(taken) and taken[first][1] <= start:
             first += 1
         pieces, index = [], first
-        while start < end:  # the hint less the claims inside it
-            if index < len(taken) and taken[index][0] < end:
+        while start < high:  # the hint less the claims inside it
+            if index < len(taken) and taken[index][0] < high:
                 pieces.append((start, taken[index][0]))
                 start, index = max(start, taken[index][1]), index + 1
             else:
-                pieces.append((start, end))
+                pieces.append((start, high))
                 break
-        out += [(low, high, number, transformed or len(pieces) > 1) for low, high in pieces
-                if high > low and not cuts_token(truth, low, high)]
+        pieces = [(a, b) for a, b in pieces if b > a and not cuts_token(truth, a, b)]
+        if not pieces and number not in claimed:
+            while index < len(taken) and taken[index][0] <= start:  # the copy's other chunks follow on
+                start, index = max(start, taken[index][1]), index + 1
+            stop = taken[index][0] if index < len(taken) else len(truth)
+            pieces = _moved(truth, truth[low:high], start, stop)
+            out += [(a, b, number, transformed) for a, b in pieces]
+        else:
+            out += [(a, b, number, transformed or (a, b) != (low, high)) for a, b in pieces]
+        reach = max([reach, high] + [b for _a, b in pieces])
     return out
+
+
+def _moved(truth: str, text: str, start: int, stop: int) -> list[tuple[int, int]]:
+    """Where `text` is first found in truth[start:stop], near `start`, if it holds no token and cuts none."""
+    found = truth.find(text, start, min(stop, start + len(text) + SEARCH_SLACK)) if text else -1
+    if found < 0 or holds_token(text, 0, len(text)) or cuts_token(truth, found, found + len(text)):
+        return []
+    return [(found, found + len(text))]
 
 
 def _unsafe_gaps(truth: str, segments: list[Segment], unsafe: set[str]) -> list[Segment]:
@@ -219,5 +237,6 @@ def attribute(truth: str, fields: list[Field], found: list[Leaf], hints: list[Se
     """Segments of `truth` that never call a possible copy of a marker-bearing string the template's."""
     claims, unsafe = claim_structure(truth, found)
     taken = _union(claims, fields)
-    segments = sorted(taken + _shown(truth, hints, taken))
+    claimed = {number for _start, _end, leaf, _variant in claims for number in leaf.numbers}
+    segments = sorted(taken + _shown(truth, hints, taken, claimed))
     return sorted(segments + _unsafe_gaps(truth, segments, unsafe))
