@@ -6,7 +6,9 @@ it to the truth then matched the template's text against a copy inside a field (
 reasoning or in a tool name read as the template's own), or left all the template's text unattributed.
 Each finding is kept here as a case that failed before its fix, with the other findings of that attack:
 a template splitting a field at newlines, rule blocks the fence missed, blank and unassigned characters
-`visible()` missed, and a sentinel number too long for int().
+`visible()` missed, and a sentinel number too long for int(). A few cases guard the fix itself and
+passed before it too: a user merely typing a tag flags nothing, and a forgery the template sliced or
+upper-cased is still flagged.
 """
 
 import time
