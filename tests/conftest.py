@@ -30,6 +30,14 @@ def need_shared(reason: str) -> None:
     pytest.skip(message)
 
 
+def shared_template_source(name: str) -> str:
+    """A real chat template from ../shared/data/templates (skips, or fails under CI, when it is absent)."""
+    path = SHARED / "data" / "templates" / f"{name}.jinja"
+    if not path.exists():
+        need_shared(f"the real template {name} is needed")
+    return path.read_text(encoding="utf-8")
+
+
 def load_cases() -> list[dict]:
     lines = (DATA / "template_cases.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines[1:] if line.strip()]

@@ -19,7 +19,7 @@ from itertools import accumulate, count
 from rich.cells import get_character_cell_size
 
 from tui.context.messages import Message
-from tui.context.safety import hidden_class
+from tui.context.safety import hidden_any
 
 from .shown import MAX_SHOWN, drawn_width
 
@@ -41,7 +41,7 @@ class Block:
 
 @lru_cache(maxsize=1)
 def _hidden() -> re.Pattern:
-    return re.compile(f"[{hidden_class(True)}]")  # presentation selectors too: judged one character at a time
+    return re.compile(hidden_any(True))  # presentation selectors too: judged one character at a time
 
 
 def _cell_size(char: str, hidden: set[str]) -> int:

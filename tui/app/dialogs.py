@@ -141,7 +141,7 @@ class Dialogs:
         if not session.requests:
             self.app.notify("this session has no requests to replay yet", severity="warning")
             return
-        spec = offline_tokenizer_name(session.tokenizer, wb.template.name)
+        spec = offline_tokenizer_name(session.tokenizer, wb.template)
         try:
             tokenizer = await asyncio.to_thread(get_tokenizer, spec)
         except TokenizerNotFound as exc:

@@ -4,9 +4,11 @@ The marked rendering (sentinels removed) differs from the true one only where th
 something to a field's ends that the sentinels shielded (strip, trim, lstrip('\\n')), or took
 another branch because a field was marked. Alignment walks both texts from the front and from
 the back: the template's own text between regions must match exactly, and each region matches
-as it is or with its ends stripped (the next template text must follow it). What is left in the
-middle, if anything, is searched for field by field; text found for no field there is
-`unattributed`, a kind the reader never takes for the template's own.
+as it is or with its ends stripped (the next template text must follow it). When the two walks
+meet, the marked rendering explains the whole true text and the alignment is exact. When they do
+not, the renders diverged: what is left in the middle is searched for field by field, but only to
+show where fields are; divergence.py decides what may be the template's own (alignment alone
+would take a copy of the template's text inside a field for the template's).
 
 A segment is (start, end, field, transformed) in the true text; field None marks unattributed text.
 """
@@ -14,6 +16,8 @@ A segment is (start, end, field, transformed) in the true text; field None marks
 from __future__ import annotations
 
 from typing import Callable
+
+from .marking import TOKEN_MAX, TOKENS
 
 Segment = tuple[int, int, "int | None", bool]
 SEARCH_SLACK = 4_096  # how far past the expected place the search looks for a field
@@ -44,17 +48,21 @@ def _items(plain: str, regions: list[tuple[int, int, int]]) -> list[tuple[str, i
     return items
 
 
-def align(plain: str, truth: str, regions: list[tuple[int, int, int]], leaf_of: Callable[[int], int]) -> list[Segment]:
-    """Segments of `truth` for the (start, end, field) regions of `plain`."""
+def align(plain: str, truth: str, regions: list[tuple[int, int, int]],
+          leaf_of: Callable[[int], int]) -> tuple[list[Segment], bool]:
+    """Segments of `truth` for the (start, end, field) regions of `plain`, and whether they are exact
+    (the walks explain every character; otherwise the gaps between segments prove nothing)."""
     if plain == truth:
-        return [(start, end, number, False) for start, end, number in regions]
+        return [(start, end, number, False) for start, end, number in regions], True
     items = _items(plain, regions)
     front, at, ahead = _forward(items, truth)
     if front == len(items) and at == len(truth):
-        return ahead
+        return ahead, True
     back, until, behind = _backward(items, truth, front, at)
+    if back == front and until == at:
+        return ahead + behind[::-1], True
     middle = _search(truth, at, until, _units(items[front:back], leaf_of))
-    return ahead + middle + behind[::-1]
+    return ahead + middle + behind[::-1], False
 
 
 def _forward(items: list, truth: str) -> tuple[int, int, list[Segment]]:
@@ -144,11 +152,9 @@ def _search(truth: str, low: int, high: int, units: list[tuple[str, int, int | N
         stop = min(high, expected + len(text) + slack)
         best = None
         for variant in candidates(text):
-            if variant and budget[0] > 0 and stop > start:
-                budget[0] -= stop - start
-                found = truth.find(variant, start, stop)
-                if found >= 0 and (best is None or found < best[0]):
-                    best = (found, found + len(variant), variant != text)
+            found = _find_whole(truth, variant, start, stop, budget)
+            if found >= 0 and (best is None or found < best[0]):
+                best = (found, found + len(variant), variant != text)
         return best
 
     segments: list[Segment] = []
@@ -166,6 +172,29 @@ def _search(truth: str, low: int, high: int, units: list[tuple[str, int, int | N
         if offset is not None:
             shift[0] = hit[0] - (low + offset)
     return _fill(segments, low, high)
+
+
+def _find_whole(truth: str, text: str, start: int, stop: int, budget: list[int]) -> int:
+    """The first place of `text` in truth[start:stop] that cuts no marker-shaped token in two (`think`
+    is not found inside `<think>`: a field never takes part of the template's marker), or -1."""
+    while text and budget[0] > 0 and stop > start:
+        found = truth.find(text, start, stop)
+        budget[0] -= (stop if found < 0 else found + len(text)) - start
+        if found < 0 or not cuts_token(truth, found, found + len(text)):
+            return found
+        start = found + 1
+    return -1
+
+
+def cuts_token(truth: str, start: int, end: int) -> bool:
+    """Whether truth[start:end] begins or ends inside a marker-shaped token of `truth`."""
+    for edge in (start, end):
+        for match in TOKENS.finditer(truth, max(0, edge - TOKEN_MAX), min(len(truth), edge + TOKEN_MAX)):
+            if match.start() >= edge:
+                break
+            if match.start() + len(match.group(1)) > edge:
+                return True
+    return False
 
 
 def _fill(segments: list[Segment], low: int, high: int) -> list[Segment]:

@@ -6,7 +6,9 @@ template (message fields, tool schemas, variables) marked with sentinels of a ra
 keeps each piece marked. The marked rendering is aligned to the true one in linear time
 (alignment.py); a field the template changed at its ends (strip, trim) is marked `transformed`.
 Text outside fields is the template's own (`marker`), split between messages at their turn
-headers; text that alignment could give to no field is `unattributed`, never `marker`.
+headers. When the marks made the template take another branch, or fail, the alignment is not
+exact and divergence.py attributes instead, failing closed: every copy of an input that could
+carry a header is claimed, and text that may hold one not found is `unattributed`, never `marker`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .alignment import Segment, align, search_fields
+from .divergence import attribute, leaves, note_marked_use
 from .marking import Field, Marked, input_strings, mark_inputs, new_key, read_marked
 
 ROLE_WORDS = re.compile(r"(user|assistant|system|developer|tool|model|ipython|human|bot|functions?)\b",
@@ -102,23 +105,18 @@ def _segments(truth: str, marked: Marked, render: Callable[..., str], key: str) 
     if not marked.fields:
         return []
     fields = marked.fields
+    strings = leaves(fields)
     try:
         rendering = render(marked.messages, **marked.variables)
-    except Exception:  # noqa: BLE001 - the marks changed the template's branches: search instead
-        return search_fields(truth, _whole_strings(fields))
-    plain, regions = read_marked(rendering, key, fields)
-    return align(plain, truth, regions, lambda number: fields[number].leaf)
-
-
-def _whole_strings(fields: list[Field]) -> list[tuple[str, int]]:
-    """(text, first chunk) of each marked input string, its chunks joined again."""
-    strings: list[tuple[list[str], int]] = []
-    for number, item in enumerate(fields):
-        if strings and fields[strings[-1][1]].leaf == item.leaf:
-            strings[-1][0].append(item.text)
-        else:
-            strings.append(([item.text], number))
-    return [("".join(parts), number) for parts, number in strings]
+        plain, regions = read_marked(rendering, key, fields)
+        segments, exact = align(plain, truth, regions, lambda number: fields[number].leaf)
+    except Exception:  # noqa: BLE001 - the marks made the template fail (or it wrote marks of its own)
+        hints = search_fields(truth, [(string.text, string.numbers[0]) for string in strings])
+        return attribute(truth, fields, strings, hints)
+    if exact:
+        return segments
+    note_marked_use(strings, fields, plain, regions)
+    return attribute(truth, fields, strings, segments)
 
 
 def _tile(truth: str, segments: list[Segment], fields: list[Field], specials: list[str]) -> list[Span]:
@@ -204,7 +202,11 @@ def _merge(spans: list[Span]) -> list[Span]:
 
 def build_document(render: Callable[..., str], messages: list[dict], specials: list[str],
                    **variables: Any) -> Document:
-    """Render `messages` and attribute every character of the result to a message and a kind."""
+    """Render `messages` and attribute every character of the result to a message and a kind.
+
+    Raises only what the true render raises (TemplateRenderError): whatever the marked render
+    does (fail, or write marks of its own) only changes how the text is attributed.
+    """
     truth = render(messages, **variables)
     key = new_key()
     inputs = list(input_strings(messages, variables))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from .safety import hidden_class
+from .safety import hidden_any
 
 # Look-alikes: the characters a parser keys on, swapped for ones it does not.
 LOOKALIKE = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆", "|": "¦", "｜": "¦"})
@@ -28,13 +28,18 @@ LABEL_LOOKALIKE = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆",
 LABEL_MAX = 80
 # Every run is possessive (*+) or bounded, so untrusted text is scanned in linear time: a megabyte of
 # '<' and spaces cannot make the engine backtrack.
-RULE_BLOCK = r"<\s*+<\s*+/?\s*+[A-Za-z_][\w.-]*+(?:\s++[^<>\n]*+)?>\s*+>"
+# A rule block (`<<system id=sys-9>>`), defined ONCE for both sides: the reader (reader.py) reads what
+# it matches with `ws` empty; fences escape what it matches with `ws` any run of spaces and invisible
+# characters, so escaping is always at least as broad as reading (`<<system,id=9>>`, `<<system/>>`,
+# `<<system id=<x>>` included: whatever follows the role up to `>>`).
+RULE_BLOCK_SHAPE = (r"<{ws}<{ws}/?{ws}(?P<rulerole>[A-Za-z_][\w.-]*+)"
+                    r"(?:\s++id=\"?+(?P<ruleid>[^\s\">]++)\"?+)?+[^<>\n]*+>{ws}>")
+RULE_BLOCK = RULE_BLOCK_SHAPE.format(ws=r"\s*+")
 # Delimiters are matched with any run of invisible characters (controls, format and default-ignorable
-# characters, tag characters, variation selectors: safety.hidden_class) wherever they could sit: after
+# characters, tag characters, variation selectors: safety.hidden_any) wherever they could sit: after
 # '<', after '/', between the letters of the tag. The alternative, rewriting every invisible character
 # of an untrusted body, would change the data the model receives (ZWNJ spells Persian words, ZWJ joins
 # emoji); here the text is changed only where it forms a delimiter, and the pane shows the rest visibly.
-GAPPED_RULE_BLOCK = r"<{ws}<{ws}/?{ws}[A-Za-z_][\w.-]*+(?:\s++[^<>\n]*+)?>{ws}>"
 # The shapes tokenizers give control tokens, escaped whatever the active template and tokenizer.
 CONTROL_SHAPES = (
     r"<\s*+\|[^|<>\n]{1,40}\|\s*+>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>"  # <|im_start|>, <|turn>, <turn|>
@@ -68,8 +73,8 @@ class FenceStyle:
 
 @lru_cache(maxsize=1)
 def _label_drop() -> re.Pattern:
-    """What labels lose: every character visible() would show as a stand-in (safety.hidden_class)."""
-    return re.compile(f"[{hidden_class(presentation=True)}]+")
+    """What labels lose: every character visible() would show as a stand-in (safety.hidden_any)."""
+    return re.compile(f"{hidden_any(presentation=True)}+")
 
 
 def clean_label(value: str, pattern: re.Pattern | None = None, limit: int = LABEL_MAX) -> str:
@@ -112,11 +117,11 @@ def _compiled(tag: str, exact: frozenset[str]) -> re.Pattern:
     shapes = re.compile("|".join([CONTROL_SHAPES, RULE_BLOCK]), re.IGNORECASE)
     # An exact string already of a generic shape needs no entry of its own (harmony has a thousand).
     rest = sorted((s for s in exact if not shapes.fullmatch(s)), key=len, reverse=True)
-    invisible = hidden_class(presentation=True)
-    gap, ws = f"[{invisible}]*+", f"[\\s{invisible}]*+"  # a delimiter split by invisible characters still reads
+    # a delimiter split by invisible characters still reads
+    gap, ws = hidden_any(presentation=True) + "*+", hidden_any(presentation=True, extra=r"\s") + "*+"
     tag_pattern = gap.join(map(re.escape, tag))
     parts = [re.escape(s) for s in rest]
-    parts += [rf"<{ws}/?{ws}{tag_pattern}\b[^>\n]*+>?", GAPPED_RULE_BLOCK.format(ws=ws), CONTROL_SHAPES,
+    parts += [rf"<{ws}/?{ws}{tag_pattern}\b[^>\n]*+>?", RULE_BLOCK_SHAPE.format(ws=ws), CONTROL_SHAPES,
               STRAY_HALVES]
     return re.compile("|".join(parts), re.IGNORECASE)
 

@@ -29,6 +29,11 @@ KEY_LENGTH = 6  # random private-use characters after U+E000: ~2**75 keys, and a
 OPEN, CLOSE, END = "\ue001", "\ue002", "\ue003"
 # Where a string is cut into chunks (bounded runs: linear on any input).
 STRUCTURE = re.compile(r"</?[^<>\s]{1,40}>|\[/?[A-Za-z_@][\w@.-]{0,40}\]|<<|<(?=[\s/]{0,8}untrusted)", re.I)
+# Every marker-shaped token, overlapping ones too: '<<|im_start|>' holds '<<' and '<|im_start|>'. A turn
+# header, rule block or fence header always starts with one, so text without one cannot forge a block.
+TOKENS = re.compile(f"(?=({STRUCTURE.pattern}))", re.I)
+TOKEN_MAX = 48  # no token is longer (the bracket and tag shapes are bounded runs)
+PIECE_SLACK = 64  # how much of its own text a template may write before each line of a field
 IDENTIFIER = re.compile(r"[\w.:/@+-]{1,64}")  # no whitespace, brackets, bars or quotes: cannot form a header
 STRUCTURAL_KEYS = frozenset({"role", "type"})
 MESSAGE_KINDS = {"content": "content", "reasoning_content": "reasoning", "thinking": "reasoning",
@@ -140,7 +145,9 @@ def mark_inputs(messages: list[dict], variables: dict[str, Any], key: str) -> Ma
 
 def read_marked(marked: str, key: str, fields: list[Field]) -> tuple[str, list[tuple[int, int, int]]]:
     """The plain text of a marked rendering and the (start, end, field) regions inside it."""
-    parts = re.split(re.escape(key) + f"([{OPEN}{CLOSE}])([0-9]++){END}", marked)
+    # At most 9 digits (there are never that many fields): a template that rebuilds the key and writes a
+    # longer number writes text, not a mark, and int() never sees a number it would refuse.
+    parts = re.split(re.escape(key) + f"([{OPEN}{CLOSE}])([0-9]{{1,9}}){END}", marked)
     texts = parts[0::3]
     positions = accumulate(map(len, texts[:-1]))
     events = [(at, mark == OPEN, number) for at, mark, number
@@ -158,13 +165,41 @@ def _pair(text: str, events: list[tuple[int, bool, int]], fields: list[Field]) -
                 regions.append(_lone_open(text, events, opened.pop(number), fields))
             opened[number] = index
         elif number in opened:
-            regions.append((events[opened.pop(number)][0], at, number))
+            first = opened.pop(number)
+            whole = (events[first][0], at, number)
+            # No other mark between the pair: anything in it not the chunk's own is the template's
+            regions.extend(_lines(text, whole, fields[number].text) if first == index - 1 else [whole])
         else:
             before = events[index - 1][0] if index else 0
             size = _whole_structure(fields[number].text, _common_suffix(text, before, at, fields[number].text))
             regions.append((at - size, at, number))
     regions.extend(_lone_open(text, events, index, fields) for index in opened.values())
     return [region for region in regions if region[1] > region[0]]
+
+
+def holds_token(text: str, start: int, end: int) -> bool:
+    """Whether a marker-shaped token starts in text[start:end] (it may run on past `end`)."""
+    match = TOKENS.search(text, start, min(len(text), end + TOKEN_MAX))
+    return match is not None and match.start() < end
+
+
+def _lines(text: str, region: tuple[int, int, int], chunk: str) -> list[tuple[int, int, int]]:
+    """A chunk the template split at newlines and wrote line by line with its own text before each line
+    (GigaChat's `// ` before each line of a tool description): one region per line, the text between
+    them the template's. The whole region stays the chunk's unless every line is found, in order, each
+    at most PIECE_SLACK characters after the last, and the text between them holds no marker-shaped token
+    (so no header can pass for the template's there, whoever wrote it)."""
+    start, end, number = region
+    if "\n" not in chunk or text[start:end] == chunk:
+        return [region]
+    lines, pieces, at = chunk.splitlines(keepends=True), [], start
+    for line in lines:
+        found = text.find(line, at, min(end, at + PIECE_SLACK + len(line)))
+        if found < 0 or holds_token(text, at, found) or (not pieces and found != start):
+            return [region]
+        pieces.append((found, found + len(line), number))
+        at = found + len(line)
+    return pieces if at == end else [region]
 
 
 def _lone_open(text: str, events: list, index: int, fields: list[Field]) -> tuple[int, int, int]:

@@ -13,6 +13,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from .document import Document
+from .fences import RULE_BLOCK_SHAPE
 
 # Every run is possessive (*+), so the reader scans any text in linear time (no backtracking).
 TURN_OPENERS = re.compile(
@@ -21,7 +22,7 @@ TURN_OPENERS = re.compile(
     r"|<\|(?P<tokrole>system|user|assistant|tool|developer)\|>"
     r"|<｜(?P<dsrole>User|Assistant|System)｜>"
     r"|\[(?P<inst>INST|SYSTEM_PROMPT|TOOL_RESULTS|AVAILABLE_TOOLS)\]"
-    r"|<<(?P<rulerole>[A-Za-z_][\w.-]*+)(?:\s++id=\"?+(?P<ruleid>[^\s\">]++)\"?+)?+[^<>\n]*+>>"
+    r"|" + RULE_BLOCK_SHAPE.format(ws="") +  # the fences escape this same shape, and more
     r"|<(?P<fencetag>untrusted)\s++source=\"(?P<source>[^\"]*+)\"\s++id=\"(?P<fenceid>[^\"]*+)\">",
     re.IGNORECASE)
 INST_ROLES = {"inst": "user", "system_prompt": "system", "tool_results": "tool", "available_tools": "system"}

@@ -4,8 +4,13 @@ Model output, tool results and file contents reach the terminal only through `vi
 It never touches the document the model is sent; it changes only how text is displayed.
 
 What is shown as a stand-in is one character class, computed once from `unicodedata`: the general
-categories Cc, Cf, Co, Cs, Zl, Zp and every Default_Ignorable_Code_Point (variation selectors,
-Hangul fillers, the combining grapheme joiner, tag characters...), except tab and newline.
+categories Cc, Cf, Co, Cs, Zl, Zp, every Default_Ignorable_Code_Point (variation selectors, Hangul
+fillers, the combining grapheme joiner, tag characters...), blanks that are letters or symbols
+(U+2800 BRAILLE PATTERN BLANK, U+16FE4 KHITAN SMALL SCRIPT FILLER), and Cn: code points this Python's
+Unicode database does not know, noncharacters (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF) included. Tab and
+newline are kept. Cn is conservative on purpose: a character newer than the database (Python 3.11
+knows Unicode 14, so U+13439..U+1343F, format controls since Unicode 15, are Cn here) may be invisible,
+and an unassigned code point is never legitimate text.
 """
 
 from __future__ import annotations
@@ -14,14 +19,17 @@ import re
 import unicodedata
 from functools import lru_cache
 
-HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})
 # Default_Ignorable_Code_Point (Unicode DerivedCoreProperties); unicodedata does not expose the property.
 DEFAULT_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
                      (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
                      (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
                      (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
-WHOLE_PLANES = ((0xE0000, 0xE0FFF), (0xF0000, 0x10FFFF))  # tags and selectors; private use (planes 15, 16)
-SCANNED = 0x20000  # planes 0 and 1 hold every other character of these categories
+# Above plane 3 nothing is text: planes 4 to 13 and most of 14 are unassigned, the rest of plane 14 is
+# tags and selectors, planes 15 and 16 are private use.
+WHOLE_PLANES = ((0x40000, 0x10FFFF),)
+SCANNED = 0x40000  # planes 0 to 3, looked up character by character
+BLANKS = ((0x2800, 0x2800), (0x16FE4, 0x16FE4))  # drawn as nothing, yet of a letter or symbol category
 KEPT = "\t\n"
 # U+FE0E/U+FE0F choose text or emoji style for the symbol before them ("❤️", "1️⃣"): after a symbol they
 # are ordinary text and shown plainly (a stand-in after every emoji would bury the text). Anywhere
@@ -46,17 +54,25 @@ def _class(runs: list[tuple[int, int]]) -> str:
 
 
 @lru_cache(maxsize=2)
-def hidden_class(presentation: bool = False) -> str:
-    """The body of a regex character class of every hidden character (never tab or newline).
-
-    `presentation`: include U+FE0E/U+FE0F, which `visible()` shows plainly after an emoji base.
-    """
+def _hidden_runs(presentation: bool) -> tuple[str, str]:
+    """Class bodies of every hidden character (never tab or newline): those up to U+FFFF, those above."""
     codes = {code for code in range(SCANNED) if unicodedata.category(chr(code)) in HIDDEN_CATEGORIES}
-    for low, high in DEFAULT_IGNORABLE:
+    for low, high in DEFAULT_IGNORABLE + BLANKS:
         codes.update(range(low, min(high, SCANNED - 1) + 1))
     codes.difference_update(map(ord, KEPT if presentation else KEPT + PRESENTATION))
     runs = _ranges(sorted(codes)) + list(WHOLE_PLANES)
-    return _class(runs)
+    return _class([r for r in runs if r[1] <= 0xFFFF]), _class([r for r in runs if r[0] > 0xFFFF])
+
+
+def hidden_any(presentation: bool = False, extra: str = "") -> str:
+    """A regex for one hidden character (or one of `extra`, a class body such as `\\s`).
+
+    `presentation`: include U+FE0E/U+FE0F, which `visible()` shows plainly after an emoji base.
+    Python's re tests a class's characters up to U+FFFF in a bitmap but those above one range at a
+    time, hundreds of ranges (Cn): so those are tested only for a character above U+FFFF.
+    """
+    low, high = _hidden_runs(presentation)
+    return f"(?:[{extra}{low}]|(?=[\U00010000-\U0010ffff])[{high}])"
 
 
 @lru_cache(maxsize=1)
@@ -65,7 +81,7 @@ def hidden_pattern() -> re.Pattern:
     bases = [code for code in range(0x80, SCANNED) if unicodedata.category(chr(code)) in ("So", "Sm", "Sk")]
     bases += map(ord, EMOJI_BASES_EXTRA)
     lone_presentation = f"(?<![{_class(_ranges(sorted(bases)))}])[{PRESENTATION}](?!\u20e3)"
-    return re.compile(f"[{hidden_class()}]|{lone_presentation}")
+    return re.compile(f"{hidden_any()}|{lone_presentation}")
 
 
 def _show(match: re.Match) -> str:

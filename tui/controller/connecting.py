@@ -20,6 +20,7 @@ async def connect(ctl: "Controller") -> None:
     its context window, and the tokenizer that counts as it does. Said in the status line at each step."""
     from tui.client.connect import connect as open_connection, scan_local
     from tui.client.endpoint import EndpointError
+    from tui.context.registry import cache_rule
     from tui.context.tokens import get_tokenizer
 
     from .samples import sample_session
@@ -55,12 +56,12 @@ async def connect(ctl: "Controller") -> None:
         wb.set_template(connection.template)
     if info.n_ctx and not wb.policy.context_window:
         wb.set_policy(context_window=int(info.n_ctx))
-    wb.cache_rule = "llama.cpp" if info.kind == "llama.cpp" else "openai"
+    wb.cache_rule = cache_rule(info.kind, endpoint.model)
     ctl.status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
                f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
     ctl.changed(save=False)
     if not settings.tokenizer:
-        if connection.tokenizer == "server":
+        if connection.on_server:
             ctl.use_tokenizer(await ctl.link.server_tokenizer(endpoint, wb.template, ctl.tokenizer_source_changed),
                               True)
         else:

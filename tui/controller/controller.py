@@ -317,8 +317,7 @@ class Controller:
         """Load a tokenizer off the loop: `name`, else --tokenizer, else the session's (if shipped) or the template's."""
         from tui.sessions.replay import offline_tokenizer_name
         # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
-        spec = name or self.settings.tokenizer or offline_tokenizer_name(self.wb.session.tokenizer,
-                                                                         self.wb.template.name)
+        spec = name or self.settings.tokenizer or offline_tokenizer_name(self.wb.session.tokenizer, self.wb.template)
         self.runtime.spawn(lambda: self._load_tokenizer(spec), "tokenizer")
 
     async def _load_tokenizer(self, spec: str) -> None:

@@ -60,9 +60,9 @@ class Link:
     async def server_tokenizer(self, endpoint: Endpoint, template: Any, on_change: Callable[[bool], None]):
         """The server's /tokenize, with a local tokenizer standing in (an estimate) while it is away."""
         from tui.client.server_tokenizer import ServerTokenizer
-        from tui.context.assemble import NATIVE_TOKENIZER
+        from tui.context.registry import tokenizer_for_family
 
         from .tokenizer_fallback import FallbackTokenizer
-        local = await asyncio.to_thread(get_tokenizer, NATIVE_TOKENIZER.get(template.name, "o200k_base"))
+        local = await asyncio.to_thread(get_tokenizer, tokenizer_for_family(template.identity.family))
         server = ServerTokenizer(endpoint, set(template.special_strings()))
         return FallbackTokenizer(server, local, on_change)
