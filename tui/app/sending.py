@@ -224,16 +224,16 @@ class SendingMixin:
     @work(exclusive=True, group="reply")
     async def stream_reply(self, body: dict, record) -> None:
         assembler = ReplyAssembler()
-        last_paint, last_save, note = 0.0, 0.0, ""  # the first piece of a reply is saved at once
+        last_save, note = 0.0, ""  # the first piece of a reply is saved at once
         chat = self.query_one(ChatPanel)
 
         def on_delta(_text: str, progress: ReplyAssembler) -> None:
-            nonlocal last_paint, last_save
+            nonlocal last_save
             now = time.monotonic()
-            if now - last_paint > 0.025:
-                reply = progress.reply
-                chat.stream_update(reply.content, reply.reasoning, reply.tool_calls)
-                last_paint = now
+            # Every chunk goes to the chat at once: it wraps only the reply's last rows, and Textual draws
+            # at most one frame per refresh interval however many chunks arrive (no chunk waits for the next).
+            reply = progress.reply
+            chat.stream_update(reply.content, reply.reasoning, reply.tool_calls)
             if now - last_save > 1.0:  # a kill mid-reply loses at most a second
                 self.wb.update_record(record, progress.reply)
                 self._save_in_background()
