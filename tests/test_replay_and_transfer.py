@@ -8,6 +8,7 @@ from app_helpers import document_rows, isolated, make_app, plain
 from conftest import ROOT
 from test_session_hostile_files import settle  # waits out cancelled rebuild workers
 from test_sessions import bad_files, digest
+from tui.app.chat_view import ChatView
 from tui.app.replay_screen import ReplayScreen
 from tui.sessions.store import load_session
 
@@ -83,7 +84,10 @@ async def test_replay_play_and_resend_as_new_session(monkeypatch, tmp_path):
         screen.speed = 3  # fastest
         await pilot.press("space")
         await settle(pilot, app)
-        assert "The TGV is fastest" in plain(screen.reply_item.query_one(".body"))
+        chat = screen.query_one("#replay-messages", ChatView)
+        assert chat.has_reply and not chat.streaming  # the stored reply, shown after the request's messages
+        assert "The TGV is fastest" in chat.message_text(-1)
+        assert "▶ playing" not in chat.message_text(-1)  # played to its end
         await pilot.press("s")
         await settle(pilot, app)
         assert not isinstance(app.screen, ReplayScreen)

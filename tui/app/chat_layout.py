@@ -1,162 +1,36 @@
 """Where each screen row of the chat transcript comes from: a message's header, a slice of its text, a note.
 
 Kept apart from the widget so it can be tested and measured without a terminal. A message is a few
-blocks of text (header, folded reasoning, body, tool calls, note), each wrapped to the width on what
-will be drawn (stand-ins for hidden characters, a tab as one cell). Wrapped rows are cached per
-message, keyed by what the message shows and the width, so a change re-wraps that message only; a
-reply that grows while it streams re-wraps only its last row.
+blocks of text (header, folded reasoning, body, tool calls, note), each wrapped (chat_wrap) to the
+width on what will be drawn. Wrapped rows are kept per message, keyed by everything the message shows
+(its text, reasoning, tool calls, note, open folds: in effect its revision) at one width, so a change
+re-wraps that message only and a new width re-wraps all. The reply that is arriving (`LiveReply`) is
+wrapped again only from its last row on each chunk: its cost does not grow with its length.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from functools import lru_cache
-from itertools import accumulate, count
-
-from rich.cells import get_character_cell_size
+from itertools import accumulate
 
 from tui.context.messages import Message
-from tui.context.safety import hidden_any
 
-from .shown import MAX_SHOWN, drawn_width
+from .chat_wrap import Block, Wrapped
+from .shown import MAX_SHOWN
 
 FOLDS = ("reasoning", "calls")
-_serials = count(1)
 
 
-@dataclass(frozen=True)
-class Block:
-    """A run of text drawn with one style, wrapped as a unit. `spans` restyle parts of it (start, end, style);
-    `fold` names the folded part this block summarises (selecting it toggles that part)."""
-
-    text: str
-    style: str = "body"
-    spans: tuple[tuple[int, int, str], ...] = ()
-    indent: int = 0
-    fold: str = ""
-
-
-@lru_cache(maxsize=1)
-def _hidden() -> re.Pattern:
-    return re.compile(hidden_any(True))  # presentation selectors too: judged one character at a time
-
-
-def _cell_size(char: str, hidden: set[str]) -> int:
-    if char == "\t":
-        return 1
-    return drawn_width(char) if char in hidden else get_character_cell_size(char)
-
-
-def _next_cut(line: str, pos: int, width: int, hidden: set[str] | None) -> int:
-    """Where the row starting at `pos` ends: at the last space that fits, else where the width is full.
-
-    Depends only on the text from `pos` on, so a growing text can be wrapped again from its last row.
-    """
-    if hidden is None:  # printable ASCII: one cell a character
-        end = pos + width
-    else:
-        end, used = pos, 0
-        while end < len(line) and used + _cell_size(line[end], hidden) <= width:
-            used += _cell_size(line[end], hidden)
-            end += 1
-        end = max(end, pos + 1)  # a character wider than the row still takes a row
-    if end >= len(line):
-        return len(line)
-    if line[end] == " ":  # the space that overflows stays at the row's end (cropped when drawn)
-        return end + 1
-    space = line.rfind(" ", pos, end)
-    return space + 1 if space > pos else end
-
-
-def wrap_line(line: str, width: int, base: int = 0) -> list[tuple[int, int]]:
-    """Rows (start, end) of one line with no newline, offsets shifted by `base`."""
-    hidden = None if line.isascii() and line.isprintable() else set(_hidden().findall(line))
-    if hidden is None and len(line) <= width:
-        return [(base, base + len(line))]
-    rows, pos, width = [], 0, max(1, width)
-    while True:
-        cut = _next_cut(line, pos, width, hidden)
-        rows.append((base + pos, base + cut))
-        if cut >= len(line):
-            return rows
-        pos = cut
-
-
-def wrap_text(text: str, width: int, base: int = 0) -> list[tuple[int, int]]:
-    """Rows (start, end) of a text: each line wrapped at `width` cells; the newline belongs to no row."""
-    rows: list[tuple[int, int]] = []
-    start = 0
-    while True:
-        newline = text.find("\n", start)
-        end = len(text) if newline < 0 else newline
-        rows.extend(wrap_line(text[start:end], width, base + start))
-        if newline < 0:
-            return rows
-        start = newline + 1
-
-
-class Wrapped:
-    """Blocks and their rows at one width. `serial` names this layout in the strip cache."""
-
-    __slots__ = ("blocks", "rows", "height", "serial")
-
-    def __init__(self, blocks: list[Block], width: int) -> None:
-        self.blocks = blocks
-        self.rows = [wrap_text(block.text, width - block.indent) for block in blocks]
-        self.height = sum(map(len, self.rows))
-        self.serial = next(_serials)
-
-    def locate(self, row: int) -> tuple[Block, int, int]:
-        for block, rows in zip(self.blocks, self.rows):
-            if row < len(rows):
-                start, end = rows[row]
-                return block, start, end
-            row -= len(rows)
-        raise IndexError(row)
-
-    def grow(self, blocks: list[Block], width: int) -> int:
-        """Take new blocks; a block whose text only grew is wrapped again from its last row, an unchanged
-        block not at all. Returns the first row that may have changed."""
-        first, offset = None, 0
-        for index, block in enumerate(blocks):
-            old = self.blocks[index] if index < len(self.blocks) else None
-            same_shape = old is not None and (old.style, old.fold, old.indent, old.spans) == \
-                (block.style, block.fold, block.indent, block.spans)
-            if same_shape and old.text == block.text:
-                offset += len(self.rows[index])
-                continue
-            if same_shape and block.text.startswith(old.text):
-                rows = self.rows[index]
-                start = rows.pop()[0]
-                first = offset + len(rows) if first is None else first
-                rows.extend(wrap_text(block.text[start:], width - block.indent, start))
-            else:
-                first = offset if first is None else first
-                rows = wrap_text(block.text, width - block.indent)
-                if old is None:
-                    self.rows.append(rows)
-                else:
-                    self.rows[index] = rows
-            if old is None:
-                self.blocks.append(block)
-            else:
-                self.blocks[index] = block
-            offset += len(rows)
-        if len(self.blocks) > len(blocks):
-            first = offset if first is None else first
-            del self.rows[len(blocks):], self.blocks[len(blocks):]
-        self.height = sum(map(len, self.rows))
-        return self.height if first is None else first  # the serial stays: the caller drops the changed rows
-
-
-def _cut(text: str) -> str:
-    """A message body is shown up to MAX_SHOWN characters (the pane shows all), with the cut said."""
+def _cut(text: str, style: str, indent: int = 0) -> list[Block]:
+    """A text is shown up to MAX_SHOWN characters (the pane shows all), the cut said in a block of its own:
+    while a long reply streams, the shown part stays a prefix of itself and is never wrapped again."""
     if len(text) <= MAX_SHOWN:
-        return text
-    return text[:MAX_SHOWN] + f"… [{len(text) - MAX_SHOWN:,} more characters not shown here]"
+        return [Block(text, style, indent=indent)]
+    return [Block(text[:MAX_SHOWN], style, indent=indent),
+            Block(f"… [{len(text) - MAX_SHOWN:,} more characters not shown here; the pane shows all]", "meta",
+                  indent=indent)]
 
 
 def _line(value: object, limit: int) -> str:
@@ -212,21 +86,20 @@ def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note
     if reasoning:
         if "reasoning" in open_folds:
             blocks.append(Block("▾ reasoning", "fold", fold="reasoning"))
-            blocks.append(Block(_cut(reasoning), "reasoning", indent=2))
+            blocks.extend(_cut(reasoning, "reasoning", 2))
         else:
             lines = reasoning.count("\n") + 1
             blocks.append(Block(f"▸ reasoning · {lines} line{'s' if lines > 1 else ''} (Enter shows it)", "fold",
                                 fold="reasoning"))
     if text:
-        blocks.append(Block(_cut(text), "body"))
+        blocks.extend(_cut(text, "body"))
     elif live:
         blocks.append(Block("…", "meta"))
     if calls:
         parts = [_call_parts(call) for call in calls]
         if "calls" in open_folds:
             blocks.append(Block(f"▾ tool calls ({len(calls)})", "fold", fold="calls"))
-            blocks.append(Block(_cut("\n".join(f"{name}({arguments})" for name, arguments in parts)), "calls",
-                                indent=2))
+            blocks.extend(_cut("\n".join(f"{name}({arguments})" for name, arguments in parts), "calls", 2))
         else:
             names = ", ".join(_line(name, 60) for name, _ in parts[:5]) + (", …" if len(parts) > 5 else "")
             blocks.append(Block(f"▸ tool calls ({len(calls)}): {names}", "fold", fold="calls"))

@@ -1,56 +1,33 @@
 """The chat transcript, drawn line by line (Textual's Line API): only the rows on screen cost anything.
 
-A selection cursor (a bar in the left gutter and a tint) marks the message the keys act on; it is
-shown only while the transcript has focus, and the message keys (edit, delete, pin, re-send) are
-bound here, so typing in the composer can never trigger them.
+Every message is reachable, however long the session. A selection cursor (a full-block bar and a tint
+over the message) marks the message the keys act on; it is shown while the transcript has focus. The
+message keys (edit, delete, pin, re-send) are bound here, so typing in the composer never triggers them;
+Esc or i goes back to the composer. A reply that is arriving is wrapped again only from its last row.
 """
 
 from __future__ import annotations
 
-from rich.segment import Segment
-from rich.style import Style
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from .chat_layout import Block, ChatLayout, Entry, LiveReply
+from . import chat_rows
+from .chat_layout import ChatLayout, LiveReply
+from .chat_rows import GUTTER, RowPainter
 from .shown import drawn
 
-GUTTER = 2  # the bar and a space
 MIN_WIDTH = 10
 
 
 class ChatView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
-    ChatView { background: $background; overflow-y: scroll; overflow-x: hidden; }
-    ChatView > .chat--cursor { background: $accent 18%; }
-    ChatView > .chat--cursor-bar { color: $accent; text-style: bold; }
-    ChatView > .chat--bar-user { color: $success 70%; }
-    ChatView > .chat--bar-assistant { color: $primary 70%; }
-    ChatView > .chat--bar-system { color: $secondary 70%; }
-    ChatView > .chat--bar-tool { color: $warning 70%; }
-    ChatView > .chat--role-user { color: $text-success; text-style: bold; }
-    ChatView > .chat--role-assistant { color: $text-primary; text-style: bold; }
-    ChatView > .chat--role-system { color: $text-secondary; text-style: bold; }
-    ChatView > .chat--role-tool { color: $text-warning; text-style: bold; }
-    ChatView > .chat--meta { color: $text-muted; }
-    ChatView > .chat--label { text-style: italic; }
-    ChatView > .chat--warn { color: $text-warning; text-style: bold; }
-    ChatView > .chat--pin { text-style: bold; }
-    ChatView > .chat--dropped { color: $text-muted; text-style: strike; }
-    ChatView > .chat--fold { color: $text-muted; text-style: italic; }
-    ChatView > .chat--reasoning { color: $text-muted; text-style: italic; }
-    ChatView > .chat--calls { color: $text-muted; }
-    ChatView > .chat--note { color: $text-warning; text-style: bold; }
-    """
-    COMPONENT_CLASSES = {"chat--cursor", "chat--cursor-bar", "chat--bar-user", "chat--bar-assistant",
-                         "chat--bar-system", "chat--bar-tool", "chat--role-user", "chat--role-assistant",
-                         "chat--role-system", "chat--role-tool", "chat--meta", "chat--label", "chat--warn",
-                         "chat--pin", "chat--dropped", "chat--fold", "chat--reasoning", "chat--calls", "chat--note"}
+    ChatView { background: $background; overflow-y: auto; overflow-x: hidden; scrollbar-gutter: stable; }
+    """ + chat_rows.CSS
+    COMPONENT_CLASSES = chat_rows.COMPONENT_CLASSES
     BINDINGS = [
         Binding("up,k", "move(-1)", "Previous message", key_display="↑/k", show=False),
         Binding("down,j", "move(1)", "Next message", key_display="↓/j", show=False),
@@ -71,15 +48,17 @@ class ChatView(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.message_actions = message_actions  # off where messages are not the user's to change (replay)
         self.layout_model = ChatLayout()
+        self.painter = RowPainter(self)
         self.selected: int | None = None
         self._messages: list = []
         self._dropped: set[int] = set()
         self._notes: dict[str, str] = {}
         self._open_folds: dict[str, frozenset] = {}
         self._live: LiveReply | None = None
-        self._strips: LRUCache[tuple, Strip] = LRUCache(1024)
-        self._styles: dict[str, Style] = {}
         self._laid_out = False
+        self._height = 0  # rows in view at the last resize
+        self._widths = (0, 0)  # the view's width and the width rows are drawn at (without the scrollbar)
+        self._focused = False
 
     # -- what is shown ------------------------------------------------------------------------------
     @property
@@ -91,8 +70,8 @@ class ChatView(ScrollView, can_focus=True):
         grew = len(messages) > len(self._messages)
         selected_key = self._selected_key()
         self._messages, self._dropped, self._notes = list(messages), set(dropped or ()), dict(notes or {})
-        if self.size.width <= 0:
-            return  # laid out on the first resize
+        if not self._laid_out:
+            return  # laid out on the first resize, when the width is known
         follow = grew or self._at_bottom()
         anchor = None if follow else self._anchor()
         self._lay_out()
@@ -106,7 +85,7 @@ class ChatView(ScrollView, can_focus=True):
 
     def stream_update(self, content: str, reasoning: str = "", tool_calls: list[dict] | None = None,
                       note: str = "") -> None:
-        """The reply so far: only its rows from the last unfinished one on are wrapped again."""
+        """The reply so far: only its rows from the last unfinished one on are wrapped and drawn again."""
         if self._live is None:
             self.begin_reply()
         self._live.set(content, reasoning, tool_calls, note)
@@ -125,9 +104,9 @@ class ChatView(ScrollView, can_focus=True):
         return self._live is not None and self._live.streaming
 
     def _update_live(self) -> None:
-        layout = self.layout_model
-        if self.size.width <= 0:
+        if not self._laid_out:
             return
+        layout = self.layout_model
         follow = self._at_bottom()
         entries = layout.entries
         if not entries or entries[-1].key != self._live.key or entries[-1].index != len(self._messages):
@@ -137,24 +116,35 @@ class ChatView(ScrollView, can_focus=True):
             old_height = entry.height
             self._live.entry(len(self._messages), self.text_width)  # grows the same entry in place
             layout.live_changed()
-            self._forget_rows(entry, self._live.changed_from, max(old_height, entry.height))
-            self.virtual_size = Size(self.scrollable_content_region.width, layout.height)
-            first = layout.first_row[-2] + self._live.changed_from
-            self.refresh_lines(first, max(1, layout.height - first))
+            changed = self._live.changed_from
+            self.painter.forget(entry, changed, max(old_height, entry.height))
+            if entry.height != old_height:
+                self._set_height(layout.height)
+            first = layout.first_row[-2] + changed
+            self.refresh_lines(first, max(1, max(old_height, entry.height) - changed))
         self._settle_scroll(follow, None)
+
+    def _set_height(self, height: int) -> None:
+        """A new height while a reply grows: a layout of the whole screen only when the scrollbar appears or
+        goes; otherwise only the scrollbar is told (a layout on every chunk would cost a frame's time)."""
+        size = Size(self._widths[1], height)
+        shown = height > self.scrollable_content_region.height
+        if shown != self.show_vertical_scrollbar or not shown:
+            self.virtual_size = size
+            return
+        self.set_reactive(ChatView.virtual_size, size)
+        scrollbar = self.vertical_scrollbar
+        scrollbar.window_virtual_size = height
+        scrollbar.window_size = self.scrollable_content_region.height
 
     def _lay_out(self) -> None:
         self.layout_model.update(self._messages, self._dropped, self._notes, self._open_folds, self.text_width,
                                  self._live)
         self._laid_out = True
-        self._strips.clear()
+        self.painter.clear()
+        self._widths = (self.size.width, self.scrollable_content_region.width)
         self.virtual_size = Size(self.scrollable_content_region.width, self.layout_model.height)
         self.refresh()
-
-    def _forget_rows(self, entry: Entry, start: int, end: int) -> None:
-        for row in range(start, end):
-            for cursor in (False, True):
-                self._strips.discard((entry.head.serial, entry.body.serial, row, cursor))
 
     def message_lines(self, index: int) -> list[str]:
         """The rows of message `index` (the reply arriving: index = number of messages) as drawn, without gutter."""
@@ -164,6 +154,22 @@ class ChatView(ScrollView, can_focus=True):
             block, start, end = entry.locate(row)
             lines.append(" " * block.indent + drawn(block.text[start:end]))
         return lines
+
+    def message_text(self, index: int) -> str:
+        """Message `index` as drawn, its wrapped rows joined again (a line break only where the text has one)."""
+        entry = self.layout_model.entries[index]
+        parts, previous = [], None
+        for row in range(entry.height - 1):
+            block, start, end = entry.locate(row)
+            if previous is not None:
+                parts.append("" if previous[0] is block and "\n" not in block.text[previous[1]:start] else "\n")
+            parts.append(drawn(block.text[start:end]))
+            previous = (block, end)
+        return "".join(parts)
+
+    def visible_lines(self) -> list[str]:
+        """The rows on screen now, as drawn (bar and gutter included): what a test or a reader sees."""
+        return ["".join(segment.text for segment in self.render_line(y)) for y in range(self.size.height)]
 
     # -- selection -----------------------------------------------------------------------------------
     def focused_index(self) -> int | None:
@@ -193,7 +199,10 @@ class ChatView(ScrollView, can_focus=True):
     def _restore_selection(self, key: str | None) -> None:
         if self.selected is None:
             return
-        for at, entry in enumerate(self.layout_model.entries[:len(self._messages)]):
+        entries = self.layout_model.entries
+        if self.selected < len(self._messages) and entries[self.selected].key == key:
+            return
+        for at, entry in enumerate(entries[:len(self._messages)]):
             if entry.key == key:
                 self.selected = at
                 return
@@ -207,11 +216,12 @@ class ChatView(ScrollView, can_focus=True):
     def _scroll_to_entry(self, at: int) -> None:
         """Scroll so the whole message shows, or its first rows when it is taller than the view."""
         top, rows = self.layout_model.span(at)
+        rows += at == len(self.layout_model.entries) - 1  # the last one: down to the end
         height = self.scrollable_content_region.height
         if top < self.scroll_y or rows > height:
-            self.scroll_to(y=top, animate=False)
+            self._scroll(top)
         elif top + rows > self.scroll_y + height:
-            self.scroll_to(y=top + rows - height, animate=False)
+            self._scroll(top + rows - height)
 
     def _at_bottom(self) -> bool:
         return self.scroll_y >= self.max_scroll_y - 1
@@ -234,12 +244,21 @@ class ChatView(ScrollView, can_focus=True):
 
     def _settle_scroll(self, follow: bool, anchor: tuple[str, int] | None) -> None:
         if follow:
-            self.scroll_to(y=self.max_scroll_y, animate=False)
+            self._scroll(self._bottom())
         elif anchor is not None:
             key, offset = anchor
             at = next((i for i, e in enumerate(self.layout_model.entries) if e.key == key), None)
             if at is not None:
-                self.scroll_to(y=max(0, self.layout_model.first_row[at] - offset), animate=False)
+                self._scroll(max(0, self.layout_model.first_row[at] - offset))
+
+    def _scroll(self, y: float) -> None:
+        """Scroll now (not after the next refresh), even before the scrollbar has caught up with the layout."""
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        self.vertical_scrollbar.position = self.scroll_y  # a bar shown after this scroll starts in the right place
+
+    def _bottom(self) -> int:
+        """The last scroll position, from the layout (the scrollbars may not have caught up yet)."""
+        return max(0, self.layout_model.height - self.scrollable_content_region.height)
 
     # -- keys and mouse -------------------------------------------------------------------------------
     def action_move(self, delta: int) -> None:
@@ -252,25 +271,25 @@ class ChatView(ScrollView, can_focus=True):
         self.select(where if where >= 0 else len(self._messages) - 1)
 
     def action_page(self, direction: int) -> None:
+        """Move a page: the view scrolls by its height, the cursor to the message a page away."""
         if not self._messages:
             return
+        layout = self.layout_model
         height = max(1, self.scrollable_content_region.height - 1)
-        current = self.selected if self.selected is not None else self._entry_near_view(direction)
-        target = self.layout_model.first_row[current] + direction * height
-        target = max(0, min(target, self.layout_model.height - 1))
-        at = min(self.layout_model.message_at(target), len(self._messages) - 1)
+        current = self.selected if self._entry_in_view(self.selected) else self._entry_near_view(direction)
+        target = max(0, min(layout.first_row[current] + direction * height, layout.height - 1))
+        at = min(layout.message_at(target), len(self._messages) - 1)
         if at == current:  # a message taller than a page: step past it
             at = current + direction
-        self.scroll_to(y=self.scroll_y + direction * height, animate=False)
-        self.select(at, scroll=False)
-        self._scroll_to_entry(self.selected)
+        self._scroll(max(0, min(self.scroll_y + direction * height, self._bottom())))
+        self.select(at)  # and scrolled further if the page left the message cut at an edge
 
     def _entry_near_view(self, direction: int) -> int:
         """The message to select first: the last one in view going down, the first going up."""
         layout = self.layout_model
         height = self.scrollable_content_region.height
         row = self.scroll_y if direction < 0 else self.scroll_y + height - 1
-        at = layout.message_at(round(min(row, layout.height - 1)))
+        at = layout.message_at(round(max(0, min(row, layout.height - 1))))
         return min(at if at is not None else 0, max(0, len(self._messages) - 1))
 
     def action_toggle_folds(self) -> None:
@@ -291,7 +310,7 @@ class ChatView(ScrollView, can_focus=True):
     def _relayout_keeping(self, at: int) -> None:
         top = self.layout_model.first_row[at] - round(self.scroll_y)
         self._lay_out()
-        self.scroll_to(y=max(0, self.layout_model.first_row[at] - top), animate=False)
+        self._scroll(max(0, self.layout_model.first_row[at] - top))
 
     async def action_act(self, action: str) -> None:
         if not self.message_actions or self.focused_index() is None:
@@ -324,75 +343,46 @@ class ChatView(ScrollView, can_focus=True):
             self._toggle_fold(at, block[0].fold)
 
     def on_focus(self) -> None:
+        self._focused = True
         if not self._entry_in_view(self.selected):
             self.select(self._entry_near_view(1) if self._messages else None, scroll=False)
         self._refresh_entry(self.selected)
 
     def on_blur(self) -> None:
+        self._focused = False
         self._refresh_entry(self.selected)
 
     def on_resize(self) -> None:
-        """Wrap again at the new width, keeping the selected message (or the top one) where it was."""
+        """Wrap again at a new width, keeping the selected message (or the top one) where it was; a view
+        that showed the end still shows it."""
+        height, self._height = self._height, self.scrollable_content_region.height
         if not self._laid_out:
             self._lay_out()
-            self.scroll_to(y=self.max_scroll_y, animate=False)
+            self._scroll(self._bottom())
             return
-        follow = self._at_bottom()
+        follow = self.scroll_y >= self.layout_model.height - height - 1 and not self._entry_in_view(self.selected)
         anchor = self._anchor()
-        self._lay_out()
-        if anchor is not None and self._entry_in_view(self.selected):
-            follow = False
+        if self.text_width != self.layout_model.width:
+            self._lay_out()
+        else:
+            self.virtual_size = Size(self.scrollable_content_region.width, self.layout_model.height)
+            self.painter.clear()
+            self._widths = (self.size.width, self.scrollable_content_region.width)
         self._settle_scroll(follow, anchor)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles.clear()
-        self._strips.clear()
+        self.painter.clear(styles=True)
 
     # -- drawing -------------------------------------------------------------------------------------
-    def _style(self, name: str) -> Style:
-        style = self._styles.get(name)
-        if style is None:
-            style = self._styles[name] = self.get_component_rich_style(f"chat--{name}", partial=True,
-                                                                       default=Style())
-        return style
-
     def render_line(self, y: int) -> Strip:
+        # Per row only look-ups: sizes and focus are read once per layout, not from the DOM on every row.
         row = round(self.scroll_y) + y
-        width = self.size.width
+        width, text_region = self._widths
         located = self.layout_model.locate(row)
         if located is None:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self.painter.plain)
         entry, local = located
-        cursor = self.has_focus and self.selected is not None and entry.index == self.selected \
-            and entry.index < len(self._messages)
-        key = (entry.head.serial, entry.body.serial, local, cursor)
-        strip = self._strips.get(key)
-        if strip is None:
-            strip = self._strips[key] = self._render_row(entry, local, cursor)
-        return strip.crop_extend(0, width, self.rich_style)
-
-    def _render_row(self, entry: Entry, local: int, cursor: bool) -> Strip:
-        width = self.scrollable_content_region.width
-        base = self.rich_style + (self._style("cursor") if cursor else Style())
-        located = entry.locate(local)
-        if located is None:
-            return Strip.blank(width, self.rich_style)
-        block, start, end = located
-        bar = Segment("▌", base + self._style("cursor-bar")) if cursor else \
-            Segment("▎", base + self._style(f"bar-{entry.bar}"))
-        segments = [bar, Segment(" " * (GUTTER - 1 + block.indent), base)]
-        segments += self._text_segments(block, start, end, base, entry)
-        return Strip(segments).crop(0, width - 1).extend_cell_length(width, base)
-
-    def _text_segments(self, block: Block, start: int, end: int, base: Style, entry: Entry) -> list[Segment]:
-        dim = Style(dim=True) if entry.dropped else None
-        cuts = sorted({start, end, *[p for a, b, _ in block.spans for p in (a, b) if start < p < end]})
-        segments = []
-        for left, right in zip(cuts, cuts[1:]):
-            name = next((s for a, b, s in block.spans if a <= left < b), block.style)
-            if name == "role":
-                name = f"role-{entry.bar}"
-            style = base + self._style(name) if name != "body" else base
-            segments.append(Segment(drawn(block.text[left:right]), style + dim if dim else style))
-        return segments
+        cursor = self._focused and entry.index == self.selected and entry.index < len(self._messages)
+        strip = self.painter.row(entry, local, cursor, text_region)
+        return strip if strip.cell_length == width else strip.crop_extend(0, width, self.painter.plain)

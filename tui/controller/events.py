@@ -60,7 +60,7 @@ class ReplyStarted:
 
 @dataclass(frozen=True)
 class ReplyProgress:
-    """The reply so far (sent at most every 25 ms while it streams)."""
+    """The reply so far (sent for every chunk while it streams)."""
 
     content: str
     reasoning: str = ""

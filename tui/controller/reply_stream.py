@@ -13,7 +13,6 @@ from tui.client.errors import ClientError
 from tui.client.reply import Reply, ReplyAssembler
 from tui.context.safety import visible
 
-PAINT_EVERY = 0.025  # seconds between two progress calls (a frame is about 16 ms)
 SAVE_EVERY = 1.0  # a kill mid-reply loses at most this much
 STOPPED = "■ stopped: the reply is kept, marked incomplete"
 
@@ -25,14 +24,14 @@ async def stream_reply(client, body: dict, on_progress: Callable[[Reply], None],
     A cancel (the user stopped it) or a failure ends it early: what arrived is kept, and said so.
     """
     assembler = ReplyAssembler()
-    last_paint, last_save, note = 0.0, 0.0, ""  # the first piece of a reply is saved at once
+    last_save, note = 0.0, ""  # the first piece of a reply is saved at once
 
     def on_delta(_text: str, progress: ReplyAssembler) -> None:
-        nonlocal last_paint, last_save
+        nonlocal last_save
+        # Every chunk goes to the view at once: the chat view wraps only the reply's last rows, and Textual
+        # draws at most one frame per refresh interval however many chunks arrive (none waits for the next).
+        on_progress(progress.reply)
         now = time.monotonic()
-        if now - last_paint > PAINT_EVERY:
-            on_progress(progress.reply)
-            last_paint = now
         if now - last_save > SAVE_EVERY:
             on_checkpoint(progress.reply)
             last_save = now
