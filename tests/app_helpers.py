@@ -51,6 +51,8 @@ async def settle(pilot, app: CtxpaneApp) -> None:
 
     A rebuild that a newer one replaced ends cancelled: that is the app working, not a failure.
     """
+    import asyncio
+
     from textual.worker import WorkerCancelled
     for _ in range(3):
         for _attempt in range(10):
@@ -59,4 +61,6 @@ async def settle(pilot, app: CtxpaneApp) -> None:
                 break
             except WorkerCancelled:
                 continue
+        if app._writer is not None:  # saves are written by their own thread, not a Textual worker
+            await asyncio.to_thread(app._writer.wait_idle, 10)
         await pilot.pause(0.05)

@@ -32,7 +32,7 @@ from .themes import DEFAULT_THEME, load_themes
 from .message_actions import MessageActionsMixin
 from .sending import SendingMixin
 from .session_actions import SessionActionsMixin
-from .workbench import Workbench, template_from_session
+from .workbench import CharEstimate, Workbench, template_from_session
 
 
 @dataclass
@@ -81,6 +81,10 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         self.wb = Workbench(Session(), builtin_template("chatml"))
         self._rebuild_timer = None
         self._save_timer = None
+        self._writer = None  # the session writer thread, made at the first save (session_actions.py)
+        self._unsaved = False  # changed since the last snapshot was handed to the writer
+        self.save_failure: str | None = None  # what quitting could not save, told after the app ends
+        self._tokenizer_settled = False  # the first tokenizer load has ended (loaded or failed)
         self._streaming = False
         self.reply_notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.replay_only = False
@@ -121,7 +125,44 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         self.set_interval(3.0, self.retry_server_tokenizer)
 
     def _open_after_first_frame(self) -> None:
-        self._open_initial_session()
+        path = self.options.file
+        if path is not None:  # read and checked in a worker: a long session never holds the first screen
+            self.query_one(ChatPanel).set_status(f"opening {one_line(path.name, 200)}…")
+            self.open_in_background(path)
+            return
+        self._adopt_new()
+        self._after_open()
+
+    @work(thread=True, exclusive=True, group="open")
+    def open_in_background(self, path: Path) -> None:
+        try:
+            opened = load_session(path)
+        except SessionFileError as exc:
+            self.call_from_thread(self._open_failed, path, exc)
+            return
+        recovered = recover_interrupted_reply(opened.session)  # the session is no one else's yet
+        self.call_from_thread(self._opened, opened, path, recovered)
+
+    def _opened(self, opened, path: Path, recovered: bool) -> None:
+        self.read_only = opened.read_only
+        if opened.note:
+            self.notify(visible(opened.note), severity="warning", timeout=10)
+        self._adopt(opened.session, path)
+        self.query_one(ChatPanel).set_status("")
+        if recovered:
+            self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
+                        severity="warning", timeout=10)
+            self.autosave(now=True)
+        self._after_open()
+
+    def _open_failed(self, path: Path, exc: SessionFileError) -> None:
+        self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
+        self._adopt_new()
+        self.query_one(ChatPanel).set_status(f"could not open {path.name}: a new session was started "
+                                             "instead (the file is left as it is)", "red")
+        self._after_open()
+
+    def _after_open(self) -> None:
         self.refresh_all()
         for problem in self.problems:
             self.notify(visible(problem), severity="warning", timeout=10)
@@ -154,33 +195,18 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         return pane_theme.roles if pane_theme else {}
 
     # -- session -------------------------------------------------------------------------------
-    def _open_initial_session(self) -> None:
-        path = self.options.file
-        if path is not None:
-            try:
-                opened = load_session(path)
-                self.read_only = opened.read_only
-                recovered = recover_interrupted_reply(opened.session)
-                if opened.note:
-                    self.notify(visible(opened.note), severity="warning", timeout=10)
-                self._adopt(opened.session, path)
-                if recovered:
-                    self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
-                                severity="warning", timeout=10)
-                    self.autosave(now=True)
-                return
-            except SessionFileError as exc:
-                self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
-                self.query_one(ChatPanel).set_status(f"could not open {path.name}: a new session was started "
-                                                     "instead (the file is left as it is)", "red")
+    def _adopt_new(self) -> None:
         if self.options.offline or not (self.settings.base_url or self.settings.scan_local):
             self._adopt(sample_session(), None)
             return
         self._adopt(Session(), None)
 
     def _adopt(self, session: Session, path: Path | None) -> None:
-        if self.lock:
-            self.lock.release()
+        if self.lock:  # let go of the old file once what was handed to the writer for it has landed
+            if self._writer is not None:
+                self._writer.after_pending(self.lock.release)
+            else:
+                self.lock.release()
             self.lock = None
         if path is not None and not self.read_only:
             lock = SessionLock(path)
@@ -197,8 +223,11 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         except (TemplateNotFound, OSError) as exc:
             self.notify(visible(str(exc)), severity="error")
             template = builtin_template("chatml")
-        self.wb = Workbench(session, template, self.wb.tokenizer)
-        self.wb.restore_previous()
+        tokenizer, draft = self.wb.tokenizer, self.wb.draft
+        self.wb = Workbench(session, template, tokenizer, draft=draft)
+        # Until the first tokenizer has loaded, the boundary waits for it: read once, with the right one.
+        self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self._tokenizer_settled
+        self.reply_notes = {}  # notes belong to this session's messages only
         self.sub_title = session.title
         self.query_one(ChatPanel).show_messages(session.messages, set())
 
@@ -307,10 +336,6 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
             yield SystemCommand(title, help_text, callback)
 
     def on_unmount(self) -> None:
-        if self._streaming:
-            self._save()
-        writer = getattr(self, "_writer", None)
-        if writer is not None:
-            writer.shutdown(wait=True)  # every queued write lands before the lock is let go
-        if self.lock:
+        self.finish_saving()  # the last state, then a bounded wait; a failure is told when the app ends
+        if self.lock and self.save_failure is None:
             self.lock.release()

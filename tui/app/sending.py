@@ -36,10 +36,19 @@ class SendingMixin:
             tokenizer = get_tokenizer(spec)
         except TokenizerNotFound as exc:
             self.call_from_thread(self.notify, visible(str(exc)), severity="error")
+            self.call_from_thread(self._tokenizer_failed)
             return
         self.call_from_thread(self._use_tokenizer, tokenizer, None)
 
+    def _tokenizer_failed(self) -> None:
+        """No tokenizer: the estimate stays, and the boundary is read with it."""
+        self._tokenizer_settled = True
+        if self.wb.tokenizer_pending:
+            self.wb.tokenizer_pending = False
+            self._schedule_rebuild(0.0)
+
     def _use_tokenizer(self, tokenizer, exact) -> None:
+        self._tokenizer_settled = True
         self.wb.set_tokenizer(tokenizer, exact)
         self._schedule_rebuild(0.0)
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from tui.context.safety import visible
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 from tui.sessions.model import Session
-from tui.sessions.store import session_text, write_atomic, SessionFileError, SessionLock, SessionLocked, load_session, save_session, session_path
+from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, session_path
+
+from .saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
 
 
 
@@ -18,6 +20,7 @@ class SessionActionsMixin:
     """Methods of CtxpaneApp, kept in their own file."""
 
     def autosave(self, now: bool = False) -> None:
+        """Save soon (changes within 0.3 s are written once), or now; never waits for the disk."""
         if self.read_only or not self.wb.session.messages:
             return
         if self.session_file is None:
@@ -28,6 +31,7 @@ class SessionActionsMixin:
                 self.lock.acquire()
             except SessionLocked:
                 self.lock = None
+        self._unsaved = True
         if now:
             self._save()
         elif self._save_timer is None:
@@ -42,31 +46,41 @@ class SessionActionsMixin:
             found.append(key)
         return found
 
-    def _save_in_background(self) -> None:
-        """While a reply streams: the text is made here, the disk write (with its fsync) runs elsewhere.
+    @property
+    def saver(self) -> SessionWriter:
+        if self._writer is None:
+            self._writer = SessionWriter(self._save_failed)
+        return self._writer
 
-        One writer thread keeps the writes in order, so an older state never lands after a newer one.
-        """
-        if self.session_file is None or self.read_only:
-            return
-        if getattr(self, "_writer", None) is None:
-            from concurrent.futures import ThreadPoolExecutor
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-save")
-        secrets = self._secrets()
-        self._writer.submit(write_atomic, self.session_file, session_text(self.wb.session, secrets))
+    def _save_in_background(self) -> None:
+        """While a reply streams: the same as any save (a snapshot handed to the writer thread)."""
+        self._save()
 
     def _save(self) -> None:
+        """Hand a snapshot of the session to the writer thread; the event loop does not wait for it."""
+        if self._save_timer is not None:
+            self._save_timer.stop()
         self._save_timer = None
-        writer = getattr(self, "_writer", None)
-        if writer is not None:  # let queued background writes land first: this one is the newest
-            writer.submit(lambda: None).result()
         if self.session_file is None or self.read_only:
             return
-        secrets = self._secrets()
+        self._unsaved = False
+        self.saver.save(snapshot(self.wb.session), self.session_file, self._secrets())
+
+    def _save_failed(self, failure: SaveFailure) -> None:
+        """From the writer thread: a write failed (the file keeps its previous content)."""
         try:
-            save_session(self.wb.session, self.session_file, secrets)
-        except OSError as exc:
-            self.notify(f"could not save the session: {exc}", severity="error")
+            self.call_from_thread(self.notify, str(failure), severity="error", timeout=15)
+        except RuntimeError:
+            pass  # the app has ended: quitting reports it
+
+    def finish_saving(self, timeout: float = FLUSH_SECONDS) -> None:
+        """On quit: the last state handed over, then at most `timeout` s for it to land."""
+        if self._streaming or self._unsaved:
+            self._save()
+        if self._writer is not None:
+            failure = self._writer.close(timeout)
+            if failure is not None:
+                self.save_failure = str(failure)
 
     # -- sessions -----------------------------------------------------------------------------------
     def action_replay(self, start: int = 0) -> None:
