@@ -35,6 +35,9 @@ from .session_actions import SessionActionsMixin
 from .workbench import CharEstimate, Workbench, template_from_session
 
 
+LARGE_DRAFT = 1 << 15  # characters: past this, typing never waits for the pane
+
+
 @dataclass
 class LaunchOptions:
     file: Path | None = None
@@ -263,7 +266,14 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         if not isinstance(event.text_area, Composer):
             return
         self._draft_version += 1
-        if self.wb.set_draft(event.text_area.text):
+        text = event.text_area.text
+        if len(text) > LARGE_DRAFT or len(self.wb.draft) > LARGE_DRAFT:
+            # A big draft: the key is echoed now; the pane follows once typing pauses, computed in a
+            # worker, where only the changed piece of the draft is encoded again (SegmentCache).
+            self.wb.draft = text
+            self._schedule_rebuild(0.1)
+            return
+        if self.wb.set_draft(text):
             self.refresh_pane()
             self._schedule_rebuild(0.4)  # the policy may move with the draft: settle after a pause
         else:

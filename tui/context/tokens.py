@@ -92,6 +92,8 @@ def load_ranks(encoding_file: str) -> dict[bytes, int]:
 
 
 class TiktokenTokenizer:
+    cuts_at_spaces = True  # its split patterns start a piece at a space after a non-space (see _bpe_pieces)
+
     def __init__(self, name: str):
         import tiktoken  # deferred: loading an encoding costs ~0.3 s
 
@@ -129,15 +131,58 @@ BPE_PIECE = 1 << 16  # characters handed to tiktoken at once
 _SAFE_CUT = re.compile(r"(?<=\S) ")  # a space after a non-space: every split pattern starts a piece there
 
 
-def _bpe_pieces(text: str) -> list[str]:
-    """`text` in pieces of at most ~BPE_PIECE characters, cut where the split pattern cuts anyway,
-    so the tokens are the same; a run with no such place (a megabyte of spaces) is cut where it must."""
+def _bpe_pieces(text: str, size: int = BPE_PIECE) -> list[str]:
+    """`text` in pieces of at most ~`size` characters, cut where the split pattern cuts anyway,
+    so the tokens are the same; a run with no such place (a megabyte of spaces) is cut where it must.
+    A cut depends only on the text before it, so an edit changes the pieces around it, not the others."""
     pieces, start = [], 0
-    while len(text) - start > BPE_PIECE:
+    while len(text) - start > size:
         cut = None
-        for cut in _SAFE_CUT.finditer(text, start + BPE_PIECE // 2, start + BPE_PIECE):
+        for cut in _SAFE_CUT.finditer(text, start + size // 2, start + size):
             pass
-        end = cut.start() if cut else start + BPE_PIECE
+        end = cut.start() if cut else start + size
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    return pieces
+
+
+# Split patterns (byte-level BPE) under which a space after a non-space always starts a pre-token:
+# no alternative takes a space anywhere but at its start, so a text may be encoded in pieces cut there.
+_SPACE_CUT_PATTERNS = frozenset({
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    CL100K_PATTERN, O200K_PATTERN})
+
+
+def _cuts_at_spaces(raw) -> bool:
+    """What the tokenizer.json says: NFC or no normaliser, a known split pattern, then byte-level."""
+    import json
+    try:
+        normalizer = json.loads(raw.normalizer.__getstate__()) if raw.normalizer is not None else None
+        pre = json.loads(raw.pre_tokenizer.__getstate__()) if raw.pre_tokenizer is not None else {}
+    except Exception:  # noqa: BLE001 - anything unexpected: encode whole texts, as always
+        return False
+    if normalizer not in (None, {"type": "NFC"}) or pre.get("type") != "Sequence":
+        return False
+    steps = pre.get("pretokenizers") or []
+    return (len(steps) == 2 and steps[0].get("type") == "Split" and steps[0].get("behavior") == "Isolated"
+            and not steps[0].get("invert") and (steps[0].get("pattern") or {}).get("Regex") in _SPACE_CUT_PATTERNS
+            and steps[1].get("type") == "ByteLevel" and not steps[1].get("add_prefix_space"))
+
+
+_STABLE_CUT = re.compile(r"(?<=[.,;:!?)\]}]) ")  # a safe cut the text itself marks: found again after an edit
+
+
+def _stable_pieces(text: str, size: int) -> list[str]:
+    """Pieces cut at safe places chosen by the text near them (after punctuation), not by distance alone,
+    so an insertion changes the piece it falls in and the cuts after it are the same as before."""
+    pieces, start = [], 0
+    while len(text) - start > size:
+        cut = _STABLE_CUT.search(text, start + size // 4, start + size)
+        if cut is None:
+            for cut in _SAFE_CUT.finditer(text, start + size // 2, start + size):
+                pass
+        end = cut.start() if cut else start + size
         pieces.append(text[start:end])
         start = end
     pieces.append(text[start:])
@@ -152,6 +197,7 @@ class HFTokenizer:
         self._tokenizer = RawTokenizer.from_str(json_text)
         self._lock = threading.Lock()  # the special-token switch is shared state
         self._added = frozenset(t.content for t in self._tokenizer.get_added_tokens_decoder().values())
+        self.cuts_at_spaces = _cuts_at_spaces(self._tokenizer)
 
     def _encode(self, text: str, as_plain: bool):
         with self._lock:
@@ -239,19 +285,46 @@ class TokenCounts:
 
 @dataclass
 class SegmentCache:
-    """Token start offsets per segment text; shared across recounts so edits re-encode one segment."""
+    """Token start offsets per segment text; shared across recounts so edits re-encode one segment.
+
+    A long segment (a big draft, a pasted document) is encoded in pieces, each cached by its text,
+    when the tokenizer's split pattern makes that exact: a keystroke re-encodes one piece, not a megabyte.
+    """
 
     entries: dict[str, tuple[array, bool]] = field(default_factory=dict)
     limit: int = 20_000
+    pieces: dict[str, tuple[array, bool, int]] = field(default_factory=dict)
 
     def starts(self, tokenizer: Tokenizer, text: str) -> tuple[array, bool]:
         hit = self.entries.get(text)
         if hit is None:
-            hit = tokenizer.plain_starts(text)
+            if len(text) > LONG_SEGMENT and getattr(tokenizer, "cuts_at_spaces", False):
+                hit = self._pieced(tokenizer, text)
+            else:
+                hit = tokenizer.plain_starts(text)
             if len(self.entries) >= self.limit:
                 self.entries.clear()
             self.entries[text] = hit
         return hit
+
+    def _pieced(self, tokenizer: Tokenizer, text: str) -> tuple[array, bool]:
+        starts, offset, in_bytes = array("q"), 0, False
+        for piece in _stable_pieces(text, PIECE):
+            hit = self.pieces.get(piece)
+            if hit is None:
+                piece_starts, in_bytes = tokenizer.plain_starts(piece)
+                hit = (piece_starts, in_bytes, len(piece.encode()) if in_bytes else len(piece))
+                if len(self.pieces) >= self.limit:
+                    self.pieces.clear()
+                self.pieces[piece] = hit
+            piece_starts, in_bytes, size = hit
+            starts.extend(map(offset.__add__, piece_starts) if offset else piece_starts)
+            offset += size
+        return starts, in_bytes
+
+
+LONG_SEGMENT = 1 << 15  # characters: a longer segment is encoded piece by piece
+PIECE = 1 << 12  # characters in one piece
 
 
 @lru_cache(maxsize=32)
