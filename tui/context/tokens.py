@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .document import Document
+from .pieces import cuts_at_spaces, pieced_starts
 
 ENCODING_SHA256 = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -33,6 +34,8 @@ O200K_PATTERN = "|".join([
 ])
 CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
                   r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                 r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
 HARMONY_SPECIALS = {"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002,
                     "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
                     "<|message|>": 200008, "<|call|>": 200012}
@@ -131,58 +134,15 @@ BPE_PIECE = 1 << 16  # characters handed to tiktoken at once
 _SAFE_CUT = re.compile(r"(?<=\S) ")  # a space after a non-space: every split pattern starts a piece there
 
 
-def _bpe_pieces(text: str, size: int = BPE_PIECE) -> list[str]:
-    """`text` in pieces of at most ~`size` characters, cut where the split pattern cuts anyway,
-    so the tokens are the same; a run with no such place (a megabyte of spaces) is cut where it must.
-    A cut depends only on the text before it, so an edit changes the pieces around it, not the others."""
+def _bpe_pieces(text: str) -> list[str]:
+    """`text` in pieces of at most ~BPE_PIECE characters, cut where the split pattern cuts anyway,
+    so the tokens are the same; a run with no such place (a megabyte of spaces) is cut where it must."""
     pieces, start = [], 0
-    while len(text) - start > size:
+    while len(text) - start > BPE_PIECE:
         cut = None
-        for cut in _SAFE_CUT.finditer(text, start + size // 2, start + size):
+        for cut in _SAFE_CUT.finditer(text, start + BPE_PIECE // 2, start + BPE_PIECE):
             pass
-        end = cut.start() if cut else start + size
-        pieces.append(text[start:end])
-        start = end
-    pieces.append(text[start:])
-    return pieces
-
-
-# Split patterns (byte-level BPE) under which a space after a non-space always starts a pre-token:
-# no alternative takes a space anywhere but at its start, so a text may be encoded in pieces cut there.
-_SPACE_CUT_PATTERNS = frozenset({
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
-    CL100K_PATTERN, O200K_PATTERN})
-
-
-def _cuts_at_spaces(raw) -> bool:
-    """What the tokenizer.json says: NFC or no normaliser, a known split pattern, then byte-level."""
-    import json
-    try:
-        normalizer = json.loads(raw.normalizer.__getstate__()) if raw.normalizer is not None else None
-        pre = json.loads(raw.pre_tokenizer.__getstate__()) if raw.pre_tokenizer is not None else {}
-    except Exception:  # noqa: BLE001 - anything unexpected: encode whole texts, as always
-        return False
-    if normalizer not in (None, {"type": "NFC"}) or pre.get("type") != "Sequence":
-        return False
-    steps = pre.get("pretokenizers") or []
-    return (len(steps) == 2 and steps[0].get("type") == "Split" and steps[0].get("behavior") == "Isolated"
-            and not steps[0].get("invert") and (steps[0].get("pattern") or {}).get("Regex") in _SPACE_CUT_PATTERNS
-            and steps[1].get("type") == "ByteLevel" and not steps[1].get("add_prefix_space"))
-
-
-_STABLE_CUT = re.compile(r"(?<=[.,;:!?)\]}]) ")  # a safe cut the text itself marks: found again after an edit
-
-
-def _stable_pieces(text: str, size: int) -> list[str]:
-    """Pieces cut at safe places chosen by the text near them (after punctuation), not by distance alone,
-    so an insertion changes the piece it falls in and the cuts after it are the same as before."""
-    pieces, start = [], 0
-    while len(text) - start > size:
-        cut = _STABLE_CUT.search(text, start + size // 4, start + size)
-        if cut is None:
-            for cut in _SAFE_CUT.finditer(text, start + size // 2, start + size):
-                pass
-        end = cut.start() if cut else start + size
+        end = cut.start() if cut else start + BPE_PIECE
         pieces.append(text[start:end])
         start = end
     pieces.append(text[start:])
@@ -197,7 +157,8 @@ class HFTokenizer:
         self._tokenizer = RawTokenizer.from_str(json_text)
         self._lock = threading.Lock()  # the special-token switch is shared state
         self._added = frozenset(t.content for t in self._tokenizer.get_added_tokens_decoder().values())
-        self.cuts_at_spaces = _cuts_at_spaces(self._tokenizer)
+        self.cuts_at_spaces = cuts_at_spaces(self._tokenizer, frozenset({QWEN2_PATTERN, CL100K_PATTERN,
+                                                                          O200K_PATTERN}))
 
     def _encode(self, text: str, as_plain: bool):
         with self._lock:
@@ -299,7 +260,7 @@ class SegmentCache:
         hit = self.entries.get(text)
         if hit is None:
             if len(text) > LONG_SEGMENT and getattr(tokenizer, "cuts_at_spaces", False):
-                hit = self._pieced(tokenizer, text)
+                hit = pieced_starts(tokenizer, text, self.pieces, self.limit)
             else:
                 hit = tokenizer.plain_starts(text)
             if len(self.entries) >= self.limit:
@@ -307,24 +268,7 @@ class SegmentCache:
             self.entries[text] = hit
         return hit
 
-    def _pieced(self, tokenizer: Tokenizer, text: str) -> tuple[array, bool]:
-        starts, offset, in_bytes = array("q"), 0, False
-        for piece in _stable_pieces(text, PIECE):
-            hit = self.pieces.get(piece)
-            if hit is None:
-                piece_starts, in_bytes = tokenizer.plain_starts(piece)
-                hit = (piece_starts, in_bytes, len(piece.encode()) if in_bytes else len(piece))
-                if len(self.pieces) >= self.limit:
-                    self.pieces.clear()
-                self.pieces[piece] = hit
-            piece_starts, in_bytes, size = hit
-            starts.extend(map(offset.__add__, piece_starts) if offset else piece_starts)
-            offset += size
-        return starts, in_bytes
-
-
-LONG_SEGMENT = 1 << 15  # characters: a longer segment is encoded piece by piece
-PIECE = 1 << 12  # characters in one piece
+LONG_SEGMENT = 1 << 15  # characters: a longer segment is encoded piece by piece (pieces.py)
 
 
 @lru_cache(maxsize=32)
