@@ -64,7 +64,8 @@ class Workbench:
     _dropped_since: dict[str, int] = field(default_factory=dict)
     _generation: int = 0  # bumped by whatever outdates `previous`: template, tokenizer, a new request
     _restored_for: int = -1  # the generation `previous` was restored or recorded for
-    _restore_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _restore_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # one restore at a time
+    _state_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # held for a moment only
 
     # -- settings --------------------------------------------------------------------------
     @property
@@ -81,7 +82,7 @@ class Workbench:
         self.template = template
         self.session.template = template_spec(template)
         self.cache = SegmentCache()
-        self._generation += 1  # the boundary is read again, by the next compute (off the event loop)
+        self._outdate()  # the boundary is read again, by the next compute (off the event loop)
 
     def set_tokenizer(self, tokenizer: Tokenizer, exact: bool | None = None) -> None:
         self.tokenizer, self.exact = tokenizer, exact
@@ -89,7 +90,11 @@ class Workbench:
             self.session.tokenizer = tokenizer.name
         self.tokenizer_pending = False
         self.cache = SegmentCache()
-        self._generation += 1
+        self._outdate()
+
+    def _outdate(self) -> None:
+        with self._state_lock:
+            self._generation += 1
 
     @property
     def restore_owed(self) -> bool:
@@ -124,8 +129,9 @@ class Workbench:
                 return
             self.restores += 1
             shape, dropped = self.read_previous()
-            if generation == self._generation:
-                self.previous, self._dropped_since, self._restored_for = shape, dropped, generation
+            with self._state_lock:  # checked and stored at once: nothing newer can land in between
+                if generation == self._generation:
+                    self.previous, self._dropped_since, self._restored_for = shape, dropped, generation
 
     def set_policy(self, **changes: Any) -> None:
         policy = asdict(self.policy) | changes
@@ -225,9 +231,10 @@ class Workbench:
             template=self.template.name, tokenizer=self.tokenizer.name, message_count=len(self.session.messages),
             message_ids=list(view.shape.message_ids))
         self.session.requests.append(record)
-        self._generation += 1  # a restore still running for the older state is thrown away
-        self.previous, self._restored_for = view.shape, self._generation
-        self._dropped_since = {e.message_id: e.since_request for e in view.ledger}
+        with self._state_lock:  # a restore still running for the older state is thrown away
+            self._generation += 1
+            self.previous, self._restored_for = view.shape, self._generation
+            self._dropped_since = {e.message_id: e.since_request for e in view.ledger}
         self.session.updated = now_iso()
         return record
 
