@@ -30,8 +30,7 @@ class SendingMixin:
     def load_tokenizer(self, name: str | None = None) -> None:
         from tui.sessions.replay import offline_tokenizer_name
         # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
-        spec = name or self.settings.tokenizer or offline_tokenizer_name(self.wb.session.tokenizer,
-                                                                         self.wb.template.name)
+        spec = name or self.settings.tokenizer or offline_tokenizer_name(self.wb.session.tokenizer, self.wb.template)
         try:
             tokenizer = get_tokenizer(spec)
         except TokenizerNotFound as exc:
@@ -55,6 +54,7 @@ class SendingMixin:
     @work(exclusive=True, group="connect")
     async def connect_endpoint(self) -> None:
         from tui.client.connect import connect, scan_local
+        from tui.context.registry import cache_rule
         chat = self.query_one(ChatPanel)
         base = self.settings.base_url or self.wb.session.base_url
         source = self.settings.source.get("base_url", "session")
@@ -89,11 +89,11 @@ class SendingMixin:
             self.wb.set_template(connection.template)
         if info.n_ctx and not self.wb.policy.context_window:
             self.wb.set_policy(context_window=int(info.n_ctx))
-        self.wb.cache_rule = "llama.cpp" if info.kind == "llama.cpp" else "openai"
+        self.wb.cache_rule = cache_rule(info.kind, endpoint.model)
         chat.set_status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
                         f"{info.n_ctx or '?'} · {connection.note} ({source}){self._key_note(endpoint)}")
         if not self.settings.tokenizer:
-            if connection.tokenizer == "server":
+            if connection.on_server:
                 self._use_tokenizer(await self._server_tokenizer(endpoint), True)
             else:
                 tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
@@ -102,9 +102,9 @@ class SendingMixin:
     async def _server_tokenizer(self, endpoint: Endpoint):
         """The server's /tokenize, with a local tokenizer standing in (an estimate) while it is away."""
         from tui.client.server_tokenizer import ServerTokenizer
-        from tui.context.assemble import NATIVE_TOKENIZER
+        from tui.context.registry import tokenizer_for_family
         from .tokenizer_fallback import FallbackTokenizer
-        local = await asyncio.to_thread(get_tokenizer, NATIVE_TOKENIZER.get(self.wb.template.name, "o200k_base"))
+        local = await asyncio.to_thread(get_tokenizer, tokenizer_for_family(self.wb.template.identity.family))
         server = ServerTokenizer(endpoint, set(self.wb.template.special_strings()))
         return FallbackTokenizer(server, local, self._tokenizer_source_changed)
 

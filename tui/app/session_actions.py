@@ -91,7 +91,7 @@ class SessionActionsMixin:
         if not session.requests:
             self.notify("this session has no requests to replay yet", severity="warning")
             return
-        spec = offline_tokenizer_name(session.tokenizer, self.wb.template.name)
+        spec = offline_tokenizer_name(session.tokenizer, self.wb.template)
         try:
             tokenizer = get_tokenizer(spec)
         except TokenizerNotFound as exc:

@@ -12,6 +12,7 @@ from array import array
 from typing import Any, Callable
 
 from tui.client.errors import ClientError
+from tui.context.identity import Identity, as_estimate, tokenizer_identity
 
 
 class FallbackTokenizer:
@@ -26,6 +27,13 @@ class FallbackTokenizer:
         if self.falling_back:
             return f"{self.local.name}, estimate: {self.server.name} unreachable"
         return self.server.name
+
+    @property
+    def identity(self) -> Identity:
+        """The server's own while it answers; the local vocabulary, as an estimate, while it does not."""
+        if self.falling_back:
+            return as_estimate(tokenizer_identity(self.local), self.name)
+        return tokenizer_identity(self.server)
 
     def _switch(self, falling_back: bool) -> None:
         if falling_back != self.falling_back:

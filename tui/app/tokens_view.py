@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.context.request import RequestView
+from tui.context.request import ESTIMATED_PARTS, RequestView
 
 from .shown import cells as text_cells, one_line
 
@@ -43,7 +43,7 @@ class TokensView(Static):
         table.add_column("count")
         for name, value in rows:
             key = PART_COLORS.get(name, name)
-            kind = "estimate" if name.startswith("images") or not counts.exact else "exact"
+            kind = "estimate" if name in ESTIMATED_PARTS or not counts.exact else "exact"
             if name in ("reserved output", "free"):
                 kind = "setting"
             table.add_row(Text("■", style=roles.get(key, "grey50") if key else "grey23"), *text_cells([name, value, kind]))

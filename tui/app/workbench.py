@@ -73,10 +73,8 @@ class Workbench:
         return self.session.policy_settings()
 
     def settings(self) -> RequestSettings:
-        exact = False if isinstance(self.tokenizer, CharEstimate) or getattr(self.tokenizer, "falling_back", False) \
-            else self.exact
         return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
-                               True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, exact)
+                               True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, self.exact)
 
     def set_template(self, template: ChatTemplate) -> None:
         self.template = template
@@ -171,7 +169,7 @@ class Workbench:
         had_draft, self.draft = bool(self.draft), text
         view = self.view
         if view is None or not had_draft or not text or not self.template.copies_text_verbatim() \
-                or getattr(self.tokenizer, "remote", False) or self.tokenizer.name.startswith("server:"):
+                or getattr(self.tokenizer, "remote", False):
             # a tokenizer that asks the server waits for the full rebuild, in a worker
             return False
         draft_index = len(view.origin) - 1

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import httpx
 
+from tui.context.identity import SERVER, SHIPPED
+from tui.context.registry import checked_on_server, tokenizer_for_model
 from tui.context.template_library import ChatTemplate, template_from_text
-from tui.context.tokens import get_tokenizer, tokenizer_for_model
+from tui.context.tokens import TokenizerNotFound, get_tokenizer
 
 from .endpoint import Endpoint
 from .errors import ClientError
@@ -25,9 +27,15 @@ class Connection:
     client: OpenAIClient
     info: ServerInfo
     template: ChatTemplate | None  # the server's own, when it has a Jinja one
-    tokenizer: str  # a name for get_tokenizer, or "server"
-    exact: bool
+    tokenizer: str  # a shipped tokenizer's name for get_tokenizer ("server" when the server counts)
+    exact: bool  # the server's verdict: the local tokenizer gave its ids (or the server counts itself)
     note: str
+    source: str = SHIPPED  # the counting tokenizer's identity source: SERVER, or a shipped one
+
+    @property
+    def on_server(self) -> bool:
+        """True when counts come from the server's /tokenize."""
+        return self.source == SERVER
 
 
 async def scan_local(ports=LOCAL_PORTS, timeout: float = 0.4) -> tuple[str, str] | None:
@@ -57,7 +65,10 @@ async def _local_matches_server(client: OpenAIClient, name: str) -> bool:
     except ClientError:  # any failure means: not verified
         return False
     server_ids = [t if isinstance(t, int) else t.id for t in data.tokens]
-    local = await asyncio.to_thread(get_tokenizer, name)  # loading takes a moment: off the event loop
+    try:
+        local = await asyncio.to_thread(get_tokenizer, name)  # loading takes a moment: off the event loop
+    except TokenizerNotFound:
+        return False
     encoded = local.plain_ids(PROBE_TEXT) if hasattr(local, "plain_ids") else None
     return encoded == server_ids
 
@@ -73,11 +84,12 @@ async def connect(endpoint: Endpoint) -> Connection:
     template = None
     if info.has_own_template:
         template = template_from_text(info.chat_template or "", f"server:{info.kind}", f"{info.kind} template",
-                                      bos_token=info.bos_token, eos_token=info.eos_token)
+                                      kind=SERVER, bos_token=info.bos_token, eos_token=info.eos_token)
     if info.kind == "llama.cpp":
-        if await _local_matches_server(client, "qwen3"):
-            return Connection(client, info, template, "qwen3", True,
-                              "the server's tokenizer is Qwen3: counting locally, exact")
-        return Connection(client, info, template, "server", True, "counting with the server's /tokenize")
+        for family in checked_on_server(info.model):
+            if await _local_matches_server(client, family.tokenizer or ""):
+                return Connection(client, info, template, family.tokenizer or "", True,
+                                  f"the server's tokenizer is {family.display}: counting locally, exact")
+        return Connection(client, info, template, "server", True, "counting with the server's /tokenize", SERVER)
     name = tokenizer_for_model(info.model)
     return Connection(client, info, template, name, False, f"{info.kind}: counts are estimates ({name})")

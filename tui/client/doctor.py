@@ -7,6 +7,7 @@ from typing import Any
 
 from tui.context import assemble, builtin_template
 from tui.context.document import first_difference
+from tui.context.identity import SERVER
 from tui.context.template_library import ChatTemplate, template_from_text
 from tui.context.templates import TemplateRenderError
 
@@ -59,7 +60,8 @@ def server_template(info: ServerInfo) -> tuple[ChatTemplate, bool]:
     """The server's own template when it has a Jinja one; else a built-in (estimate)."""
     if info.has_own_template:
         defaults = {"bos_token": info.bos_token, "eos_token": info.eos_token}
-        return template_from_text(info.chat_template or "", f"server:{info.kind}", "server", **defaults), True
+        return template_from_text(info.chat_template or "", f"server:{info.kind}", "server", kind=SERVER,
+                                  **defaults), True
     return builtin_template("chatml"), False
 
 

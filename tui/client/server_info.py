@@ -10,16 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.context.registry import context_window
+
 from .errors import ClientError, MalformedAnswer, NotJSON, TooLarge
 from .http import OpenAIClient
 from .schemas import LMStudioModels, ModelList, OllamaShow, Props, Version, context_size, convert
 
 HOSTED = {"api.openai.com": "openai", "openrouter.ai": "openrouter", "api.together.xyz": "together",
           "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek"}
-# Context windows of hosted models, used when the server does not say (tokens).
-HOSTED_CONTEXT = [("gpt-4.1", 1_047_576), ("gpt-5", 400_000), ("gpt-4o", 128_000), ("o1", 200_000), ("o3", 200_000),
-                  ("o4", 200_000), ("gpt-4-turbo", 128_000), ("gpt-4", 8_192), ("gpt-3.5", 16_385),
-                  ("gpt-oss", 131_072)]
 
 
 @dataclass
@@ -43,11 +41,8 @@ class ServerInfo:
 
 
 def hosted_context(model: str) -> int | None:
-    lowered = model.lower().rsplit("/", 1)[-1]
-    for prefix, size in HOSTED_CONTEXT:
-        if lowered.startswith(prefix):
-            return size
-    return None
+    """A hosted model's context window when the server does not say: the model registry's hint."""
+    return context_window(model)
 
 
 async def _try(call) -> Any:

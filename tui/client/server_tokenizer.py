@@ -19,6 +19,8 @@ from itertools import accumulate
 
 import httpx
 
+from tui.context.identity import SERVER, Identity
+
 from .endpoint import Endpoint
 from .errors import ClientError, MalformedAnswer, ReadTimedOut, TokenizerUnavailable, TooLarge
 from .failures import status_error, transport_error
@@ -28,10 +30,13 @@ FIRST_BACKOFF, LAST_BACKOFF = 2.0, 30.0
 
 
 class ServerTokenizer:
+    remote = True  # its calls go over the network: never on the event loop
+
     def __init__(self, endpoint: Endpoint, specials: set[str] | None = None, timeout: float = 2.0,
                  clock=time.monotonic):
         self.endpoint = endpoint
-        self.name = f"server:{endpoint.host}"
+        self.name = f"server:{endpoint.host}"  # for display
+        self.identity = Identity(None, SERVER, None, self.name)  # the server counts: the model's own tokenizer
         self.timeout = timeout
         self._specials = set(specials or ())
         self._clock = clock

@@ -13,7 +13,8 @@ from rich.text import Text
 
 from tui.errors import UsageError
 from tui.commands.inputs import open_template, open_tokenizer, parse_vars, read_conversation
-from tui.context.assemble import NATIVE_TOKENIZER, Snapshot
+from tui.context.assemble import Snapshot
+from tui.context.registry import tokenizer_for_family
 from tui.context.budget import POLICIES, PolicyError, PolicySettings
 from tui.context.cache import RULES
 from tui.context.fences import FenceStyle
@@ -122,7 +123,7 @@ def counts_table(snapshot: Snapshot) -> Table:
 
 def request_settings(args: argparse.Namespace, tools: list | None) -> RequestSettings:
     template = open_template(args.template)
-    tokenizer = open_tokenizer(args.tokenizer or NATIVE_TOKENIZER.get(template.name, "o200k_base"))
+    tokenizer = open_tokenizer(args.tokenizer or tokenizer_for_family(template.identity.family))
     try:
         policy = PolicySettings(args.policy, args.context, args.max_tokens, args.keep_last, args.summary)
     except PolicyError as exc:

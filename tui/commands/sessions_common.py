@@ -33,7 +33,7 @@ def session_engine(session: Session, template: str | None = None, tokenizer: str
     if tokenizer:
         return chosen, open_tokenizer(tokenizer)
     try:
-        return chosen, get_tokenizer(offline_tokenizer_name(session.tokenizer, chosen.name))
+        return chosen, get_tokenizer(offline_tokenizer_name(session.tokenizer, chosen))
     except TokenizerNotFound as exc:
         raise UsageError(str(exc)) from None
 

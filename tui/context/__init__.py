@@ -16,7 +16,8 @@ _EXPORTS = {
     "ChatTemplate": "template_library", "TemplateNotFound": "errors", "builtin_names": "template_library",
     "builtin_template": "template_library", "load_template": "template_library",
     "TemplateRenderError": "errors", "render_template": "templates",
-    "TokenCounts": "tokens", "get_tokenizer": "tokens", "tokenizer_for_model": "tokens",
+    "TokenCounts": "tokens", "get_tokenizer": "tokens", "tokenizer_for_model": "registry",
+    "Identity": "identity", "tokenizer_identity": "identity", "exact_counts": "identity",
 }
 __all__ = sorted([*_EXPORTS, "Snapshot", "assemble"])
 

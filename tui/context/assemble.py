@@ -8,14 +8,13 @@ import re
 from dataclasses import dataclass, field
 
 from .document import Document, build_document
+from .identity import exact_counts, template_identity, tokenizer_identity
 from .messages import Message
 from .tokens import SegmentCache, TokenCounts, Tokenizer, count_tokens
 
 if TYPE_CHECKING:
     from .template_library import ChatTemplate
 
-# Names of tokenizers that are a template family's own, so their counts are exact.
-NATIVE_TOKENIZER = {"qwen3": "qwen3", "chatml": "qwen3", "harmony": "o200k_harmony"}
 # Control-token strings of the common families, flagged wherever they appear in content.
 COMMON_SPECIALS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
                    "<|begin_of_text|>", "<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|return|>",
@@ -58,10 +57,9 @@ def find_special_strings(document: Document, specials: list[str]) -> list[Specia
     return flags
 
 
-def is_exact(template: ChatTemplate, tokenizer: Tokenizer) -> bool:
-    if tokenizer.name.endswith((".json", ".xz")) or tokenizer.name.startswith("server:"):
-        return True  # the user or the server named the model's own tokenizer
-    return NATIVE_TOKENIZER.get(template.name) == tokenizer.name
+def is_exact(template: ChatTemplate, tokenizer: Tokenizer, verified: bool | None = None) -> bool:
+    """Whether the tokenizer is the model's own, from identities: the model is the template's family."""
+    return exact_counts(tokenizer_identity(tokenizer), template_identity(template).family, verified)
 
 
 def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: Tokenizer,
@@ -76,7 +74,8 @@ def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: 
         render_vars["tools"] = tools
     specials = template.special_strings()
     document = build_document(template.render, wire, specials, **render_vars)
-    exact = is_exact(template, tokenizer) if exact is None else exact  # the caller may know better
-    counts = count_tokens(document, tokenizer, specials, cache, exact=exact)
+    counts = count_tokens(document, tokenizer, specials, cache)
+    # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
+    counts.exact = is_exact(template, tokenizer, exact)
     return Snapshot(document, counts, template.name, tokenizer.name, wire,
                     find_special_strings(document, specials))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from dataclasses import dataclass, field, replace
 
-from .assemble import Snapshot, assemble
+from .assemble import Snapshot, assemble, is_exact
 from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
 from .document import Document, Span
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from .template_library import ChatTemplate
 
 SUMMARY_ID = "summary"
+IMAGES_PART = "images (estimate)"
+ESTIMATED_PARTS = frozenset({IMAGES_PART})  # breakdown rows that are estimates whatever the tokenizer
 
 
 @dataclass
@@ -85,7 +87,7 @@ class RequestView:
         order = ["system", "developer", "user", "assistant", "tool", "template overhead", "fences"]
         rows = [(key, parts.pop(key)) for key in order if key in parts] + sorted(parts.items())
         if self.image_tokens:
-            rows.append(("images (estimate)", self.image_tokens))
+            rows.append((IMAGES_PART, self.image_tokens))
         rows.append(("reserved output", reserved))
         if window:
             rows.append(("free", max(0, window - self.sent_tokens - reserved)))
@@ -227,7 +229,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
-        counts = count_tokens(document, settings.tokenizer, specials, cache, snapshot.counts.exact)
+        counts = count_tokens(document, settings.tokenizer, specials, cache)
+        counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = RequestShape(document.text, token_index(document, settings.tokenizer, specials, cache),
                          [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
@@ -12,6 +13,8 @@ from typing import Any, Callable
 from .harmony import SPECIAL_TOKENS as HARMONY_TOKENS
 from .harmony import render_harmony
 from .errors import TemplateNotFound, TemplateRenderError
+from .identity import MODEL_FILE, SHIPPED, Identity, display_name
+from .registry import family_for_template
 
 # Strings that look like a template's control tokens: <|im_start|>, <｜User｜>, [INST], <start_of_turn>...
 SPECIAL_PATTERN = re.compile(
@@ -54,6 +57,18 @@ class ChatTemplate:
     renderer: Callable[..., str] | None = None
     limits: Any = field(default=None, repr=False, compare=False)  # a RenderLimits; None: DEFAULT_LIMITS
     _verbatim: bool | None = field(default=None, repr=False, compare=False)
+    kind: str = field(default=MODEL_FILE, compare=False)  # identity source: shipped, server or model file
+    _identity: Identity | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def identity(self) -> Identity:
+        """Family, source and the text's hash. A shipped template's family is its built-in's; any other
+        template has a family only when its text is a built-in's, byte for byte (its name says nothing)."""
+        if self._identity is None:
+            digest = _sha256(self.source) if self.source is not None else None
+            family = family_for_template(self.name) if self.kind == SHIPPED else _builtin_digests().get(digest)
+            self._identity = Identity(family, self.kind, digest, display_name(self.name))
+        return self._identity
 
     def render(self, messages: list[dict], **variables: Any) -> str:
         merged = {**self.defaults, **variables}
@@ -91,6 +106,18 @@ class ChatTemplate:
         return sorted(found, key=lambda s: (-len(s), s))
 
 
+def _sha256(text: str) -> str:
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _builtin_digests() -> dict[str, str | None]:
+    """The hash of each built-in template's text -> its family."""
+    return {_sha256(builtin_template(key).source or ""): family_for_template(key)
+            for key, spec in BUILTINS.items() if spec.file is not None}
+
+
 def builtin_names() -> list[str]:
     return list(BUILTINS)
 
@@ -101,13 +128,15 @@ def builtin_template(name: str) -> ChatTemplate:
     if spec is None:
         raise TemplateNotFound(f"unknown template {name!r}; built-in templates: {', '.join(BUILTINS)}")
     if spec.file is None:
-        return ChatTemplate(key, "builtin", None, dict(spec.defaults), render_harmony)
+        return ChatTemplate(key, "builtin", None, dict(spec.defaults), render_harmony, kind=SHIPPED)
     text = resources.files("tui.context.builtin").joinpath(spec.file).read_text(encoding="utf-8")
-    return ChatTemplate(key, "builtin", text, dict(spec.defaults))
+    return ChatTemplate(key, "builtin", text, dict(spec.defaults), kind=SHIPPED)
 
 
-def template_from_text(text: str, origin: str, name: str = "custom", **defaults: Any) -> ChatTemplate:
-    return ChatTemplate(name, origin, text, {k: v for k, v in defaults.items() if v is not None})
+def template_from_text(text: str, origin: str, name: str = "custom", *, kind: str = MODEL_FILE,
+                       **defaults: Any) -> ChatTemplate:
+    """A template from text; `kind` is where it came from (SERVER for a server's own, else a model file)."""
+    return ChatTemplate(name, origin, text, {k: v for k, v in defaults.items() if v is not None}, kind=kind)
 
 
 def _pick_named(templates: list, wanted: str | None) -> str:

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Protocol
 
 from .document import Document
+from .identity import MODEL_FILE, SHIPPED, Identity
 from .pieces import cuts_at_spaces, pieced_starts
+from .registry import family_for_vocabulary, tokenizer_for_model  # noqa: F401 - re-exported
 
 ENCODING_SHA256 = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -51,20 +53,13 @@ ENCODINGS = {
                                                     "<|endofprompt|>": 100276}),
 }
 HF_TOKENIZERS = {"qwen3": "qwen3-tokenizer.json.xz"}
-MODEL_PREFIXES = [  # model name prefix -> tokenizer; longest prefixes first
-    ("gpt-oss", "o200k_harmony"), ("gpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4.5", "o200k_base"),
-    ("gpt-5", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("o1", "o200k_base"), ("o3", "o200k_base"),
-    ("o4", "o200k_base"), ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("text-embedding-3", "cl100k_base"),
-    ("qwen3", "qwen3"), ("qwen/qwen3", "qwen3"), ("tiny-qwen3", "qwen3"),
-]
-
 
 class TokenizerNotFound(ValueError):
     """An unknown tokenizer name, a missing file, or a corrupted encoding."""
 
 
 class Tokenizer(Protocol):
-    name: str
+    name: str  # for display; what the tokenizer is lies in its `identity` (identity.tokenizer_identity)
 
     def plain_starts(self, text: str) -> tuple[array, bool]:
         """Start offsets of the tokens of `text` encoded as plain text; the bool says byte offsets."""
@@ -78,6 +73,19 @@ class Tokenizer(Protocol):
 
 def _read_package(subdir: str, name: str) -> bytes:
     return resources.files("tui.context").joinpath(subdir, name).read_bytes()
+
+
+def encoding_digest(name: str) -> str:
+    """The hash of a shipped encoding's vocabulary: its ranks file's published sha256, its pattern and specials."""
+    import hashlib, json  # noqa: E401
+    file, pattern, specials = ENCODINGS[name]
+    text = json.dumps([ENCODING_SHA256[file], pattern, sorted(specials.items())], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def vocabulary_identity(name: str, source: str, digest: str) -> Identity:
+    """A loaded tokenizer's identity: its family is the one whose vocabulary has this hash, whatever its name."""
+    return Identity(family_for_vocabulary(digest), source, digest, name)
 
 
 def load_ranks(encoding_file: str) -> dict[bytes, int]:
@@ -102,6 +110,7 @@ class TiktokenTokenizer:
 
         file, pattern, specials = ENCODINGS[name]
         self.name = name
+        self.identity = vocabulary_identity(name, SHIPPED, encoding_digest(name))  # ranks checked below
         self._specials = specials
         self._all = frozenset(specials) | (HARMONY_RESERVED if name == "o200k_harmony" else frozenset())
         self._encoding = tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=load_ranks(file),
@@ -115,6 +124,9 @@ class TiktokenTokenizer:
             starts.extend(accumulate(lengths[:-1], initial=offset) if tokens else ())
             offset += sum(lengths)
         return starts, True
+
+    def plain_ids(self, text: str) -> list[int]:
+        return [t for piece in _bpe_pieces(text) for t in self._encoding.encode_ordinary(piece)]
 
     def special_count(self, text: str) -> int:
         return 1  # the model's own tokenizer has it as one control token; the estimate says so
@@ -150,10 +162,11 @@ def _bpe_pieces(text: str) -> list[str]:
 
 
 class HFTokenizer:
-    def __init__(self, name: str, json_text: str):
+    def __init__(self, name: str, json_text: str, identity: Identity | None = None):
         from tokenizers import Tokenizer as RawTokenizer
 
         self.name = name
+        self.identity = identity or vocabulary_identity(name, MODEL_FILE, _sha256(json_text.encode("utf-8")))
         self._tokenizer = RawTokenizer.from_str(json_text)
         self._lock = threading.Lock()  # the special-token switch is shared state
         self._added = frozenset(t.content for t in self._tokenizer.get_added_tokens_decoder().values())
@@ -189,6 +202,11 @@ class HFTokenizer:
 _LOCK = threading.Lock()
 
 
+def _sha256(data: bytes) -> str:
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
 @lru_cache(maxsize=8)
 def _cached_tokenizer(spec: str) -> Tokenizer:
     if spec in ENCODINGS:
@@ -196,8 +214,8 @@ def _cached_tokenizer(spec: str) -> Tokenizer:
     import lzma
 
     if spec in HF_TOKENIZERS:
-        text = lzma.decompress(_read_package("tokenizer_files", HF_TOKENIZERS[spec])).decode("utf-8")
-        return HFTokenizer(spec, text)
+        data = lzma.decompress(_read_package("tokenizer_files", HF_TOKENIZERS[spec]))
+        return HFTokenizer(spec, data.decode("utf-8"), vocabulary_identity(spec, SHIPPED, _sha256(data)))
     path = Path(spec).expanduser()
     if not path.exists():
         raise TokenizerNotFound(f"unknown tokenizer {spec!r}; built-in: {', '.join([*ENCODINGS, *HF_TOKENIZERS])}"
@@ -206,8 +224,9 @@ def _cached_tokenizer(spec: str) -> Tokenizer:
         path = path / "tokenizer.json"
     try:
         data = path.read_bytes()
-        text = (lzma.decompress(data) if path.suffix == ".xz" else data).decode("utf-8")
-        return HFTokenizer(str(path), text)
+        data = lzma.decompress(data) if path.suffix == ".xz" else data
+        # the vocabulary's hash, not the file's name, says whose tokenizer this is
+        return HFTokenizer(str(path), data.decode("utf-8"), vocabulary_identity(str(path), MODEL_FILE, _sha256(data)))
     except Exception as exc:  # noqa: BLE001 - any unreadable file is reported the same way
         raise TokenizerNotFound(f"cannot read tokenizer {spec}: {exc}") from None
 
@@ -225,14 +244,6 @@ def all_special_tokens(tokenizer: Tokenizer) -> frozenset[str]:
     """
     full = getattr(tokenizer, "all_specials", None)
     return full() if callable(full) else frozenset(tokenizer.specials())
-
-
-def tokenizer_for_model(model: str) -> str:
-    lowered = (model or "").lower().rsplit("/", 1)[-1] if "/" in (model or "") else (model or "").lower()
-    for prefix, name in MODEL_PREFIXES:
-        if lowered.startswith(prefix) or (model or "").lower().startswith(prefix):
-            return name
-    return "o200k_base"
 
 
 @dataclass

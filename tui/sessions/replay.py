@@ -44,17 +44,19 @@ def document_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def offline_tokenizer_name(recorded: str, template_name: str) -> str:
-    """The tokenizer to replay with: the recorded one if it is shipped, else the template's own.
+def offline_tokenizer_name(recorded: str, template: ChatTemplate | str) -> str:
+    """The tokenizer to replay with: the recorded one if it is shipped, else the template's family's own.
 
-    A path recorded in a session file is never opened: the file would choose what ctxpane reads
-    (a FIFO, /dev/zero). Name it with --tokenizer to count with it again.
+    The recorded name maps to an identity (registry.recorded_tokenizer): a shipped name is that
+    tokenizer; a path, a server or anything else is an estimate now. A path recorded in a session file
+    is never opened: the file would choose what ctxpane reads (a FIFO, /dev/zero). Name it with
+    --tokenizer to count with it again. `template` is the template (its identity gives the family);
+    a built-in's name is accepted too.
     """
-    from tui.context.assemble import NATIVE_TOKENIZER
-    from tui.context.tokens import ENCODINGS, HF_TOKENIZERS
-    if recorded in ENCODINGS or recorded in HF_TOKENIZERS:
-        return recorded
-    return NATIVE_TOKENIZER.get(template_name, "o200k_base")
+    from tui.context.identity import template_identity
+    from tui.context.registry import family_for_template, offline_tokenizer
+    family = family_for_template(template) if isinstance(template, str) else template_identity(template).family
+    return offline_tokenizer(recorded, family)
 
 
 def _ledger(record: RequestRecord) -> list[LedgerEntry]:
