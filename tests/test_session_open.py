@@ -188,3 +188,4 @@ async def test_first_screen_answers_keys_while_the_file_is_read_and_the_boundary
         assert composer.text == "ab" and "restored" not in done  # ... and while the boundary was found
         await until(pilot, app, lambda: "restored" in done and app.wb.previous is not None)
         assert done["loaded"] > echoed
+        assert app.wb.draft == composer.text == "ab"  # what was typed while the file was read is kept

@@ -150,7 +150,7 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         self.read_only = opened.read_only
         if opened.note:
             self.notify(visible(opened.note), severity="warning", timeout=10)
-        self._adopt(opened.session, path)
+        self._adopt(opened.session, path, keep_draft=True)  # what was typed while the file was read
         self.query_one(ChatPanel).set_status("")
         if recovered:
             self.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
@@ -160,7 +160,7 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
 
     def _open_failed(self, path: Path, exc: SessionFileError) -> None:
         self.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
-        self._adopt_new()
+        self._adopt_new(keep_draft=True)
         self.query_one(ChatPanel).set_status(f"could not open {path.name}: a new session was started "
                                              "instead (the file is left as it is)", "red")
         self._after_open()
@@ -198,13 +198,13 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         return pane_theme.roles if pane_theme else {}
 
     # -- session -------------------------------------------------------------------------------
-    def _adopt_new(self) -> None:
+    def _adopt_new(self, keep_draft: bool = False) -> None:
         if self.options.offline or not (self.settings.base_url or self.settings.scan_local):
-            self._adopt(sample_session(), None)
+            self._adopt(sample_session(), None, keep_draft)
             return
-        self._adopt(Session(), None)
+        self._adopt(Session(), None, keep_draft)
 
-    def _adopt(self, session: Session, path: Path | None) -> None:
+    def _adopt(self, session: Session, path: Path | None, keep_draft: bool = False) -> None:
         if self.lock:  # let go of the old file once what was handed to the writer for it has landed
             if self._writer is not None:
                 self._writer.after_pending(self.lock.release)
@@ -226,7 +226,7 @@ class CtxpaneApp(SendingMixin, MessageActionsMixin, SessionActionsMixin, App):
         except (TemplateNotFound, OSError) as exc:
             self.notify(visible(str(exc)), severity="error")
             template = builtin_template("chatml")
-        tokenizer, draft = self.wb.tokenizer, self.wb.draft
+        tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
         self.wb = Workbench(session, template, tokenizer, draft=draft)
         # Until the first tokenizer has loaded, the boundary waits for it: read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self._tokenizer_settled
