@@ -52,10 +52,15 @@ async def settle(pilot, app: CtxpaneApp, seconds: float = 30.0) -> None:
     A rebuild that a newer one replaced ends cancelled: that is the app working, not a failure.
     Work that starts more work (opening a file, then computing it) is waited for to the end.
     """
+    import asyncio
+
     from textual.worker import WorkerCancelled, WorkerState
+
+    def writer():  # saves are written by their own thread, not a Textual worker
+        return app.controller.file.writer
     for round_ in range(int(seconds / 0.05)):
         busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
-        if round_ >= 3 and not busy:
+        if round_ >= 3 and not busy and (writer() is None or writer().idle):
             return
         for _attempt in range(10):
             try:
@@ -63,4 +68,6 @@ async def settle(pilot, app: CtxpaneApp, seconds: float = 30.0) -> None:
                 break
             except WorkerCancelled:
                 continue
+        if writer() is not None:
+            await asyncio.to_thread(writer().wait_idle, 10)
         await pilot.pause(0.05)

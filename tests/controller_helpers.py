@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import pytest
@@ -41,6 +42,9 @@ class Harness:
 
     async def idle(self, seconds: float = 0.05) -> None:
         await self.runtime.idle(settle=seconds)
+        writer = self.ctl.file.writer  # saves are written by their own thread
+        if writer is not None:
+            await asyncio.to_thread(writer.wait_idle, 10)
 
     def of(self, kind) -> list:
         return [event for event in self.events if isinstance(event, kind)]

@@ -161,6 +161,12 @@ def main() -> None:
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min)")
     print(f"session: {args.requests} requests, ~{args.tokens:,} tokens, {long.stat().st_size / 1e6:.1f} MB "
           f"(written in {time.perf_counter() - made:.1f} s)")
+    from tui.sessions.store import MAX_SESSION_BYTES
+    if long.stat().st_size > MAX_SESSION_BYTES:  # every record holds the whole body it sent: the file grows
+        print(f"NOT OPENED: the file is over the {MAX_SESSION_BYTES >> 20} MiB a session file may be (each of "
+              f"its {args.requests} records holds the whole conversation it sent, so the file grows with the "
+              "square of the chat). Try fewer --tokens.")
+        raise SystemExit(2)
     runs: dict[Path, list[dict]] = {empty: [], long: []}
     for _ in range(args.runs):  # alternated, so a change in the machine's load hits both
         for path in (empty, long):

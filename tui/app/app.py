@@ -102,6 +102,11 @@ class CtxpaneApp(App):
     def lock(self):
         return self.controller.file.lock
 
+    @property
+    def save_failure(self) -> str | None:
+        """What quitting could not save: said on stderr once the terminal is back (launch.py)."""
+        return self.controller.file.save_failure
+
     def refresh_all(self) -> None:
         """The session was changed from outside the controller's transitions: show it and compute it again."""
         self.controller.refresh()

@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 from textual import events
+from textual.document._wrapped_document import WrappedDocument
 from textual.message import Message
+
 from .safe_inputs import SafeTextArea
+
+
+class _KnownHeight(WrappedDocument):
+    """Textual sums every line's wrap count for `height`, and asks for it once per drawn row: with a
+    megabyte draft that is most of a keystroke. One row of `_offset_to_line_info` per wrapped line
+    (kept by `wrap` and `wrap_range`) gives the same number at once."""
+
+    @property
+    def height(self) -> int:
+        rows = getattr(self, "_offset_to_line_info", None)
+        return len(rows) if rows is not None else super().height
 
 
 class Composer(SafeTextArea):
@@ -20,6 +33,16 @@ class Composer(SafeTextArea):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
+
+    @property
+    def wrapped_document(self) -> WrappedDocument:
+        return self.__dict__["_wrapped_document"]
+
+    @wrapped_document.setter
+    def wrapped_document(self, value: WrappedDocument) -> None:
+        if type(value) is WrappedDocument:  # the TextArea makes a new one for each document it loads
+            value.__class__ = _KnownHeight
+        self.__dict__["_wrapped_document"] = value
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":

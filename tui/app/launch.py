@@ -42,4 +42,8 @@ def run_replay(path: Path, step: int | None = None) -> int:
 
 def _run(app) -> int:
     app.run()
+    if app.save_failure:  # told once the terminal is back: the app's own screen is gone by now
+        import sys
+        print(f"ctxpane: {app.save_failure}", file=sys.stderr)
+        return app.return_code or 1
     return app.return_code or 0

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from .document import Document
 from .identity import MODEL_FILE, SHIPPED, Identity
+from .pieces import cuts_at_spaces, pieced_starts
 from .registry import family_for_vocabulary, tokenizer_for_model  # noqa: F401 - re-exported
 
 ENCODING_SHA256 = {
@@ -35,6 +36,8 @@ O200K_PATTERN = "|".join([
 ])
 CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
                   r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                 r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
 HARMONY_SPECIALS = {"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002,
                     "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
                     "<|message|>": 200008, "<|call|>": 200012}
@@ -100,6 +103,8 @@ def load_ranks(encoding_file: str) -> dict[bytes, int]:
 
 
 class TiktokenTokenizer:
+    cuts_at_spaces = True  # its split patterns start a piece at a space after a non-space (see _bpe_pieces)
+
     def __init__(self, name: str):
         import tiktoken  # deferred: loading an encoding costs ~0.3 s
 
@@ -165,6 +170,8 @@ class HFTokenizer:
         self._tokenizer = RawTokenizer.from_str(json_text)
         self._lock = threading.Lock()  # the special-token switch is shared state
         self._added = frozenset(t.content for t in self._tokenizer.get_added_tokens_decoder().values())
+        self.cuts_at_spaces = cuts_at_spaces(self._tokenizer, frozenset({QWEN2_PATTERN, CL100K_PATTERN,
+                                                                          O200K_PATTERN}))
 
     def _encode(self, text: str, as_plain: bool):
         with self._lock:
@@ -250,19 +257,29 @@ class TokenCounts:
 
 @dataclass
 class SegmentCache:
-    """Token start offsets per segment text; shared across recounts so edits re-encode one segment."""
+    """Token start offsets per segment text; shared across recounts so edits re-encode one segment.
+
+    A long segment (a big draft, a pasted document) is encoded in pieces, each cached by its text,
+    when the tokenizer's split pattern makes that exact: a keystroke re-encodes one piece, not a megabyte.
+    """
 
     entries: dict[str, tuple[array, bool]] = field(default_factory=dict)
     limit: int = 20_000
+    pieces: dict[str, tuple[array, bool, int]] = field(default_factory=dict)
 
     def starts(self, tokenizer: Tokenizer, text: str) -> tuple[array, bool]:
         hit = self.entries.get(text)
         if hit is None:
-            hit = tokenizer.plain_starts(text)
+            if len(text) > LONG_SEGMENT and getattr(tokenizer, "cuts_at_spaces", False):
+                hit = pieced_starts(tokenizer, text, self.pieces, self.limit)
+            else:
+                hit = tokenizer.plain_starts(text)
             if len(self.entries) >= self.limit:
                 self.entries.clear()
             self.entries[text] = hit
         return hit
+
+LONG_SEGMENT = 1 << 15  # characters: a longer segment is encoded piece by piece (pieces.py)
 
 
 @lru_cache(maxsize=32)

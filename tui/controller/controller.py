@@ -22,7 +22,6 @@ from tui.context.messages import Message
 from tui.context.request import RequestView
 from tui.context.safety import visible
 from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template
-from tui.context.tokens import SegmentCache, TokenizerNotFound, get_tokenizer
 from tui.sessions.model import Session
 
 from .compute import SKIPPED, ComputeWorker
@@ -35,9 +34,12 @@ from .runtime import Handle, Runtime
 from .sending import Sending
 from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
-from .workbench import Workbench, template_from_session
+from .tokenizing import Tokenizing
+from .workbench import CharEstimate, Workbench, template_from_session
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
+LARGE_DRAFT = 1 << 15  # characters: past this, typing never waits for the pane
+LARGE_DRAFT_SETTLE = 0.1  # a big draft is computed (in the worker) once typing pauses this long
 
 
 class Controller:
@@ -46,10 +48,11 @@ class Controller:
         self.settings, self.runtime, self.listener = settings, runtime, listener
         self.wb = Workbench(Session(), builtin_template("chatml"))
         self.link = Link(settings)
-        self.file = SessionFile(lambda: self.wb.session, runtime.later, self.notify, lambda: self.link.client,
+        self.file = SessionFile(lambda: self.wb.session, runtime, self.notify, lambda: self.link.client,
                                 settings.api_key_env, sessions_folder)
         self.sending = Sending(self)
         self.opening = Opening(self)
+        self.tokenizing = Tokenizing(self)
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
@@ -185,7 +188,12 @@ class Controller:
         if text == self.wb.draft:
             return
         self.generation += 1
-        if self._probed is not self.wb.template:  # not known yet whether it may be spliced: compute in full
+        if len(text) > LARGE_DRAFT or len(self.wb.draft) > LARGE_DRAFT:
+            # The key is echoed now; the pane follows once typing pauses, computed in the worker, where
+            # only the changed piece of the draft is encoded again (SegmentCache).
+            self.wb.draft = text
+            self.compute(LARGE_DRAFT_SETTLE)
+        elif self._probed is not self.wb.template:  # not known yet whether it may be spliced: compute in full
             self.wb.draft = text
             self.compute()
         elif self.wb.set_draft(text):
@@ -312,43 +320,19 @@ class Controller:
         self.notify(f"fences {'on' if self.wb.session.fences else 'off'}")
         self.changed()
 
-    # -- the tokenizer ------------------------------------------------------------------------------
+    # -- the tokenizer (tokenizing.py) ---------------------------------------------------------------
     def load_tokenizer(self, name: str | None = None) -> None:
-        """Load a tokenizer off the loop: `name`, else --tokenizer, else the session's (if shipped) or the template's."""
-        from tui.sessions.replay import offline_tokenizer_name
-        # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
-        spec = name or self.settings.tokenizer or offline_tokenizer_name(self.wb.session.tokenizer, self.wb.template)
-        self.runtime.spawn(lambda: self._load_tokenizer(spec), "tokenizer")
-
-    async def _load_tokenizer(self, spec: str) -> None:
-        try:
-            tokenizer = await asyncio.to_thread(get_tokenizer, spec)
-        except TokenizerNotFound as exc:
-            self.notify(visible(str(exc)), severity="error")
-            return
-        self.use_tokenizer(tokenizer, None)
+        self.tokenizing.load(name)
 
     def use_tokenizer(self, tokenizer, exact: bool | None) -> None:
-        self.wb.set_tokenizer(tokenizer, exact)
-        self.changed(save=False)
+        self.tokenizing.use(tokenizer, exact)
 
     def tokenizer_source_changed(self, falling_back: bool) -> None:
         """Called from the counting worker when the server's tokenizer goes away or comes back."""
-        self.runtime.soon(self._tokenizer_source_changed, falling_back)
-
-    def _tokenizer_source_changed(self, falling_back: bool) -> None:
-        self.wb.cache = SegmentCache()  # counts cached so far came from the other tokenizer
-        if falling_back:
-            self.status("the server's tokenizer does not answer: counting locally (estimate) until it is back",
-                        "yellow")
-        else:
-            self.status("the server's tokenizer is back: counts are exact again", "green")
-        self.changed(save=False)
+        self.runtime.soon(self.tokenizing.source_changed, falling_back)
 
     def retry_server_tokenizer(self) -> None:
-        """On a timer: while counting locally, ask the server again once its back-off has passed."""
-        if getattr(self.wb.tokenizer, "retry_due", lambda: False)():
-            self.changed(save=False)
+        self.tokenizing.retry_server()
 
     # -- the server ---------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -363,8 +347,10 @@ class Controller:
         self.connect()
 
     # -- sessions -----------------------------------------------------------------------------------
-    def adopt(self, session: Session, path: Path | None, read_only: bool = False) -> None:
-        """Work on this session from now on (kept in `path`, or in a new file once it has messages)."""
+    def adopt(self, session: Session, path: Path | None, read_only: bool = False, keep_draft: bool = False) -> None:
+        """Work on this session from now on (kept in `path`, or in a new file once it has messages).
+
+        `keep_draft`: what was typed meanwhile (while the file was read) stays the draft."""
         self.file.open(path, read_only)
         try:
             template = load_template(self.settings.template) if self.settings.template else \
@@ -372,8 +358,11 @@ class Controller:
         except (TemplateNotFound, OSError) as exc:
             self.notify(visible(str(exc)), severity="error")
             template = builtin_template("chatml")
-        self.wb = Workbench(session, template, self.wb.tokenizer)
-        self.wb.restore_previous()
+        tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
+        self.wb = Workbench(session, template, tokenizer, draft=draft)
+        # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
+        # has loaded it waits for it, so it is read once, with the right one.
+        self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
         self.notes = {}
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
         self.changed(save=False)

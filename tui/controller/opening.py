@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tui.context.safety import visible
 from tui.sessions.model import Session, recover_interrupted_reply
-from tui.sessions.store import SessionFileError, load_session
+from tui.sessions.store import Opened, SessionFileError, load_session
 
 from .samples import sample_session
 
@@ -19,33 +19,46 @@ if TYPE_CHECKING:
     from .controller import Controller
 
 
+def read_and_recover(path: Path) -> tuple[Opened, bool]:
+    """In a worker: the session read and checked, and a reply a kill cut short restored (it is no one's yet)."""
+    opened = load_session(path)
+    return opened, recover_interrupted_reply(opened.session)
+
+
 class Opening:
     def __init__(self, controller: "Controller") -> None:
         self.ctl = controller
 
     async def open_first(self, path: Path | None, offline: bool) -> None:
-        """At start-up: the file named, else the sample (offline) or an empty session. Read off the loop."""
+        """At start-up: the file named, else the sample (offline) or an empty session. Read off the loop;
+        what was typed meanwhile stays the draft."""
         ctl = self.ctl
         if path is not None:
+            ctl.status(f"opening {path.name}…")
             try:
-                opened = await asyncio.to_thread(load_session, path)
-                recovered = recover_interrupted_reply(opened.session)
-                if opened.note:
-                    ctl.notify(visible(opened.note), severity="warning", timeout=10)
-                ctl.adopt(opened.session, path, opened.read_only)
-                if recovered:
-                    ctl.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
-                               severity="warning", timeout=10)
-                    ctl.file.autosave(now=True)
-                return
+                opened = await asyncio.to_thread(read_and_recover, path)
             except SessionFileError as exc:
                 ctl.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
                 ctl.status(f"could not open {path.name}: a new session was started instead (the file is left "
                            "as it is)", "red")
+            else:
+                self._opened_first(*opened, path)
+                return
         if offline or not (ctl.settings.base_url or ctl.settings.scan_local):
-            ctl.adopt(sample_session(), None)
+            ctl.adopt(sample_session(), None, keep_draft=True)
             return
-        ctl.adopt(Session(), None)
+        ctl.adopt(Session(), None, keep_draft=True)
+
+    def _opened_first(self, opened: Opened, recovered: bool, path: Path) -> None:
+        ctl = self.ctl
+        if opened.note:
+            ctl.notify(visible(opened.note), severity="warning", timeout=10)
+        ctl.adopt(opened.session, path, opened.read_only, keep_draft=True)
+        ctl.status("")
+        if recovered:
+            ctl.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
+                       severity="warning", timeout=10)
+            ctl.file.autosave(now=True)
 
     def open_file(self, path: Path | None) -> None:
         ctl = self.ctl

@@ -82,7 +82,7 @@ class Sending:
             def checkpoint(progress) -> None:
                 wb.update_record(record, progress)
                 if ctl.wb is wb:
-                    ctl.file._save_in_background()
+                    ctl.file.save()
             reply, note = await stream_reply(
                 ctl.client, body, lambda r: ctl.reply_progress(r.content, r.reasoning, r.tool_calls), checkpoint,
                 lambda text: ctl.status(text, "yellow"))
@@ -94,7 +94,7 @@ class Sending:
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
                 if ctl.wb is wb:
-                    ctl.file._save()
+                    ctl.file.save()
                     ctl.reply_ended(note)
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")

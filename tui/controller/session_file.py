@@ -1,7 +1,9 @@
 """Where the open session is kept: its file, the lock on it, read-only or not, and saving as you go.
 
-Moved here from the app's session mixin: the bodies are as they were, with the app's parts
-(its timer, its notifications, its settings) given to this object instead.
+Saving never waits for the disk: a snapshot of the session is handed to one writer thread
+(saver.py), which writes the newest state of each file in order. Quitting hands over the last
+state and waits a bounded time; what could not be written is kept in `save_failure`, for the app
+to say once the terminal is back.
 """
 
 from __future__ import annotations
@@ -12,20 +14,27 @@ from typing import Any, Callable
 
 from tui.context.safety import visible
 from tui.sessions.model import Session
-from tui.sessions.store import SessionLock, SessionLocked, save_session, session_path, session_text, write_atomic
+from tui.sessions.store import SessionLock, SessionLocked, session_path
+
+from .runtime import Runtime
+from .saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
+
+SAVE_DELAY = 0.3  # seconds: changes within this are written once
 
 
 class SessionFile:
-    def __init__(self, current: Callable[[], Session], set_timer: Callable[[float, Callable[[], None]], Any],
-                 notify: Callable[..., None], client: Callable[[], Any], api_key_env: str,
-                 folder: Path | None = None) -> None:
-        self._current, self.set_timer, self.notify, self._client = current, set_timer, notify, client
+    def __init__(self, current: Callable[[], Session], runtime: Runtime, notify: Callable[..., None],
+                 client: Callable[[], Any], api_key_env: str, folder: Path | None = None) -> None:
+        self._current, self.runtime, self.notify, self._client = current, runtime, notify, client
         self.api_key_env, self.folder = api_key_env, folder
         self.session_file: Path | None = None
         self.lock: SessionLock | None = None
         self.read_only = False
+        self.writer: SessionWriter | None = None  # made at the first save
+        self.unsaved = False  # changed since the last snapshot was handed to the writer
+        self.save_failure: str | None = None  # what quitting could not save
         self._save_timer = None
-        self._writer = None
+        self._closing = False
 
     @property
     def session(self) -> Session:
@@ -34,9 +43,7 @@ class SessionFile:
     def open(self, path: Path | None, read_only: bool) -> None:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
         self.read_only = read_only
-        if self.lock:
-            self.lock.release()
-            self.lock = None
+        self._let_go()
         if path is not None and not self.read_only:
             lock = SessionLock(path)
             try:
@@ -47,21 +54,32 @@ class SessionFile:
                 self.notify(visible(str(exc)) + " — opened read-only", severity="warning", timeout=15)
         self.session_file = path
 
+    def _let_go(self) -> None:
+        """Release the lock on the file, once what was handed to the writer for it has landed."""
+        if self.lock is None:
+            return
+        if self.writer is not None:
+            self.writer.after_pending(self.lock.release)
+        else:
+            self.lock.release()
+        self.lock = None
+
     def autosave(self, now: bool = False) -> None:
+        """Save soon (changes within SAVE_DELAY are written once), or now; never waits for the disk."""
         if self.read_only or not self.session.messages:
             return
         if self.session_file is None:
-            folder = self.folder
-            self.session_file = session_path(self.session, folder)
+            self.session_file = session_path(self.session, self.folder)
             self.lock = SessionLock(self.session_file)
             try:
                 self.lock.acquire()
             except SessionLocked:
                 self.lock = None
+        self.unsaved = True
         if now:
-            self._save()
+            self.save()
         elif self._save_timer is None:
-            self._save_timer = self.set_timer(0.3, self._save)
+            self._save_timer = self.runtime.later(SAVE_DELAY, self.save)
 
     def _secrets(self) -> list[str]:
         """What no file may hold: the key in use, and the key in the environment even when it was not sent."""
@@ -72,38 +90,36 @@ class SessionFile:
             found.append(key)
         return found
 
-    def _save_in_background(self) -> None:
-        """While a reply streams: the text is made here, the disk write (with its fsync) runs elsewhere.
-
-        One writer thread keeps the writes in order, so an older state never lands after a newer one.
-        """
+    def save(self) -> None:
+        """Hand a snapshot of the session to the writer thread; the event loop does not wait for it."""
+        if self._save_timer is not None:
+            self._save_timer.cancel()
+            self._save_timer = None
         if self.session_file is None or self.read_only:
             return
-        if self._writer is None:
-            from concurrent.futures import ThreadPoolExecutor
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-save")
-        secrets = self._secrets()
-        self._writer.submit(write_atomic, self.session_file, session_text(self.session, secrets))
+        self.unsaved = False
+        if self.writer is None:
+            self.writer = SessionWriter(self._save_failed)
+        self.writer.save(snapshot(self.session), self.session_file, self._secrets())
 
-    def _save(self) -> None:
-        self._save_timer = None
-        writer = self._writer
-        if writer is not None:  # let queued background writes land first: this one is the newest
-            writer.submit(lambda: None).result()
-        if self.session_file is None or self.read_only:
+    def _save_failed(self, failure: SaveFailure) -> None:
+        """From the writer thread: a write failed (the file keeps its previous content)."""
+        if self._closing:  # the loop is waiting for the writer: quitting reports it, a call to the loop would wait
             return
-        secrets = self._secrets()
         try:
-            save_session(self.session, self.session_file, secrets)
-        except OSError as exc:
-            self.notify(f"could not save the session: {exc}", severity="error")
+            self.runtime.soon(lambda: self.notify(str(failure), severity="error", timeout=15))
+        except RuntimeError:
+            pass  # the app has ended: quitting reports it
 
-    def close(self, streaming: bool) -> None:
-        """The app is closing: a reply cut short is saved, every queued write lands, then the lock is let go."""
-        if streaming:
-            self._save()
-        writer = self._writer
-        if writer is not None:
-            writer.shutdown(wait=True)  # every queued write lands before the lock is let go
-        if self.lock:
+    def close(self, streaming: bool, timeout: float = FLUSH_SECONDS) -> None:
+        """The app is closing: the last state handed over, at most `timeout` s for it to land, then the lock
+        is let go (unless a write failed or is still running: the writer thread finishes it first)."""
+        if streaming or self.unsaved:
+            self.save()
+        self._closing = True
+        if self.writer is not None:
+            failure = self.writer.close(timeout)
+            if failure is not None:
+                self.save_failure = str(failure)
+        if self.lock and self.save_failure is None:
             self.lock.release()

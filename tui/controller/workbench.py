@@ -6,6 +6,7 @@ The Controller (tui/controller/controller.py) calls these methods; no view calls
 from __future__ import annotations
 
 import hashlib
+import threading
 from array import array
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -58,7 +59,13 @@ class Workbench:
     previous: RequestShape | None = None
     cache: SegmentCache = field(default_factory=SegmentCache)
     view: RequestView | None = None
+    tokenizer_pending: bool = False  # the estimate stands in while the real tokenizer loads: no restore yet
+    restores: int = 0  # how often a stored request was rendered to find the boundary (tests count them)
     _dropped_since: dict[str, int] = field(default_factory=dict)
+    _generation: int = 0  # bumped by whatever outdates `previous`: template, tokenizer, a new request
+    _restored_for: int = -1  # the generation `previous` was restored or recorded for
+    _restore_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # one restore at a time
+    _state_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # held for a moment only
 
     # -- settings --------------------------------------------------------------------------
     @property
@@ -73,28 +80,56 @@ class Workbench:
         self.template = template
         self.session.template = template_spec(template)
         self.cache = SegmentCache()
-        self.restore_previous()
+        self._outdate()  # the boundary is read again, by the next compute (off the event loop)
 
     def set_tokenizer(self, tokenizer: Tokenizer, exact: bool | None = None) -> None:
         self.tokenizer, self.exact = tokenizer, exact
         if not isinstance(tokenizer, CharEstimate):
             self.session.tokenizer = tokenizer.name
+        self.tokenizer_pending = False
         self.cache = SegmentCache()
-        self.restore_previous()
+        self._outdate()
 
-    def restore_previous(self) -> None:
-        """The last request sent, re-read from its record, so the cache boundary survives a restart."""
+    def _outdate(self) -> None:
+        with self._state_lock:
+            self._generation += 1
+
+    @property
+    def restore_owed(self) -> bool:
+        return self._restored_for != self._generation and not self.tokenizer_pending
+
+    def read_previous(self) -> tuple[RequestShape | None, dict[str, int]]:
+        """The last request sent, re-rendered from its record alone: its shape and what it had dropped.
+
+        Pure (no state changes), so it can run in a worker; only the last record is rendered.
+        """
         if not self.session.requests:
-            self.previous = None
-            return
+            return None, {}
         from tui.sessions.replay import Replayer
         last = self.session.requests[-1]
-        self._dropped_since = {d.get("message_id", ""): d.get("since_request", last.number) for d in last.dropped}
+        dropped = {d.get("message_id", ""): d.get("since_request", last.number) for d in last.dropped}
         try:
             replayer = Replayer(self.session, self.template, self.tokenizer, self.cache_rule)
-            self.previous = replayer.stored_view(len(self.session.requests) - 1).shape
+            replayer.cache = self.cache  # the conversation's segments are counted once for both
+            return replayer.stored_shape(len(self.session.requests) - 1), dropped
         except Exception:  # noqa: BLE001 - a record this template cannot render: no boundary, not a crash
-            self.previous = None
+            return None, dropped
+
+    def restore_previous(self) -> None:
+        """Bring `previous` up to date with the template and tokenizer, if it is not (any thread).
+
+        Runs the rendering at most once per change; a result that a newer change or a request sent
+        meanwhile has outdated is thrown away, never stored over the newer state.
+        """
+        with self._restore_lock:  # two computes at once: the second waits and finds it done
+            generation = self._generation
+            if self._restored_for == generation:
+                return
+            self.restores += 1
+            shape, dropped = self.read_previous()
+            with self._state_lock:  # checked and stored at once: nothing newer can land in between
+                if generation == self._generation:
+                    self.previous, self._dropped_since, self._restored_for = shape, dropped, generation
 
     def set_policy(self, **changes: Any) -> None:
         policy = asdict(self.policy) | changes
@@ -120,6 +155,8 @@ class Workbench:
         messages = self.messages_with_draft() if with_draft else list(self.session.messages)
         if not messages:
             return empty_view(self.settings())
+        if self.restore_owed:
+            self.restore_previous()
         return build_request(messages, self.settings(), self.previous, self.request_number,
                              dict(self._dropped_since), self.cache)
 
@@ -179,11 +216,7 @@ class Workbench:
         return self.request_body(view), view
 
     def new_id(self) -> str:
-        taken = {m.id for m in self.session.messages}
-        number = len(self.session.messages)
-        while f"m{number}" in taken:
-            number += 1
-        return f"m{number}"
+        return self.session.new_id()  # never an id used before in this file, even by a deleted message
 
     def start_record(self, body: dict, view: RequestView) -> RequestRecord:
         record = RequestRecord(
@@ -196,8 +229,10 @@ class Workbench:
             template=self.template.name, tokenizer=self.tokenizer.name, message_count=len(self.session.messages),
             message_ids=list(view.shape.message_ids))
         self.session.requests.append(record)
-        self.previous = view.shape
-        self._dropped_since = {e.message_id: e.since_request for e in view.ledger}
+        with self._state_lock:  # a restore still running for the older state is thrown away
+            self._generation += 1
+            self.previous, self._restored_for = view.shape, self._generation
+            self._dropped_since = {e.message_id: e.since_request for e in view.ledger}
         self.session.updated = now_iso()
         return record
 
@@ -240,7 +275,8 @@ class Workbench:
         if messages and messages[0].role == "system":
             messages[0] = replace(messages[0], content=text)
         else:
-            messages.insert(0, Message("system", text, provenance=Provenance("system_prompt", True), id="sys"))
+            messages.insert(0, Message("system", text, provenance=Provenance("system_prompt", True),
+                                       id=self.new_id()))
 
     def add_document(self, text: str, label: str, source: str = "document") -> Message:
         message = Message("user", text, provenance=Provenance.for_source(source, label), id=self.new_id())

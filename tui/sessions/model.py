@@ -6,6 +6,7 @@ schema in tui/sessions/schema.py (see parse.py). Layout (version 1), documented 
      "endpoint": {"base_url", "model"}, "template": {"name", "origin", "text"?}, "tokenizer",
      "policy": {...PolicySettings}, "fences": bool, "variables": {}, "tools": [...]|null,
      "messages": [{role, content, ..., provenance, pinned, id}],
+     "next_id": int (the next message id's number; absent in older files: one past the highest used),
      "requests": [{number, time, body, reply, usage, cached_reported, timings, document_hash,
                    document_tokens, tokens_exact, dropped, predicted_cached, cache_cause,
                    keep_all_tokens, template, tokenizer}]}
@@ -13,6 +14,7 @@ schema in tui/sessions/schema.py (see parse.py). Layout (version 1), documented 
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -23,6 +25,8 @@ from tui.context.messages import Message, Provenance
 
 FORMAT = "ctxpane-session"
 VERSION = 1
+MAX_NEXT_ID = 10 ** 12  # the id counter's bound (ids are "m" and a number)
+_NUMBERED = re.compile(r"m([0-9]{1,13})")
 
 
 class SessionFormatError(ValueError):
@@ -80,6 +84,16 @@ class Session:
     params: dict = field(default_factory=dict)  # extra body parameters sent as they are (temperature, seed, ...)
     messages: list[Message] = field(default_factory=list)
     requests: list[RequestRecord] = field(default_factory=list)
+    next_id: int = 0  # the number of the next message id: ids are never given twice in one file
+
+    def new_id(self) -> str:
+        """A message id never used in this session file, even by a message deleted since."""
+        floor = id_floor(self.messages, self.requests) if self.next_id <= 0 else self.next_id
+        taken = {m.id for m in self.messages}
+        while f"m{floor}" in taken:
+            floor += 1
+        self.next_id = min(floor + 1, MAX_NEXT_ID)
+        return f"m{floor}"
 
     def policy_settings(self) -> PolicySettings:
         return PolicySettings(**self.policy)
@@ -90,7 +104,21 @@ class Session:
                 "template": self.template, "tokenizer": self.tokenizer, "policy": self.policy,
                 "fences": self.fences, "variables": self.variables, "tools": self.tools, "params": self.params,
                 "messages": [m.to_record() for m in self.messages],
-                "requests": [asdict(r) for r in self.requests]}
+                "requests": [asdict(r) for r in self.requests], "next_id": self.next_id}
+
+
+def id_floor(messages: list[Message], requests: list[RequestRecord]) -> int:
+    """One past the highest numbered id ("m12") the session's messages and request records ever used."""
+    highest = -1
+    ids = [m.id for m in messages]
+    for record in requests:
+        ids.extend(record.message_ids)
+        ids.extend(str(entry.get("message_id", "")) for entry in record.dropped)
+    for ident in ids:
+        found = _NUMBERED.fullmatch(ident)
+        if found:
+            highest = max(highest, int(found.group(1)))
+    return min(highest + 1, MAX_NEXT_ID)
 
 
 def session_from_dict(data: Any) -> Session:
@@ -118,6 +146,6 @@ def recover_interrupted_reply(session: Session) -> bool:
         return False
     session.messages.append(Message("assistant", reply.get("content") or "", tool_calls=reply.get("tool_calls") or None,
                                     reasoning_content=reply.get("reasoning") or None,
-                                    provenance=Provenance("model", True), id=f"m{len(session.messages)}",
+                                    provenance=Provenance("model", True), id=session.new_id(),
                                     incomplete=True))
     return True

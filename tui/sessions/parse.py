@@ -14,7 +14,7 @@ from tui.context.messages import UNTRUSTED_SOURCES, Message, Provenance, default
 from tui.errors import schema_error_line
 
 from . import schema
-from .model import FORMAT, VERSION, NewerVersion, RequestRecord, Session, SessionFormatError, now_iso
+from .model import FORMAT, VERSION, NewerVersion, RequestRecord, Session, SessionFormatError, id_floor, now_iso
 from .safe_io import decode_problem, explain, structure_problem, text_problem
 
 _HEADER = msgspec.json.Decoder(schema.Header)
@@ -81,13 +81,16 @@ def _check_header(format_: Any, version: Any) -> int:
 
 # -- structs to the dataclasses the rest of the code uses ---------------------------------------------------
 def to_session(parsed: schema.SessionIn) -> Session:
-    return Session(
+    session = Session(
         id=parsed.id or uuid.uuid4().hex[:12], title=parsed.title, created=parsed.created or now_iso(),
         updated=parsed.updated or now_iso(), base_url=parsed.endpoint.base_url, model=parsed.endpoint.model,
         template=_template(parsed.template), tokenizer=parsed.tokenizer, policy=msgspec.structs.asdict(parsed.policy),
         fences=parsed.fences, variables=dict(parsed.variables), tools=parsed.tools, params=dict(parsed.params),
         messages=[to_message(m, i) for i, m in enumerate(parsed.messages)],
         requests=[_request(r) for r in parsed.requests])
+    # The counter never goes back: a file that names a lower one than its ids show is not believed.
+    session.next_id = max(parsed.next_id or 0, id_floor(session.messages, session.requests))
+    return session
 
 
 def _template(spec: schema.TemplateIn) -> dict:

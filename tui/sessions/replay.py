@@ -79,25 +79,44 @@ class Replayer:
         return len(self.session.requests)
 
     def stored_view(self, index: int) -> RequestView:
-        """The request of step `index` (0-based) exactly as its body was sent."""
-        if index not in self._views:
-            record = self.session.requests[index]
-            wire = record.body.get("messages", [])
-            ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
-            try:
-                messages = [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
-            except MessageError as exc:
-                raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
-            settings = RequestSettings(self.template, self.tokenizer, dict(self.session.variables),
-                                       record.body.get("tools"), True, PolicySettings("keep-all"),
-                                       FenceStyle(enabled=False), self.cache_rule)  # fences are in the body already
-            previous = self.stored_view(index - 1).shape if index > 0 else None
-            view = build_request(messages, settings, previous, index + 1, cache=self.cache)
-            ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
-            shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger))
-            prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
-            self._views[index] = replace(view, ledger=ledger, shape=shape, prefix=prefix)
+        """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.
+
+        Each step's prefix is measured against the step before it: the missing steps are rendered
+        in order, oldest first (a loop, not recursion: a session of any length replays).
+        """
+        if index in self._views:
+            return self._views[index]
+        first = index
+        while first > 0 and first - 1 not in self._views:
+            first -= 1
+        for number in range(first, index + 1):
+            if number not in self._views:
+                previous = self._views[number - 1].shape if number > 0 else None
+                self._views[number] = self._render(number, previous)
         return self._views[index]
+
+    def stored_shape(self, index: int):
+        """What the cache comparison needs of step `index`: that record alone is rendered, no other."""
+        if index in self._views:
+            return self._views[index].shape
+        return self._render(index, None).shape
+
+    def _render(self, index: int, previous) -> RequestView:
+        record = self.session.requests[index]
+        wire = record.body.get("messages", [])
+        ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
+        try:
+            messages = [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
+        except MessageError as exc:
+            raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
+        settings = RequestSettings(self.template, self.tokenizer, dict(self.session.variables),
+                                   record.body.get("tools"), True, PolicySettings("keep-all"),
+                                   FenceStyle(enabled=False), self.cache_rule)  # fences are in the body already
+        view = build_request(messages, settings, previous, index + 1, cache=self.cache)
+        ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
+        shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger))
+        prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
+        return replace(view, ledger=ledger, shape=shape, prefix=prefix)
 
     def step(self, index: int, check_drift: bool = True) -> Step:
         record = self.session.requests[index]

@@ -26,6 +26,7 @@ MAX_PARTS = 10_000
 MAX_TOOLS = 1_000
 MAX_VARIABLES = 1_000
 BIG = 10 ** 12  # token counts and costs
+MAX_NEXT_ID = 10 ** 12  # the message id counter (tui.sessions.model.MAX_NEXT_ID)
 
 # Names the engine passes to a template itself: a variable with one of these names would collide.
 RESERVED_VARIABLES = frozenset({"messages", "source", "render", "specials", "text", "origin", "name"})
@@ -266,6 +267,7 @@ class SessionIn(Struct):
     tools: Tools | None = None
     params: Annotated[Free, Meta(max_length=MAX_VARIABLES)] = {}
     requests: List(RequestIn, MAX_REQUESTS) = []
+    next_id: Int(0, MAX_NEXT_ID) | None = None  # absent in older files
 
     def __post_init__(self) -> None:
         check_names(self.variables, ".variables")

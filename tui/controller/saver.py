@@ -1,0 +1,161 @@
+"""Saving without waiting: the event loop hands a snapshot of the session to one writer thread.
+
+The loop only copies the session's outer objects (a few microseconds a message); turning it into
+JSON, redacting keys, writing and the fsync all happen in the writer. Saves of the same file
+coalesce: while one write runs, only the newest waiting snapshot is kept, so the file always ends
+with the last state handed over, in order (one thread, so an older state never lands after a newer
+one). On quit the app waits for the writer a bounded time and says so when the file could not be
+written (see `SessionWriter.close`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tui.sessions import store
+from tui.sessions.model import Session
+
+FLUSH_SECONDS = 10.0  # how long quitting waits for the last write
+
+
+def snapshot(session: Session) -> Session:
+    """A copy the loop may go on changing: every object an action mutates in place is copied.
+
+    Edits and pins change a Message's fields, a streaming reply changes its RequestRecord's; the
+    values inside (texts, bodies, replies) are replaced, never changed in place, so they are shared.
+    """
+    def shallow(item):
+        copy = object.__new__(type(item))
+        copy.__dict__.update(item.__dict__)
+        return copy
+    copy = shallow(session)
+    copy.messages = [shallow(m) for m in session.messages]
+    copy.requests = [shallow(r) for r in session.requests]
+    copy.policy, copy.variables, copy.params = dict(session.policy), dict(session.variables), dict(session.params)
+    copy.template = dict(session.template)
+    return copy
+
+
+@dataclass
+class SaveFailure:
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"could not save the session to {self.path}: {self.reason}"
+
+
+class SessionWriter:
+    """The single thread that writes session files, fed without blocking."""
+
+    def __init__(self, on_error: Callable[[SaveFailure], None] | None = None) -> None:
+        self._pending: dict[Path, tuple[Session, list[str]]] = {}  # oldest first; one (the newest) per file
+        self._after: list[Callable[[], None]] = []  # run once every write handed over before it has landed
+        self._cond = threading.Condition()
+        self._busy = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.on_error = on_error
+        self.failure: SaveFailure | None = None  # the last write that failed, until a later one succeeds
+        self.written = 0
+
+    # -- from the event loop: none of these wait ---------------------------------------------------------
+    def save(self, session: Session, path: Path, secrets: list[str]) -> None:
+        """Queue `session` (a snapshot the caller will not change) to be written to `path`."""
+        with self._cond:
+            if self._closed:  # after quitting (nothing should change then): written here, not lost
+                store.save_session(session, path, secrets)
+                return
+            self._pending.pop(path, None)  # a newer state of this file replaces the waiting one
+            self._pending[path] = (session, list(secrets))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ctxpane-save", daemon=False)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def after_pending(self, action: Callable[[], None]) -> None:
+        """Run `action` in the writer once what is queued now has been written (releasing a lock)."""
+        with self._cond:
+            if not self._pending and not self._busy:
+                action()
+                return
+            self._after.append(action)
+            self._cond.notify_all()
+
+    @property
+    def idle(self) -> bool:
+        with self._cond:
+            return not self._pending and not self._busy
+
+    # -- waiting: for quitting and for tests, never on the loop --------------------------------------------
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until everything handed over has been written; False when `timeout` ran out first."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def close(self, timeout: float = FLUSH_SECONDS) -> SaveFailure | None:
+        """Write what is waiting (at most `timeout` seconds), then stop. None when all landed.
+
+        On a timeout the thread is left to finish the write (it is not a daemon: the process ends
+        after it), and the failure says the file may not hold the last state.
+        """
+        landed = self.wait_idle(timeout)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            waiting = [path for path in self._pending]
+        if not landed:
+            busy = waiting[0] if waiting else None
+            return SaveFailure(busy or Path("the session file"),
+                               f"the disk did not answer within {timeout:.0f} s: the file may not hold the last "
+                               "changes yet (ctxpane finishes the write before it ends)")
+        return self.failure
+
+    # -- the writer thread -----------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if not self._pending:
+                    return  # closed and nothing left
+                path = next(iter(self._pending))
+                session, secrets = self._pending.pop(path)
+                self._busy = True
+            try:
+                store.save_session(session, path, secrets)
+            except Exception as exc:  # noqa: BLE001 - reported to the app; the writer lives on
+                failure = SaveFailure(path, getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
+                with self._cond:
+                    self.failure = failure
+                if self.on_error is not None:
+                    try:
+                        self.on_error(failure)
+                    except Exception:  # noqa: BLE001 - an app already gone cannot be told
+                        pass
+            else:
+                with self._cond:
+                    self.written += 1
+                    if self.failure is not None and self.failure.path == path:
+                        self.failure = None
+            with self._cond:
+                self._busy = False
+                after = self._after if not self._pending else []
+                if after:
+                    self._after = []
+                self._cond.notify_all()
+            for action in after:
+                try:
+                    action()
+                except Exception:  # noqa: BLE001 - a lock already released
+                    pass

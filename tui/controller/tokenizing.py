@@ -1,0 +1,67 @@
+"""Which tokenizer counts, a part of the Controller: loading one off the loop, the server's coming and going.
+
+Until the first tokenizer load has ended (loaded or failed), a session just opened waits for it before
+its cache boundary is read, so the last stored request is rendered once, with the right tokenizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from tui.context.safety import visible
+from tui.context.tokens import SegmentCache, TokenizerNotFound, get_tokenizer
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+
+class Tokenizing:
+    def __init__(self, controller: "Controller") -> None:
+        self.ctl = controller
+        self.settled = False  # the first tokenizer load has ended (loaded or failed)
+
+    def load(self, name: str | None = None) -> None:
+        """Load a tokenizer off the loop: `name`, else --tokenizer, else the session's (if shipped) or the template's."""
+        from tui.sessions.replay import offline_tokenizer_name
+        ctl = self.ctl
+        # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
+        spec = name or ctl.settings.tokenizer or offline_tokenizer_name(ctl.wb.session.tokenizer, ctl.wb.template)
+        ctl.runtime.spawn(lambda: self._load(spec), "tokenizer")
+
+    async def _load(self, spec: str) -> None:
+        try:
+            tokenizer = await asyncio.to_thread(get_tokenizer, spec)
+        except TokenizerNotFound as exc:
+            self.ctl.notify(visible(str(exc)), severity="error")
+            self._failed()
+            return
+        self.use(tokenizer, None)
+
+    def _failed(self) -> None:
+        """No tokenizer: the estimate stays, and the cache boundary is read with it."""
+        self.settled = True
+        if self.ctl.wb.tokenizer_pending:
+            self.ctl.wb.tokenizer_pending = False
+            self.ctl.changed(save=False)
+
+    def use(self, tokenizer, exact: bool | None) -> None:
+        self.settled = True
+        self.ctl.wb.set_tokenizer(tokenizer, exact)
+        self.ctl.changed(save=False)
+
+    def source_changed(self, falling_back: bool) -> None:
+        """On the loop: the server's tokenizer went away or came back."""
+        ctl = self.ctl
+        ctl.wb.cache = SegmentCache()  # counts cached so far came from the other tokenizer
+        if falling_back:
+            ctl.status("the server's tokenizer does not answer: counting locally (estimate) until it is back",
+                       "yellow")
+        else:
+            ctl.status("the server's tokenizer is back: counts are exact again", "green")
+        ctl.changed(save=False)
+
+    def retry_server(self) -> None:
+        """On a timer: while counting locally, ask the server again once its back-off has passed."""
+        if getattr(self.ctl.wb.tokenizer, "retry_due", lambda: False)():
+            self.ctl.changed(save=False)
