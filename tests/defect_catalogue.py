@@ -39,9 +39,9 @@ GROUPS["policy, cache, fences"] = (
     ('tui/context/fences.py', 'r"|\\[/?[A-Z][A-Z_]{2,30}\\]|\\[@[A-Z]+@\\]")', 'r"|\\[@[A-Z]+@\\]")', '[INST]-style markers left unescaped'),
     ])
 
-# Entries may name their own tests (a fifth item): these two are caught only by the visible() cases of the
-# regression file, which sit behind a minute of the group's other tests.
-VISIBLE_TESTS = ["tests/test_visible.py", "tests/test_attack_regressions.py"]
+# Entries may name their own tests (a fifth item): these are caught only by the visible() cases of the
+# regression files, which sit behind a minute of the group's other tests.
+VISIBLE_TESTS = ["tests/test_visible.py", "tests/test_attack_regressions.py", "tests/test_divergence.py"]
 
 GROUPS["attribution, fences, visible, tokens"] = (
     ["tests/test_attribution_forgery.py", "tests/test_attribution_edges.py", "tests/test_fence_fuzz.py",
