@@ -14,7 +14,7 @@ from tui.client.doctor import Report, run_doctor
 from tui.client.endpoint import Endpoint, EndpointError
 from tui.client.errors import ClientError
 from tui.client.http import Limits, OpenAIClient
-from tui.commands.render import QuietParser
+from tui.commands.arguments import QuietParser
 from tui.context.safety import visible
 from tui.errors import UsageError
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tui.commands.render import QuietParser
+from tui.commands.arguments import QuietParser
 from tui.commands.sessions_common import open_session, session_engine, template_failures
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from tui.commands.inputs import MAX_INPUT_BYTES
-from tui.commands.render import QuietParser
+from tui.commands.arguments import QuietParser
 from tui.errors import UsageError
 from tui.sessions.safe_io import SessionFileError, read_regular_file
 from tui.sessions.store import save_session, session_path

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.commands.render import QuietParser
+from tui.commands.arguments import QuietParser
 from tui.commands.sessions_common import open_session, session_engine, template_failures
 from tui.errors import UsageError, one_line
 from tui.sessions.replay import Replayer
