@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tui.commands.arguments import QuietParser
+from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.sessions_common import open_session, session_engine, template_failures
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer
@@ -20,7 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = QuietParser(prog="ctxpane export", description="Export a session or one of its requests.")
     parser.add_argument("file", help="a session file")
     parser.add_argument("--format", choices=FORMATS, default="markdown")
-    parser.add_argument("--step", type=int, default=None, help="which request (default: the last)")
+    parser.add_argument("--step", type=whole_number(*STEP), default=None, metavar="N",
+                        help="which request, from 1 (default: the last)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable named in the curl command")
     parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
     return parser

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.commands.arguments import QuietParser
+from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.sessions_common import open_session, session_engine, template_failures
 from tui.errors import UsageError, one_line
 from tui.sessions.replay import Replayer, recorded_tokenizer
@@ -17,7 +17,8 @@ from tui.sessions.replay import Replayer, recorded_tokenizer
 def build_parser() -> argparse.ArgumentParser:
     parser = QuietParser(prog="ctxpane replay", description="Replay a session's requests step by step.")
     parser.add_argument("file", help="a session file")
-    parser.add_argument("--step", type=int, default=None, help="start at (or check only) this step, from 1")
+    parser.add_argument("--step", type=whole_number(*STEP), default=None, metavar="N",
+                        help="start at (or check only) this step, from 1")
     parser.add_argument("--check", action="store_true", help="no app: check each step, one line per step; exit 1 "
                                                              "when a step differs, drifts or is unproven")
     parser.add_argument("--json", action="store_true", help="no app: each step as JSON")
