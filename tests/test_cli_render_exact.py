@@ -85,21 +85,47 @@ def read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def test_on_a_terminal_the_document_shows_stand_ins_and_is_never_wrapped(tmp_path):
-    """A terminal interprets escapes (a session file could set the clipboard): there, stand-ins are shown."""
-    conv = write_json(tmp_path, "conv.json", AWKWARD)
+def on_a_terminal(tmp_path, *args) -> str:
+    """Run the CLI with stdout on a pseudo-terminal of 80 columns; what it showed, colours removed."""
     parent, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "XDG_DATA_HOME": str(tmp_path / "data")}
-    process = subprocess.Popen([sys.executable, "-m", "tui", "render", str(conv), "--quiet"], stdout=child,
-                               stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
+    process = subprocess.Popen([sys.executable, "-m", "tui", *args], stdout=child, stderr=subprocess.PIPE,
+                               env=env, cwd=str(ROOT))
     os.close(child)
     shown = read_all(parent).decode()
     os.close(parent)
     assert process.wait(60) == 0, process.stderr.read()
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", shown).replace("\r\n", "\n")  # colours and the terminal's CRLF
+    return re.sub(r"\x1b\[[0-9;]*m", "", shown).replace("\r\n", "\n")  # colours and the terminal's CRLF
+
+
+def test_on_a_terminal_the_document_shows_stand_ins_and_is_never_wrapped(tmp_path):
+    """A terminal interprets escapes (a session file could set the clipboard): there, stand-ins are shown."""
+    conv = write_json(tmp_path, "conv.json", AWKWARD)
+    plain = on_a_terminal(tmp_path, "render", str(conv), "--quiet")
     assert "\x1b" not in plain and "␛[2J" in plain and "[bold]x[/]" in plain
     assert LONG_LINE in plain  # one line: the terminal wraps it on screen, ctxpane adds no newline
+
+
+def test_json_on_a_terminal_is_the_same_value_in_ascii(tmp_path):
+    conv = write_json(tmp_path, "conv.json", AWKWARD + [{"role": "user", "content": "C1 \x9b2J and BiDi \u202e"}])
+    piped = rendered_json(tmp_path, str(conv))
+    shown = on_a_terminal(tmp_path, "render", str(conv), "--json")
+    assert shown.isascii() and json.loads(shown) == piped
+
+
+def test_export_follows_the_same_rule(tmp_path):
+    """`export` to stdout: exact through a pipe, stand-ins on a terminal (main wrote the escape raw)."""
+    data = json.loads(HARMONY.read_text(encoding="utf-8"))
+    data["messages"][1]["content"] = "clipboard \x1b]52;c;aGk=\x07 grab"
+    session = write_json(tmp_path, "evil.ctxpane.json", data)
+    for fmt in ("markdown", "document"):
+        piped = run_bytes(tmp_path, "export", str(session), "--format", fmt)
+        assert run_bytes(tmp_path, "export", str(session), "--format", fmt, "-o", str(tmp_path / fmt)).returncode == 0
+        assert piped.stdout == (tmp_path / fmt).read_bytes()
+    assert b"\x1b]52;c;aGk=\x07" in run_bytes(tmp_path, "export", str(session)).stdout
+    shown = on_a_terminal(tmp_path, "export", str(session))
+    assert "\x1b" not in shown and "\x07" not in shown and "␛]52;c;aGk=␇ grab" in shown
 
 
 # -- a session file renders with its own template, tokenizer, variables, tools, policy and fences -----------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 
 from rich.console import Console
@@ -15,6 +14,7 @@ from tui.client.endpoint import Endpoint, EndpointError
 from tui.client.errors import ClientError
 from tui.client.http import Limits, OpenAIClient
 from tui.commands.arguments import QuietParser, seconds
+from tui.commands.terminal import json_text
 from tui.context.safety import visible
 from tui.errors import UsageError, one_line
 
@@ -62,7 +62,7 @@ def run(argv: list[str]) -> int:
         print(one_line(f"ctxpane doctor: could not check {endpoint.base_url}: {exc}"), file=sys.stderr)  # server text
         return 2
     if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False))
+        print(json_text(report.to_json()))
     else:
         print_report(report)
     return report.exit_code

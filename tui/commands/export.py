@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.sessions_common import open_session, session_engine, template_failures
+from tui.commands.terminal import write_text
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer
 from tui.sessions.safe_io import write_private
@@ -53,5 +53,5 @@ def run(argv: list[str]) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:
-        sys.stdout.write(text)
+        write_text(text)  # exact to a pipe; stand-ins on a terminal
     return 0

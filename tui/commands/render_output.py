@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TextIO
 
@@ -10,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tui.commands.terminal import is_terminal, json_text, write_text
 from tui.context.assemble import Snapshot
 from tui.context.request import RequestView
 from tui.context.safety import visible
@@ -21,27 +21,19 @@ ROLE_STYLES = {"system": "magenta", "developer": "magenta", "user": "green", "as
 def write_document(snapshot: Snapshot, out: TextIO | None = None) -> None:
     """The document on stdout: the exact UTF-8 bytes, with nothing added (no wrapping, no final newline).
 
-    A terminal is the exception: it would run the escapes a session or a message carries (set the
-    clipboard with OSC 52, retitle the window, hide text), and a person reading it has no use for raw
-    bytes. There the document is shown role-coloured with visible stand-ins, still unwrapped.
+    A terminal is the exception (see terminal.py): there the document is shown role-coloured with
+    visible stand-ins, still unwrapped.
     """
     out = out or sys.stdout
-    if out.isatty():
+    if is_terminal(out):
         Console(file=out, highlight=False, soft_wrap=True).print(document_text(snapshot), markup=False)
-        return
-    binary = getattr(out, "buffer", None)
-    if binary is None:  # a text-only stream (a test's StringIO): the same characters
-        out.write(snapshot.document.text)
-        return
-    out.flush()
-    binary.write(snapshot.document.text.encode("utf-8"))
-    binary.flush()
+    else:
+        write_text(snapshot.document.text, out)
 
 
 def write_json(view: RequestView, out: TextIO | None = None) -> None:
     out = out or sys.stdout
-    json.dump(view_json(view), out, ensure_ascii=False)
-    out.write("\n")
+    out.write(json_text(view_json(view), out) + "\n")
 
 
 def view_json(view: RequestView) -> dict:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.sessions_common import open_session, session_engine, template_failures
+from tui.commands.terminal import json_text
 from tui.errors import UsageError, one_line
 from tui.sessions.replay import Replayer, recorded_tokenizer
 
@@ -68,7 +68,7 @@ def run(argv: list[str]) -> int | ReplayInApp:
             step = replayer.step(index)
         all_good &= step.matches and step.drift is None
         if args.json:
-            print(json.dumps(step_json(step), ensure_ascii=False))
+            print(json_text(step_json(step)))
             continue
         print(step_line(step, replayer))
     sys.stdout.flush()
