@@ -21,13 +21,15 @@ __all__ = ["QuietParser", "build_parser", "run"]  # QuietParser: still importabl
 
 DESCRIPTION = """Render a conversation as the model receives it.
 
-stdout: the document, byte for byte as it would be sent (UTF-8, no wrapping, no newline added), so
-`ctxpane render FILE > doc.txt` holds exactly what the server's template would produce. On a terminal
-it is shown instead with visible stand-ins for control characters and escapes, role-coloured.
-stderr: the findings (control strings, forged headers, fences, kept and dropped messages, cache) and
-the token table; --quiet leaves them out, --json prints everything as one JSON object on stdout.
-A session file renders with the session's template, tokenizer, variables, tools, policy and fences;
-a flag given here overrides the session's setting."""
+stdout: the document, byte for byte as the template produces it (UTF-8, no
+wrapping, no newline added): `ctxpane render FILE > doc.txt` holds exactly the
+document. On a terminal it is shown instead role-coloured, with visible
+stand-ins for control characters and escapes.
+stderr: the findings (control strings, forged headers, fences, kept and dropped
+messages, cache) and the token table; --quiet leaves them out. --json prints
+everything as one JSON object on stdout.
+A session file renders with the session's template, tokenizer, variables,
+tools, policy and fences; a flag given here overrides the session's setting."""
 
 
 def build_parser() -> argparse.ArgumentParser:

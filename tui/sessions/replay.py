@@ -156,8 +156,9 @@ class Replayer:
                                           cache=self.cache).document.text
             except (TemplateRenderError, MemoryError, RecursionError, ValueError):
                 continue  # a template that cannot render the body is no reference
-            if document_hash(reference) == record.document_hash:
-                return first_difference(reference, text, ("stored", "fresh")) or {}
+            found = first_difference(reference, text, ("stored", "fresh"))
+            if found and document_hash(reference) == record.document_hash:
+                return found
         return {"index": None, "line": None, "stored": f"sha256 {record.document_hash[:16]}…",
                 "fresh": f"sha256 {document_hash(text)[:16]}…"}  # nothing reproduces it: only the hashes differ
 
