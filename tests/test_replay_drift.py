@@ -95,3 +95,20 @@ def test_counting_with_another_tokenizer_is_not_drift(capsys):
     code, steps = replay_json(capsys, str(FORGED), "--tokenizer", "cl100k_base")
     assert code == 0 and all(step["drift"] is None for step in steps)
     assert steps[1]["tokens"] != steps[1]["tokens_stored"]
+
+
+def test_without_a_template_that_reproduces_the_document_only_the_hashes_are_shown(tmp_path, capsys):
+    edited = builtin_template("qwen3").source.replace("<|im_start|>system", "<|im_start|>SYSTEM")
+
+    def change(data):
+        data["template"] = {"name": "my-qwen3", "origin": "server:llama.cpp", "text": edited}
+        for record in data["requests"]:
+            record["template"] = "server:llama.cpp"  # names no built-in
+
+    path = copy_with(tmp_path, FORGED, change)
+    code, steps = replay_json(capsys, path)
+    drift = steps[0]["drift"]
+    assert code == 1 and drift["kind"] == "template" and drift["line"] is None
+    assert drift["stored"].startswith("sha256 ") and drift["stored"] != drift["fresh"]
+    assert main(["replay", path, "--check"]) == 1
+    assert "only the hashes differ" in capsys.readouterr().out
