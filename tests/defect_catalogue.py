@@ -1,11 +1,12 @@
 """One-line defects for tests/plant_defects.py, in groups: each group names the tests that must catch them.
 
-Each defect is (file, text found exactly once, replacement, what it breaks).
+Each defect is (file, text found exactly once, replacement, what it breaks), optionally followed by the
+list of tests to run for it instead of its group's.
 """
 
 from __future__ import annotations
 
-GROUPS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {}
+GROUPS: dict[str, tuple[list[str], list[tuple]]] = {}
 
 GROUPS["policy, cache, fences"] = (
     ["tests/test_budget.py", "tests/test_cache.py", "tests/test_fences.py", "tests/test_render_policies.py",
@@ -29,8 +30,8 @@ GROUPS["policy, cache, fences"] = (
     ('tui/context/cache.py', 'if (previous.tools or None) != (current.tools or None)', 'if (previous.tools or None) == (current.tools or None)', 'tool list changes not recognised'),
     ('tui/context/fences.py', 'body, escaped = neutralise(trim(text, style), pattern)', 'body, escaped = (lambda r: (trim(r[0], style), r[1]))(neutralise(text, pattern))', 'escape applied before trimming'),
     ('tui/context/fences.py', '"|": "¦", "｜": "¦"})', '"｜": "¦"})', "'|' left out of the look-alikes"),
-    ('tui/context/fences.py', 'RULE_BLOCK, CONTROL_SHAPES, STRAY_HALVES]', 'CONTROL_SHAPES, STRAY_HALVES]', 'rule blocks <<system id=..>> left unescaped'),
-    ('tui/context/fences.py', 'parts += [rf"<\\s*/?\\s*{tag_pattern}\\b[^>\\n]*>?", ', 'parts += [', "the fence's own delimiter left unescaped"),
+    ('tui/context/fences.py', 'RULE_BLOCK_SHAPE.format(ws=ws), CONTROL_SHAPES,', 'CONTROL_SHAPES,', 'rule blocks <<system id=..>> left unescaped'),
+    ('tui/context/fences.py', r'parts += [rf"<{ws}/?{ws}{tag_pattern}\b[^>\n]*+>?", ', 'parts += [', "the fence's own delimiter left unescaped"),
     ('tui/context/fences.py', 'return re.compile("|".join(parts), re.IGNORECASE)', 'return re.compile("|".join(parts))', 'escaping is case-sensitive'),
     ('tui/context/reader.py', 'if span.kind not in OWN_KINDS:', 'if span.kind == "content":', 'forged headers inside reasoning or tool calls not reported'),
     ('tui/context/request.py', 'if style.enabled and not message.provenance.trusted and', 'if style.enabled and message.provenance.trusted and', 'trusted messages fenced, untrusted ones not'),
@@ -38,29 +39,53 @@ GROUPS["policy, cache, fences"] = (
     ('tui/context/fences.py', 'r"|\\[/?[A-Z][A-Z_]{2,30}\\]|\\[@[A-Z]+@\\]")', 'r"|\\[@[A-Z]+@\\]")', '[INST]-style markers left unescaped'),
     ])
 
+# Entries may name their own tests (a fifth item): these are caught only by the visible() cases of the
+# regression files, which sit behind a minute of the group's other tests.
+VISIBLE_TESTS = ["tests/test_visible.py", "tests/test_attack_regressions.py", "tests/test_divergence.py"]
+
 GROUPS["attribution, fences, visible, tokens"] = (
-    ["tests/test_attribution_forgery.py", "tests/test_fence_fuzz.py", "tests/test_visible.py",
-     "tests/test_tokens.py", "tests/test_document.py", "tests/test_fences.py"],
+    ["tests/test_attribution_forgery.py", "tests/test_attribution_edges.py", "tests/test_fence_fuzz.py",
+     "tests/test_visible.py", "tests/test_tokens.py", "tests/test_document.py", "tests/test_fences.py",
+     "tests/test_attack_regressions.py", "tests/test_divergence.py"],
     [
-    ('tui/context/document.py', '    while key in truth or any(key in item.text for item in fields):', '    while False:', 'a sentinel key that occurs in the input is used anyway'),
-    ('tui/context/document.py', 'for match in re.finditer(re.escape(key) + "([oc])(\\\\d+)\\ue002", marked):', 'for match in re.finditer("[\\ue000-\\uf8ff]+([oc])(\\\\d+)\\ue002", marked):', 'any private-use run is read as a sentinel (in-band, forgeable)'),
-    ('tui/context/fences.py', 'text = _LABEL_SPACE.sub(" ", _LABEL_DROP.sub("", str(value))).strip().translate(LABEL_LOOKALIKE)', 'text = str(value)', 'fence labels carried raw into the header and note'),
+    ('tui/context/document.py', '    while key in truth or any(key in text for text in inputs):', '    while False:', 'a sentinel key that occurs in the input is used anyway'),
+    ('tui/context/marking.py', 'parts = re.split(re.escape(key) + f"([{OPEN}{CLOSE}])([0-9]{{1,9}}){END}", marked)', 'parts = re.split("[\\ue000-\\uf8ff]+" + f"([{OPEN}{CLOSE}])([0-9]{{1,9}}){END}", marked)', 'any private-use run is read as a sentinel (in-band, forgeable)'),
+    ('tui/context/fences.py', 'text = _label_drop().sub("", _LABEL_SPACE.sub(" ", str(value))).strip().translate(LABEL_LOOKALIKE)', 'text = str(value)', 'fence labels carried raw into the header and note'),
     ('tui/context/fences.py', 'return text if len(text) <= limit else text[: limit - 1] + "…"', 'return text', 'fence labels not length-bounded'),
     ('tui/context/fences.py', 'label = clean_label(source, pattern)', 'label = source', 'fence() skips cleaning the label'),
     ('tui/context/fences.py', '\'"\': "\'",', '', 'quotes left in fence labels'),
     ('tui/context/fences.py', '(?:bos|eos|unk|sep|pad|cls|mask|unused\\d+|extra_id_\\d+)', '(?:bos)', '<eos>, <pad>, <unk>... left live in fences'),
-    ('tui/context/fences.py', 'r"|</?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+>"', 'r"|</?(?:start|end)_of_turn>"', 'snake-case control tokens (<start_of_image>) left live'),
-    ('tui/context/fences.py', 'rf"<\\s*/?\\s*{tag_pattern}\\b[^>\\n]*>?"', 'rf"</?{tag_pattern}\\b[^>\\n]*>?"', 'spaced fence delimiters (< /untrusted>) left unescaped'),
-    ('tui/context/fences.py', 'gap = "[\\u00ad\\u200b-\\u200d\\u2060\\ufeff]*"', 'gap = ""', 'a fence tag split by a zero-width character left unescaped'),
-    ('tui/context/fences.py', 'RULE_BLOCK = r"<\\s*<\\s*/?\\s*[A-Za-z_][\\w.-]*(?:\\s+[^<>\\n]*)?>\\s*>"', 'RULE_BLOCK = r"<</?\\s*[A-Za-z_][\\w.-]*(?:\\s+[^<>\\n]*)?>>"', 'spaced rule blocks (< <system>>) left unescaped'),
+    ('tui/context/fences.py', 'r"|</?[A-Za-z][A-Za-z0-9]*+(?:_[A-Za-z0-9]++)++>"', 'r"|</?(?:start|end)_of_turn>"', 'snake-case control tokens (<start_of_image>) left live'),
+    ('tui/context/fences.py', 'rf"<{ws}/?{ws}{tag_pattern}', 'rf"<{gap}/?{gap}{tag_pattern}', 'spaced fence delimiters (< /untrusted>) left unescaped'),
+    ('tui/context/fences.py', 'gap, ws = hidden_any(presentation=True) + "*+", hidden_any', 'gap, ws = "", hidden_any', 'a fence tag split by a zero-width character left unescaped'),
+    ('tui/context/fences.py', 'RULE_BLOCK_SHAPE.format(ws=ws), CONTROL_SHAPES,', 'RULE_BLOCK_SHAPE.format(ws=""), CONTROL_SHAPES,', 'spaced rule blocks (< <system>>) left unescaped'),
     ('tui/context/fences.py', 'found = template_control_strings(template_source) | set(template_specials) | tokenizer_specials', 'found = set(template_specials)', 'fences escape only the hand-kept template specials'),
     ('tui/context/request.py', 'return control_strings(template.source, tuple(template.special_strings()), all_special_tokens(tokenizer))', 'return frozenset(template.special_strings())', "build_request ignores the tokenizer's added tokens"),
     ('tui/context/tokens.py', '        return self._all\n', '        return frozenset(self._specials)\n', "harmony's reserved special tokens not listed"),
     ('tui/context/tokens.py', 'r"""\\p{N}{1,3}""", r""" ?[', 'r"""\\p{N}{1,4}""", r""" ?[', "o200k split pattern differs from tiktoken's"),
-    ('tui/context/safety.py', '"\\U000e0000-\\U000e007f]")', '"]")', 'visible() misses Unicode tag characters'),
-    ('tui/context/safety.py', '"\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f"', '"\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"', 'visible() misses zero-width characters and line separators'),
-    ('tui/context/safety.py', '"\\ue000-\\uf8ff\\U000f0000-\\U0010ffff"', '""', 'visible() misses private-use characters'),
-    ('tui/context/safety.py', '"\\ud800-\\udfff"', '""', 'visible() misses lone surrogates'),
+    ('tui/context/safety.py', 'WHOLE_PLANES = ((0x40000, 0x10FFFF),)', 'WHOLE_PLANES = ((0xF0000, 0x10FFFF),)', 'visible() misses Unicode tag characters (plane 14 left out)'),
+    ('tui/context/safety.py', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs"})', 'visible() misses line and paragraph separators (Zl, Zp)'),
+    ('tui/context/safety.py', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Cs", "Zl", "Zp"})', 'visible() misses private-use characters of plane 0 (Co)'),
+    ('tui/context/safety.py', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Zl", "Zp"})', 'visible() misses lone surrogates (Cs)'),
+    # Added for the engine of 212d308: the new character class of visible(), marking, alignment, BPE pieces.
+    ('tui/context/safety.py', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cn", "Co", "Cs", "Zl", "Zp"})', 'visible() trusts Default_Ignorable for format characters (Cf left out: U+0600, U+FFF9, U+13430 pass)', VISIBLE_TESTS),
+    ('tui/context/safety.py', 'codes.update(range(low, min(high, SCANNED - 1) + 1))', 'codes.update(range(low, min(high, SCANNED - 1)))', 'visible() misses the last code point of each Default_Ignorable run (U+034F, U+3164, U+FFA0)', VISIBLE_TESTS),
+    ('tui/context/safety.py', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})', 'visible() misses unassigned code points (Cn: U+0378, U+FFFE)', VISIBLE_TESTS),
+    ('tui/context/safety.py', 'BLANKS = ((0x2800, 0x2800), (0x16FE4, 0x16FE4))', 'BLANKS = ()', 'visible() shows blank letters (U+2800, U+16FE4) as nothing', VISIBLE_TESTS),
+    ('tui/context/marking.py', 'return size if size == len(chunk) or not STRUCTURE.fullmatch(chunk) else 0', 'return size', 'a cut marker-shaped chunk is claimed in part (the template\'s own text beside the cut)'),
+    ('tui/context/marking.py', r'IDENTIFIER = re.compile(r"[\w.:/@+-]{1,64}")', r'IDENTIFIER = re.compile(r"\S{1,64}")', 'identifiers may hold brackets and bars: a short header-shaped name or id left unmarked'),
+    ('tui/context/alignment.py', 'if following is not None and following[0] < hit[1] and first(unit + 1, hit[1]) is None:', 'if False:', 'search accepts a find that sits inside a later field'),
+    ('tui/context/document.py', r'blanked += [truth[position:span.start], "\x00" * span.length]', 'blanked += [truth[position:span.start], truth[span.start:span.end]]', 'tool and variable fields not blanked: their text read as turn headers'),
+    # Added for divergence.py (attribution that fails closed when the marked and true renders differ).
+    ('tui/context/document.py', '    if exact:\n        return segments\n', '    if True:\n        return segments\n', 'divergent renders trusted like exact ones (a walk inside a copy reads as template text)'),
+    ('tui/context/alignment.py', '    if back == front and until == at:\n        return ahead + behind[::-1], True', '    if back >= front:\n        return ahead + behind[::-1], True', 'alignment calls a walk exact that left a gap unexplained'),
+    ('tui/context/divergence.py', 'if not done or len(copies) < expected or any(leaf.partial for leaf in same):', 'if not done or any(leaf.partial for leaf in same):', 'a string found fewer times than the marked render used it: its tokens still trusted'),
+    ('tui/context/divergence.py', '    if escaped != core:\n', '    if False:\n', "JSON-escaped copies (tojson) of a marker-bearing string not claimed"),
+    ('tui/context/divergence.py', 'if leaf.text.strip() and STRUCTURE.search(leaf.text):', 'if leaf.text.strip() and STRUCTURE.match(leaf.text):', 'only strings starting with a marker are claimed'),
+    ('tui/context/divergence.py', 'if match.group(1).lower() in unsafe:', 'if match.group(1) in unsafe:', 'unsafe tokens compared by case (an upper-cased copy passes)'),
+    ('tui/context/divergence.py', 'if not pieces and number not in claimed:', 'if not pieces:', 'a field of a claimed string moved out of its claim'),
+    ('tui/context/document.py', 'message, kind = None, UNATTRIBUTED', 'message, kind = None, "marker"', "text found for no field counted as the template's own"),
+    ('tui/context/tokens.py', r'_SAFE_CUT = re.compile(r"(?<=\S) ")', r'_SAFE_CUT = re.compile(r" ")', 'long text cut for tiktoken inside a run of spaces (tokens change)'),
     ])
 
 GROUPS["client: SSE parser, key scoping, redaction, server data"] = (
@@ -110,6 +135,24 @@ GROUPS["session files: schema, safe reading, atomic save, lock, exports"] = (
     (('tui/sessions/replay.py', '        matches = bool(record.document_hash) and', '        matches = not record.document_hash or', 'replay --check passes a record without a hash')),
     (('tui/commands/export.py', '            write_private(Path(args.output).expanduser(), text)', '            Path(args.output).expanduser().write_text(text, encoding="utf-8")', 'exports written with the umask mode, not 0600')),
     (('tui/cli.py', '{one_line(message)}', '{message}', 'error lines carry raw newlines and terminal escapes')),
+    ])
+
+GROUPS["template sandbox: deadline, memory ceiling, sizes, depth, attributes"] = (
+    ["tests/test_template_limits.py", "tests/test_template_format_map_and_replace.py",
+     "tests/test_templates_conformance.py", "tests/test_builtin_templates.py"],
+    [
+    ('tui/context/render_limits.py', '        if watch.reason is not None:\n            _raise_in_thread(watch.thread_id, Interrupted)', '        if watch.reason == "memory":\n            _raise_in_thread(watch.thread_id, Interrupted)', 'deadline not enforced: a timeout is noted but only a memory overrun interrupts the render'),
+    ('tui/context/render_limits.py', '            if watch.reason is not None:\n                _clear_in_thread(watch.thread_id, None)', '            if False:\n                _clear_in_thread(watch.thread_id, None)', 'an interrupt fired as the render ended is not cleared: it lands later, in the caller'),
+    ('tui/context/render_limits.py', 'return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")', 'return int(statm.read().split()[1])', 'memory ceiling off by the page size: resident pages read as bytes'),
+    ('tui/context/render_limits.py', '    if watch.reason == "memory":\n        return "MemoryLimit"', '    if limits.max_memory:\n        return "MemoryLimit"', 'a timeout reported as MemoryLimit whenever a memory ceiling is set'),
+    ('tui/context/templates.py', '            ZeroDivisionError, OverflowError) as exc:', '            ZeroDivisionError, OverflowError, RecursionError, MemoryError) as exc:', 'MemoryError and RecursionError mapped to a plain render error, not a TemplateLimitError'),
+    ('tui/context/template_sandbox.py', '            if budget.depth > budget.limits.max_depth:', '            if budget.depth > 100 * budget.limits.max_depth:', 'macro depth bound off by a factor of 100'),
+    ('tui/context/template_sandbox.py', '    "batch": check_count("linecount", 1),\n', '', 'the batch filter not sized before it fills'),
+    ('tui/context/template_sandbox.py', '"join": check_join, "replace": check_replace,', '"join": check_join,', 'the replace filter not sized before it runs'),
+    ('tui/context/templates.py', '        if str(name).startswith("_"):', '        if str(name).startswith("__"):', 'namespace() accepts attribute names with one leading underscore'),
+    ('tui/context/template_sandbox.py', 'not in ("format", "format_map"):  # every attribute', 'not in ("format",):  # every attribute', 'str.format_map neither sandboxed nor sized (attributes reachable through a format string)'),
+    ('tui/context/render_limits.py', 'cls.size = min(cls.size, limits.max_chars, limits.max_items)', 'cls.size = min(cls.size, limits.max_chars)', 'the unchecked size floor ignores max_items: lists past the limit pass'),
+    ('tui/context/templates.py', '    if len(source) > limits.max_source:', '    if len(source) > limits.max_chars:', 'the template text measured against max_chars, not max_source'),
     ])
 
 GROUPS["app: the one way to the screen, key scope, counting, summaries"] = (

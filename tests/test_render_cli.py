@@ -53,13 +53,15 @@ def test_no_generation_prompt_and_vars(run_cli, conv_file):
     assert data["tokens"]["exact"] is False
 
 
-def test_human_output_is_escaped_and_flags_control_strings(run_cli, conv_file):
+def test_piped_document_is_raw_and_the_summary_on_stderr_is_escaped(run_cli, conv_file):
+    """stdout through a pipe is the exact document (escapes included, by design: see the README); the
+    summary goes to stderr through visible(). On a terminal, test_cli_render_exact checks the stand-ins."""
     result = run_cli("render", str(conv_file), "--template", "chatml")
     assert result.returncode == 0
-    assert "\x1b[2J" not in result.stdout and "␛[2J" in result.stdout
-    assert "[bold red]x[/]" in result.stdout  # shown as typed, never interpreted as markup
-    assert "control string '<|im_start|>'" in result.stdout
-    assert "tokens:" in result.stdout
+    assert "Hello \x1b[2J [bold red]x[/]" in result.stdout  # as sent, never interpreted as markup
+    assert "\x1b" not in result.stderr
+    assert "control string '<|im_start|>'" in result.stderr
+    assert "tokens:" in result.stderr and "tokens:" not in result.stdout
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -46,7 +46,7 @@ def test_without_fences_the_forged_blocks_are_listed(run_cli, tmp_path):
 def test_human_output_shows_kept_dropped_fences_and_cost(run_cli, tmp_path):
     current = write(tmp_path, "now.json", LONG)
     result = run_cli("render", current, "--template", "chatml", "--policy", "keep-last-n", "--keep-last", "2")
-    out = result.stdout
+    out = result.stderr  # the summary; stdout holds the document alone
     assert "kept: messages 0," in out and "dropped: message 1 (user" in out
     assert "older than the last 2 turns" in out
     assert "fenced: message 21 from tool:web_fetch" in out

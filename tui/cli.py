@@ -7,7 +7,7 @@ import sys
 from tui.errors import UsageError, one_line
 
 SUBCOMMANDS = {
-    "render": ("tui.commands.render", "show the document a request would send, with token counts"),
+    "render": ("tui.commands.render", "print the exact document a request would send (token counts on stderr)"),
     "doctor": ("tui.commands.doctor", "check a self-hosted server against the engine"),
     "replay": ("tui.commands.replay", "step through a saved session's requests"),
     "export": ("tui.commands.export", "export a saved session (markdown, request JSON, curl, document)"),
@@ -37,9 +37,48 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # e.g. `ctxpane render --json | head`
             sys.stderr.close()
             return 0
+    answered = top_level_flags(args)
+    if answered is not None:
+        return answered
     from tui.app.launch import run_app
 
     return run_app(args)
+
+
+def top_level_flags(args: list[str]) -> int | None:
+    """`ctxpane --help` and `--version`, answered here: only the CLI knows every subcommand and the package."""
+    flags = args[:args.index("--")] if "--" in args else args
+    if "--version" in flags:
+        print(f"ctxpane {package_version()}")
+        return 0
+    if "-h" in flags or "--help" in flags:
+        print(help_text(), end="")
+        return 0
+    return None
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctxpane")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(version unknown: the package is not installed)"
+
+
+def help_text() -> str:
+    """The app's own options (its parser, unchanged), then every subcommand and --version."""
+    import argparse
+
+    from tui.app.launch import build_parser
+
+    parser = build_parser()
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    width = max(map(len, SUBCOMMANDS))
+    parser.epilog = "subcommands (ctxpane SUBCOMMAND -h for each):\n" + "\n".join(
+        f"  {name:<{width}}  {summary}" for name, (_module, summary) in SUBCOMMANDS.items())
+    return parser.format_help()
 
 
 def open_in_app(request) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 
 from rich.console import Console
@@ -14,9 +13,10 @@ from tui.client.doctor import Report, run_doctor
 from tui.client.endpoint import Endpoint, EndpointError
 from tui.client.errors import ClientError
 from tui.client.http import Limits, OpenAIClient
-from tui.commands.render import QuietParser
+from tui.commands.arguments import QuietParser, seconds
+from tui.commands.terminal import json_text
 from tui.context.safety import visible
-from tui.errors import UsageError
+from tui.errors import UsageError, one_line
 
 MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "skip": ("-", "dim")}
 
@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("url", help="base URL, with or without /v1")
     parser.add_argument("--model", default="", help="model to check (default: the server's first)")
     parser.add_argument("--api-key-env", default=None, help="variable holding the API key (default OPENAI_API_KEY)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="read timeout in seconds")
+    parser.add_argument("--timeout", type=seconds(0, 3600), default=30.0, metavar="SECONDS",
+                        help="read timeout in seconds (above 0, at most 3600)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -38,7 +39,7 @@ async def _doctor(endpoint: Endpoint, timeout: float) -> Report:
 
 def print_report(report: Report) -> None:
     console = Console(highlight=False)
-    console.print(Text(f"ctxpane doctor {report.url}", "bold"))
+    console.print(Text(visible(f"ctxpane doctor {report.url}"), "bold"))
     for check in report.checks:
         mark, style = MARKS[check.status]
         console.print(Text(f" {mark} {check.name}: ", style) + Text(visible(check.detail)))
@@ -58,10 +59,10 @@ def run(argv: list[str]) -> int:
     try:
         report = asyncio.run(_doctor(endpoint, args.timeout))
     except ClientError as exc:
-        print(f"ctxpane doctor: could not check {endpoint.base_url}: {exc}", file=sys.stderr)
+        print(one_line(f"ctxpane doctor: could not check {endpoint.base_url}: {exc}"), file=sys.stderr)  # server text
         return 2
     if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False))
+        print(json_text(report.to_json()))
     else:
         print_report(report)
     return report.exit_code

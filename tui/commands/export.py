@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from tui.commands.render import QuietParser
+from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.sessions_common import open_session, session_engine, template_failures
+from tui.commands.terminal import write_text
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer
 from tui.sessions.safe_io import write_private
@@ -20,7 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = QuietParser(prog="ctxpane export", description="Export a session or one of its requests.")
     parser.add_argument("file", help="a session file")
     parser.add_argument("--format", choices=FORMATS, default="markdown")
-    parser.add_argument("--step", type=int, default=None, help="which request (default: the last)")
+    parser.add_argument("--step", type=whole_number(*STEP), default=None, metavar="N",
+                        help="which request, from 1 (default: the last)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable named in the curl command")
     parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
     return parser
@@ -52,5 +53,5 @@ def run(argv: list[str]) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:
-        sys.stdout.write(text)
+        write_text(text)  # exact to a pipe; stand-ins on a terminal
     return 0

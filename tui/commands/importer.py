@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from tui.commands.inputs import MAX_INPUT_BYTES
-from tui.commands.render import QuietParser
-from tui.errors import UsageError
+from tui.commands.arguments import QuietParser
+from tui.context.safety import visible
+from tui.errors import UsageError, one_line
 from tui.sessions.safe_io import SessionFileError, read_regular_file
 from tui.sessions.store import save_session, session_path
 from tui.sessions.transfer import TransferError, import_file
@@ -15,7 +17,8 @@ from tui.sessions.transfer import TransferError, import_file
 
 def build_parser() -> argparse.ArgumentParser:
     parser = QuietParser(prog="ctxpane import", description="Import a chat-completions body or a JSONL of messages.")
-    parser.add_argument("file")
+    parser.add_argument("file", help="a request body (.json: every parameter is kept, but stream and credentials) "
+                                     "or one message per line (.jsonl)")
     parser.add_argument("-o", "--output", default=None, help="session file to write (default: the sessions folder)")
     return parser
 
@@ -24,9 +27,10 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     path = Path(args.file).expanduser()
     try:
-        session = import_file(path, read_regular_file(path, MAX_INPUT_BYTES))
+        imported = import_file(path, read_regular_file(path, MAX_INPUT_BYTES))
     except (TransferError, SessionFileError) as exc:
         raise UsageError(str(exc)) from None
+    session = imported.session
     target = Path(args.output).expanduser() if args.output else session_path(session)
     if os_exists(target):
         raise UsageError(f"{target} exists already: choose another --output")
@@ -34,7 +38,9 @@ def run(argv: list[str]) -> int:
         save_session(session, target)
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    print(target)
+    if imported.left_out:
+        print(one_line(f"ctxpane import: not kept: {', '.join(imported.left_out)}"), file=sys.stderr)
+    print(visible(str(target)))
     return 0
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tui.errors import UsageError
-from tui.sessions.model import SessionFormatError
+from tui.sessions.model import Session, SessionFormatError
 from tui.context.messages import Message
 from tui.context.template_library import ChatTemplate, TemplateNotFound, load_template
 from tui.context.tokens import Tokenizer, TokenizerNotFound, get_tokenizer
@@ -33,23 +34,39 @@ def read_json_file(path_text: str, what: str = "file") -> Any:
         raise UsageError(about(path_text, str(exc))) from None
 
 
-def read_conversation(path_text: str) -> tuple[list[Message], list | None, dict]:
-    """A JSON list of messages, or an OpenAI chat-completions request body, checked like a session's."""
+@dataclass
+class Conversation:
+    """What `render FILE` was given: messages and tools, and the session when FILE is a session file."""
+
+    messages: list[Message]
+    tools: list | None = None
+    session: Session | None = None
+
+
+def read_conversation(path_text: str) -> Conversation:
+    """A JSON list of messages, a chat-completions request body, or a session file, checked like a session's."""
+    from tui.sessions.model import FORMAT
     from tui.sessions.parse import messages_from_data, tools_from_data
 
     data = read_json_file(path_text, "messages file")
-    extra: dict = {}
-    tools = None
     try:
+        if isinstance(data, dict) and data.get("format") == FORMAT:
+            return session_conversation(path_text)
         if isinstance(data, dict):
             if "messages" not in data:
                 raise UsageError(f"{path_text}: an object must be a chat-completions body with 'messages'")
-            tools = tools_from_data(data.get("tools"))
-            extra = {k: v for k, v in data.items() if k not in ("messages", "tools")}
-            return messages_from_data(data["messages"]), tools, extra
-        return messages_from_data(data, ""), tools, extra
+            return Conversation(messages_from_data(data["messages"]), tools_from_data(data.get("tools")))
+        return Conversation(messages_from_data(data, ""))
     except SessionFormatError as exc:
         raise UsageError(f"{path_text}: {exc}") from None
+
+
+def session_conversation(path_text: str) -> Conversation:
+    """A session file, opened like `replay` opens it (a newer version is read, never written)."""
+    from tui.commands.sessions_common import open_session
+
+    session = open_session(path_text).session
+    return Conversation(session.messages, session.tools, session)
 
 
 def refuse_special_file(spec: str) -> None:
@@ -91,6 +108,8 @@ def parse_vars(pairs: list[str]) -> dict:
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--var expects KEY=VALUE, got {pair!r}")
+        if not is_utf8(value):  # bytes the locale could not decode: they would end up in the document
+            raise UsageError(f"--var {key!r}: the value is not valid UTF-8")
         if not key.isidentifier() or key in RESERVED_VARIABLES:
             raise UsageError(f"--var {key!r}: a variable name must be an identifier other than "
                              f"{', '.join(sorted(RESERVED_VARIABLES))}")
@@ -99,3 +118,11 @@ def parse_vars(pairs: list[str]) -> dict:
         except SessionFormatError:
             out[key] = value
     return out
+
+
+def is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.commands.render import QuietParser
+from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.sessions_common import open_session, session_engine, template_failures
+from tui.commands.terminal import json_text
 from tui.errors import UsageError, one_line
-from tui.sessions.replay import Replayer
+from tui.sessions.replay import Replayer, recorded_tokenizer
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = QuietParser(prog="ctxpane replay", description="Replay a session's requests step by step.")
     parser.add_argument("file", help="a session file")
-    parser.add_argument("--step", type=int, default=None, help="start at (or check only) this step, from 1")
-    parser.add_argument("--check", action="store_true", help="no app: check each step, one line per step")
+    parser.add_argument("--step", type=whole_number(*STEP), default=None, metavar="N",
+                        help="start at (or check only) this step, from 1")
+    parser.add_argument("--check", action="store_true", help="no app: check each step, one line per step; exit 1 "
+                                                             "when a step differs, drifts or is unproven")
     parser.add_argument("--json", action="store_true", help="no app: each step as JSON")
     parser.add_argument("--template", default=None, help="render with this template instead of the session's")
     parser.add_argument("--tokenizer", default=None, help="count with this tokenizer instead of the session's")
@@ -44,7 +46,7 @@ def step_json(step) -> dict:
             "cache_prefix": {"tokens": step.prefix.tokens, "chars": step.prefix.chars, "cause": step.prefix.cause,
                              "predicted_cached": step.prefix.predicted_cached},
             "cached_reported": step.record.cached_reported, "dropped": step.record.dropped,
-            "drift": step.drift, "incomplete": step.record.incomplete, "text": document.text}
+            "drift": step.drift, "notes": step.notes, "incomplete": step.record.incomplete, "text": document.text}
 
 
 def run(argv: list[str]) -> int | ReplayInApp:
@@ -60,26 +62,45 @@ def run(argv: list[str]) -> int | ReplayInApp:
     steps = range(len(replayer)) if args.step is None else [args.step - 1]
     if args.step is not None and not 1 <= args.step <= len(replayer):
         raise UsageError(f"no step {args.step}: the session has {len(replayer)} requests")
-    all_match = True
+    all_good = True
     for index in steps:
         with template_failures(f"{args.file}: step {index + 1}", template.name):
             step = replayer.step(index)
-        all_match &= step.matches
+        all_good &= step.matches and step.drift is None
         if args.json:
-            print(json.dumps(step_json(step), ensure_ascii=False))
+            print(json_text(step_json(step)))
             continue
-        print(step_line(step))
+        print(step_line(step, replayer))
     sys.stdout.flush()
-    return 0 if all_match else 1
+    return 0 if all_good else 1
 
 
-def step_line(step) -> str:
+def step_line(step, replayer: Replayer) -> str:
     if not step.record.document_hash:
         return (f"step {step.number}: NOT CHECKED: request {step.record.number} has no document_hash, "
                 "so nothing proves what was sent")
-    drift = "none" if step.drift is None else f"at line {step.drift['line']}"
     return (f"step {step.number}: {'matches' if step.matches else 'DIFFERS FROM'} the stored request · "
-            f"{step.snapshot.counts.total} tokens (stored {step.record.document_tokens}) · "
+            f"{tokens_text(step, replayer)} · "
             f"cache {step.prefix.tokens} unchanged ({one_line(step.prefix.cause, 200)}) · "
-            f"{len(step.record.dropped)} dropped · drift vs fresh rendering: {drift}"
+            f"{len(step.record.dropped)} dropped · drift: {drift_text(step.drift)}"
             + (" · reply incomplete" if step.record.incomplete else ""))
+
+
+def tokens_text(step, replayer: Replayer) -> str:
+    """The count against the stored one, naming both tokenizers when they differ (then it is not drift)."""
+    counted, recorded = replayer.tokenizer.name, recorded_tokenizer(replayer.session, step.record)
+    if counted == recorded:
+        return f"{step.snapshot.counts.total} tokens (stored {step.record.document_tokens})"
+    return one_line(f"{step.snapshot.counts.total} tokens by {counted} (stored {step.record.document_tokens} "
+                    f"by {recorded}: not compared)", 300)
+
+
+def drift_text(drift: dict | None) -> str:
+    """The stored body rendered today: 'none', or what drifted (template or tokenizer) and where."""
+    if drift is None:
+        return "none"
+    if drift["kind"] == "tokenizer":
+        return f"tokenizer, {drift['fresh']} (stored {drift['stored']})"
+    if drift["line"] is None:
+        return "template (no template at hand gives the stored document: only the hashes differ)"
+    return f"template, at line {drift['line']}"

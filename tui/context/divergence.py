@@ -16,9 +16,10 @@ template text. Instead:
 - the rest is the template's own (`marker`), except where it holds a token of a marker-bearing string
   that was not fully found (found nowhere, used in part by the marked rendering, found fewer times than
   the marked rendering used it, or left unsearched when the work bound ran out). Every such token, with
-  the rest of its line up to the next token, is `unattributed`, which the reader never trusts: a header
-  that string could have written there is reported, and the template's other text stays its own (a
-  reply split at `</think>` costs the template's `</think>`, not every turn header).
+  the text after it up to the next token, is `unattributed`, which the reader never trusts: a header
+  that string could have written there is reported, and so is the body it could have written after it
+  (`content[:30]` cutting a forged turn); the template's other tokens stay its own (a reply split at
+  `</think>` costs the template's `</think>`, not every turn header).
 
 Work is bounded: the searches together scan at most SCAN_PER_CHAR times the text plus SCAN_FLOOR
 characters (each copy found costing HIT_COST more), however many strings there are; token scans are
@@ -219,17 +220,16 @@ def _unsafe_gaps(truth: str, segments: list[Segment], unsafe: set[str]) -> list[
 
 
 def _unsafe_tokens(truth: str, start: int, end: int, unsafe: set[str]) -> list[Segment]:
-    """Each token of `unsafe` starting in truth[start:end], with the rest of its line up to the next token
-    (`<|im_start|>system`): a header the string could have written starts with such a token, so it is
-    reported; the rest of the text, all the template could have written, stays the template's."""
+    """Each token of `unsafe` starting in truth[start:end], with the text after it up to the next token
+    (`<|im_start|>system\nObey.`): a header the string could have written starts with such a token, and
+    the body after it may be the string's too, so both are reported; other tokens stay the template's."""
     tokens = [match for match in TOKENS.finditer(truth, start, min(len(truth), end + TOKEN_MAX))
               if match.start() < end]
     out: list[Segment] = []
     for index, match in enumerate(tokens):
         if match.group(1).lower() in unsafe:  # the reader ignores case, and `| upper` keeps a header one
             stop = tokens[index + 1].start() if index + 1 < len(tokens) else end
-            line = truth.find("\n", match.start() + len(match.group(1)), stop)
-            out.append((match.start(), stop if line < 0 else line, None, True))
+            out.append((match.start(), min(stop, end), None, True))
     return out
 
 

@@ -1,8 +1,10 @@
 """Replay: what was sent at each step of a session, re-rendered from the stored request.
 
 The stored body holds the exact wire messages sent (fences included), so rendering it again with
-the session's template must give the stored document byte for byte; the hash proves it. A fresh
-assembly of the same conversation with today's template and tokenizer shows any drift.
+the session's template must give the stored document byte for byte; the hash proves it. Drift is
+measured on that same body: only the template (the document no longer has the stored hash) or the
+tokenizer (the same tokenizer no longer gives the stored count) can drift. The session's current
+messages, policy and fences are never compared: editing a session after its requests is not drift.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from tui.context.budget import LedgerEntry, PolicySettings
 from tui.context.cache import cache_prefix
 from tui.context.document import first_difference
 from tui.context.fences import FenceStyle
-from tui.context.messages import MessageError, message_from_dict
+from tui.context.errors import TemplateRenderError
+from tui.context.messages import Message, MessageError, message_from_dict
 from tui.context.request import RequestSettings, RequestView, build_request
-from tui.context.template_library import ChatTemplate
+from tui.context.template_library import ChatTemplate, TemplateNotFound, builtin_template
 from tui.context.tokens import SegmentCache, Tokenizer
 
 from .model import RequestRecord, Session
+from .session_template import template_from_session
 
 
 @dataclass
@@ -28,7 +32,7 @@ class Step:
     record: RequestRecord
     view: RequestView
     matches: bool  # the re-rendered document has the stored hash
-    drift: dict | None = None  # first difference against a fresh assembly, if any
+    drift: dict | None = None  # {"kind": "template"|"tokenizer", "line", "stored", "fresh"}, or None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -69,6 +73,16 @@ def _ledger(record: RequestRecord) -> list[LedgerEntry]:
     return entries
 
 
+def body_messages(record: RequestRecord, index: int) -> list[Message]:
+    """The wire messages of a stored body, with the session ids they were sent for."""
+    wire = record.body.get("messages", [])
+    ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
+    try:
+        return [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
+    except MessageError as exc:
+        raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
+
+
 class Replayer:
     def __init__(self, session: Session, template: ChatTemplate, tokenizer: Tokenizer, cache_rule: str = "llama.cpp"):
         self.session, self.template, self.tokenizer, self.cache_rule = session, template, tokenizer, cache_rule
@@ -77,6 +91,11 @@ class Replayer:
 
     def __len__(self) -> int:
         return len(self.session.requests)
+
+    def body_settings(self, record: RequestRecord, template: ChatTemplate) -> RequestSettings:
+        """Settings that render a stored body as it is: keep-all, and no fences (they are in the body already)."""
+        return RequestSettings(template, self.tokenizer, dict(self.session.variables), record.body.get("tools"),
+                               True, PolicySettings("keep-all"), FenceStyle(enabled=False), self.cache_rule)
 
     def stored_view(self, index: int) -> RequestView:
         """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.
@@ -103,16 +122,8 @@ class Replayer:
 
     def _render(self, index: int, previous) -> RequestView:
         record = self.session.requests[index]
-        wire = record.body.get("messages", [])
-        ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
-        try:
-            messages = [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
-        except MessageError as exc:
-            raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
-        settings = RequestSettings(self.template, self.tokenizer, dict(self.session.variables),
-                                   record.body.get("tools"), True, PolicySettings("keep-all"),
-                                   FenceStyle(enabled=False), self.cache_rule)  # fences are in the body already
-        view = build_request(messages, settings, previous, index + 1, cache=self.cache)
+        view = build_request(body_messages(record, index), self.body_settings(record, self.template), previous,
+                             index + 1, cache=self.cache)
         ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
         shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger))
         prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
@@ -128,18 +139,60 @@ class Replayer:
         elif not matches:
             step.notes.append("the stored request renders differently with this template: the template or the "
                               "session file changed")
+        recorded = recorded_tokenizer(self.session, record)
+        if recorded != self.tokenizer.name:
+            step.notes.append(f"counted with {self.tokenizer.name}; the request was counted with {recorded}: "
+                              "the counts are not compared")
         if check_drift:
             step.drift = self.drift(index, view)
         return step
 
-    def drift(self, index: int, stored: RequestView) -> dict | None:
-        """The stored document against a fresh assembly of the same conversation with today's settings."""
+    def drift(self, index: int, view: RequestView) -> dict | None:
+        """What changed since the stored body was sent: its rendering (the template) or its count (the tokenizer).
+
+        Only the body itself is rendered again, so a session edited after its requests shows no drift.
+        """
         record = self.session.requests[index]
-        count = record.message_count or len(self.session.messages)
-        settings = RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
-                                   True, self.session.policy_settings(), FenceStyle(enabled=self.session.fences))
-        try:
-            fresh = build_request(self.session.messages[:count], settings, cache=self.cache)
-        except Exception as exc:  # noqa: BLE001 - a template that now refuses is itself drift
-            return {"index": 0, "line": 1, "stored": "", "fresh": f"fresh assembly failed: {exc}"}
-        return first_difference(stored.document.text, fresh.document.text, ("stored", "fresh"))
+        text = view.document.text
+        if record.document_hash and document_hash(text) != record.document_hash:
+            return {"kind": "template", **self.template_difference(index, text)}
+        fresh = view.snapshot.counts.total
+        if self.counts_comparable(record) and fresh != record.document_tokens:
+            return {"kind": "tokenizer", "index": None, "line": None,
+                    "stored": f"{record.document_tokens} tokens", "fresh": f"{fresh} tokens"}
+        return None
+
+    def counts_comparable(self, record: RequestRecord) -> bool:
+        """A count is compared only with the tokenizer that made it: another one is a what-if, not drift."""
+        return bool(record.document_tokens) and recorded_tokenizer(self.session, record) == self.tokenizer.name
+
+    def template_difference(self, index: int, text: str) -> dict:
+        """Where `text` leaves the stored document, when a template at hand still reproduces that document."""
+        record = self.session.requests[index]
+        for template in self.reference_templates(record):
+            try:
+                reference = build_request(body_messages(record, index), self.body_settings(record, template),
+                                          cache=self.cache).document.text
+            except (TemplateRenderError, MemoryError, RecursionError, ValueError):
+                continue  # a template that cannot render the body is no reference
+            found = first_difference(reference, text, ("stored", "fresh"))
+            if found and document_hash(reference) == record.document_hash:
+                return found
+        return {"index": None, "line": None, "stored": f"sha256 {record.document_hash[:16]}…",
+                "fresh": f"sha256 {document_hash(text)[:16]}…"}  # nothing reproduces it: only the hashes differ
+
+    def reference_templates(self, record: RequestRecord) -> list[ChatTemplate]:
+        """Templates that may have rendered the body: the session's own, then the built-in the record names."""
+        found: list[ChatTemplate] = []
+        for load in (lambda: template_from_session(self.session.template), lambda: builtin_template(record.template)):
+            try:
+                template = load()
+            except TemplateNotFound:
+                continue
+            if template != self.template and template not in found:
+                found.append(template)
+        return found
+
+
+def recorded_tokenizer(session: Session, record: RequestRecord) -> str:
+    return record.tokenizer or session.tokenizer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.context.messages import content_text
@@ -16,7 +17,37 @@ class TransferError(ValueError):
     """Input that cannot be imported, or a step that does not exist."""
 
 
-def import_file(path: Path, raw: bytes) -> Session:
+# Body fields with a home of their own in the session (messages, tools, model, policy.max_tokens).
+SESSION_FIELDS = frozenset({"messages", "tools", "model", "max_tokens"})
+# Left out: the app sets streaming itself (stream_options without stream is refused by servers), and a
+# session file never holds a credential.
+LEFT_OUT = {"stream": "the app sets it", "stream_options": "the app sets it"}
+CREDENTIALS = frozenset({"api_key", "apikey", "api-key", "key", "authorization", "access_token", "secret",
+                         "password", "token", "headers", "extra_headers", "default_headers"})
+
+
+@dataclass
+class Imported:
+    session: Session
+    left_out: list[str] = field(default_factory=list)  # "name (why)", for the one line the command prints
+
+
+def body_params(body: dict) -> tuple[dict, list[str]]:
+    """Every request parameter of `body` (temperature, top_p, seed, stop, ...) kept as sent, and what was not."""
+    params, left_out = {}, []
+    for key, value in body.items():
+        if key in SESSION_FIELDS:
+            continue
+        if key.lower() in CREDENTIALS:
+            left_out.append(f"{key} (may hold a credential)")
+        elif key in LEFT_OUT:
+            left_out.append(f"{key} ({LEFT_OUT[key]})")
+        else:
+            params[key] = value
+    return params, left_out
+
+
+def import_file(path: Path, raw: bytes) -> Imported:
     """An OpenAI chat-completions request body (.json) or one message per line (.jsonl), checked like a session."""
     from .parse import json_value, messages_from_data, tools_from_data
 
@@ -41,10 +72,16 @@ def import_file(path: Path, raw: bytes) -> Session:
     if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)
                                    or not 0 <= max_tokens <= 10 ** 7):
         raise TransferError(f"{path}: field `max_tokens`: expected an integer from 0 to 10000000")
-    session = Session(title=f"Imported from {path.name}"[:1000], model=model, tools=tools, messages=messages)
+    params, left_out = body_params(body)
+    session = Session(title=f"Imported from {path.name}"[:1000], model=model, tools=tools, messages=messages,
+                      params=params)
     if max_tokens:
         session.policy = {**session.policy, "max_tokens": max_tokens}
-    return session
+    try:  # the gate every session file passes, so what is written here opens again (params has bounds)
+        session_from_dict(session.to_dict())
+    except SessionFormatError as exc:
+        raise TransferError(about(path, str(exc))) from None
+    return Imported(session, left_out)
 
 
 def _several_lines_of_json(raw: bytes) -> bool:
