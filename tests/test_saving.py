@@ -13,7 +13,7 @@ import time
 
 from app_helpers import isolated, make_app, settle
 from tui.app.composer import Composer
-from tui.controller.saver import SessionWriter, snapshot
+from tui.controller.saver import IDLE_SECONDS, SessionWriter, snapshot
 from tui.sessions import store
 from tui.sessions.model import Session
 from tui.context.messages import Message
@@ -107,3 +107,18 @@ def test_quitting_waits_a_bounded_time_and_says_so(monkeypatch, tmp_path):
     assert failure is not None and "did not answer within" in str(failure)
     writer._thread.join(5)  # the write itself still lands: the thread is not a daemon
     assert json.loads(path.read_text())["messages"][0]["content"] == "late"
+
+
+def test_a_writer_nobody_closed_lets_the_process_end(tmp_path):
+    """Its thread ends once idle (a test that failed before close() must not keep pytest from exiting)."""
+    writer = SessionWriter()
+    path = tmp_path / "s.ctxpane.json"
+    writer.save(Session(messages=[Message("user", "first")]), path, [])
+    assert writer.wait_idle(10)
+    first = writer._thread
+    first.join(IDLE_SECONDS + 5)
+    assert not first.is_alive()
+    writer.save(Session(messages=[Message("user", "second")]), path, [])  # the next save starts another
+    assert writer.wait_idle(10) and writer._thread is not first
+    assert json.loads(path.read_text())["messages"][0]["content"] == "second"
+    assert writer.close(10) is None

@@ -5,7 +5,9 @@ JSON, redacting keys, writing and the fsync all happen in the writer. Saves of t
 coalesce: while one write runs, only the newest waiting snapshot is kept, so the file always ends
 with the last state handed over, in order (one thread, so an older state never lands after a newer
 one). On quit the app waits for the writer a bounded time and says so when the file could not be
-written (see `SessionWriter.close`).
+written (see `SessionWriter.close`). The thread is not a daemon, so a write under way lands before the
+process ends; it ends after IDLE_SECONDS with nothing to write, so a writer nobody closed (a test that
+failed half-way) never keeps the process alive.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tui.sessions import store
 from tui.sessions.model import Session
 
 FLUSH_SECONDS = 10.0  # how long quitting waits for the last write
+IDLE_SECONDS = 1.0  # the writer thread ends after this long with nothing to write (the next save starts another)
 
 
 def snapshot(session: Session) -> Session:
@@ -58,7 +61,8 @@ class SessionWriter:
         self._cond = threading.Condition()
         self._busy = False
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the latest writer thread
+        self._running = False  # a writer thread is taking work (set and cleared under the lock)
         self.on_error = on_error
         self.failure: SaveFailure | None = None  # the last write that failed, until a later one succeeds
         self.written = 0
@@ -72,7 +76,8 @@ class SessionWriter:
                 return
             self._pending.pop(path, None)  # a newer state of this file replaces the waiting one
             self._pending[path] = (session, list(secrets))
-            if self._thread is None:
+            if not self._running:  # none, or it ended idle: a writer never left open holds the process only
+                self._running = True  # while it has something to write
                 self._thread = threading.Thread(target=self._run, name="ctxpane-save", daemon=False)
                 self._thread.start()
             self._cond.notify_all()
@@ -124,30 +129,10 @@ class SessionWriter:
     # -- the writer thread -----------------------------------------------------------------------------------
     def _run(self) -> None:
         while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if not self._pending:
-                    return  # closed and nothing left
-                path = next(iter(self._pending))
-                session, secrets = self._pending.pop(path)
-                self._busy = True
-            try:
-                store.save_session(session, path, secrets)
-            except Exception as exc:  # noqa: BLE001 - reported to the app; the writer lives on
-                failure = SaveFailure(path, getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
-                with self._cond:
-                    self.failure = failure
-                if self.on_error is not None:
-                    try:
-                        self.on_error(failure)
-                    except Exception:  # noqa: BLE001 - an app already gone cannot be told
-                        pass
-            else:
-                with self._cond:
-                    self.written += 1
-                    if self.failure is not None and self.failure.path == path:
-                        self.failure = None
+            job = self._next_job()
+            if job is None:
+                return
+            self._write(*job)
             with self._cond:
                 self._busy = False
                 after = self._after if not self._pending else []
@@ -159,3 +144,34 @@ class SessionWriter:
                     action()
                 except Exception:  # noqa: BLE001 - a lock already released
                     pass
+
+    def _next_job(self) -> tuple[Path, Session, list[str]] | None:
+        """The oldest waiting write, marked busy; None, and the thread is done, when there is none for a while."""
+        with self._cond:
+            if not self._pending and not self._closed:
+                self._cond.wait(IDLE_SECONDS)
+            if not self._pending:  # closed, or idle: a later save starts a new thread
+                self._running = False
+                return None
+            path = next(iter(self._pending))
+            session, secrets = self._pending.pop(path)
+            self._busy = True
+            return path, session, secrets
+
+    def _write(self, path: Path, session: Session, secrets: list[str]) -> None:
+        try:
+            store.save_session(session, path, secrets)
+        except Exception as exc:  # noqa: BLE001 - reported to the app; the writer lives on
+            failure = SaveFailure(path, getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
+            with self._cond:
+                self.failure = failure
+            if self.on_error is not None:
+                try:
+                    self.on_error(failure)
+                except Exception:  # noqa: BLE001 - an app already gone cannot be told
+                    pass
+        else:
+            with self._cond:
+                self.written += 1
+                if self.failure is not None and self.failure.path == path:
+                    self.failure = None
