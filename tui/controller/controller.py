@@ -35,6 +35,7 @@ from .sending import Sending
 from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
+from .undo import History
 from .workbench import CharEstimate, Workbench, template_from_session
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
@@ -53,6 +54,7 @@ class Controller:
         self.sending = Sending(self)
         self.opening = Opening(self)
         self.tokenizing = Tokenizing(self)
+        self.history = History(self)  # undo (undo.py)
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
@@ -219,6 +221,7 @@ class Controller:
             index -= 1
         if index < 0:
             return
+        self.history.record(f"re-send from #{index}")
         self.wb.truncate_after(index)
         self.changed()
         self.sending.start()
@@ -234,16 +237,19 @@ class Controller:
 
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
         if not self._stale(index, expected):
+            self.history.record(f"edit #{index}")
             self.wb.edit(index, text)
             self.changed()
 
     def delete(self, index: int, expected: Message | None = None) -> None:
         if not self._stale(index, expected):
+            self.history.record(f"delete #{index}")
             self.wb.delete(index)
             self.changed()
 
     def toggle_pin(self, index: int, expected: Message | None = None) -> None:
         if not self._stale(index, expected):
+            self.history.record(f"{'unpin' if self.wb.session.messages[index].pinned else 'pin'} #{index}")
             pinned = self.wb.toggle_pin(index)
             self.notify(f"message #{index} {'pinned' if pinned else 'unpinned'}")
             self.changed()
@@ -253,6 +259,7 @@ class Controller:
         return messages[0].text() if messages and messages[0].role == "system" else ""
 
     def set_system_prompt(self, text: str) -> None:
+        self.history.record("system prompt change")
         self.wb.set_system_prompt(text)
         self.changed()
 
@@ -364,6 +371,7 @@ class Controller:
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
         self.notes = {}
+        self.history.forget()
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
         self.changed(save=False)
 

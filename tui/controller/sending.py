@@ -134,6 +134,7 @@ class Sending:
                     ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
                     break
                 cost = int((reply.usage or {}).get("total_tokens") or 0)
+                ctl.history.record(f"summary of {len(dropped)} messages", policy_only=True)
                 wb.set_summary(reply.content, cost, dropped)
                 ctl.generation += 1  # the policy holds the summary now: views computed before are stale
                 ctl.status(f"summary made: {cost} tokens spent on it", "yellow")

@@ -1,0 +1,105 @@
+"""Undo in the controller, on a plain asyncio loop (no Textual): every change that removes or replaces
+messages is taken back, several steps deep, the file follows, and message ids are never given twice."""
+
+from __future__ import annotations
+
+import json
+
+from controller_helpers import Session, connected, harness  # noqa: F401 - harness is a fixture
+from fault_server import FaultServer
+from tui.context.messages import Message
+from tui.controller.events import Notice
+from tui.sessions.store import load_session
+
+
+def texts(ctl) -> list[str]:
+    return [m.text() for m in ctl.wb.session.messages]
+
+
+def saved(ctl) -> Session:
+    return load_session(ctl.file.session_file).session
+
+
+async def test_each_destructive_change_is_undone_several_steps_deep(harness):
+    ctl = await harness.ready()
+    original = list(ctl.wb.session.messages)
+    ctl.edit(1, "What is the quota now?")
+    ctl.toggle_pin(2)
+    ctl.delete(3)
+    ctl.set_system_prompt("You are kind.")
+    assert ctl.history.next_label == "system prompt change"
+    for label in ("system prompt change", "delete #3", "pin #2", "edit #1"):
+        assert ctl.history.next_label == label
+        assert ctl.history.undo()
+        assert harness.of(Notice)[-1].text == f"undone: {label}"
+    assert ctl.wb.session.messages == original
+    assert not ctl.history.undo() and harness.of(Notice)[-1].text == "nothing to undo"
+
+
+async def test_undo_is_saved_like_any_change(harness):
+    ctl = await harness.ready()
+    ctl.delete(1)
+    await harness.idle(0.5)  # saves are written SAVE_DELAY after the last change
+    assert "What is the quota?" not in [m.text() for m in saved(ctl).messages]
+    ctl.history.undo()
+    await harness.idle(0.5)
+    assert [m.text() for m in saved(ctl).messages] == texts(ctl)
+    assert "What is the quota?" in texts(ctl)
+
+
+async def test_ids_given_after_a_delete_are_never_given_again_after_its_undo(harness):
+    ctl = await harness.ready()
+    ctl.delete(3)
+    added = ctl.wb.add_document("notes", "notes.txt")
+    ctl.history.undo()  # back to before the delete: the document added after it goes too
+    again = ctl.wb.add_document("more notes", "more.txt")
+    ids = [m.id for m in ctl.wb.session.messages]
+    assert len(ids) == len(set(ids)) and again.id != added.id
+    ctl.changed()
+    await harness.idle(0.5)
+    file_ids = [m["id"] for m in json.loads(ctl.file.session_file.read_text())["messages"]]
+    assert len(file_ids) == len(set(file_ids))
+
+
+async def test_a_new_session_starts_with_nothing_to_undo(harness):
+    ctl = await harness.ready()
+    ctl.delete(1)
+    ctl.new_session()
+    await harness.idle()
+    assert ctl.history.next_label is None and not ctl.history.undo()
+
+
+async def test_resend_is_undone_and_the_dropped_messages_come_back(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(delay=0.01) as server:
+        made = await connected(tmp_path, server.url + "/ok")
+        ctl = made.ctl
+        before = texts(ctl)
+        ctl.resend_from(2)
+        assert not ctl.history.undo()  # not while the reply arrives
+        await made.idle(0.1)
+        assert len(ctl.wb.session.messages) == 3
+        assert ctl.history.next_label == "re-send from #1" and ctl.history.undo()
+        assert texts(ctl) == before
+        await made.idle(0.5)
+        assert [m.text() for m in saved(ctl).messages] == before
+        ctl.close()
+
+
+async def test_a_summary_is_undone_without_losing_the_turn_sent_with_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(delay=0.01) as server:
+        made = await connected(tmp_path, server.url + "/ok")
+        ctl = made.ctl
+        for i in range(8):
+            ctl.wb.session.messages.append(Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30,
+                                                   id=f"t{i}"))
+        ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
+        ctl.refresh()
+        ctl.submit("what now?")
+        await made.idle(0.1)
+        assert ctl.wb.session.policy["summary"] == "whole reply"
+        sent = texts(ctl)
+        assert ctl.history.next_label.startswith("summary of ") and ctl.history.undo()
+        assert ctl.wb.session.policy["summary"] is None and texts(ctl) == sent
+        ctl.close()
