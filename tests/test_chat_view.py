@@ -112,6 +112,8 @@ async def test_message_keys_act_on_the_selected_message_only_in_the_view(session
         await settle(pilot, app)
         assert app.wb.session.messages[2].text() == "an edited message two"
         assert "an edited message two" in chat.message_text(2) and chat.selected == 2
+        assert isinstance(app.focused, Composer)  # after a dialog, typing goes to the draft again
+        chat = await focus_chat(pilot, app)
         assert any("an edited message two" in line for line in selected_rows(chat))
         await pilot.press("j", "d")
         await pilot.press("y")

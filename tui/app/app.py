@@ -67,6 +67,8 @@ class CtxpaneApp(App):
         Binding("f3", "pick_template", "Template", id="pick_template"),
         Binding("f4", "pick_policy", "Policy", id="pick_policy"),
         Binding("f5", "toggle_fences", "Fences", id="toggle_fences"),
+        # Shown by the transcript (chat_view.py); in the composer, Ctrl+Z undoes typing (its own binding).
+        Binding("ctrl+z", "undo", "Undo", id="undo", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
     ]
 
@@ -248,6 +250,9 @@ class CtxpaneApp(App):
     def action_edit_system(self) -> None:
         self.dialogs.edit_system()
 
+    def action_undo(self) -> None:
+        self.controller.history.undo()
+
     def action_attach(self) -> None:
         self.dialogs.attach()
 
@@ -313,6 +318,9 @@ class CtxpaneApp(App):
             ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),
             ("Help", "all keys", self.action_help),
         ]
+        if self.controller.history.next_label:
+            commands.insert(0, (f"Undo {self.controller.history.next_label}", "take back the last change to the "
+                                "messages (Ctrl+Z outside the composer)", self.action_undo))
         for name in self.pane_themes:
             commands.append((f"Theme: {name}", "switch the theme", lambda n=name: setattr(self, "theme", n)))
         for title, help_text, callback in commands:

@@ -17,6 +17,7 @@ from tui.controller import Controller
 
 from .chat_panel import ChatPanel
 from .chat_view import ChatView
+from .composer import Composer
 from .confirm_screen import ConfirmScreen
 from .edit_screen import EditScreen
 from .help_screen import HelpScreen
@@ -33,6 +34,17 @@ class Dialogs:
     def _focused(self):
         return self.app.main(ChatPanel).focused()
 
+    def _after_message_dialog(self, done):
+        """`done`, then typing goes to the composer again: a letter typed next is text, never a message key."""
+        def finish(result) -> None:
+            done(result)
+            self.app.call_after_refresh(self._to_composer)
+        return finish
+
+    def _to_composer(self) -> None:
+        if len(self.app.screen_stack) == 1:
+            self.app.main(Composer).focus()
+
     # -- messages -----------------------------------------------------------------------------------
     def edit_message(self) -> None:
         focused = self._focused()
@@ -43,7 +55,8 @@ class Dialogs:
         def done(result) -> None:
             if result is not None:
                 self.controller.edit(index, result[0], message)
-        self.app.push_screen(EditScreen(f"Edit {message.role} message #{index}", message.text()), done)
+        self.app.push_screen(EditScreen(f"Edit {message.role} #{index} (Ctrl+Z undoes)", message.text()),
+                             self._after_message_dialog(done))
 
     def delete_message(self) -> None:
         focused = self._focused()
@@ -54,7 +67,8 @@ class Dialogs:
         def done(yes: bool) -> None:
             if yes:
                 self.controller.delete(index, message)
-        self.app.push_screen(ConfirmScreen(f"Delete message #{index}?"), done)
+        self.app.push_screen(ConfirmScreen(f"Delete {message.role} #{index}? (Ctrl+Z undoes)"),
+                             self._after_message_dialog(done))
 
     def pin_message(self) -> None:
         focused = self._focused()
@@ -62,9 +76,25 @@ class Dialogs:
             self.controller.toggle_pin(*focused)
 
     def resend_from_here(self) -> None:
+        """Re-send from the user message at or before the selected one; asks first when later messages go."""
         focused = self._focused()
-        if focused is not None:
-            self.controller.resend_from(*focused)
+        if focused is None:
+            return
+        index, message = focused
+        messages = self.app.main(ChatPanel).state.messages
+        start = next((i for i in range(index, -1, -1) if messages[i].role == "user"), None)
+        dropped = len(messages) - start - 1 if start is not None else 0
+        if not dropped:
+            self.controller.resend_from(index, message)
+            return
+
+        def done(yes: bool) -> None:
+            if yes:
+                self.controller.resend_from(index, message)
+        plural = "s" if dropped > 1 else ""
+        self.app.push_screen(ConfirmScreen(f"Re-send from user #{start}? The {dropped} later message{plural} "
+                                           f"after it will be dropped (Ctrl+Z undoes)."),
+                             self._after_message_dialog(done))
 
     def edit_system(self) -> None:
         def done(result) -> None:

@@ -1,0 +1,146 @@
+"""Keys that cannot destroy by accident: message keys act only in the transcript, focus goes back to the
+composer after a message dialog, re-send asks first, Ctrl+Z and the palette undo. Pilot tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from app_helpers import isolated, make_app, settle
+from tui.app.chat_view import ChatView
+from tui.app.composer import Composer
+from tui.app.confirm_screen import ConfirmScreen
+from tui.context.messages import Message, Provenance
+from tui.sessions.model import Session
+from tui.sessions.store import load_session, save_session
+
+SIZE = (150, 42)
+SENTENCE = "please edit the draft, do not drop or resend"  # e, d, p, r and more
+
+
+@pytest.fixture()
+def sessions(monkeypatch, tmp_path):
+    return isolated(monkeypatch, tmp_path)
+
+
+def chat(count: int = 8) -> Session:
+    session = Session(title="chat", tokenizer="o200k_base")
+    for i in range(count):
+        role = "user" if i % 2 == 0 else "assistant"
+        session.messages.append(Message(role, f"message {i}", provenance=Provenance("user" if i % 2 == 0 else "model"),
+                                        id=f"m{i}"))
+    return session
+
+
+def open_app(tmp_path, session: Session, **options):
+    path = tmp_path / "chat.ctxpane.json"
+    save_session(session, path)
+    return make_app(tmp_path, offline=True, file=path, **options), path
+
+
+def texts(app) -> list[str]:
+    return [m.text() for m in app.wb.session.messages]
+
+
+async def select(pilot, app, index: int) -> ChatView:
+    view = app.query_one(ChatView)
+    view.focus()
+    await pilot.pause()
+    view.select(index)
+    await pilot.pause()
+    return view
+
+
+@pytest.mark.parametrize("dialog_key, answer", [("d", "n"), ("d", "escape"), ("e", "escape")])
+async def test_typing_after_a_message_dialog_goes_to_the_draft(sessions, tmp_path, dialog_key, answer):
+    app, _path = open_app(tmp_path, chat())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        before = list(app.wb.session.messages)
+        await select(pilot, app, 3)
+        await pilot.press(dialog_key)
+        await pilot.pause()
+        assert app.screen is not app.screen_stack[0]  # the dialog is open
+        await pilot.press(answer)
+        await pilot.pause()
+        assert isinstance(app.focused, Composer)  # back where typing is text
+        await pilot.press(*SENTENCE)
+        await settle(pilot, app)
+        assert len(app.screen_stack) == 1 and app.wb.session.messages == before
+        assert app.query_one(Composer).text == SENTENCE
+
+
+async def test_typing_in_the_composer_with_a_message_last_selected_changes_only_the_draft(sessions, tmp_path):
+    app, _path = open_app(tmp_path, chat())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        before = list(app.wb.session.messages)
+        await select(pilot, app, 2)
+        await pilot.press("i")
+        await pilot.press(*SENTENCE)
+        await settle(pilot, app)
+        assert len(app.screen_stack) == 1 and app.wb.session.messages == before
+        assert app.query_one(Composer).text == SENTENCE
+
+
+async def test_ctrl_z_and_the_palette_undo_a_delete_and_the_file_follows(sessions, tmp_path):
+    app, path = open_app(tmp_path, chat())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        before = texts(app)
+        await select(pilot, app, 3)
+        await pilot.press("d", "y")
+        await settle(pilot, app)
+        assert "message 3" not in texts(app)
+        await select(pilot, app, 1)
+        await pilot.press("d", "y")
+        await settle(pilot, app)
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Undo delete #1" in commands
+        app.query_one(ChatView).focus()
+        await pilot.press("ctrl+z")
+        await settle(pilot, app)
+        assert "message 1" in texts(app) and "message 3" not in texts(app)
+        assert "Undo delete #3" in [c.title for c in app.get_system_commands(app.screen)]
+        app.action_undo()  # what the palette entry runs
+        await settle(pilot, app)
+        assert texts(app) == before
+        app.autosave(now=True)
+        await settle(pilot, app)
+        assert [m.text() for m in load_session(path).session.messages] == before
+
+
+async def test_ctrl_z_in_the_composer_undoes_typing_not_messages(sessions, tmp_path):
+    app, _path = open_app(tmp_path, chat())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, 3)
+        await pilot.press("d", "y")
+        await settle(pilot, app)
+        app.query_one(Composer).focus()
+        await pilot.press(*"hello", "ctrl+z")
+        await settle(pilot, app)
+        assert "message 3" not in texts(app)
+
+
+async def test_message_keys_say_what_they_do_in_the_footer(sessions, tmp_path):
+    app, _path = open_app(tmp_path, chat())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, 3)
+        shown = {b.binding.description for b in app.active_bindings.values() if b.binding.show}
+        assert {"Edit message", "Delete message", "Pin message", "Re-send from here", "Undo"} <= shown
+
+
+async def test_resend_asks_first_saying_how_many_messages_it_drops(sessions, tmp_path):
+    app, _path = open_app(tmp_path, chat())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        before = list(app.wb.session.messages)
+        await select(pilot, app, 3)  # an assistant reply: re-sent from the user message before it
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "user #2" in app.screen.question and "5 later messages" in app.screen.question
+        await pilot.press("n")
+        await settle(pilot, app)
+        assert app.wb.session.messages == before and isinstance(app.focused, Composer)
