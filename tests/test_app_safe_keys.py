@@ -144,3 +144,35 @@ async def test_resend_asks_first_saying_how_many_messages_it_drops(sessions, tmp
         await pilot.press("n")
         await settle(pilot, app)
         assert app.wb.session.messages == before and isinstance(app.focused, Composer)
+
+
+def luminance(color) -> float:
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = color.get_truecolor()
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def contrast(a, b) -> float:
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("theme", ["ctxpane-dark", "ctxpane-light", "high-contrast", "solarized-dark"])
+async def test_the_cursor_is_visible_in_every_shipped_theme(sessions, tmp_path, theme):
+    app, _path = open_app(tmp_path, chat(), flags={"theme": theme})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.theme == theme
+        view = await select(pilot, app, 3)
+        rows = [view.render_line(y) for y in range(view.size.height)]
+        cursor_rows = [strip for strip in rows if strip.text.startswith("█")]
+        other_rows = [strip for strip in rows if strip.text.startswith("▌")]
+        assert cursor_rows and other_rows
+        bar = list(cursor_rows[0])[0].style
+        tint = bar.bgcolor
+        plain = list(other_rows[0])[0].style.bgcolor
+        assert contrast(bar.color, tint) >= 3, theme  # the bar stands out from the row it marks
+        assert contrast(bar.color, plain) >= 3, theme  # and from the transcript's background
+        assert tint != plain  # the selected message is tinted as a whole
