@@ -72,6 +72,11 @@ class CtxpaneApp(App):
         Binding("ctrl+q", "quit", "Quit", id="quit"),
     ]
 
+    # What changes the session (or asks to): refused, and left out of the footer and the palette, during a replay.
+    EDITING = frozenset({"stop", "edit_system", "attach", "pick_model", "pick_template", "pick_tokenizer", "pick_policy",
+                         "toggle_fences", "undo", "edit_message", "delete_message", "pin_message", "resend_from_here",
+                         "trust_endpoint", "new_session", "open_session", "replay"})
+
     def __init__(self, options: LaunchOptions | None = None) -> None:
         super().__init__()
         self.options = options or LaunchOptions()
@@ -232,6 +237,14 @@ class CtxpaneApp(App):
         self.controller.resend_from_step(event.session, event.step)
 
     # -- keys and the palette ---------------------------------------------------------------------------
+    @property
+    def replaying(self) -> bool:
+        """A replay is shown (alone, or under a dialog): it is read-only."""
+        return any(getattr(screen, "READ_ONLY", False) for screen in self.screen_stack)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action in self.EDITING and self.replaying)
+
     def action_stop(self) -> None:
         self.controller.stop()
 
@@ -324,7 +337,8 @@ class CtxpaneApp(App):
         for name in self.pane_themes:
             commands.append((f"Theme: {name}", "switch the theme", lambda n=name: setattr(self, "theme", n)))
         for title, help_text, callback in commands:
-            yield SystemCommand(title, help_text, callback)
+            if self.check_action(getattr(callback, "__name__", "").removeprefix("action_"), ()):
+                yield SystemCommand(title, help_text, callback)
 
     def on_unmount(self) -> None:
         self.controller.close()

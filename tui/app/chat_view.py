@@ -40,7 +40,7 @@ class ChatView(ScrollView, can_focus=True):
         Binding("d", "act('delete_message')", "Delete message", id="delete_message"),
         Binding("p", "act('pin_message')", "Pin message", id="pin_message"),
         Binding("r", "act('resend_from_here')", "Re-send from here", id="resend"),
-        Binding("ctrl+z", "app.undo", "Undo", id="undo_message_change"),
+        Binding("ctrl+z", "undo", "Undo", id="undo_message_change"),
         Binding("i", "leave", "Back to composer", id="to_composer"),
         Binding("escape", "leave", "Back to composer (while a reply arrives: stop it)", show=False),
     ]
@@ -318,8 +318,11 @@ class ChatView(ScrollView, can_focus=True):
             raise SkipAction()
         await self.app.run_action(action)
 
+    async def action_undo(self) -> None:
+        await self.app.run_action("undo")
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "act" and not self.message_actions:
+        if action in ("act", "undo") and not self.message_actions:
             return False
         return True
 

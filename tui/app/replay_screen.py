@@ -28,6 +28,7 @@ SPEEDS = (1, 4, 16, 1000)
 
 
 class ReplayScreen(Screen):
+    READ_ONLY = True  # the app refuses and hides what would change the session while this is shown
     BINDINGS = [
         Binding("left,h", "step(-1)", "Previous", id="replay_prev"),
         Binding("right,l", "step(1)", "Next", id="replay_next"),
