@@ -70,3 +70,21 @@ async def test_replay_from_the_palette_is_read_only_and_editing_comes_back_after
         await pilot.press("ctrl+e")
         await settle(pilot, app)
         assert isinstance(app.screen, EditScreen)  # out of the replay, the system prompt is editable again
+
+
+@pytest.mark.parametrize("drift, expected", [
+    ({"kind": "tokenizer", "index": None, "line": None, "stored": "253 tokens", "fresh": "250 tokens"},
+     "tokenizer drift: the same tokenizer counts 250 tokens today (stored 253 tokens)"),
+    ({"kind": "template", "index": None, "line": None, "stored": "sha256 aaaa…", "fresh": "sha256 bbbb…"},
+     "template drift: no template at hand gives the stored document (stored sha256 aaaa… · fresh sha256 bbbb…)"),
+    ({"kind": "template", "index": 40, "line": 3, "stored": "<|im_start|>", "fresh": "<|start|>"},
+     "template drift at line 3: stored '<|im_start|>' · fresh '<|start|>'"),
+])
+async def test_replay_says_what_drifted_never_line_none(replayed, tmp_path, monkeypatch, drift, expected):
+    from tui.sessions.replay import Replayer
+    monkeypatch.setattr(Replayer, "drift", lambda self, index, view: dict(drift))
+    app = make_app(tmp_path, offline=True, file=replayed, replay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        info = plain(app.screen.query_one("#replay-info"))
+        assert expected in info and "None" not in info

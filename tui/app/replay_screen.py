@@ -27,6 +27,16 @@ from .summary import summary_text
 SPEEDS = (1, 4, 16, 1000)
 
 
+def drift_text(drift: dict) -> str:
+    """What drifted since the step was sent: the template (where, when known) or the tokenizer's count."""
+    stored, fresh = drift.get("stored"), drift.get("fresh")
+    if drift.get("kind") == "tokenizer":
+        return f"tokenizer drift: the same tokenizer counts {fresh} today (stored {stored})"
+    if drift.get("line") is None:
+        return f"template drift: no template at hand gives the stored document (stored {stored} · fresh {fresh})"
+    return f"template drift at line {drift['line']}: stored {stored!r} · fresh {fresh!r}"
+
+
 class ReplayScreen(Screen):
     READ_ONLY = True  # the app refuses and hides what would change the session while this is shown
     BINDINGS = [
@@ -106,8 +116,7 @@ class ReplayScreen(Screen):
         if step.drift is None:
             info.append("no drift: a fresh rendering with today's template and tokenizer is identical\n", style="dim")
         else:
-            info.append(one_line(f"drift at line {step.drift['line']}: stored {step.drift['stored']!r} · "
-                                 f"fresh {step.drift['fresh']!r}", 400) + "\n", style="yellow")
+            info.append(one_line(drift_text(step.drift), 400) + "\n", style="yellow")
         info.append(f"reported cached {record.cached_reported if record.cached_reported is not None else '—'} · "
                     f"predicted {record.predicted_cached}")
         if record.incomplete:
