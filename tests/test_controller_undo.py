@@ -103,3 +103,21 @@ async def test_a_summary_is_undone_without_losing_the_turn_sent_with_it(tmp_path
         assert ctl.history.next_label.startswith("summary of ") and ctl.history.undo()
         assert ctl.wb.session.policy["summary"] is None and texts(ctl) == sent
         ctl.close()
+
+
+async def test_a_stale_stopped_status_goes_with_the_next_reply(tmp_path, monkeypatch):
+    from tui.controller.events import StatusChanged
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(delay=0.01) as server:
+        made = await connected(tmp_path, server.url + "/ok")
+        ctl = made.ctl
+        connected_line = made.of(StatusChanged)[-1].text
+        assert ctl.submit("first")
+        ctl.stop()  # before it was sent: "stopped" in the status line
+        await made.idle(0.1)
+        assert "stopped" in made.of(StatusChanged)[-1].text
+        assert ctl.submit("second")
+        await made.idle(0.1)
+        assert ctl.wb.session.messages[-1].role == "assistant"
+        assert made.of(StatusChanged)[-1].text == connected_line
+        ctl.close()

@@ -57,8 +57,9 @@ async def connect(ctl: "Controller") -> None:
     if info.n_ctx and not wb.policy.context_window:
         wb.set_policy(context_window=int(info.n_ctx))
     wb.cache_rule = cache_rule(info.kind, endpoint.model)
-    ctl.status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
-               f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
+    ctl.link.status_line = (f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
+                            f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
+    ctl.status(ctl.link.status_line)
     ctl.changed(save=False)
     if not settings.tokenizer:
         if connection.on_server:

@@ -77,6 +77,7 @@ class Sending:
             ctl.changed(save=False, compute=False)
             ctl.show_pane()
             ctl.reply_started()
+            ctl.status(ctl.link.status_line)  # a "stopped" or an error left by the last reply is stale now
             ctl.file.autosave(now=True)
 
             def checkpoint(progress) -> None:
