@@ -176,3 +176,25 @@ async def test_the_cursor_is_visible_in_every_shipped_theme(sessions, tmp_path, 
         assert contrast(bar.color, tint) >= 3, theme  # the bar stands out from the row it marks
         assert contrast(bar.color, plain) >= 3, theme  # and from the transcript's background
         assert tint != plain  # the selected message is tinted as a whole
+
+
+class QuitApp:
+    """What launch._run reads of the app once it has exited."""
+
+    def __init__(self, session_file, read_only=False) -> None:
+        self.session_file, self.read_only, self.save_failure, self.return_code = session_file, read_only, None, 0
+        self.replay_only = False
+
+    def run(self) -> None:
+        pass
+
+
+def test_quitting_prints_where_the_session_was_saved(tmp_path, capsys):
+    from tui.app.launch import _run
+    path = tmp_path / "evil\x1b]0;title\x07.ctxpane.json"
+    path.write_text("{}")
+    assert _run(QuitApp(path)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ctxpane: session saved in ") and "\x1b" not in out and "␛" in out
+    assert _run(QuitApp(path, read_only=True)) == 0 and capsys.readouterr().out == ""  # a replay saved nothing
+    assert _run(QuitApp(None)) == 0 and capsys.readouterr().out == ""  # nothing typed: no file

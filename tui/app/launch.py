@@ -41,9 +41,13 @@ def run_replay(path: Path, step: int | None = None) -> int:
 
 
 def _run(app) -> int:
+    import sys
     app.run()
     if app.save_failure:  # told once the terminal is back: the app's own screen is gone by now
-        import sys
         print(f"ctxpane: {app.save_failure}", file=sys.stderr)
         return app.return_code or 1
+    saved = app.session_file
+    if saved is not None and not (app.read_only or getattr(app, "replay_only", False)) and saved.is_file():  # so the user knows where to find it again
+        from tui.context.safety import visible
+        print(f"ctxpane: session saved in {visible(str(saved))}")
     return app.return_code or 0
