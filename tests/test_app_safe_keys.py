@@ -198,3 +198,28 @@ def test_quitting_prints_where_the_session_was_saved(tmp_path, capsys):
     assert out.startswith("ctxpane: session saved in ") and "\x1b" not in out and "␛" in out
     assert _run(QuitApp(path, read_only=True)) == 0 and capsys.readouterr().out == ""  # a replay saved nothing
     assert _run(QuitApp(None)) == 0 and capsys.readouterr().out == ""  # nothing typed: no file
+
+
+async def test_one_numbering_scheme_in_the_chat_the_document_and_the_ledger(sessions, tmp_path):
+    from app_helpers import document_rows, plain
+    from tui.app.ledger_view import LedgerView
+    session = chat(12)
+    session.policy.update(name="drop-oldest", context_window=60, max_tokens=10)
+    app, _path = open_app(tmp_path, session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.wb.view.ledger
+        first = app.wb.view.ledger[0]
+        notes = [row for row in document_rows(app) if row.startswith("✂")]
+        assert notes and notes[0].startswith(f"✂ {first.role} #{first.message} dropped")
+        assert app.query_one(ChatView).message_text(first.message).startswith(f"{first.role} #{first.message}")
+        from textual.widgets import TabbedContent
+        app.query_one("#tabs", TabbedContent).active = "ledger"
+        await settle(pilot, app)
+        ledger = app.query_one(LedgerView)
+        table = plain(ledger.query_one("#ledger-table").content)
+        assert f"#{first.message}" in table
+        ledger.query_one("#ledger-search").value = f"message {first.message}"
+        await settle(pilot, app)
+        assert plain(ledger.query_one("#ledger-hits")).startswith(f"#{first.message}: DROPPED")
+        assert "message 0" not in "".join(notes)

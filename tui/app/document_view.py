@@ -32,7 +32,7 @@ def note_lines(view: RequestView, session_messages: list, draft_index: int | Non
         later = [first_offset[i] for i in first_offset if i > entry.message]
         where = min(later) if later else len(document.text)
         excerpt = visible(session_messages[entry.message].text()[:70].replace("\n", " "))
-        notes.append((where, Note(f"✂ {entry.role} message {entry.message} dropped ({entry.tokens} tokens, "
+        notes.append((where, Note(f"✂ {entry.role} #{entry.message} dropped ({entry.tokens} tokens, "
                                   f"{entry.policy}: {entry.reason}) — {excerpt}", "dropped")))
     prefix = view.prefix
     if previous_exists:

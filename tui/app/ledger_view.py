@@ -42,7 +42,7 @@ class LedgerView(Vertical):
             for column in ("message", "role", "tokens", "policy", "since", "reason"):
                 table.add_column(column)
             for entry in view.ledger:
-                table.add_row(*cells([entry.message, entry.role, entry.tokens, entry.policy,
+                table.add_row(*cells([f"#{entry.message}", entry.role, entry.tokens, entry.policy,
                                       f"request {entry.since_request}", entry.reason]), style="strike")
         if view.summary_cost or -1 in view.origin:
             cost = f"the summary cost {view.summary_cost} tokens to make" if view.summary_cost else \
@@ -67,7 +67,7 @@ class LedgerView(Vertical):
         out = Text()
         for hit in hits:
             if hit["kept"]:
-                out.append(f"message {hit['message']}: in the window\n", style="green")
+                out.append(f"#{hit['message']}: in the window\n", style="green")
             else:
-                out.append(one_line(f"message {hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})") + "\n", style="red")
+                out.append(one_line(f"#{hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})") + "\n", style="red")
         hits_widget.update(out)
