@@ -223,3 +223,21 @@ async def test_one_numbering_scheme_in_the_chat_the_document_and_the_ledger(sess
         await settle(pilot, app)
         assert plain(ledger.query_one("#ledger-hits")).startswith(f"#{first.message}: DROPPED")
         assert "message 0" not in "".join(notes)
+
+
+async def test_a_resize_keeps_the_scroll_position_while_the_composer_has_focus(sessions, tmp_path):
+    session = Session(title="long", tokenizer="o200k_base")
+    for i in range(80):
+        session.messages.append(Message("user" if i % 2 == 0 else "assistant", f"message {i} " + "word " * 30,
+                                        provenance=Provenance("user" if i % 2 == 0 else "model"), id=f"m{i}"))
+    app, _path = open_app(tmp_path, session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        view = app.query_one(ChatView)
+        assert isinstance(app.focused, Composer)
+        view.scroll_to(y=view.layout_model.first_row[30], animate=False, immediate=True)
+        await pilot.pause()
+        for size in ((100, 30), (220, 50), (90, 42), SIZE):
+            await pilot.resize_terminal(*size)
+            await settle(pilot, app)
+            assert "user #30" in view.visible_lines()[0], size  # the same message at the top
