@@ -44,7 +44,7 @@ async def test_ctxpane_replay_refuses_every_editing_key(replayed, tmp_path):
         assert app.controller.system_prompt() == system and app.controller.wb.session.fences
         footer = shown_keys(app)
         assert {"Previous", "Next", "Re-send from here", "Close"} <= footer
-        assert not footer & {"System prompt", "Attach doc", "Model", "Template", "Policy", "Fences", "Undo",
+        assert not footer & {"Back to composer", "System prompt", "Attach doc", "Model", "Template", "Policy", "Fences", "Undo",
                              "Stop reply"}
         palette = {c.title for c in app.get_system_commands(app.screen)}
         assert "Edit system prompt" not in palette and "Attach document" not in palette

@@ -322,7 +322,7 @@ class ChatView(ScrollView, can_focus=True):
         await self.app.run_action("undo")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("act", "undo") and not self.message_actions:
+        if action in ("act", "undo", "leave") and not self.message_actions:  # a replay: no composer, no edits
             return False
         return True
 

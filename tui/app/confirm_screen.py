@@ -16,6 +16,7 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical { width: 60; height: auto; border: thick $error; background: $surface; padding: 1; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
+    ConfirmScreen Label { width: 100%; }
     """
     BINDINGS = [Binding("escape,n", "no", "No"), Binding("y", "yes", "Yes")]
 

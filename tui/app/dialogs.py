@@ -55,7 +55,8 @@ class Dialogs:
         def done(result) -> None:
             if result is not None:
                 self.controller.edit(index, result[0], message)
-        self.app.push_screen(EditScreen(f"Edit {message.role} #{index} (Ctrl+Z undoes)", message.text()),
+        self.app.push_screen(EditScreen(f"Edit {message.role} #{index} (undo: Ctrl+Z in the transcript, or the palette)",
+                                        message.text()),
                              self._after_message_dialog(done))
 
     def delete_message(self) -> None:
@@ -67,7 +68,8 @@ class Dialogs:
         def done(yes: bool) -> None:
             if yes:
                 self.controller.delete(index, message)
-        self.app.push_screen(ConfirmScreen(f"Delete {message.role} #{index}? (Ctrl+Z undoes)"),
+        self.app.push_screen(ConfirmScreen(f"Delete {message.role} #{index}? "
+                                           "(undo: Ctrl+Z in the transcript, or the palette)"),
                              self._after_message_dialog(done))
 
     def pin_message(self) -> None:
@@ -93,7 +95,7 @@ class Dialogs:
                 self.controller.resend_from(index, message)
         plural = "s" if dropped > 1 else ""
         self.app.push_screen(ConfirmScreen(f"Re-send from user #{start}? The {dropped} later message{plural} "
-                                           f"after it will be dropped (Ctrl+Z undoes)."),
+                                           f"after it will be dropped (undo: Ctrl+Z in the transcript, or the palette)."),
                              self._after_message_dialog(done))
 
     def edit_system(self) -> None:
