@@ -241,3 +241,17 @@ async def test_a_resize_keeps_the_scroll_position_while_the_composer_has_focus(s
             await pilot.resize_terminal(*size)
             await settle(pilot, app)
             assert "user #30" in view.visible_lines()[0], size  # the same message at the top
+
+
+async def test_ctrl_e_edits_the_system_prompt_from_the_composer_but_not_inside_a_dialog(sessions, tmp_path):
+    from tui.app.edit_screen import EditScreen
+    app, _path = open_app(tmp_path, chat())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert isinstance(app.focused, Composer)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        assert isinstance(app.screen, EditScreen)
+        await pilot.press("ctrl+e")  # in the dialog's editor: end of line, not a second dialog
+        await pilot.pause()
+        assert len(app.screen_stack) == 2

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.content import Content
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, TextArea
 
@@ -60,7 +60,8 @@ class CtxpaneApp(App):
     BINDINGS = [
         Binding("f1", "help", "Help", id="help"),
         Binding("escape", "stop", "Stop reply", id="stop"),
-        Binding("ctrl+e", "edit_system", "System prompt", id="edit_system"),
+        # Before the composer's own Ctrl+E (end of line: End does that too), so it works where the user types.
+        Binding("ctrl+e", "edit_system", "System prompt", id="edit_system", priority=True),
         Binding("ctrl+o", "attach", "Attach doc", id="attach"),
         Binding("ctrl+t", "next_tab", "Next tab", id="next_tab"),
         Binding("f2", "pick_model", "Model", id="pick_model"),
@@ -243,6 +244,8 @@ class CtxpaneApp(App):
         return any(getattr(screen, "READ_ONLY", False) for screen in self.screen_stack)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "edit_system" and isinstance(self.screen, ModalScreen):  # a dialog's editor keeps its Ctrl+E
+            return False
         return not (action in self.EDITING and self.replaying)
 
     def action_stop(self) -> None:
