@@ -28,10 +28,14 @@ def test_message_ranges_add_up_spans_and_skip_text_of_no_message():
 
 
 def test_affected_messages_names_whole_and_partial_losses():
-    # tokens [10, 60): sys loses 22 - 10 = 12 of 20, u1 all 30, a1 60 - 52 = 8 of 15
+    # tokens [10, 60): sys loses 22 - 10 = 12 of 20 (its text [5, 22) loses 12 of 17), u1 all 30, a1 8 of 15
     hit = affected_messages(RANGES, 10, 60)
-    assert [(a.message_id, a.lost, a.tokens, a.whole) for a in hit] == [
-        ("sys", 12, 20, False), ("u1", 30, 30, True), ("a1", 8, 15, False)]
+    assert [(a.message_id, a.lost, a.tokens, a.whole, a.text_lost, a.text_tokens) for a in hit] == [
+        ("sys", 12, 20, False, 12, 17), ("u1", 30, 30, True, 30, 30), ("a1", 8, 15, False, 8, 15)]
+    # tokens [64, 70): a1's text loses 3, and u2 loses 3 marker tokens [67, 70) with its text intact
+    tail = affected_messages(RANGES, 64, 70)
+    assert [(a.message_id, a.lost, a.text_lost, a.text_intact) for a in tail] == [("a1", 3, 3, False),
+                                                                                ("u2", 3, 0, True)]
 
 
 def test_an_exact_count_that_matches():

@@ -7,13 +7,19 @@ record from an older or odd server still gives what it can.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tui.context.received import Reported
+from tui.context.received import Receipt, Reported, compare_view
+from tui.context.window import WindowSize
 
 from .errors import ClientError, ContextOverflow
 from .reply import Reply
 from .schemas import lenient_count
+
+if TYPE_CHECKING:
+    from tui.context.request import RequestView
+
+    from .server_info import ServerInfo
 
 
 def _details(usage: dict) -> dict:
@@ -51,3 +57,17 @@ def reported_from_error(error: ClientError) -> Reported | None:
         return None
     return Reported(refused=True, error_prompt_tokens=lenient_count(error.n_prompt_tokens),
                     error_window=lenient_count(error.n_ctx) or None)
+
+
+def receipt_after(view: RequestView, outcome: Reply | ClientError, info: ServerInfo | None, max_tokens: int = 0,
+                  window: WindowSize | None = None) -> Receipt | None:
+    """Sent against received once a request is over: `outcome` is its reply or the error it ended with.
+
+    `window` is the window planned with (by default the server's own figure); None is returned for
+    an error that says nothing about the prompt (a dropped connection, a refused key).
+    """
+    reported = reported_from_reply(outcome) if isinstance(outcome, Reply) else reported_from_error(outcome)
+    if reported is None:
+        return None
+    kind = info.kind if info else ""
+    return compare_view(view, reported, kind, window or (info.window if info else None), max_tokens)

@@ -50,24 +50,35 @@ class Reported:
 
 @dataclass(frozen=True)
 class MessageRange:
-    """Where one message lies in the document, in tokens: [start, end)."""
+    """Where one message lies in the document, in tokens: [start, end), and which parts are its own text."""
 
     message_id: str
     role: str
     start: int
     end: int
+    text: tuple[tuple[int, int], ...] = ()  # token ranges of its text (not the template's markers around it)
+
+    @property
+    def text_tokens(self) -> int:
+        return sum(end - start for start, end in self.text)
 
 
 @dataclass(frozen=True)
 class Affected:
     message_id: str
     role: str
-    tokens: int  # the message's tokens in the request
+    tokens: int  # the message's tokens in the request, markers included
     lost: int  # of which the server probably never saw these
+    text_tokens: int = 0  # its own text's tokens
+    text_lost: int = 0  # of which lost
 
     @property
     def whole(self) -> bool:
         return self.lost >= self.tokens
+
+    @property
+    def text_intact(self) -> bool:
+        return self.text_lost == 0
 
 
 @dataclass
@@ -104,12 +115,13 @@ def message_ranges(spans: list[tuple[str, str, int, int, int]], roles: dict[str,
     """
     ranges: list[MessageRange] = []
     position = 0
-    for message_id, _kind, _start, _end, tokens in spans:
+    for message_id, kind, _start, _end, tokens in spans:
+        text = ((position, position + tokens),) if kind not in ("marker", "fence") and tokens else ()
         if message_id and ranges and ranges[-1].message_id == message_id and ranges[-1].end == position:
             last = ranges[-1]
-            ranges[-1] = MessageRange(last.message_id, last.role, last.start, position + tokens)
+            ranges[-1] = MessageRange(last.message_id, last.role, last.start, position + tokens, last.text + text)
         elif message_id:
-            ranges.append(MessageRange(message_id, roles.get(message_id, ""), position, position + tokens))
+            ranges.append(MessageRange(message_id, roles.get(message_id, ""), position, position + tokens, text))
         position += tokens
     return ranges
 
@@ -119,13 +131,18 @@ def shape_ranges(shape) -> list[MessageRange]:
     return message_ranges(shape.spans, dict(zip(shape.message_ids, shape.message_roles)))
 
 
+def _overlap(start: int, end: int, low: int, high: int) -> int:
+    return max(0, min(end, high) - max(start, low))
+
+
 def affected_messages(ranges: list[MessageRange], start: int, end: int) -> list[Affected]:
     """The messages lying (in part) inside the token range [start, end)."""
     hit = []
     for item in ranges:
-        overlap = min(end, item.end) - max(start, item.start)
-        if overlap > 0:
-            hit.append(Affected(item.message_id, item.role, item.end - item.start, overlap))
+        lost = _overlap(start, end, item.start, item.end)
+        if lost:
+            text_lost = sum(_overlap(start, end, low, high) for low, high in item.text)
+            hit.append(Affected(item.message_id, item.role, item.end - item.start, lost, item.text_tokens, text_lost))
     return hit
 
 
@@ -246,10 +263,17 @@ def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], k
 def _names(affected: list[Affected]) -> str:
     if not affected:
         return "text of no message"
-    parts = [f"{a.message_id} ({a.role}, {'whole' if a.whole else f'{a.lost} of {a.tokens} tokens'})"
-             for a in affected[:6]]
+    parts = [f"{a.message_id} ({a.role}, {_loss(a)})" for a in affected[:6]]
     more = f" and {len(affected) - 6} more" if len(affected) > 6 else ""
     return ", ".join(parts) + more
+
+
+def _loss(item: Affected) -> str:
+    if item.whole:
+        return "whole"
+    if item.text_intact:
+        return f"{item.lost} marker tokens, its text intact"
+    return f"{item.lost} of {item.tokens} tokens"
 
 
 def _reply_limits(receipt: Receipt, reported: Reported, max_tokens: int) -> None:
@@ -269,3 +293,13 @@ def _reply_limits(receipt: Receipt, reported: Reported, max_tokens: int) -> None
         receipt.notes.append(f"the reply stopped after {completion} tokens{asked}: the window of {window.tokens} "
                              "was full")
 
+
+
+def compare_view(view, reported: Reported, kind: str = "", window: WindowSize | None = None,
+                 max_tokens: int = 0) -> Receipt:
+    """`compare` for a built request (a RequestView): its count, its exactness and its message ranges.
+
+    Image tokens are estimates, so a request carrying them is compared as an estimate.
+    """
+    exact = bool(view.snapshot.counts.exact) and not view.image_tokens
+    return compare(view.sent_tokens, exact, reported, shape_ranges(view.shape), kind, window, max_tokens)
