@@ -10,6 +10,7 @@ import pytest
 
 from tui.client.endpoint import Endpoint
 from tui.client.errors import ClientError
+from tui.client.doctor import run_doctor
 from tui.client.figures import receipt_after, reported_from_record
 from tui.client.http import Limits, OpenAIClient
 from tui.client.server_info import probe
@@ -136,3 +137,25 @@ def test_a_stored_reply_gives_the_same_figures():
     assert again.prompt_tokens == again.prompt_eval_count == 256
     assert reported_from_record({"usage": {"prompt_tokens": "many"}, "prompt_eval_count": -1}).received() == (
         None, "")  # wrong shapes are unknown, never an error
+
+
+async def doctor(url: str):
+    async with OpenAIClient(Endpoint(url, "loop-model"), Limits(connect=2, read=20)) as client:
+        return await run_doctor(client)
+
+
+def test_doctor_finds_the_silent_front_cut_of_an_ollama_like_server():
+    with WindowServer("ollama", n_ctx=256, ps=True) as server:
+        report = run(doctor(server.url))
+    check = {c.name: c for c in report.checks}["context window"]
+    assert check.status == "warn" and check.data["prompt"]["outcome"] == "truncates"
+    assert check.data["prompt"]["received_prompt_tokens"] == 256
+    assert check.data["prompt"]["dropped"] == check.data["prompt"]["sent_prompt_tokens"] - 256 > 0
+    assert "CUTS IT SILENTLY" in check.detail and report.exit_code == 1
+
+
+def test_doctor_skips_a_window_it_cannot_probe_cheaply():
+    with WindowServer("ollama", n_ctx=256) as server:  # only /api/show's 40960: over the automatic limit
+        report = run(doctor(server.url))
+    check = {c.name: c for c in report.checks}["context window"]
+    assert check.status == "skip" and "40960" in check.detail and "--window-check on" in check.detail

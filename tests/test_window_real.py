@@ -9,6 +9,7 @@ goes on past the window instead. The chat endpoint carries no `truncated` flag.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -104,3 +105,30 @@ def test_with_context_shift_the_reply_goes_past_the_window(llama_512_shift):
     assert reply.usage["completion_tokens"] == 40 and reply.usage["prompt_tokens"] == 500
     assert receipt.verdict == MATCH and receipt.shifted and not receipt.reply_cut
     assert "~28" in receipt.notes[0]  # 500 + 40 - 512
+
+
+def window_check_of(run_cli, url: str, *flags: str) -> dict:
+    result = run_cli("doctor", url, "--json", *flags)
+    assert result.returncode in (0, 1), result.stderr
+    return {c["name"]: c for c in json.loads(result.stdout)["checks"]}["context window"]
+
+
+def test_doctor_finds_that_this_server_refuses_and_stops(llama_512, run_cli):
+    check = window_check_of(run_cli, llama_512)
+    prompt, reply = check["data"]["prompt"], check["data"]["reply"]
+    assert check["status"] == "ok" and prompt["outcome"] == "errors" and reply["outcome"] == "stops"
+    # just over: the server's own count of the probe is past 512 by about OVER (16) tokens
+    assert 512 < prompt["server_prompt_tokens"] <= 512 + 20 and prompt["server_window"] == 512
+    assert reply["prompt_tokens"] + reply["completion_tokens"] == 512
+    assert "refuses it with an error" in check["detail"] and "/props" in check["detail"]
+
+
+def test_doctor_finds_the_context_shift(llama_512_shift, run_cli):
+    check = window_check_of(run_cli, llama_512_shift)
+    assert check["status"] == "warn" and check["data"]["reply"]["outcome"] == "shifts"
+    assert "SHIFTS" in check["detail"]
+
+
+def test_doctor_window_check_can_be_turned_off(llama_512, run_cli):
+    check = window_check_of(run_cli, llama_512, "--window-check", "off")
+    assert check["status"] == "skip" and not check["data"]
