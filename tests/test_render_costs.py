@@ -16,6 +16,11 @@ def write(tmp_path, name: str, data) -> str:
     return str(path)
 
 
+@pytest.fixture()
+def run_cli(cli_in_process):
+    return cli_in_process
+
+
 def render_json(run_cli, *args) -> dict:
     result = run_cli("render", *args, "--json")
     assert result.returncode == 0, result.stderr

@@ -139,9 +139,9 @@ def test_a_stored_reply_gives_the_same_figures():
         None, "")  # wrong shapes are unknown, never an error
 
 
-async def doctor(url: str):
+async def doctor(url: str, window_check: str = "auto"):
     async with OpenAIClient(Endpoint(url, "loop-model"), Limits(connect=2, read=20)) as client:
-        return await run_doctor(client)
+        return await run_doctor(client, window_check)
 
 
 def test_doctor_finds_the_silent_front_cut_of_an_ollama_like_server():
@@ -159,3 +159,11 @@ def test_doctor_skips_a_window_it_cannot_probe_cheaply():
         report = run(doctor(server.url))
     check = {c.name: c for c in report.checks}["context window"]
     assert check.status == "skip" and "40960" in check.detail and "--window-check on" in check.detail
+
+
+def test_doctor_window_check_can_be_turned_off():
+    with WindowServer("ollama", n_ctx=256, ps=True) as server:
+        report = run(doctor(server.url, "off"))
+    check = {c.name: c for c in report.checks}["context window"]
+    assert check.status == "skip" and not check.data and not server.httpd.bodies[-1]["messages"][-1][
+        "content"].startswith("Text:")  # no probe was sent

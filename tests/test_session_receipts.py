@@ -27,6 +27,11 @@ from tui.sessions.model import RequestRecord, Session, now_iso
 from tui.sessions.parse import decode_session
 from tui.sessions.receipts import record_fit, settle
 
+@pytest.fixture()
+def run_cli(cli_in_process):
+    return cli_in_process
+
+
 PRICES = parse_price_table('date = 2026-12-01\n[models."priced-model"]\ninput = 1000\ncached_input = 100\n'
                            'output = 2000\n', "test prices")
 

@@ -19,6 +19,7 @@ from tui.client.errors import ClientError, ContextOverflow
 from tui.client.figures import receipt_after
 from tui.client.http import Limits, OpenAIClient
 from tui.client.server_info import probe
+from tui.client.window_check import check_window
 from tui.context.budget import PolicySettings
 from tui.context.messages import Message, Provenance
 from tui.context.received import MATCH, REFUSED
@@ -107,6 +108,11 @@ def test_with_context_shift_the_reply_goes_past_the_window(llama_512_shift):
     assert "~28" in receipt.notes[0]  # 500 + 40 - 512
 
 
+@pytest.fixture()
+def run_cli(cli_in_process):
+    return cli_in_process
+
+
 def window_check_of(run_cli, url: str, *flags: str) -> dict:
     result = run_cli("doctor", url, "--json", *flags)
     assert result.returncode in (0, 1), result.stderr
@@ -123,12 +129,12 @@ def test_doctor_finds_that_this_server_refuses_and_stops(llama_512, run_cli):
     assert "refuses it with an error" in check["detail"] and "/props" in check["detail"]
 
 
-def test_doctor_finds_the_context_shift(llama_512_shift, run_cli):
-    check = window_check_of(run_cli, llama_512_shift)
-    assert check["status"] == "warn" and check["data"]["reply"]["outcome"] == "shifts"
-    assert "SHIFTS" in check["detail"]
+def test_doctor_finds_the_context_shift(llama_512_shift):
+    status, detail, data = run(window_check_only(llama_512_shift))
+    assert status == "warn" and data["reply"]["outcome"] == "shifts" and data["prompt"]["outcome"] == "errors"
+    assert data["reply"]["prompt_tokens"] + data["reply"]["completion_tokens"] > 512 and "SHIFTS" in detail
 
 
-def test_doctor_window_check_can_be_turned_off(llama_512, run_cli):
-    check = window_check_of(run_cli, llama_512, "--window-check", "off")
-    assert check["status"] == "skip" and not check["data"]
+async def window_check_only(url):
+    async with OpenAIClient(Endpoint(url, "tiny-qwen3", "CTXPANE_NO_KEY"), Limits(read=60)) as client:
+        return await check_window(client, await probe(client))

@@ -19,10 +19,10 @@ from .http import OpenAIClient
 from .reply import Reply
 from .server_info import ServerInfo
 
-MAX_AUTO = 16_384  # larger windows are probed only when asked (--window-check on): it sends that many tokens
+MAX_AUTO = 8_192  # larger windows are probed only when asked (--window-check on): it sends that many tokens
 OVER = 16  # tokens past the window
 UNDER = 8  # tokens under the window for the reply probe
-REPLY = 32  # reply tokens asked for there
+REPLY = 16  # reply tokens asked for there (UNDER + 8: past the window)
 FILLER = " apple"
 SMALL, LARGE = 8, 72  # filler words of the two calibration requests
 
