@@ -9,18 +9,18 @@ import re
 import pytest
 
 from tui.client.endpoint import Endpoint
-from tui.client.errors import ClientError
+from tui.client.errors import ClientError, ContextOverflow
 from tui.client.doctor import run_doctor
 from tui.client.figures import receipt_after, reported_from_record
 from tui.client.http import Limits, OpenAIClient
 from tui.client.server_info import probe
 from tui.context.budget import PolicySettings
 from tui.context.messages import Message, Provenance
-from tui.context.received import DROPPED, MATCH
+from tui.context.received import DROPPED, MATCH, REFUSED, observed
 from tui.context.request import RequestSettings, build_request
 from tui.context.template_library import builtin_template
 from tui.context.tokens import get_tokenizer
-from tui.context.window import fit_check
+from tui.context.window import choose_window, fit_check
 from window_servers import WindowServer
 
 SECRET = "The password is PERIWINKLE."
@@ -167,3 +167,29 @@ def test_doctor_window_check_can_be_turned_off():
     check = {c.name: c for c in report.checks}["context window"]
     assert check.status == "skip" and not check.data and not server.httpd.bodies[-1]["messages"][-1][
         "content"].startswith("Text:")  # no probe was sent
+
+
+def test_a_vllm_refusal_is_read_from_its_wording():
+    with WindowServer("vllm", n_ctx=300) as server:
+        info, view, fit, error, receipt = run(exchange(server.url))
+    assert info.kind == "vllm" and info.window.tokens == 300 and not fit.fits and "refuse" in fit.consequence
+    assert isinstance(error, ContextOverflow) and error.n_ctx == 300 and error.n_prompt_tokens == view.sent_tokens
+    assert receipt.verdict == REFUSED and receipt.received == view.sent_tokens
+    window = observed(receipt, 1)
+    assert window.tokens == 300 and window.source == "observed" and "refusal" in window.detail
+
+
+def test_the_window_a_cut_reveals_is_planned_with_next():
+    with WindowServer("ollama", n_ctx=300, usage=False) as server:
+        info, _view, _fit, _reply, receipt = run(exchange(server.url))
+    learned = observed(receipt, 1)
+    assert learned.tokens == 300 and choose_window([*info.windows, learned]) == learned  # over /api/show's 40960
+
+
+def test_doctor_on_a_vllm_like_server_finds_refusals():
+    with WindowServer("vllm", n_ctx=300) as server:
+        report = run(doctor(server.url))
+    check = {c.name: c for c in report.checks}["context window"]
+    prompt, reply = check.data["prompt"], check.data["reply"]
+    assert check.status == "ok" and prompt["outcome"] == "errors" and reply["outcome"] == "refuses"
+    assert prompt["server_window"] == 300 and prompt["server_prompt_tokens"] == prompt["sent_prompt_tokens"]

@@ -5,6 +5,8 @@ runner ("truncating input prompt ... keep=4"), keeps the first 4 tokens and the 
 num_ctx, saying nothing but the smaller count (`usage.prompt_tokens`, or `prompt_eval_count` alone).
 `lmstudio`: answers LM Studio's /api/v0/models and cuts the middle: it keeps the start up to the end
 of the first user turn and the newest tokens.
+`vllm`: answers vLLM's probes and refuses a request whose prompt and max_tokens pass max_model_len
+with vLLM's 400 ("This model's maximum context length is N tokens. However, you requested ...").
 `trimproxy`: a vLLM-looking server with a large window behind a "proxy" that drops the oldest
 non-system messages: the cut is by someone other than the window.
 
@@ -76,13 +78,13 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "lmstudio":
             routes["/api/v0/models"] = {"data": [{"id": model, "max_context_length": 32768,
                                                   "loaded_context_length": self.config["n_ctx"]}]}
-        if kind == "trimproxy":
+        if kind in ("trimproxy", "vllm"):
             routes["/version"] = {"version": "0.9.2"}
         body = routes.get(self.path)
         self._json(200 if body else 404, body or {"error": {"message": "not found"}})
 
     def _model_extra(self) -> dict:
-        return {"max_model_len": self.config["n_ctx"]} if self.config["kind"] == "trimproxy" else {}
+        return {"max_model_len": self.config["n_ctx"]} if self.config["kind"] in ("trimproxy", "vllm") else {}
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -99,6 +101,13 @@ class Handler(BaseHTTPRequestHandler):
             messages = trimmed(messages)
         text, ends = chatml(messages)
         ids, offsets = encode(text)
+        asked = body.get("max_tokens") or 0
+        if self.config["kind"] == "vllm" and len(ids) + asked > self.config["n_ctx"]:
+            return self._json(400, {"object": "error", "type": "BadRequestError", "param": None, "code": 400,
+                                    "message": f"This model's maximum context length is {self.config['n_ctx']} "
+                                               f"tokens. However, you requested {len(ids) + asked} tokens "
+                                               f"({len(ids)} in the messages, {asked} in the completion). "
+                                               "Please reduce the length of the messages or completion."})
         kept = self.cut(ids, offsets, ends, messages)
         kept_text = tokenizer().decode(kept, skip_special_tokens=False)
         usage = {"prompt_tokens": len(kept), "completion_tokens": 1, "total_tokens": len(kept) + 1}

@@ -295,6 +295,17 @@ def _reply_limits(receipt: Receipt, reported: Reported, max_tokens: int) -> None
 
 
 
+def observed(receipt: Receipt | None, number: int) -> WindowSize | None:
+    """The window a request revealed (the tokens a server kept when it cut, or the window its refusal
+    named), to plan the next requests with: it outranks every figure but the server's own."""
+    if receipt is None or not receipt.observed_window:
+        return None
+    tokens = receipt.observed_window
+    how = (f"the server's refusal named a window of {tokens} tokens" if receipt.verdict == REFUSED
+           else f"the server kept only {tokens} tokens")
+    return WindowSize(tokens, "observed", f"request {number}: {how}")
+
+
 def compare_view(view, reported: Reported, kind: str = "", window: WindowSize | None = None,
                  max_tokens: int = 0) -> Receipt:
     """`compare` for a built request (a RequestView): its count, its exactness and its message ranges.
