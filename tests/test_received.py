@@ -6,7 +6,7 @@ import pytest
 
 from tui.context.budget import PolicySettings
 from tui.context.messages import Message, Provenance
-from tui.context.received import (ADDED, DROPPED, MATCH, REFUSED, UNKNOWN, MessageRange, Reported,
+from tui.context.received import (ADDED, DROPPED, MATCH, REFUSED, UNKNOWN, Reported,
                                   affected_messages, compare, dropped_range, message_ranges, shape_ranges)
 from tui.context.request import RequestSettings, build_request
 from tui.context.template_library import builtin_template

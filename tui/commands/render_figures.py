@@ -17,7 +17,7 @@ from tui.context.prices import PriceTable, PriceTableError
 from tui.context.request import RequestView
 from tui.context.window import WindowSize, fit_check
 from tui.errors import UsageError
-from tui.sessions.price_files import load_prices, read_prices
+from tui.sessions.price_files import load_prices, read_prices, shipped_prices
 from tui.sessions.receipts import cost_of
 
 
@@ -25,9 +25,8 @@ def price_table(args: argparse.Namespace) -> tuple[PriceTable, list[str]]:
     """--prices FILE over the shipped table (a bad file is an error), else the config folder's (a warning)."""
     if not args.prices:
         return load_prices()
-    table, _problems = load_prices(Path("/nonexistent"))  # the shipped table alone
     try:
-        return table.merged(read_prices(Path(args.prices))), []
+        return shipped_prices().merged(read_prices(Path(args.prices))), []
     except PriceTableError as exc:
         raise UsageError(str(exc)) from None
 

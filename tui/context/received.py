@@ -11,8 +11,12 @@ and who cut them (the server's context size, Ollama's num_ctx, a proxy).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from .window import FRONT, MIDDLE, WindowSize, behaviour
+
+if TYPE_CHECKING:
+    from .request import RequestView
 
 MATCH, DROPPED, ADDED, REFUSED, UNKNOWN = "match", "dropped", "added", "refused", "unknown"
 ESTIMATE_SLACK = 0.10  # an estimated count may be this far off (another tokenizer) before it means anything
@@ -294,7 +298,6 @@ def _reply_limits(receipt: Receipt, reported: Reported, max_tokens: int) -> None
                              "was full")
 
 
-
 def observed(receipt: Receipt | None, number: int) -> WindowSize | None:
     """The window a request revealed (the tokens a server kept when it cut, or the window its refusal
     named), to plan the next requests with: it outranks every figure but the server's own."""
@@ -306,7 +309,7 @@ def observed(receipt: Receipt | None, number: int) -> WindowSize | None:
     return WindowSize(tokens, "observed", f"request {number}: {how}")
 
 
-def compare_view(view, reported: Reported, kind: str = "", window: WindowSize | None = None,
+def compare_view(view: "RequestView", reported: Reported, kind: str = "", window: WindowSize | None = None,
                  max_tokens: int = 0) -> Receipt:
     """`compare` for a built request (a RequestView): its count, its exactness and its message ranges.
 
