@@ -23,6 +23,8 @@ class Reply:
     model: str | None = None
     incomplete: bool = False
     error: str | None = None
+    truncated: bool | None = None  # llama.cpp says it cut the prompt
+    prompt_eval_count: int | None = None  # Ollama's count of prompt tokens processed
 
     @property
     def cached_tokens(self) -> int | None:
@@ -45,9 +47,13 @@ class Reply:
         return message
 
     def to_record(self) -> dict:
-        return {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
-                "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
-                "model": self.model, "incomplete": self.incomplete, "error": self.error}
+        record = {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
+                  "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
+                  "model": self.model, "incomplete": self.incomplete, "error": self.error}
+        for key in ("truncated", "prompt_eval_count"):  # only when a server said so: older records stay alike
+            if getattr(self, key) is not None:
+                record[key] = getattr(self, key)
+        return record
 
 
 class ReplyAssembler:
@@ -66,6 +72,10 @@ class ReplyAssembler:
             reply.usage = plain(chunk.usage)
         if chunk.timings is not None:
             reply.timings = plain(chunk.timings)
+        if chunk.truncated is not None:
+            reply.truncated = chunk.truncated
+        if chunk.prompt_eval_count is not None:
+            reply.prompt_eval_count = chunk.prompt_eval_count
         added = ""
         for choice in chunk.choices or ():
             delta = choice.delta or choice.message

@@ -99,14 +99,32 @@ class ErrorDetail(Struct):
     n_ctx: Context | None = None
 
 
+def lenient_count(value: Any) -> int | None:
+    """A token count from a field checked only here: anything but a count in range is unknown (None)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+        return value
+    return None
+
+
 class Chunk(Struct):
-    """One chat.completion.chunk, or a whole chat.completion (choices carry `message`)."""
+    """One chat.completion.chunk, or a whole chat.completion (choices carry `message`).
+
+    `truncated` (llama.cpp) and `prompt_eval_count` (Ollama's own field) are read leniently: a value
+    of the wrong shape becomes None (unknown) instead of failing the reply, since they only inform
+    the sent-against-received comparison.
+    """
 
     model: ModelId | None = None
     choices: Annotated[list[Choice], Meta(max_length=MAX_CHOICES)] | None = None
     usage: Usage | None = None
     timings: Timings | None = None
     error: ErrorDetail | Text | None = None
+    truncated: Any = None
+    prompt_eval_count: Any = None
+
+    def __post_init__(self) -> None:
+        self.truncated = self.truncated if isinstance(self.truncated, bool) else None
+        self.prompt_eval_count = lenient_count(self.prompt_eval_count)
 
 
 class ErrorBody(Struct):
@@ -117,6 +135,7 @@ class ErrorBody(Struct):
 # -- probes --------------------------------------------------------------------------------------
 class ModelMeta(Struct):
     n_ctx: Context | None = None
+    n_ctx_train: Context | None = None
 
 
 class ModelEntry(Struct):
@@ -153,6 +172,18 @@ class Version(Struct):
 class OllamaShow(Struct):
     template: Template | None = None
     model_info: Annotated[dict[Short, Any], Meta(max_length=10_000)] | None = None
+
+
+class OllamaRunning(Struct):
+    name: ModelId | None = None
+    model: ModelId | None = None
+    context_length: Context | None = None  # the window this loaded model runs with (num_ctx)
+
+
+class OllamaPs(Struct):
+    """Ollama's /api/ps: the models loaded now."""
+
+    models: Annotated[list[OllamaRunning], Meta(max_length=MAX_MODELS)] = []
 
 
 class LMStudioModel(Struct):
