@@ -53,21 +53,34 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_server():
-    """The real llama.cpp server with the tiny Qwen3 model: yields its base URL (…/v1)."""
+def start_llama_server(**env: str):
+    """Start a real llama.cpp server on a free port with `env` (LLAMA_PARALLEL, LLAMA_CTX, LLAMA_SERVER_ARGS...).
+
+    Returns (base URL …/v1, stop function); skips (or fails under CI) without ../shared.
+    """
     script = SHARED / "server" / "start-llama-server.sh"
     if not script.exists():
         need_shared("the real llama.cpp server is needed")
     port = free_port()
-    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **env})
     if result.returncode != 0:
         pytest.fail(f"llama-server did not start: {result.stderr[-2000:]}")
-    url = result.stdout.strip().splitlines()[-1]
+
+    def stop() -> None:
+        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+
+    return result.stdout.strip().splitlines()[-1], stop
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """The real llama.cpp server with the tiny Qwen3 model: yields its base URL (…/v1)."""
+    url, stop = start_llama_server()
     try:
         yield url
     finally:
-        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+        stop()
 
 
 def drop_read_override() -> list[str]:
