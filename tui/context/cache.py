@@ -7,6 +7,7 @@ server may still hold is in cache_predict.py; the causes of a break are classed 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from .document import Document
@@ -103,7 +104,24 @@ def cache_prefix(previous: RequestShape | None, current: RequestShape, document:
     cause = classify(previous, current, document, boundary)
     return CachePrefix(boundary, shared, total, cause.message, cause.span_kind, cause.text,
                        predict_cached(rule, shared, total), rule, cause.kind,
-                       diverges=excerpt(current.text, boundary), diverged=excerpt(previous.text, boundary))
+                       diverges=excerpt(current.text, at := token_start(current.tokens, shared)),
+                       diverged=excerpt(previous.text, at))
+
+
+def token_start(index: TokenIndex, token: int) -> int:
+    """Character offset where token number `token` starts."""
+    piece_number = max(0, bisect_right(index.before, token) - 1)
+    while 0 < piece_number < len(index.pieces) and index.pieces[piece_number][4] == 0:
+        piece_number -= 1  # an empty piece holds no token
+    if piece_number >= len(index.pieces):
+        return len(index.text)
+    start, end, starts, in_bytes, _count = index.pieces[piece_number]
+    if starts is None:
+        return start
+    offset = starts[token - index.before[piece_number]]
+    if not in_bytes:
+        return start + offset
+    return start + len(index.text[start:end].encode("utf-8")[:offset].decode("utf-8", "ignore"))
 
 
 def span_diff(previous: RequestShape | None, current: RequestShape) -> list[dict]:

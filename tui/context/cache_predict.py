@@ -12,13 +12,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from .cache import CachePrefix, RequestShape
+from .cache import CachePrefix, RequestShape, token_start
 from .cache_causes import APPENDED, FIRST, REASONING, REPLY, Cause, classify, excerpt
 from .cache_history import HeldPrompt, Shared
 from .document import Document
 from .llamacpp_cache import LlamaCppCache
 from .provider_cache import ProviderCache
-from .tokens import TokenIndex
 
 UNMODELLED = "server state not modelled"  # a report's class when the server held more or less than modelled
 
@@ -72,7 +71,8 @@ def _explained(held: HeldPrompt | None, shared: Shared | None, current: RequestS
     cause = _reply_cause(held, shared) or classify(held.shape, current, document, shared.chars)
     return CachePrefix(shared.chars, shared.tokens, total, cause.message, cause.span_kind, cause.text, cached, rule,
                        cause.kind, held.number, in_reply=shared.in_reply,
-                       diverges=excerpt(current.text, shared.chars), diverged=excerpt(held.text, shared.chars))
+                       diverges=excerpt(current.text, at := token_start(current.tokens, shared.tokens)),
+                       diverged=excerpt(held.text, at))
 
 
 def _reply_cause(held: HeldPrompt, shared: Shared) -> Cause | None:
@@ -164,19 +164,3 @@ def _where(current: RequestShape, document: Document, token: int) -> str:
         f"message {current.message_ids[span.message]} ({current.message_roles[span.message]})" \
         if span.message < len(current.message_ids) else f"message {span.message}"
     return f"{owner}, {span.kind}: {excerpt(current.text, at)!r}"
-
-
-def token_start(index: TokenIndex, token: int) -> int:
-    """Character offset where token number `token` starts."""
-    piece_number = max(0, bisect_right(index.before, token) - 1)
-    while 0 < piece_number < len(index.pieces) and index.pieces[piece_number][4] == 0:
-        piece_number -= 1  # an empty piece holds no token
-    if piece_number >= len(index.pieces):
-        return len(index.text)
-    start, end, starts, in_bytes, _count = index.pieces[piece_number]
-    if starts is None:
-        return start
-    offset = starts[token - index.before[piece_number]]
-    if not in_bytes:
-        return start + offset
-    return start + len(index.text[start:end].encode("utf-8")[:offset].decode("utf-8", "ignore"))
