@@ -63,7 +63,8 @@ class Session:
         report = cache_report(view.prefix, timings["cache_n"], view.shape, view.document, usage["prompt_tokens"])
         self.rows.append((name, view.prefix.predicted_cached, timings["cache_n"], view.prefix.source,
                           view.prefix.place, view.prefix.cause_class, report.agrees))
-        self.model.record(held_prompt(self.number, view.shape, record, usage, timings))
+        self.last = held_prompt(self.number, view.shape, record, usage, timings)
+        self.model.record(self.last)
         history.append({"role": "assistant", "content": content})
 
     def check(self) -> None:

@@ -8,7 +8,7 @@ schema in tui/sessions/schema.py (see parse.py). Layout (version 1), documented 
      "messages": [{role, content, ..., provenance, pinned, id}],
      "requests": [{number, time, body, reply, usage, cached_reported, timings, document_hash,
                    document_tokens, tokens_exact, dropped, predicted_cached, cache_cause,
-                   keep_all_tokens, template, tokenizer}]}
+                   cache_class, cache_source, cache_place, keep_all_tokens, template, tokenizer}]}
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ class RequestRecord:
     dropped: list[dict] = field(default_factory=list)
     predicted_cached: int | None = None
     cache_cause: str = ""
+    cache_class: str = ""  # the cause's class (tui/context/cache_causes.py)
+    cache_source: int | None = None  # the earlier request the predicted reuse comes from
+    cache_place: str = ""  # where the server holds it ("slot 0", "prompt cache -> slot 0", ...)
     keep_all_tokens: int = 0
     template: str = ""
     tokenizer: str = ""
