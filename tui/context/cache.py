@@ -59,8 +59,9 @@ class CachePrefix:
 
     @property
     def divergent_token(self) -> int:
-        """Index of the first token of this request not reused: the server evaluates from here."""
-        return self.predicted_cached
+        """Index of the first token of this request that differs from the source (the rule may reuse less:
+        OpenAI's 128-token steps, llama.cpp's last token, a provider's minimum)."""
+        return self.tokens
 
 
 def common_prefix_length(a: str, b: str, step: int = 4096) -> int:

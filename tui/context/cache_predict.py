@@ -36,6 +36,7 @@ def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape,
         candidates = [(c.number, "provider cache", c.shared.tokens) for c in found.candidates]
         cached, write, best_effort = found.cached, found.write, found.best_effort
     held = _held(server)
+    source = source if cached > 0 else None  # a prompt sharing nothing reusable is no source
     shared, place = source if source else (_best(candidates, held, current), "")
     prefix = _explained(held.get(shared.number) if shared else None, shared, current, document, rule, cached)
     notes = list(found.notes)
