@@ -129,3 +129,22 @@ def test_hosted_servers_get_their_provider_rule():
     assert cache_rule("gemini", "gemini-2.5-pro") == "gemini" and cache_rule("deepseek", "deepseek-chat") == "deepseek"
     assert cache_rule("vllm", "deepseek-r1-distill") == "openai"  # an open model on another server: not DeepSeek's API
     assert cache_rule("openai", "gpt-4o") == "openai"
+
+
+def test_against_the_previous_request_only_every_rule_applies():
+    from tui.context.cache import cache_prefix
+    from tui.context.document import Document, Span
+
+    def document(text):
+        return Document(text, [Span(0, len(text), 0, "content")], ["user"])
+
+    before, after = shape("A" * 100 + "B" * 50), shape("A" * 100 + "B" * 50 + "C" * 10)
+    # DeepSeek: the previous input (150 tokens) is a stored unit the new request contains whole
+    assert cache_prefix(before, after, document(after.text), "deepseek").predicted_cached == 150
+    edited = shape("A" * 100 + "X" * 60)
+    assert cache_prefix(before, edited, document(edited.text), "deepseek").predicted_cached == 0
+    # Anthropic: nothing marked, nothing cached; the system text marked (1,024 tokens or more) is read back
+    assert cache_prefix(before, after, document(after.text), "anthropic").predicted_cached == 0
+    long_before = marked("S" * 1500 + "u" * 10, [(1500, "5m"), (1510, "")])
+    long_after = marked("S" * 1500 + "v" * 20, [(1500, "5m"), (1520, "")])
+    assert cache_prefix(long_before, long_after, document(long_after.text), "anthropic").predicted_cached == 1500

@@ -19,6 +19,7 @@ from tui.client.endpoint import Endpoint
 from tui.client.http import OpenAIClient
 from tui.client.server_cache import read_cache_facts
 from tui.context import get_tokenizer, load_template, message_from_dict
+from tui.context.cache import cache_prefix
 from tui.context.cache_predict import cache_report, held_prompt
 from tui.context.llamacpp_cache import LlamaCppCache
 from tui.context.request import RequestSettings, build_request
@@ -42,11 +43,11 @@ def facts(url: str):
 class Session:
     """Conversations sent to one server through the engine, each prediction kept beside the server's figure."""
 
-    def __init__(self, url: str, model: LlamaCppCache, raw_replies: bool = False):
-        self.url, self.model, self.raw_replies = url, model, raw_replies
+    def __init__(self, url: str, model: LlamaCppCache, raw_replies: bool = False, keep_tokens: bool = True):
+        self.url, self.model, self.raw_replies, self.keep_tokens = url, model, raw_replies, keep_tokens
         self.settings = RequestSettings(load_template(str(DATA / "templates" / "qwen3-server.jinja")),
                                         get_tokenizer("qwen3"))
-        self.number, self.rows = 0, []
+        self.number, self.rows, self.previous, self.reports = 0, [], None, []
 
     def send(self, name: str, history: list[dict], question: str) -> None:
         history.append({"role": "user", "content": question})
@@ -59,16 +60,20 @@ class Session:
         assert view.sent_tokens == usage["prompt_tokens"], name
         pieces = [bytes(entry["bytes"]).decode("utf-8", "replace") for entry in choice["logprobs"]["content"]]
         content = "".join(pieces) if self.raw_replies else choice["message"]["content"]
-        record = {"content": content, "generated": pieces}
+        record = {"content": content, "generated": pieces} if self.keep_tokens else {"content": content}
         report = cache_report(view.prefix, timings["cache_n"], view.shape, view.document, usage["prompt_tokens"])
+        previous_only = cache_prefix(self.previous, view.shape, view.document).predicted_cached  # the old rule
+        self.reports.append(report)
         self.rows.append((name, view.prefix.predicted_cached, timings["cache_n"], view.prefix.source,
-                          view.prefix.place, view.prefix.cause_class, report.agrees))
+                          view.prefix.place, view.prefix.cause_class, report.agrees, previous_only))
+        self.previous = view.shape
         self.last = held_prompt(self.number, view.shape, record, usage, timings)
         self.model.record(self.last)
         history.append({"role": "assistant", "content": content})
 
     def check(self) -> None:
-        print("request, predicted, server cache_n, source, place, cause:", *self.rows, sep="\n  ")
+        print("request, predicted, server cache_n, source, place, cause, agrees, previous-only rule:", *self.rows,
+              sep="\n  ")
         for row in self.rows:
             assert abs(row[1] - row[2]) <= 1 and row[6], self.rows
 
@@ -114,6 +119,7 @@ def test_returning_to_earlier_conversations_one_slot(one_slot):
     rows = {row[0]: row for row in session.rows}
     # going back to A after B reuses A2's prompt from the host cache, not the slot's B2
     assert rows["A3"][3] == 2 and rows["A3"][4].startswith("prompt cache") and rows["A3"][2] > 400
+    assert rows["A3"][7] < 30  # comparing with the previous request only (B2) missed it: the issue's 724 vs 232
     assert rows["B3"][3] == 4 and rows["B3"][2] > 400
     assert rows["C1"][5] == "system prompt" and rows["C1"][2] < 20
     assert rows["A2"][5] == "reply re-rendered"  # the server strips the reply's leading space
@@ -143,6 +149,19 @@ def test_replies_resent_as_generated_are_reused(one_slot):
     session.rows = session.rows[1:]
     session.check()
     assert all(row[5] == "appended" for row in session.rows[1:]), session.rows
+
+
+def test_without_the_generated_tokens_the_report_names_the_reply(one_slot):
+    """Without logprobs the reply's text stands for its tokens; this server strips the leading space of the
+    first one, so the prediction counts 3 reply tokens the server did not reuse, and the report says so."""
+    session = Session(one_slot, LlamaCppCache(facts(one_slot).config()), keep_tokens=False)
+    session.send("prime", [system("plums")], "Priming?")
+    talk = [system("kiwis")]
+    session.send("E1", talk, "First?")
+    session.send("E2", talk, "Second?")
+    predicted, reported, report = session.rows[-1][1], session.rows[-1][2], session.reports[-1]
+    assert predicted - reported == 3 and not report.agrees  # the 3 " hello" tokens the slot keeps of 4
+    assert report.cause_class == "reply re-rendered" and "logprobs" in report.explanation
 
 
 def test_prompt_cache_token_limit_drops_the_oldest_prompt():

@@ -92,6 +92,21 @@ def predict_cached(rule: str, prefix_tokens: int, total_tokens: int, model: obje
     return prefix_cached(found, prefix_tokens, total_tokens, model) if found is not TABLE["none"] else 0
 
 
+def _cached_after(rule: str, previous: RequestShape, current: RequestShape, shared: int) -> int:
+    """What `rule` reuses when the previous request is the only one sent: rules that read only stored
+    units or marked breakpoints ask the provider model (with that one request), the others count the prefix."""
+    from .cache_rules import BREAKPOINTS, UNITS, rule_for
+
+    if rule_for(rule).kind not in (BREAKPOINTS, UNITS):
+        return predict_cached(rule, shared, current.tokens.total)
+    from .cache_history import HeldPrompt
+    from .provider_cache import ProviderCache
+
+    model = ProviderCache(rule)
+    model.record(HeldPrompt(1, previous, previous.tokens.total))
+    return model.predict(current).cached
+
+
 def cache_prefix(previous: RequestShape | None, current: RequestShape, document: Document,
                  rule: str = "llama.cpp") -> CachePrefix:
     """The prefix `current` shares with the previous request, and what `rule` reuses of it."""
@@ -104,7 +119,7 @@ def cache_prefix(previous: RequestShape | None, current: RequestShape, document:
     shared = min(current.tokens.tokens_before(boundary), previous.tokens.total)
     cause = classify(previous, current, document, boundary)
     return CachePrefix(boundary, shared, total, cause.message, cause.span_kind, cause.text,
-                       predict_cached(rule, shared, total), rule, cause.kind,
+                       _cached_after(rule, previous, current, shared), rule, cause.kind,
                        diverges=excerpt(current.text, at := token_start(current.tokens, shared)),
                        diverged=excerpt(previous.text, at))
 
