@@ -148,3 +148,20 @@ def test_against_the_previous_request_only_every_rule_applies():
     long_before = marked("S" * 1500 + "u" * 10, [(1500, "5m"), (1510, "")])
     long_after = marked("S" * 1500 + "v" * 20, [(1500, "5m"), (1520, "")])
     assert cache_prefix(long_before, long_after, document(long_after.text), "anthropic").predicted_cached == 1500
+
+
+def test_anthropic_prediction_names_where_the_prompts_part():
+    from tui.context.cache_predict import predict_prefix
+    from tui.context.document import Document, Span
+
+    cache = ProviderCache("anthropic", "claude-sonnet-4-5")
+    cache.record(HeldPrompt(1, marked("S" * 1500 + "u" * 10, [(1500, "5m"), (1510, "")]), 1510))
+    current = marked("S" * 1500 + "v" * 20, [(1500, "5m"), (1520, "")])
+    document = Document(current.text, [Span(0, 1500, 0, "content"), Span(1500, 1520, 1, "content")],
+                        ["system", "user"])
+    current.message_ids, current.message_texts, current.message_roles = ["m0", "m1"], ["S" * 1500, "v" * 20], \
+        ["system", "user"]
+    prefix = predict_prefix(cache, current, document, "anthropic")
+    # 1,500 read from request 1's entry; the prompts part at character 1,500, in the user's message
+    assert (prefix.predicted_cached, prefix.source, prefix.chars, prefix.message) == (1500, 1, 1500, 1)
+    assert prefix.diverges.startswith("v") and prefix.diverged.startswith("u")

@@ -98,8 +98,8 @@ class ProviderCache:
                 live[current.tokens.tokens_before(chars)] = number
         minimum = minimum_for(self.rule, self.model)
         usage = breakpoint_usage(ends, marked, live, current.tokens.total, minimum, self.rule)
-        source = live.get(usage.read)
-        reuse = Reuse(source, Shared(source, 0, usage.read)) if source is not None and usage.read else None
+        source = next((h for h in alive if h.number == live.get(usage.read)), None) if usage.read else None
+        reuse = Reuse(source.number, shared_prefix(source, current, 0)) if source is not None else None
         return ProviderPrediction(usage.read, reuse, usage.write, notes=[usage.problem] if usage.problem else [])
 
     def _entries(self, alive: list[HeldPrompt], now: float | None) -> dict[tuple[int, str], int]:
