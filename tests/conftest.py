@@ -54,23 +54,35 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@contextmanager
-def started_llama(**settings: str):
-    """A real llama.cpp server of its own on a free port, with the start script's settings
-    (LLAMA_CTX="512", LLAMA_SERVER_ARGS="--context-shift"): yields its base URL (…/v1)."""
+def start_llama_server(**env: str):
+    """Start a real llama.cpp server on a free port with `env` (LLAMA_PARALLEL, LLAMA_CTX, LLAMA_SERVER_ARGS...).
+
+    Returns (base URL …/v1, stop function); skips (or fails under CI) without ../shared.
+    """
     script = SHARED / "server" / "start-llama-server.sh"
     if not script.exists():
         need_shared("the real llama.cpp server is needed")
     port = free_port()
-    env = {**os.environ, **settings}
-    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **env})
     if result.returncode != 0:
         pytest.fail(f"llama-server did not start: {result.stderr[-2000:]}")
-    url = result.stdout.strip().splitlines()[-1]
+
+    def stop() -> None:
+        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+
+    return result.stdout.strip().splitlines()[-1], stop
+
+
+@contextmanager
+def started_llama(**settings: str):
+    """A real llama.cpp server of its own on a free port, with the start script's settings
+    (LLAMA_CTX="512", LLAMA_SERVER_ARGS="--context-shift"): yields its base URL (…/v1)."""
+    url, stop = start_llama_server(**settings)
     try:
         yield url
     finally:
-        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60, env=env)
+        stop()
 
 
 @pytest.fixture(scope="session")

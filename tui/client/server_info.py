@@ -18,7 +18,8 @@ from .http import OpenAIClient
 from .schemas import LMStudioModels, ModelList, OllamaPs, OllamaShow, Props, Version, context_size, convert
 
 HOSTED = {"api.openai.com": "openai", "openrouter.ai": "openrouter", "api.together.xyz": "together",
-          "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek"}
+          "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek",
+          "api.anthropic.com": "anthropic", "generativelanguage.googleapis.com": "gemini"}
 
 
 @dataclass

@@ -50,7 +50,9 @@ def view_json(view: RequestView) -> dict:
                    for f in view.forged],
         "cache_prefix": {"chars": prefix.chars, "tokens": prefix.tokens, "total_tokens": prefix.total_tokens,
                          "cause": prefix.cause, "predicted_cached": prefix.predicted_cached, "rule": prefix.rule,
-                         "message": view.origin[prefix.message] if prefix.message is not None else None},
+                         "message": view.origin[prefix.message] if prefix.message is not None else None,
+                         "cause_class": prefix.cause_class, "divergent_token": prefix.divergent_token,
+                         "diverges": prefix.diverges, "diverged": prefix.diverged},
     })
     return data
 

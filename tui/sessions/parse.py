@@ -119,7 +119,8 @@ def _request(item: schema.RequestIn) -> RequestRecord:
         cached_reported=item.cached_reported, timings=item.timings, document_hash=item.document_hash,
         document_tokens=item.document_tokens, tokens_exact=item.tokens_exact,
         dropped=[msgspec.structs.asdict(entry) for entry in item.dropped], predicted_cached=item.predicted_cached,
-        cache_cause=item.cache_cause, keep_all_tokens=item.keep_all_tokens, template=item.template,
+        cache_cause=item.cache_cause, cache_class=item.cache_class, cache_source=item.cache_source,
+        cache_place=item.cache_place, keep_all_tokens=item.keep_all_tokens, template=item.template,
         tokenizer=item.tokenizer, message_count=item.message_count, message_ids=list(item.message_ids),
         fit=_plain(item.fit), received=_plain(item.received), cost=_plain(item.cost))
 

@@ -187,9 +187,13 @@ class Timings(Struct):
     cache_n: Int(0, BIG) | None = None
 
 
+MAX_GENERATED = 1_000_000  # generated tokens described by one reply
+
+
 class Reply(Struct):
     content: Text | None = None
     reasoning: Text | None = None
+    generated: List(Wire, MAX_GENERATED) | None = None  # each generated token's text, when the server said
     tool_calls: List(ToolCall, MAX_TOOL_CALLS) | None = None
     finish_reason: Wire | None = None
     usage: Usage | None = None
@@ -326,6 +330,9 @@ class RequestIn(Struct):
     dropped: List(DroppedIn, MAX_MESSAGES) = []
     predicted_cached: Int(0, BIG) | None = None
     cache_cause: Note = ""
+    cache_class: Name = ""
+    cache_source: Int(1, MAX_REQUESTS) | None = None
+    cache_place: Name = ""
     keep_all_tokens: Int(0, BIG) = 0
     template: Name = ""
     tokenizer: PathText = ""
