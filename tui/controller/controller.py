@@ -232,13 +232,19 @@ class Controller:
         self.notify("the conversation changed meanwhile: nothing was done", severity="warning")
         return True
 
+    def _answering(self) -> bool:
+        """True (and said) while a reply streams: the conversation it answers is not changed under it."""
+        if self.streaming:
+            self.notify("a reply is still streaming: Esc stops it first", severity="warning")
+        return self.streaming
+
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
+        if not self._answering() and not self._stale(index, expected):
             self.wb.edit(index, text)
             self.changed()
 
     def delete(self, index: int, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
+        if not self._answering() and not self._stale(index, expected):
             self.wb.delete(index)
             self.changed()
 
@@ -259,6 +265,8 @@ class Controller:
     def attach(self, text: str, label: str) -> None:
         """A pasted document, or the file named `file:PATH` when nothing was pasted (read off the loop)."""
         path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
+        if self._answering():  # it would land between the question and its reply
+            return
         if not text.strip():
             if path is not None:  # nothing pasted: the file named is read, if it is one
                 self.runtime.spawn(lambda: self._attach_file(path, label), "attach")
@@ -274,7 +282,7 @@ class Controller:
         except OSError as exc:
             self.notify(f"cannot read {path}: {exc}", severity="error")
             return
-        if text is not None:
+        if text is not None and not self._answering():
             self.wb.add_document(text, label)
             self.changed()
 
