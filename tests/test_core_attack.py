@@ -12,7 +12,7 @@ import pytest
 
 from controller_helpers import Harness, connected, conversation, harness  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
-from tui.controller.events import ReplyEnded, ReplyProgress, ReplyStarted, SessionChanged
+from tui.controller.events import Notice, ReplyEnded, ReplyProgress, ReplyStarted, SessionChanged
 from tui.sessions.store import load_session
 
 
@@ -33,27 +33,44 @@ async def _until_done(made: Harness) -> None:
 
 
 @pytest.mark.parametrize("how", ["new session", "open file"])
-async def test_switching_session_while_streaming_keeps_the_reply_in_its_own_session(tmp_path, monkeypatch, how):
-    """A reply still arriving when another session is opened: nothing of it is shown in the other session,
-    and all of it (not only what had arrived at the switch) is saved in its own file."""
+async def test_switching_session_while_streaming_is_refused(tmp_path, monkeypatch, how):
+    """Opening another session while a reply streams drew the rest of the reply into the other session and
+    never saved it in its own: now the switch is refused (said), as a second send is."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FaultServer(delay=0.1) as server:
         made = await connected(tmp_path, server.url + "/slow")
         ctl = made.ctl
         other = tmp_path / "other.ctxpane.json"
-        if how == "open file":
-            from tui.sessions.store import save_session
-            save_session(conversation(), other)
+        from tui.sessions.store import save_session
+        save_session(conversation(), other)
+        assert ctl.submit("tell me a story")
+        await _first_progress(made)
+        first = ctl.wb.session
+        ctl.new_session() if how == "new session" else ctl.open_file(other)
+        await _until_done(made)
+        assert ctl.wb.session is first and first.messages[-1].text() == "partial reply kept"
+        assert any("still streaming" in e.text for e in made.of(Notice))
+        ctl.close()
+
+
+async def test_a_reply_that_ends_after_another_session_opened_stays_in_its_own(tmp_path, monkeypatch):
+    """A session adopted while a reply streams (its file was being read when the send began): nothing of the
+    reply is shown in it, and all of the reply (not only what had arrived) is saved in its own file."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(delay=0.1) as server:
+        made = await connected(tmp_path, server.url + "/slow")
+        ctl = made.ctl
         assert ctl.submit("tell me a story")
         await _first_progress(made)
         first_file = ctl.file.session_file
-        ctl.new_session() if how == "new session" else ctl.open_file(other)
-        await made.idle(0.05)
-        switched = max(i for i, e in enumerate(made.events) if isinstance(e, SessionChanged))
+        ctl.file.autosave(now=True)
+        ctl.adopt(conversation(), None)  # what _open_file ends in
+        switched = len(made.events)
         await _until_done(made)
         after = made.events[switched:]
-        assert not [e for e in after if isinstance(e, (ReplyProgress, ReplyStarted))], \
+        assert not [e for e in after if isinstance(e, (ReplyProgress, ReplyStarted, ReplyEnded))], \
             "the old session's reply is streamed into the newly opened one"
+        assert ctl.wb.session.messages[-1].text() == "And the price?"
         saved = load_session(first_file).session
         assert saved.messages[-1].role == "assistant"
         assert saved.messages[-1].text() == "partial reply kept", "the end of the reply was never saved"
@@ -127,3 +144,111 @@ async def test_a_document_attached_while_a_reply_streams_does_not_split_question
         messages = ctl.wb.session.messages
         assert messages[-1].role == "assistant" and messages[-2].text() == "tell me a story"
         ctl.close()
+
+
+async def test_a_save_that_fails_is_said_and_quitting_reports_it(harness, tmp_path):
+    """The session's file replaced by a directory: the failed save is told, and quitting says it too."""
+    from tui.controller.events import Notice
+    from tui.sessions.store import save_session
+    path = tmp_path / "s.ctxpane.json"
+    save_session(conversation(), path)
+    ctl = await harness.ready(load_session(path).session, path)
+    path.unlink()
+    path.mkdir()
+    ctl.edit(1, "changed")
+    await harness.idle(0.6)
+    assert any("could not save" in e.text for e in harness.of(Notice)), [e.text for e in harness.of(Notice)]
+    ctl.edit(1, "changed again")
+    ctl.close()
+    assert ctl.file.save_failure and "could not save" in ctl.file.save_failure
+
+
+async def test_a_slow_local_tokenizer_load_never_replaces_the_servers_own(tmp_path, monkeypatch):
+    """At start-up the local tokenizer loads while the app connects. When the server's own (exact) tokenizer
+    arrives first, the local one finishing later must not take its place."""
+    import time
+
+    import tui.controller.tokenizing as tokenizing
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    real = tokenizing.get_tokenizer
+
+    def slow(spec):
+        time.sleep(3)
+        loaded.append(spec)
+        return real(spec)
+    loaded = []
+    monkeypatch.setattr(tokenizing, "get_tokenizer", slow)
+    with FaultServer(delay=0.01) as server:
+        made = Harness(tmp_path, base_url=server.url + "/llama", tokenizer="")
+        ctl = made.ctl
+        ctl.adopt(conversation(), None)
+        ctl.load_tokenizer()  # as _after_first_frame does: the load first, then connect
+        ctl.connect()
+        for _ in range(200):  # not made.idle(): it would wait for the slow load too
+            await asyncio.sleep(0.02)
+            if ctl.client is not None and ctl.wb.exact:
+                break
+        assert ctl.wb.exact and not loaded, "the server's tokenizer never came before the local one"
+        server_tokenizer = ctl.wb.tokenizer
+        await asyncio.sleep(3.5)
+        await made.idle(0.1)
+        assert loaded, "the local load never ran"
+        assert ctl.wb.tokenizer is server_tokenizer and ctl.wb.exact, \
+            f"{ctl.wb.tokenizer.name} (exact={ctl.wb.exact}) replaced the server's {server_tokenizer.name}"
+        ctl.close()
+
+
+# -- the chat view at the edges -------------------------------------------------------------------------------
+
+async def test_the_chat_view_survives_deletes_under_the_cursor_a_tiny_screen_and_an_empty_session():
+    from test_chat_view import PanelHarness, numbered
+    from tui.app.chat_panel import ChatPanel
+    from tui.app.chat_view import ChatView
+    from tui.app.updates import ChatUpdated, ReplyUpdated
+    from tui.controller.snapshot import ChatState
+    app = PanelHarness()
+    messages = tuple(numbered(10_000, words=2).messages)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(ChatPanel)
+        panel.post_message(ChatUpdated(ChatState(0, messages)))
+        await pilot.pause()
+        chat = app.query_one(ChatView)
+        chat.focus()
+        await pilot.press("end")
+        assert chat.selected == 9999
+        panel.post_message(ChatUpdated(ChatState(1, messages[:5000])))  # the selected half deleted
+        panel.post_message(ReplyUpdated(ReplyStarted()))
+        panel.post_message(ReplyUpdated(ReplyProgress("a reply " * 50)))
+        await pilot.pause()
+        assert chat.selected == 4999 and panel.focused()[0] == 4999
+        await pilot.press("down", "pagedown", "enter", "up", "pageup", "home", "end")
+        await pilot.resize_terminal(20, 5)
+        await pilot.pause()
+        await pilot.press("pageup", "up", "down", "end", "enter")
+        assert chat.visible_lines() and chat.selected is not None and chat.selected < 5000
+        panel.post_message(ReplyUpdated(ReplyEnded()))
+        panel.post_message(ChatUpdated(ChatState(2, ())))  # everything deleted
+        await pilot.pause()
+        await pilot.press("up", "down", "pageup", "pagedown", "home", "end", "enter", "e", "d")
+        assert chat.selected is None and panel.focused() is None
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert len(chat.visible_lines()) == chat.size.height
+
+
+async def test_export_turns_the_session_into_markdown_off_the_event_loop(harness, tmp_path, monkeypatch):
+    """Export wrote the file in a thread but built the Markdown on the loop: 0.35 s frozen for a 20 MB session."""
+    import threading
+
+    import tui.sessions.transfer as transfer
+    ctl = await harness.ready()
+    real, threads = transfer.export_markdown, []
+
+    def spy(session):
+        threads.append(threading.current_thread())
+        return real(session)
+    monkeypatch.setattr(transfer, "export_markdown", spy)
+    ctl.export_markdown()
+    await harness.idle(0.1)
+    assert threads and threads[0] is not threading.main_thread()
+    assert list((tmp_path / "sessions").glob("*.md"))
