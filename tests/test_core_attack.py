@@ -252,3 +252,75 @@ async def test_export_turns_the_session_into_markdown_off_the_event_loop(harness
     await harness.idle(0.1)
     assert threads and threads[0] is not threading.main_thread()
     assert list((tmp_path / "sessions").glob("*.md"))
+
+
+@pytest.mark.xfail(strict=True, reason="the chat view wraps every message of the session on the event loop at open "
+                   "and again at every resize (2.1 s and 4.2 s here for 10,000 messages of 2 KB, 20 MB); a delete "
+                   "re-wraps every header after it (0.65 s). Needs lazy wrapping (estimated heights for messages "
+                   "off screen), not a small fix")
+def test_a_20_mb_session_is_laid_out_and_resized_without_freezing_the_loop():
+    import time
+
+    from tui.app.chat_layout import ChatLayout
+    from tui.context.messages import Message
+    messages = [Message("user" if i % 2 == 0 else "assistant", "word " * 400 + str(i), id=f"m{i}")
+                for i in range(10_000)]
+    layout = ChatLayout()
+    took = []
+    for shown, width in ((messages, 60), (messages, 40), (messages[1:], 40)):  # open, resize, delete the first
+        start = time.perf_counter()
+        layout.update(shown, set(), {}, {}, width)
+        took.append(time.perf_counter() - start)
+    assert max(took) < 0.25, [round(t, 2) for t in took]
+
+
+@pytest.mark.parametrize("change", ["edit", "template", "tokenizer", "open another", "draft"])
+async def test_a_computation_under_way_never_lands_over_a_newer_state(harness, change):
+    """The worker is held inside a computation while the state changes; when it is let go, the pane ends
+    with the newer state's view, and no view of the older state is shown after the change."""
+    import threading
+
+    from tui.context.template_library import builtin_template
+    from tui.controller.events import PaneChanged
+    from tui.sessions.model import Session
+    ctl = await harness.ready()
+    gate, entered = threading.Event(), threading.Event()
+    real = type(ctl.wb).compute
+
+    def held(self, *args, **kwargs):
+        if not gate.is_set():
+            entered.set()
+            gate.wait(10)
+        return real(self, *args, **kwargs)
+    type(ctl.wb).compute = held
+    try:
+        ctl.set_draft("first draft")
+        await asyncio.to_thread(entered.wait, 10)
+        mark = len(harness.events)
+        if change == "edit":
+            ctl.edit(1, "What is the NEW quota?")
+            wanted = "What is the NEW quota?"
+        elif change == "template":
+            ctl.set_template("llama3")
+            wanted = "<|start_header_id|>"
+        elif change == "tokenizer":
+            from tui.context.tokens import get_tokenizer
+            ctl.use_tokenizer(get_tokenizer("cl100k_base"), None)
+            wanted = "first draft"
+        elif change == "open another":
+            from tui.context.messages import Message
+            ctl.adopt(Session(messages=[Message("user", "another session entirely", id="x1")]), None)
+            wanted = "another session entirely"
+        else:
+            ctl.set_draft("second draft")
+            wanted = "second draft"
+        gate.set()
+        await harness.idle(0.6)
+    finally:
+        type(ctl.wb).compute = real
+    panes = [e.pane for e in harness.events[mark:] if isinstance(e, PaneChanged)]
+    assert panes and wanted in panes[-1].view.document.text
+    assert all(p.generation >= panes[0].generation for p in panes)
+    assert ctl.wb.view is panes[-1].view
+    if change == "tokenizer":
+        assert panes[-1].view.snapshot.counts is not None and ctl.wb.tokenizer.name == "cl100k_base"
