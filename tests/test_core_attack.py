@@ -324,3 +324,36 @@ async def test_a_computation_under_way_never_lands_over_a_newer_state(harness, c
     assert ctl.wb.view is panes[-1].view
     if change == "tokenizer":
         assert panes[-1].view.snapshot.counts is not None and ctl.wb.tokenizer.name == "cl100k_base"
+
+
+async def test_resend_offline_says_why_nothing_happens(harness):
+    from tui.controller.events import Notice
+    ctl = await harness.ready()
+    before = len(harness.of(Notice))
+    ctl.resend_from(3)
+    assert len(harness.of(Notice)) > before and "offline" in harness.of(Notice)[-1].text
+
+
+async def test_the_edit_dialog_is_not_opened_while_a_reply_streams(tmp_path, monkeypatch):
+    """Edit (e) on a message while a reply streams: refused when the key is pressed, not after the user has
+    typed the whole edit into the dialog (which the controller would then refuse)."""
+    from app_helpers import isolated, make_app, settle
+    from tui.app.chat_view import ChatView
+    from tui.app.edit_screen import EditScreen
+    isolated(monkeypatch, tmp_path)
+    with FaultServer(delay=0.3) as server:
+        app = make_app(tmp_path, flags={"base_url": f"{server.url}/slow"})
+        async with app.run_test(size=(120, 30), notifications=True) as pilot:
+            await settle(pilot, app)
+            await pilot.press(*"tell me", "enter")
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if app.controller.streaming and app.query_one(ChatView).has_reply:
+                    break
+            app.query_one(ChatView).focus()
+            await pilot.press("home", "e")
+            await pilot.pause()
+            assert not isinstance(app.screen, EditScreen)
+            assert any("still streaming" in n.message for n in app._notifications)
+            app.controller.stop()
+            await settle(pilot, app)

@@ -212,7 +212,10 @@ class Controller:
 
     def resend_from(self, index: int, expected: Message | None = None) -> None:
         """Drop what follows the user message at or before `index`, and send the conversation again."""
-        if self.client is None or self.streaming or self._stale(index, expected):
+        if self.client is None:
+            self.notify("offline: start with --base-url URL to send", severity="warning")
+            return
+        if self.answering() or self._stale(index, expected):
             return
         messages = self.wb.session.messages
         while index >= 0 and messages[index].role != "user":
@@ -232,19 +235,19 @@ class Controller:
         self.notify("the conversation changed meanwhile: nothing was done", severity="warning")
         return True
 
-    def _answering(self) -> bool:
+    def answering(self) -> bool:
         """True (and said) while a reply streams: the conversation it answers is not changed under it."""
         if self.streaming:
             self.notify("a reply is still streaming: Esc stops it first", severity="warning")
         return self.streaming
 
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
-        if not self._answering() and not self._stale(index, expected):
+        if not self.answering() and not self._stale(index, expected):
             self.wb.edit(index, text)
             self.changed()
 
     def delete(self, index: int, expected: Message | None = None) -> None:
-        if not self._answering() and not self._stale(index, expected):
+        if not self.answering() and not self._stale(index, expected):
             self.wb.delete(index)
             self.changed()
 
@@ -265,7 +268,7 @@ class Controller:
     def attach(self, text: str, label: str) -> None:
         """A pasted document, or the file named `file:PATH` when nothing was pasted (read off the loop)."""
         path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
-        if self._answering():  # it would land between the question and its reply
+        if self.answering():  # it would land between the question and its reply
             return
         if not text.strip():
             if path is not None:  # nothing pasted: the file named is read, if it is one
@@ -282,7 +285,7 @@ class Controller:
         except OSError as exc:
             self.notify(f"cannot read {path}: {exc}", severity="error")
             return
-        if text is not None and not self._answering():
+        if text is not None and not self.answering():
             self.wb.add_document(text, label)
             self.changed()
 

@@ -62,7 +62,7 @@ class Opening:
 
     def open_file(self, path: Path | None) -> None:
         ctl = self.ctl
-        if path is not None and path != ctl.file.session_file and not ctl._answering():
+        if path is not None and path != ctl.file.session_file and not ctl.answering():
             ctl.runtime.spawn(lambda: self._open_file(path), "open")
 
     async def _open_file(self, path: Path) -> None:
@@ -77,7 +77,7 @@ class Opening:
 
     def new_session(self) -> None:
         ctl = self.ctl
-        if ctl._answering():  # the reply would have to land in a session no longer shown
+        if ctl.answering():  # the reply would have to land in a session no longer shown
             return
         ctl.file.autosave(now=True)
         ctl.adopt(Session(base_url=ctl.wb.session.base_url, model=ctl.wb.session.model), None)
@@ -86,7 +86,7 @@ class Opening:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""
         from tui.sessions.transfer import resend_session
         ctl = self.ctl
-        if ctl._answering():
+        if ctl.answering():
             return False
         try:
             copy = resend_session(session, step)
