@@ -357,3 +357,27 @@ async def test_the_edit_dialog_is_not_opened_while_a_reply_streams(tmp_path, mon
             assert any("still streaming" in n.message for n in app._notifications)
             app.controller.stop()
             await settle(pilot, app)
+
+
+async def test_a_slow_open_does_not_replace_a_session_started_after_it(harness, tmp_path, monkeypatch):
+    """Open a big session (its file is read in a thread), then New session before the read ends: the session
+    the user asked for last stays open; the older request does not land over it a moment later."""
+    import time
+
+    import tui.controller.opening as opening
+    from tui.sessions.store import save_session
+    ctl = await harness.ready()
+    path = tmp_path / "big.ctxpane.json"
+    save_session(conversation(), path)
+    real = opening.load_session
+
+    def slow(p):
+        time.sleep(0.5)
+        return real(p)
+    monkeypatch.setattr(opening, "load_session", slow)
+    ctl.open_file(path)
+    await asyncio.sleep(0.05)
+    ctl.new_session()
+    assert ctl.wb.session.messages == []
+    await harness.idle(0.8)
+    assert ctl.wb.session.messages == [] and ctl.file.session_file != path, "the older open landed over the new session"

@@ -67,10 +67,13 @@ class Opening:
 
     async def _open_file(self, path: Path) -> None:
         ctl = self.ctl
+        wb = ctl.wb  # the session open when it was asked for
         try:
             opened = await asyncio.to_thread(load_session, path)
         except SessionFileError as exc:
             ctl.notify(visible(str(exc)), title="cannot open session", severity="error")
+            return
+        if ctl.wb is not wb or ctl.answering():  # another session was asked for since, or a send began: it stays
             return
         ctl.file.autosave(now=True)
         ctl.adopt(opened.session, path, opened.read_only)
