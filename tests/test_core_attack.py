@@ -381,3 +381,26 @@ async def test_a_slow_open_does_not_replace_a_session_started_after_it(harness, 
     assert ctl.wb.session.messages == []
     await harness.idle(0.8)
     assert ctl.wb.session.messages == [] and ctl.file.session_file != path, "the older open landed over the new session"
+
+
+async def test_a_file_attached_lands_in_the_session_it_was_attached_to(harness, tmp_path, monkeypatch):
+    """file:PATH is read in a thread; a session opened before the read ends must not receive the document."""
+    import time
+    from pathlib import Path
+
+    from tui.sessions.model import Session
+    ctl = await harness.ready()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Quota: 250 GB.")
+    real = Path.read_text
+
+    def slow(self, *args, **kwargs):
+        if self.name == "notes.txt":
+            time.sleep(0.4)
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "read_text", slow)
+    ctl.attach("", f"file:{notes}")
+    await asyncio.sleep(0.05)
+    ctl.adopt(Session(title="another"), None)
+    await harness.idle(0.6)
+    assert ctl.wb.session.messages == [], "the document was attached to the session opened meanwhile"

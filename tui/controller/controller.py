@@ -272,18 +272,22 @@ class Controller:
             return
         if not text.strip():
             if path is not None:  # nothing pasted: the file named is read, if it is one
-                self.runtime.spawn(lambda: self._attach_file(path, label), "attach")
+                wb = self.wb
+                self.runtime.spawn(lambda: self._attach_file(path, label, wb), "attach")
             return
         self.wb.add_document(text, label or "document")
         self.changed()
 
-    async def _attach_file(self, path: Path, label: str) -> None:
+    async def _attach_file(self, path: Path, label: str, wb: Workbench | None = None) -> None:
         def read() -> str | None:
             return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
         try:
             text = await asyncio.to_thread(read)
         except OSError as exc:
             self.notify(f"cannot read {path}: {exc}", severity="error")
+            return
+        if wb is not None and self.wb is not wb:  # read while another session was opened: not into that one
+            self.notify(f"{path.name} was not attached: another session was opened meanwhile", severity="warning")
             return
         if text is not None and not self.answering():
             self.wb.add_document(text, label)
