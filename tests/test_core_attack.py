@@ -404,3 +404,24 @@ async def test_a_file_attached_lands_in_the_session_it_was_attached_to(harness, 
     ctl.adopt(Session(title="another"), None)
     await harness.idle(0.6)
     assert ctl.wb.session.messages == [], "the document was attached to the session opened meanwhile"
+
+
+async def test_what_is_typed_while_looking_for_a_server_stays_the_draft(tmp_path, monkeypatch):
+    """No server found: the sample session is opened, and the composer's text stays the draft the pane shows."""
+    import tui.client.connect as client_connect
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    async def nothing_found():
+        await asyncio.sleep(0.2)
+        return None
+    monkeypatch.setattr(client_connect, "scan_local", nothing_found)
+    made = Harness(tmp_path, base_url="", scan_local=True, source={})
+    ctl = made.ctl
+    ctl.adopt(conversation().__class__(), None)
+    ctl.connect()
+    await asyncio.sleep(0.05)
+    ctl.set_draft("typed while it looked")
+    await made.idle(0.5)
+    assert ctl.wb.session.messages, "the sample session was not opened"
+    assert ctl.wb.draft == "typed while it looked"
+    ctl.close()
