@@ -425,3 +425,19 @@ async def test_what_is_typed_while_looking_for_a_server_stays_the_draft(tmp_path
     assert ctl.wb.session.messages, "the sample session was not opened"
     assert ctl.wb.draft == "typed while it looked"
     ctl.close()
+
+
+async def test_a_template_that_refuses_is_said_once_not_on_every_keystroke(harness):
+    """A template that rejects the conversation: typing ten characters gave ten error notifications (10 s each)."""
+    from tui.context.template_library import template_from_text
+    from tui.controller.events import Notice
+    ctl = await harness.ready()
+    ctl.wb.set_template(template_from_text("{{ raise_exception('no, not this one') }}", "server:test", "t"))
+    ctl.refresh()
+    await harness.idle(0.1)
+    for n in range(1, 11):
+        ctl.set_draft("typing"[:n] if n <= 6 else "typing" + "!" * (n - 6))
+        await harness.idle(0.02)
+    await harness.idle(0.5)
+    said = [e for e in harness.of(Notice) if "rejects the conversation" in e.text]
+    assert len(said) == 1, len(said)

@@ -58,6 +58,7 @@ class Controller:
         self.worker = ComputeWorker()
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
+        self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
         self._probed = None  # the template the worker has probed for splicing (tui/context/incremental.py)
 
     # -- reading the state --------------------------------------------------------------------------
@@ -171,14 +172,17 @@ class Controller:
             return False
         dropped_before = self._dropped()
         self.wb.view = view
+        self._template_said = None  # the template takes the conversation again: a later refusal is said
         if self._dropped() != dropped_before:
             self.show_chat()
         self.show_pane()
         return True
 
     def _template_failed(self, exc: TemplateRenderError) -> None:
-        self.notify(f"template {self.wb.template.name} rejects the conversation: {exc}", severity="error",
-                    timeout=10)
+        said = f"template {self.wb.template.name} rejects the conversation: {exc}"
+        if said != self._template_said:  # said once, not again on every keystroke while it keeps refusing
+            self._template_said = said
+            self.notify(said, severity="error", timeout=10)
         self.wb.view = None
         self.show_chat()
 
