@@ -441,3 +441,21 @@ async def test_a_template_that_refuses_is_said_once_not_on_every_keystroke(harne
     await harness.idle(0.5)
     said = [e for e in harness.of(Notice) if "rejects the conversation" in e.text]
     assert len(said) == 1, len(said)
+
+
+async def test_the_whole_app_at_20_by_5_with_keys_pressed(tmp_path, monkeypatch):
+    from app_helpers import isolated, make_app, settle
+    from tui.sessions.store import save_session
+    isolated(monkeypatch, tmp_path)
+    path = tmp_path / "s.ctxpane.json"
+    save_session(conversation(), path)
+    app = make_app(tmp_path, offline=True, file=path)
+    async with app.run_test(size=(20, 5)) as pilot:
+        await settle(pilot, app)
+        await pilot.press(*"hi", "tab", "up", "down", "home", "end", "pageup", "pagedown", "enter", "p", "escape")
+        await pilot.press("ctrl+t", "ctrl+t", "f5")
+        await pilot.resize_terminal(1, 1)
+        await pilot.pause()
+        await pilot.resize_terminal(120, 30)
+        await settle(pilot, app)
+        assert app.query_one("ChatView").visible_lines()
