@@ -36,7 +36,7 @@ class Dialogs:
     # -- messages -----------------------------------------------------------------------------------
     def edit_message(self) -> None:
         focused = self._focused()
-        if focused is None:
+        if focused is None or self.controller.answering():  # said now, not after the edit is typed
             return
         index, message = focused
 
@@ -47,7 +47,7 @@ class Dialogs:
 
     def delete_message(self) -> None:
         focused = self._focused()
-        if focused is None:
+        if focused is None or self.controller.answering():
             return
         index, message = focused
 
@@ -73,6 +73,9 @@ class Dialogs:
         self.app.push_screen(EditScreen("System prompt", self.controller.system_prompt()), done)
 
     def attach(self) -> None:
+        if self.controller.answering():  # said now, not after the document is pasted
+            return
+
         def done(result) -> None:
             if result is not None:
                 self.controller.attach(*result)

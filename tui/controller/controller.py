@@ -58,6 +58,7 @@ class Controller:
         self.worker = ComputeWorker()
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
+        self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
         self._probed = None  # the template the worker has probed for splicing (tui/context/incremental.py)
 
     # -- reading the state --------------------------------------------------------------------------
@@ -171,14 +172,17 @@ class Controller:
             return False
         dropped_before = self._dropped()
         self.wb.view = view
+        self._template_said = None  # the template takes the conversation again: a later refusal is said
         if self._dropped() != dropped_before:
             self.show_chat()
         self.show_pane()
         return True
 
     def _template_failed(self, exc: TemplateRenderError) -> None:
-        self.notify(f"template {self.wb.template.name} rejects the conversation: {exc}", severity="error",
-                    timeout=10)
+        said = f"template {self.wb.template.name} rejects the conversation: {exc}"
+        if said != self._template_said:  # said once, not again on every keystroke while it keeps refusing
+            self._template_said = said
+            self.notify(said, severity="error", timeout=10)
         self.wb.view = None
         self.show_chat()
 
@@ -212,7 +216,10 @@ class Controller:
 
     def resend_from(self, index: int, expected: Message | None = None) -> None:
         """Drop what follows the user message at or before `index`, and send the conversation again."""
-        if self.client is None or self.streaming or self._stale(index, expected):
+        if self.client is None:
+            self.notify("offline: start with --base-url URL to send", severity="warning")
+            return
+        if self.answering() or self._stale(index, expected):
             return
         messages = self.wb.session.messages
         while index >= 0 and messages[index].role != "user":
@@ -232,13 +239,19 @@ class Controller:
         self.notify("the conversation changed meanwhile: nothing was done", severity="warning")
         return True
 
+    def answering(self) -> bool:
+        """True (and said) while a reply streams: the conversation it answers is not changed under it."""
+        if self.streaming:
+            self.notify("a reply is still streaming: Esc stops it first", severity="warning")
+        return self.streaming
+
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
+        if not self.answering() and not self._stale(index, expected):
             self.wb.edit(index, text)
             self.changed()
 
     def delete(self, index: int, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
+        if not self.answering() and not self._stale(index, expected):
             self.wb.delete(index)
             self.changed()
 
@@ -259,14 +272,17 @@ class Controller:
     def attach(self, text: str, label: str) -> None:
         """A pasted document, or the file named `file:PATH` when nothing was pasted (read off the loop)."""
         path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
+        if self.answering():  # it would land between the question and its reply
+            return
         if not text.strip():
             if path is not None:  # nothing pasted: the file named is read, if it is one
-                self.runtime.spawn(lambda: self._attach_file(path, label), "attach")
+                wb = self.wb
+                self.runtime.spawn(lambda: self._attach_file(path, label, wb), "attach")
             return
         self.wb.add_document(text, label or "document")
         self.changed()
 
-    async def _attach_file(self, path: Path, label: str) -> None:
+    async def _attach_file(self, path: Path, label: str, wb: Workbench | None = None) -> None:
         def read() -> str | None:
             return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
         try:
@@ -274,7 +290,10 @@ class Controller:
         except OSError as exc:
             self.notify(f"cannot read {path}: {exc}", severity="error")
             return
-        if text is not None:
+        if wb is not None and self.wb is not wb:  # read while another session was opened: not into that one
+            self.notify(f"{path.name} was not attached: another session was opened meanwhile", severity="warning")
+            return
+        if text is not None and not self.answering():
             self.wb.add_document(text, label)
             self.changed()
 

@@ -64,6 +64,19 @@ class Sending:
         self._begun = True
         ctl = self.ctl
         wb = ctl.wb  # the session this request belongs to, even if another is opened meanwhile
+        ctl.file.autosave(now=True)  # the user's message is on disk, and the session has its file
+        path = None if ctl.read_only else ctl.file.session_file
+
+        def save() -> None:
+            """This request's session to its own file, also when another session is open by now."""
+            if ctl.wb is wb:
+                ctl.file.save()
+            elif path is not None:
+                ctl.file.save_to(wb.session, path)
+
+        def progress(r) -> None:
+            if ctl.wb is wb:  # another session is shown: the reply is not drawn into it
+                ctl.reply_progress(r.content, r.reasoning, r.tool_calls)
         record, reply, note = None, None, NOT_SENT
         try:
             view = await self._prepare(wb)
@@ -74,18 +87,17 @@ class Sending:
                 return
             body = wb.request_body(view)
             record = wb.start_record(body, view)
-            ctl.changed(save=False, compute=False)
-            ctl.show_pane()
-            ctl.reply_started()
-            ctl.file.autosave(now=True)
+            if ctl.wb is wb:
+                ctl.changed(save=False, compute=False)
+                ctl.show_pane()
+                ctl.reply_started()
+            save()
 
             def checkpoint(progress) -> None:
                 wb.update_record(record, progress)
-                if ctl.wb is wb:
-                    ctl.file.save()
+                save()
             reply, note = await stream_reply(
-                ctl.client, body, lambda r: ctl.reply_progress(r.content, r.reasoning, r.tool_calls), checkpoint,
-                lambda text: ctl.status(text, "yellow"))
+                ctl.client, body, progress, checkpoint, lambda text: ctl.wb is wb and ctl.status(text, "yellow"))
         finally:
             self.streaming = False
             if record is not None:
@@ -93,8 +105,8 @@ class Sending:
                     from tui.client.reply import Reply
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
+                save()
                 if ctl.wb is wb:
-                    ctl.file.save()
                     ctl.reply_ended(note)
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")
