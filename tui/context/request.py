@@ -38,6 +38,7 @@ class RequestSettings:
     fences: FenceStyle = field(default_factory=FenceStyle)
     cache_rule: str = "llama.cpp"
     exact: bool | None = None
+    content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
 
 
 @dataclass
@@ -174,7 +175,7 @@ def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> 
 
 def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
     return assemble(wire, settings.template, settings.tokenizer, settings.variables,
-                    settings.add_generation_prompt, settings.tools, cache, settings.exact)
+                    settings.add_generation_prompt, settings.tools, cache, settings.exact, settings.content_specials)
 
 
 def _tail_start(document: Document) -> int:
@@ -242,7 +243,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     plan = _judged(plan, snapshot.counts.total + sum(images[i] for i in plan.kept), settings.policy)
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
-        counts = count_tokens(document, settings.tokenizer, specials, cache)
+        counts = count_tokens(document, settings.tokenizer, specials, cache, content_specials=settings.content_specials)
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = RequestShape(document.text, token_index(document, settings.tokenizer, specials, cache),

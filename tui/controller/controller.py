@@ -359,7 +359,7 @@ class Controller:
             self.notify(visible(str(exc)), severity="error")
             template = builtin_template("chatml")
         tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
-        self.wb = Workbench(session, template, tokenizer, draft=draft)
+        self.wb = Workbench(session, template, tokenizer, draft=draft, content_specials=self.wb.content_specials)
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled

@@ -27,9 +27,9 @@ class Tokenizing:
         ctl = self.ctl
         # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
         spec = name or ctl.settings.tokenizer or offline_tokenizer_name(ctl.wb.session.tokenizer, ctl.wb.template)
-        ctl.runtime.spawn(lambda: self._load(spec), "tokenizer")
+        ctl.runtime.spawn(lambda: self._load(spec, picked=name is not None), "tokenizer")
 
-    async def _load(self, spec: str) -> None:
+    async def _load(self, spec: str, picked: bool = False) -> None:
         try:
             tokenizer = await asyncio.to_thread(get_tokenizer, spec)
         except TokenizerNotFound as exc:
@@ -37,6 +37,12 @@ class Tokenizing:
             self._failed()
             return
         self.use(tokenizer, None)
+        if picked:  # the status line said how the connection counted: say how counting goes now
+            from tui.context.assemble import is_exact
+            exact = is_exact(self.ctl.wb.template, tokenizer)
+            self.ctl.status(f"counting with {visible(tokenizer.name)}: " +
+                            ("exact" if exact else "estimate (not the model's own tokenizer)"),
+                            "green" if exact else "yellow")
 
     def _failed(self) -> None:
         """No tokenizer: the estimate stays, and the cache boundary is read with it."""

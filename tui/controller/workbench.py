@@ -54,6 +54,7 @@ class Workbench:
     template: ChatTemplate
     tokenizer: Tokenizer = field(default_factory=CharEstimate)
     exact: bool | None = None  # set when the server vouches for the tokenizer
+    content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
     cache_rule: str = "llama.cpp"
     draft: str = ""
     previous: RequestShape | None = None
@@ -75,7 +76,8 @@ class Workbench:
 
     def settings(self) -> RequestSettings:
         return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
-                               True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, self.exact)
+                               True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, self.exact,
+                               self.content_specials)
 
     def set_template(self, template: ChatTemplate) -> None:
         self.template = template
