@@ -12,7 +12,6 @@ computation never overwrites a newer view.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
@@ -257,26 +256,9 @@ class Controller:
         self.changed()
 
     def attach(self, text: str, label: str) -> None:
-        """A pasted document, or the file named `file:PATH` when nothing was pasted (read off the loop)."""
-        path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
-        if not text.strip():
-            if path is not None:  # nothing pasted: the file named is read, if it is one
-                self.runtime.spawn(lambda: self._attach_file(path, label), "attach")
-            return
-        self.wb.add_document(text, label or "document")
-        self.changed()
-
-    async def _attach_file(self, path: Path, label: str) -> None:
-        def read() -> str | None:
-            return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-        try:
-            text = await asyncio.to_thread(read)
-        except OSError as exc:
-            self.notify(f"cannot read {path}: {exc}", severity="error")
-            return
-        if text is not None:
-            self.wb.add_document(text, label)
-            self.changed()
+        """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
+        from .attaching import Attaching
+        Attaching(self).attach(text, label)
 
     # -- settings -----------------------------------------------------------------------------------
     def template_choices(self) -> list[tuple[str, str]]:
