@@ -94,6 +94,8 @@ def _cause(previous: RequestShape, current: RequestShape, document: Document, bo
             role = current.message_roles[message]
             what = "changed system prompt" if role in ("system", "developer") else f"edited {role} message"
             return message, kind, f"{what} ({message_id})"
+        if message_id not in old and current.message_roles[message] in ("system", "developer"):
+            return message, kind, f"system prompt added ({message_id})"  # its header differs first: not the template
         if message_id not in old and kind != "marker":
             return message, kind, f"new message {message_id} where the previous request had other text"
     if changed_vars:
