@@ -359,6 +359,10 @@ class Controller:
     def new_session(self) -> None:
         self.opening.new_session()
 
+    def rename_session(self, title: str) -> bool:
+        from .titling import rename
+        return rename(self, title)
+
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""
         return self.opening.resend_from_step(session, step)

@@ -16,6 +16,7 @@ from tui.context.request import RequestView
 from tui.context.safety import visible
 
 from .reply_stream import stream_reply
+from .titling import announce, name_if_untitled
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -43,6 +44,8 @@ class Sending:
                        severity="warning")
             return False
         ctl.wb.commit_text(text)
+        if name_if_untitled(ctl.wb.session):
+            announce(ctl)
         ctl.changed(save=False, compute=False)  # the request is computed by the send itself, below
         self.start()
         return True
