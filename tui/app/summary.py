@@ -23,7 +23,8 @@ def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, 
     if view.ledger:
         text.append(f" · {len(view.ledger)} dropped", style="bold yellow")
     if counts.content_controls:
-        text.append(f" · server reads {counts.content_controls} control strings in your text as tokens",
+        plural = "s" if counts.content_controls != 1 else ""
+        text.append(f" · server reads {counts.content_controls} control string{plural} in your text as tokens",
                     style="bold red")
     if view.fences:
         text.append(f" · {len(view.fences)} fenced")

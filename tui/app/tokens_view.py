@@ -35,7 +35,8 @@ class TokensView(Static):
         if view.budget is not None:
             head.append(f" · budget {view.budget}")
         if counts.content_controls:
-            head.append(f"\nthe server reads {counts.content_controls} control strings in your text as tokens "
+            plural = "s" if counts.content_controls != 1 else ""
+            head.append(f"\nthe server reads {counts.content_controls} control string{plural} in your text as tokens "
                         "(counted as it reads them; fences would keep them text)", style="bold red")
         if view.summary_cost:
             head.append(f"\nthe summary in this request cost {view.summary_cost} tokens to make (one model call)")
