@@ -35,6 +35,19 @@ async def test_picking_another_tokenizer_says_the_count_is_an_estimate(harness):
     assert "o200k_base" in last and "estimate" in last and not ctl.wb.view.snapshot.counts.exact
 
 
+async def test_picking_another_familys_template_says_estimate_on_the_status_line_too(harness):
+    ctl = await harness.ready()
+    ctl.load_tokenizer("qwen3")
+    await harness.idle()
+    ctl.wb.exact = True  # as when the server vouched for the shipped qwen3 tokenizer
+    ctl.set_template("llama3")
+    await harness.idle()
+    assert "estimate" in harness.of(StatusChanged)[-1].text and not ctl.wb.view.snapshot.counts.exact
+    ctl.set_template("qwen3")
+    await harness.idle()
+    assert harness.of(StatusChanged)[-1].text.endswith(": exact") and ctl.wb.view.snapshot.counts.exact
+
+
 def test_control_strings_in_content_count_as_the_server_reads_them():
     qwen, template = get_tokenizer("qwen3"), builtin_template("qwen3")
     wire = [{"role": "user", "content": TYPED}]

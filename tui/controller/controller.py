@@ -271,6 +271,7 @@ class Controller:
     def set_template(self, choice: str) -> None:
         """A shipped template by name, or '@server': the server's own."""
         self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
+        self.tokenizing.say_how_counting_goes()
         self.changed()
 
     def set_policy(self, name: str) -> None:

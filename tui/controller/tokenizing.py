@@ -37,12 +37,18 @@ class Tokenizing:
             self._failed()
             return
         self.use(tokenizer, None)
-        if picked:  # the status line said how the connection counted: say how counting goes now
-            from tui.context.assemble import is_exact
-            exact = is_exact(self.ctl.wb.template, tokenizer)
-            self.ctl.status(f"counting with {visible(tokenizer.name)}: " +
-                            ("exact" if exact else "estimate (not the model's own tokenizer)"),
-                            "green" if exact else "yellow")
+        if picked:
+            self.say_how_counting_goes()
+
+    def say_how_counting_goes(self) -> None:
+        """The status line said how the connection counted; after a pick it says how counting goes now,
+        so it never claims "exact" beside a pane that says estimate."""
+        from tui.context.assemble import is_exact
+        wb = self.ctl.wb
+        exact = is_exact(wb.template, wb.tokenizer, wb.exact)
+        self.ctl.status(f"counting {visible(wb.template.name)} with {visible(wb.tokenizer.name)}: " +
+                        ("exact" if exact else "estimate (not the model's own tokenizer)"),
+                        "green" if exact else "yellow")
 
     def _failed(self) -> None:
         """No tokenizer: the estimate stays, and the cache boundary is read with it."""
