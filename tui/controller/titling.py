@@ -32,7 +32,8 @@ def name_if_untitled(session: Session) -> bool:
     """Title an untitled session from its first user message; True if it was named."""
     if session.title.strip() not in UNTITLED:
         return False
-    first = next((m.text() for m in session.messages if m.role == "user" and m.text().strip()), "")
+    first = next((m.text() for m in session.messages  # the user's own words, not an attached document
+                  if m.role == "user" and m.provenance.trusted and m.text().strip()), "")
     title = clean_title(first, TITLE_FROM_MESSAGE)
     if not title:
         return False
