@@ -310,6 +310,7 @@ class CtxpaneApp(App):
             ("Replay this session", "step through its requests as they were sent", self.action_replay),
             ("Open session", "browse, search, rename, delete saved sessions", self.action_open_session),
             ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
+            ("Rename session", "give this session a title (shown in the session browser)", self.dialogs.rename_session),
             ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),
             ("Help", "all keys", self.action_help),
         ]

@@ -22,6 +22,10 @@ def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, 
         text.append(f" · cached above {view.prefix.tokens} / new below {view.prefix.total_tokens - view.prefix.tokens}")
     if view.ledger:
         text.append(f" · {len(view.ledger)} dropped", style="bold yellow")
+    if counts.content_controls:
+        plural = "s" if counts.content_controls != 1 else ""
+        text.append(f" · server reads {counts.content_controls} control string{plural} in your text as tokens",
+                    style="bold red")
     if view.fences:
         text.append(f" · {len(view.fences)} fenced")
     if view.forged:

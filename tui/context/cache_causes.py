@@ -77,6 +77,8 @@ def _message_cause(earlier: Any, current: Any, message: int | None, kind: str | 
         return None
     message_id, role = current.message_ids[message], current.message_roles[message]
     old = {mid: index for index, mid in enumerate(earlier.message_ids)}
+    if message_id not in old and role in ("system", "developer"):
+        return SYSTEM_PROMPT, f"system prompt added ({message_id})"  # its header differs first: not the template
     if message_id not in old:
         return (EDITED_TURN, f"new message {message_id} where the previous request had other text") \
             if kind != "marker" else None

@@ -38,6 +38,7 @@ class RequestSettings:
     fences: FenceStyle = field(default_factory=FenceStyle)
     cache_rule: str = "llama.cpp"
     exact: bool | None = None
+    content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
 
 
 @dataclass
@@ -158,13 +159,14 @@ def _summary_covers(settings: PolicySettings) -> set[str]:
 def _summary_message(settings: PolicySettings, ledger: list[LedgerEntry], untrusted: bool, style: FenceStyle,
                      escapes: frozenset[str]) -> tuple[dict, FencedText | None]:
     """The message standing for the dropped turns. A summary of untrusted turns is untrusted too: fenced."""
-    if not summary_is_current(settings, ledger):
+    covered = _summary_covers(settings)
+    if not covered or not covered <= {e.message_id for e in ledger}:  # a summary of a part still applies
         return {"role": "user", "content": f"[summary of {len(ledger)} earlier messages: pending a model call]"}, None
     if untrusted and style.enabled:
-        fenced = fence(settings.summary or "", f"summary of {len(ledger)} earlier messages, some untrusted",
+        fenced = fence(settings.summary or "", f"summary of {len(covered)} earlier messages, some untrusted",
                        SUMMARY_ID, style, escapes)
         return {"role": "user", "content": fenced.text}, fenced
-    return {"role": "user", "content": f"Summary of {len(ledger)} earlier messages: {settings.summary}"}, None
+    return {"role": "user", "content": f"Summary of {len(covered)} earlier messages: {settings.summary}"}, None
 
 
 def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> bool:
@@ -173,7 +175,7 @@ def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> 
 
 def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
     return assemble(wire, settings.template, settings.tokenizer, settings.variables,
-                    settings.add_generation_prompt, settings.tools, cache, settings.exact)
+                    settings.add_generation_prompt, settings.tools, cache, settings.exact, settings.content_specials)
 
 
 def _tail_start(document: Document) -> int:
@@ -224,6 +226,17 @@ def _marked(content) -> str:
     return str(found[-1].get("ttl") or "5m") if found else ""
 
 
+def _judged(plan: Plan, sent: int, policy: PolicySettings) -> Plan:
+    """The plan's verdict on the budget from the rendered count, not the per-message estimate it was made
+    from: the pane never says "56 sent" and "need 636" at once."""
+    budget = policy.budget
+    if budget is None or sent <= budget:
+        return replace(plan, over_budget=False, warning="")
+    why = f" (window {policy.context_window} - max_tokens {policy.max_tokens})" if budget <= 0 else ""
+    return replace(plan, over_budget=True,
+                   warning=f"{sent} tokens sent exceed the budget of {budget}{why}: the server may refuse or cut")
+
+
 def build_request(messages: list[Message], settings: RequestSettings, previous: RequestShape | None = None,
                   request_number: int = 1, previously_dropped: dict[str, int] | None = None,
                   cache: SegmentCache | None = None, server: Any = None, now: float | None = None) -> RequestView:
@@ -269,9 +282,10 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         if not plan.ledger or plan.over_budget or over <= 0:
             break
         drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
+    plan = _judged(plan, snapshot.counts.total + sum(images[i] for i in plan.kept), settings.policy)
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
-        counts = count_tokens(document, settings.tokenizer, specials, cache)
+        counts = count_tokens(document, settings.tokenizer, specials, cache, content_specials=settings.content_specials)
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),

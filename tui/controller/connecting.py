@@ -57,6 +57,7 @@ async def connect(ctl: "Controller") -> None:
     if info.n_ctx and not wb.policy.context_window:
         wb.set_policy(context_window=int(info.n_ctx))
     wb.cache_rule = cache_rule(info.kind, endpoint.model)
+    wb.content_specials = info.kind == "llama.cpp"  # it tokenizes the whole prompt with control strings parsed
     ctl.status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
                f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
     ctl.changed(save=False)

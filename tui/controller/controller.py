@@ -12,7 +12,6 @@ computation never overwrites a newer view.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
@@ -270,32 +269,9 @@ class Controller:
         self.changed()
 
     def attach(self, text: str, label: str) -> None:
-        """A pasted document, or the file named `file:PATH` when nothing was pasted (read off the loop)."""
-        path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
-        if self.answering():  # it would land between the question and its reply
-            return
-        if not text.strip():
-            if path is not None:  # nothing pasted: the file named is read, if it is one
-                wb = self.wb
-                self.runtime.spawn(lambda: self._attach_file(path, label, wb), "attach")
-            return
-        self.wb.add_document(text, label or "document")
-        self.changed()
-
-    async def _attach_file(self, path: Path, label: str, wb: Workbench | None = None) -> None:
-        def read() -> str | None:
-            return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-        try:
-            text = await asyncio.to_thread(read)
-        except OSError as exc:
-            self.notify(f"cannot read {path}: {exc}", severity="error")
-            return
-        if wb is not None and self.wb is not wb:  # read while another session was opened: not into that one
-            self.notify(f"{path.name} was not attached: another session was opened meanwhile", severity="warning")
-            return
-        if text is not None and not self.answering():
-            self.wb.add_document(text, label)
-            self.changed()
+        """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
+        from .attaching import Attaching
+        Attaching(self).attach(text, label)
 
     # -- settings -----------------------------------------------------------------------------------
     def template_choices(self) -> list[tuple[str, str]]:
@@ -308,6 +284,7 @@ class Controller:
     def set_template(self, choice: str) -> None:
         """A shipped template by name, or '@server': the server's own."""
         self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
+        self.tokenizing.say_how_counting_goes()
         self.changed()
 
     def set_policy(self, name: str) -> None:
@@ -378,7 +355,7 @@ class Controller:
             self.notify(visible(str(exc)), severity="error")
             template = builtin_template("chatml")
         tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
-        self.wb = Workbench(session, template, tokenizer, draft=draft)
+        self.wb = Workbench(session, template, tokenizer, draft=draft, content_specials=self.wb.content_specials)
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
@@ -395,6 +372,10 @@ class Controller:
 
     def new_session(self) -> None:
         self.opening.new_session()
+
+    def rename_session(self, title: str) -> bool:
+        from .titling import rename
+        return rename(self, title)
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

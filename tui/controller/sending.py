@@ -16,6 +16,7 @@ from tui.context.request import RequestView
 from tui.context.safety import visible
 
 from .reply_stream import stream_reply
+from .titling import announce, name_if_untitled
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -43,6 +44,8 @@ class Sending:
                        severity="warning")
             return False
         ctl.wb.commit_text(text)
+        if name_if_untitled(ctl.wb.session):
+            announce(ctl)
         ctl.changed(save=False, compute=False)  # the request is computed by the send itself, below
         self.start()
         return True
@@ -131,26 +134,36 @@ class Sending:
         self.ctl.file.autosave()
 
     async def _summarise(self, wb: "Workbench") -> RequestView | None:
-        """The summarise policy: one model call makes the summary that stands for the dropped turns."""
+        """The summarise policy: one model call, fitted to the window, makes the summary for the dropped turns.
+
+        Made once per dropped range: if the summary's own room pushes one more message out, that one is
+        left out unsummarised until a later send drops a new range (never a second call now)."""
         ctl = self.ctl
         try:
-            for _ in range(3):  # the summary takes room too: it may push one more message out, then it is redone
-                view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
-                dropped = wb.summary_needed(view)
-                if not dropped:
-                    break
-                ctl.status(f"summarising {len(dropped)} dropped messages with a model call…", "yellow")
-                try:
-                    reply = await ctl.client.chat(wb.summary_request(dropped))
-                except ClientError as exc:
-                    ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
-                    break
-                cost = int((reply.usage or {}).get("total_tokens") or 0)
-                wb.set_summary(reply.content, cost, dropped)
-                ctl.generation += 1  # the policy holds the summary now: views computed before are stale
-                ctl.status(f"summary made: {cost} tokens spent on it", "yellow")
+            view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            dropped = wb.summary_needed(view)
+            if dropped:
+                await self._summary_call(wb, dropped)
             return await ctl.worker.run(lambda: wb.compute(with_draft=False))
         except TemplateRenderError as exc:
             self._not_sent(wb, exc)
             return None
 
+    async def _summary_call(self, wb: "Workbench", dropped: list) -> None:
+        ctl = self.ctl
+        call = await ctl.worker.run(lambda: wb.summary_request(dropped))
+        if call.body is None:
+            ctl.status(f"could not summarise: {call.reason}: sending with the placeholder", "red")
+            return
+        cut = " (turns cut to fit the window)" if call.cut else ""
+        ctl.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", "yellow")
+        try:
+            reply = await ctl.client.chat(call.body)
+        except ClientError as exc:
+            wb.summaries_asked.discard(frozenset(m.id for m in dropped))  # failed: a later send may ask again
+            ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
+            return
+        cost = int((reply.usage or {}).get("total_tokens") or 0)
+        wb.set_summary(reply.content, cost, dropped)
+        ctl.generation += 1  # the policy holds the summary now: views computed before are stale
+        ctl.status(f"summary made: {cost} tokens spent on it", "yellow")

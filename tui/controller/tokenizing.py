@@ -30,9 +30,9 @@ class Tokenizing:
         spec = name or ctl.settings.tokenizer or offline_tokenizer_name(ctl.wb.session.tokenizer, ctl.wb.template)
         self._chosen += 1
         chosen = self._chosen
-        ctl.runtime.spawn(lambda: self._load(spec, chosen), "tokenizer")
+        ctl.runtime.spawn(lambda: self._load(spec, chosen, picked=name is not None), "tokenizer")
 
-    async def _load(self, spec: str, chosen: int) -> None:
+    async def _load(self, spec: str, chosen: int, picked: bool = False) -> None:
         try:
             tokenizer = await asyncio.to_thread(get_tokenizer, spec)
         except TokenizerNotFound as exc:
@@ -42,6 +42,18 @@ class Tokenizing:
             return
         if chosen == self._chosen:  # else one chosen since (the server's own, at connect) stands
             self.use(tokenizer, None)
+            if picked:
+                self.say_how_counting_goes()
+
+    def say_how_counting_goes(self) -> None:
+        """The status line said how the connection counted; after a pick it says how counting goes now,
+        so it never claims "exact" beside a pane that says estimate."""
+        from tui.context.assemble import is_exact
+        wb = self.ctl.wb
+        exact = is_exact(wb.template, wb.tokenizer, wb.exact)
+        self.ctl.status(f"counting {visible(wb.template.name)} with {visible(wb.tokenizer.name)}: " +
+                        ("exact" if exact else "estimate (not the model's own tokenizer)"),
+                        "green" if exact else "yellow")
 
     def _failed(self) -> None:
         """No tokenizer: the estimate stays, and the cache boundary is read with it."""
