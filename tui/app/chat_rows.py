@@ -122,6 +122,9 @@ class RowPainter:
             name = next((s for a, b, s in block.spans if a <= left < b), block.style)
             if name == "role":
                 name = f"role-{entry.bar}"
-            style = base + self.style(name) if name != "body" else base
+            if isinstance(name, Style):  # a rendered Markdown span: its own colours (no links, no meta)
+                style = base + name
+            else:
+                style = base + self.style(name) if name not in ("body", "markdown") else base
             segments.append(Segment(drawn(block.text[left:right]), style + dim if dim else style))
         return segments
