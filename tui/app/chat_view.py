@@ -51,6 +51,8 @@ class ChatView(ScrollView, can_focus=True):
         Binding("d", "act('delete_message')", "Delete", id="delete_message"),
         Binding("p", "act('pin_message')", "Pin", id="pin_message"),
         Binding("r", "act('resend_from_here')", "Resend from here", id="resend"),
+        Binding("c", "copy('reply')", "Copy", id="copy_reply"),
+        Binding("y", "copy('code')", "Copy code", id="copy_code"),
         Binding("i", "leave", "Back to composer", id="to_composer"),
         Binding("escape", "leave", "Back to composer (while a reply arrives: stop it)", show=False),
     ]
@@ -359,6 +361,9 @@ class ChatView(ScrollView, can_focus=True):
         if not self.message_actions or self.focused_index() is None:
             raise SkipAction()
         await self.app.run_action(action)
+
+    async def action_copy(self, what: str) -> None:
+        await self.app.run_action(f"copy_{what}")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "act" and not self.message_actions:
