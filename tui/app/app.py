@@ -291,6 +291,10 @@ class CtxpaneApp(App):
     def action_export_markdown(self) -> None:
         self.controller.export_markdown()
 
+    def action_search_chat(self) -> None:
+        from .chat_view import ChatView
+        self.main(ChatView).action_search()
+
     def action_copy_reply(self) -> None:
         self.copier.copy_reply()
 
@@ -325,6 +329,7 @@ class CtxpaneApp(App):
             ("Open session", "browse, search, rename, delete saved sessions", self.action_open_session),
             ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
             ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),
+            ("Search transcript", "find text in the messages (then n / N in the transcript)", self.action_search_chat),
             ("Copy reply", "the selected message (else the last reply) as Markdown text", self.action_copy_reply),
             ("Copy code block", "a code block of the selected message or last reply (again: the next)",
              self.action_copy_code),

@@ -122,3 +122,45 @@ class MarkdownRenders:
 
     def add(self, key: tuple[str, int], blocks: list[Block]) -> None:
         self.done[key] = blocks
+
+
+def _markdown_or_plain(text: str, width: int) -> list[Block]:
+    try:
+        return markdown_blocks(text, width)
+    except Exception:  # noqa: BLE001 - a reply Rich cannot render is shown as it came (asked once, not again)
+        return [Block(text, "body")]
+
+
+class RendersMarkdown:
+    """The chat view's Markdown work, off the loop: a reply shows as plain text until its rendering is ready."""
+
+    _markdown_busy = False  # a worker is rendering replies as Markdown
+
+    def _ask_markdown(self) -> None:
+        wanted = self.layout_model.markdown.wanted
+        if wanted and not self._markdown_busy:
+            self._markdown_busy = True
+            keys = list(reversed(wanted))  # the newest replies first
+            self.run_worker(lambda: self._render_markdown(keys), thread=True, group="markdown", exit_on_error=False)
+
+    def _render_markdown(self, keys: list[tuple[str, int]]) -> None:
+        """In a worker thread: render, handing results to the loop in batches (a relayout each, not each reply)."""
+        batch, started = [], time.monotonic()
+        try:
+            for key in keys:
+                if key[1] != self.layout_model.width:
+                    break  # the view has another width now: the next layout asks again
+                batch.append((key, _markdown_or_plain(*key)))
+                if time.monotonic() - started > 0.1:
+                    self.app.call_from_thread(self._markdown_ready, batch, False)
+                    batch, started = [], time.monotonic()
+        finally:
+            self.app.call_from_thread(self._markdown_ready, batch, True)
+
+    def _markdown_ready(self, batch: list, last: bool) -> None:
+        for key, blocks in batch:
+            self.layout_model.markdown.add(key, blocks)
+        if last:
+            self._markdown_busy = False
+        if batch or last:
+            self.show(self._messages, self._dropped, self._notes)

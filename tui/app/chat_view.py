@@ -8,7 +8,6 @@ Esc or i goes back to the composer. A reply that is arriving is wrapped again on
 
 from __future__ import annotations
 
-import time
 
 from textual import events
 from textual.actions import SkipAction
@@ -18,23 +17,16 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from . import chat_rows
-from .chat_markdown import markdown_blocks
+from .chat_markdown import RendersMarkdown
 from .chat_layout import ChatLayout, LiveReply
 from .chat_rows import GUTTER, RowPainter
-from .chat_wrap import Block
+from .chat_search import Searching
 from .shown import drawn
 
 MIN_WIDTH = 10
 
 
-def _markdown_or_plain(text: str, width: int) -> list[Block]:
-    try:
-        return markdown_blocks(text, width)
-    except Exception:  # noqa: BLE001 - a reply Rich cannot render is shown as it came (asked once, not again)
-        return [Block(text, "body")]
-
-
-class ChatView(ScrollView, can_focus=True):
+class ChatView(Searching, RendersMarkdown, ScrollView, can_focus=True):
     DEFAULT_CSS = """
     ChatView { background: $background; overflow-y: auto; overflow-x: hidden; scrollbar-gutter: stable; }
     """ + chat_rows.CSS
@@ -53,6 +45,9 @@ class ChatView(ScrollView, can_focus=True):
         Binding("r", "act('resend_from_here')", "Resend from here", id="resend"),
         Binding("c", "copy('reply')", "Copy", id="copy_reply"),
         Binding("y", "copy('code')", "Copy code", id="copy_code"),
+        Binding("slash,ctrl+f", "search", "Search", key_display="/", id="search_chat"),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Previous match", show=False),
         Binding("i", "leave", "Back to composer", id="to_composer"),
         Binding("escape", "leave", "Back to composer (while a reply arrives: stop it)", show=False),
     ]
@@ -72,7 +67,6 @@ class ChatView(ScrollView, can_focus=True):
         self._height = 0  # rows in view at the last resize
         self._widths = (0, 0)  # the view's width and the width rows are drawn at (without the scrollbar)
         self._focused = False
-        self._markdown_busy = False  # a worker is rendering replies as Markdown
 
     # -- what is shown ------------------------------------------------------------------------------
     @property
@@ -160,36 +154,6 @@ class ChatView(ScrollView, can_focus=True):
         self.virtual_size = Size(self.scrollable_content_region.width, self.layout_model.height)
         self.refresh()
         self._ask_markdown()
-
-    # -- Markdown, rendered off the loop (a reply shows as plain text until its rendering is ready) ----
-    def _ask_markdown(self) -> None:
-        wanted = self.layout_model.markdown.wanted
-        if wanted and not self._markdown_busy:
-            self._markdown_busy = True
-            keys = list(reversed(wanted))  # the newest replies first
-            self.run_worker(lambda: self._render_markdown(keys), thread=True, group="markdown", exit_on_error=False)
-
-    def _render_markdown(self, keys: list[tuple[str, int]]) -> None:
-        """In a worker thread: render, handing results to the loop in batches (a relayout each, not each reply)."""
-        batch, started = [], time.monotonic()
-        try:
-            for key in keys:
-                if key[1] != self.layout_model.width:
-                    break  # the view has another width now: the next layout asks again
-                batch.append((key, _markdown_or_plain(*key)))
-                if time.monotonic() - started > 0.1:
-                    self.app.call_from_thread(self._markdown_ready, batch, False)
-                    batch, started = [], time.monotonic()
-        finally:
-            self.app.call_from_thread(self._markdown_ready, batch, True)
-
-    def _markdown_ready(self, batch: list, last: bool) -> None:
-        for key, blocks in batch:
-            self.layout_model.markdown.add(key, blocks)
-        if last:
-            self._markdown_busy = False
-        if batch or last:
-            self.show(self._messages, self._dropped, self._notes)
 
     def message_lines(self, index: int) -> list[str]:
         """The rows of message `index` (the reply arriving: index = number of messages) as drawn, without gutter."""
