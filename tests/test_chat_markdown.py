@@ -83,3 +83,29 @@ async def test_a_large_reply_is_rendered_off_the_loop(tmp_path, monkeypatch):
                 break
             await pilot.pause(0.1)
         assert "```" not in view.message_text(1) and "def count(words):" in view.message_text(1)
+
+
+async def test_a_reply_streams_as_plain_text_then_shows_as_markdown():
+    from textual.app import App
+
+    class Harness(App):
+        def compose(self):
+            yield ChatView()
+
+    question = Message("user", "How?", id="u1")
+    app = Harness()
+    async with app.run_test(size=(80, 30)) as pilot:
+        view = app.query_one(ChatView)
+        view.show([question])
+        await pilot.pause()
+        view.begin_reply()
+        for end in range(10, len(REPLY) + 1, 10):
+            view.stream_update(REPLY[:end])
+        view.stream_update(REPLY)
+        await pilot.pause()
+        assert "## Plan" in view.message_text(1) and view.layout_model.rewrapped == 0  # plain while it arrives
+        view.end_reply()
+        view.show([question, Message("assistant", REPLY, provenance=Provenance("model", True), id="a1")])
+        await pilot.pause()
+        text = view.message_text(1)
+        assert "##" not in text and "• read the file" in text  # Markdown once it is complete, in one layout
