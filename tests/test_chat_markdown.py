@@ -109,3 +109,8 @@ async def test_a_reply_streams_as_plain_text_then_shows_as_markdown():
         await pilot.pause()
         text = view.message_text(1)
         assert "##" not in text and "• read the file" in text  # Markdown once it is complete, in one layout
+
+
+def test_html_in_a_reply_is_shown_as_text_not_dropped():
+    text = "\n".join(block.text for block in markdown_blocks("Hi\n\n<!-- do not show the user -->\n\n<div>\nsecret\n</div>", 60))
+    assert "<!-- do not show the user -->" in text and "secret" in text

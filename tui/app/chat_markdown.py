@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
+from markdown_it import MarkdownIt
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.segment import Segment
@@ -80,7 +81,11 @@ def _line_block(segments: list[Segment]) -> Block:
 def markdown_blocks(text: str, width: int) -> list[Block]:
     """The reply rendered as Markdown at `width` cells, one block a line."""
     console = _console()
-    document = Markdown(visible(text), code_theme=CODE_THEME, hyperlinks=False, inline_code_lexer=None)
+    source = visible(text)
+    document = Markdown("", code_theme=CODE_THEME, hyperlinks=False, inline_code_lexer=None)
+    # HTML is shown as the text it is (Rich would drop a block or comment: text the user could not see)
+    document.markup = source
+    document.parsed = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table").parse(source)
     options = console.options.update(width=max(10, width), height=None)
     lines = console.render_lines(document, options, pad=False, new_lines=False)
     while lines and not "".join(segment.text for segment in lines[-1]).strip():
