@@ -156,7 +156,7 @@ class RendersMarkdown:
                 if key[1] != self.layout_model.width:
                     break  # the view has another width now: the next layout asks again
                 batch.append((key, _markdown_or_plain(*key)))
-                if time.monotonic() - started > 0.1:
+                if time.monotonic() - started > 0.25:  # a relayout of a long session costs ms: not too often
                     self.app.call_from_thread(self._markdown_ready, batch, False)
                     batch, started = [], time.monotonic()
         finally:
