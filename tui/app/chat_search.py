@@ -84,7 +84,7 @@ class Searching:
 
     def action_next_match(self, direction: int) -> None:
         if not self.matches:
-            self.action_search()
+            self._say("no search yet: / or Ctrl+F searches the transcript")
             return
         current = self.selected if self.selected is not None else -1
         if direction > 0:
