@@ -114,3 +114,18 @@ async def test_a_reply_streams_as_plain_text_then_shows_as_markdown():
 def test_html_in_a_reply_is_shown_as_text_not_dropped():
     text = "\n".join(block.text for block in markdown_blocks("Hi\n\n<!-- do not show the user -->\n\n<div>\nsecret\n</div>", 60))
     assert "<!-- do not show the user -->" in text and "secret" in text
+
+
+def test_a_one_megabyte_reply_is_laid_out_plain_and_quickly():
+    import time
+
+    from tui.app.chat_layout import ChatLayout
+    huge = Message("assistant", ("# big\n\n" + "word **bold** `code` " * 50 + "\n\n") * 1000,
+                   provenance=Provenance("model", True), id="a1")
+    assert len(huge.text()) > 1_000_000
+    layout = ChatLayout()
+    started = time.perf_counter()
+    layout.update([Message("user", "go", id="u1"), huge], set(), {}, {}, 80)
+    assert time.perf_counter() - started < 2.0
+    assert not layout.markdown.wanted  # never rendered as Markdown, on the loop or off it
+    assert layout.entries[1].body.blocks[0].style == "body"
