@@ -30,6 +30,7 @@ from .chat_panel import ChatPanel
 from .composer import Composer
 from .config import config_dir, resolve
 from .context_pane import ContextPane
+from .copying import Copier
 from .dialogs import Dialogs
 from .runtime import TextualRuntime
 from .shown import bounded, one_line
@@ -80,6 +81,7 @@ class CtxpaneApp(App):
         self.controller = Controller(self.settings, TextualRuntime(self), self.on_controller_event,
                                      self.options.sessions_folder)
         self.dialogs = Dialogs(self, self.controller)
+        self.copier = Copier(self)
 
     # -- what scripts and tests reach for -------------------------------------------------------------
     @property
@@ -289,6 +291,22 @@ class CtxpaneApp(App):
     def action_export_markdown(self) -> None:
         self.controller.export_markdown()
 
+    def action_search_chat(self) -> None:
+        from .chat_view import ChatView
+        self.main(ChatView).action_search()
+
+    def action_copy_reply(self) -> None:
+        self.copier.copy_reply()
+
+    def action_copy_code(self) -> None:
+        self.copier.copy_code()
+
+    def action_copy_document(self) -> None:
+        self.copier.copy_document()
+
+    def action_copy_curl(self) -> None:
+        self.copier.copy_curl()
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         commands = [
@@ -312,6 +330,12 @@ class CtxpaneApp(App):
             ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
             ("Rename session", "give this session a title (shown in the session browser)", self.dialogs.rename_session),
             ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),
+            ("Search transcript", "find text in the messages (then n / N in the transcript)", self.action_search_chat),
+            ("Copy reply", "the selected message (else the last reply) as Markdown text", self.action_copy_reply),
+            ("Copy code block", "a code block of the selected message or last reply (again: the next)",
+             self.action_copy_code),
+            ("Copy document", "the exact rendered document the model is sent", self.action_copy_document),
+            ("Copy request as curl", "the key as its $VARIABLE, never the key", self.action_copy_curl),
             ("Help", "all keys", self.action_help),
         ]
         for name in self.pane_themes:

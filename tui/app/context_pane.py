@@ -25,6 +25,9 @@ from .tokens_view import TokensView
 from .updates import PaneUpdated
 
 TABS = ("document", "tokens", "cache", "ledger", "cost", "request", "diff")
+# A narrow pane (at 80 columns it has 39) gets shorter labels and tighter tabs, so every tab is on screen.
+SHORT_LABELS = {"document": "Doc", "request": "Req"}
+FULL_TABS_WIDTH = 56  # cells the tabs take with their full labels and default padding
 
 
 @dataclass
@@ -51,6 +54,7 @@ class ContextPane(Vertical):
     ContextPane #summary { height: auto; padding: 0 1; background: $panel; }
     ContextPane TabbedContent { height: 1fr; }
     ContextPane TabPane { padding: 0; }
+    ContextPane.-narrow Tab { padding: 0 0 0 1; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -78,6 +82,16 @@ class ContextPane(Vertical):
                 yield Lazy(RequestTab(id="request-view"))
             with TabPane("Diff", id="diff"):
                 yield Lazy(VerticalScroll(DiffView(id="diff-view")))
+
+    def on_resize(self) -> None:
+        narrow = self.size.width < FULL_TABS_WIDTH
+        if narrow == self.has_class("-narrow"):
+            return
+        self.set_class(narrow, "-narrow")
+        tabs = self.query_one("#tabs", TabbedContent)
+        for tab_id, short in SHORT_LABELS.items():
+            tab = tabs.get_tab(tab_id)
+            tab.label = short if narrow else tab_id.capitalize()
 
     @property
     def active(self) -> str:

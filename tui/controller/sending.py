@@ -15,6 +15,7 @@ from tui.context.errors import TemplateRenderError
 from tui.context.request import RequestView
 from tui.context.safety import visible
 
+from .reply_marks import mark_last_message, reply_mark
 from .reply_stream import stream_reply
 from .titling import announce, name_if_untitled
 
@@ -111,6 +112,7 @@ class Sending:
                 save()
                 if ctl.wb is wb:
                     ctl.reply_ended(note)
+                    mark_last_message(ctl, reply_mark(reply))
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")
                 ctl.file.autosave()
