@@ -35,6 +35,7 @@ from .sending import Sending
 from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
+from .tuning import Tuning
 from .workbench import CharEstimate, Workbench, template_from_session
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
@@ -53,6 +54,7 @@ class Controller:
         self.sending = Sending(self)
         self.opening = Opening(self)
         self.tokenizing = Tokenizing(self)
+        self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
@@ -336,7 +338,7 @@ class Controller:
 
     # -- the server ---------------------------------------------------------------------------------
     def connect(self) -> None:
-        self.runtime.spawn(lambda: connect(self), "connect")
+        self.tuning.connect(lambda: connect(self))
 
     def trust_target(self) -> str:
         return self.link.trust_target(self.wb.session.base_url)
