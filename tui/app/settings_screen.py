@@ -31,8 +31,11 @@ class SettingsScreen(ModalScreen[bool]):
                                 background: $surface; padding: 0 1; }
     SettingsScreen VerticalScroll { height: 1fr; }
     SettingsScreen .row { height: auto; }
-    SettingsScreen .row Label { width: 22; padding: 1 1 0 0; }
-    SettingsScreen .row Input, SettingsScreen .row Select { width: 1fr; }
+    SettingsScreen .row Label { width: 22; padding: 0 1 0 0; }
+    SettingsScreen .row Input { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
+    SettingsScreen .row Input:focus { background: $primary 30%; }
+    SettingsScreen .row Select { width: 1fr; }
+    SettingsScreen .choice Label { padding: 1 1 0 0; }
     SettingsScreen .hint { color: $text-muted; padding-left: 22; height: auto; }
     SettingsScreen .error { color: $error; padding-left: 22; height: auto; }
     SettingsScreen #buttons { height: auto; align-horizontal: right; }
@@ -50,7 +53,7 @@ class SettingsScreen(ModalScreen[bool]):
             yield Label("Settings (saved with the session; Ctrl+S applies, Esc cancels)")
             with VerticalScroll():
                 for field in FIELDS:
-                    with Horizontal(classes="row"):
+                    with Horizontal(classes="row choice" if field.key == "name" else "row"):
                         yield Label(field.label)
                         yield self._editor(field.key)
                     if field.hint:
