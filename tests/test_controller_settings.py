@@ -147,3 +147,22 @@ async def test_reconnect_switches_the_endpoint(tmp_path, monkeypatch):
         assert ctl.client is not None and ctl.client.endpoint.base_url.startswith(second.url)
         assert ctl.wb.session.base_url.startswith(second.url)
         ctl.close()
+
+
+async def test_a_template_picked_while_the_server_renders_its_own_is_marked_what_if(tmp_path, monkeypatch):
+    from tui.app.summary import summary_text
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(delay=0.01) as server:
+        made = await connected(tmp_path, server.url + "/llama")
+        ctl = made.ctl
+        await made.idle(0.1)
+        assert ctl.pane_state().what_if == ""
+        ctl.set_template("chatml")
+        await made.idle(0.1)
+        pane = ctl.pane_state()
+        assert pane.what_if.startswith("what-if") and "what-if" in made.of(StatusChanged)[-1].text
+        assert "(what-if)" in summary_text(pane.view, pane.policy, False, what_if=True).plain
+        ctl.set_template("@server")
+        await made.idle(0.1)
+        assert ctl.pane_state().what_if == ""
+        ctl.close()

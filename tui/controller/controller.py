@@ -87,7 +87,7 @@ class Controller:
         return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
-                         wb.request_body(view), self.settings.api_key_env, self.read_only)
+                         wb.request_body(view), self.settings.api_key_env, self.read_only, self.tuning.what_if())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session
@@ -292,6 +292,7 @@ class Controller:
         """A shipped template by name, or '@server': the server's own."""
         self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
         self.changed()
+        self.tuning.say_what_if()
 
     def set_policy(self, name: str) -> None:
         try:

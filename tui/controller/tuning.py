@@ -249,6 +249,23 @@ class Tuning:
             self._retry.cancel()
             self._retry = None
 
+    # -- a template picked while the server renders its own -------------------------------------------------
+    def what_if(self) -> str:
+        """'' unless the server renders its own template and another is picked: then what that means."""
+        ctl = self.ctl
+        connection = ctl.link.connection
+        if ctl.client is None or connection is None or connection.template is None:
+            return ""
+        if (ctl.wb.template.source or "") == (connection.template.source or ""):
+            return ""
+        return (f"what-if: counted with {ctl.wb.template.name}; the server renders the messages with its own "
+                "template, so it will count and cache differently")
+
+    def say_what_if(self) -> None:
+        note = self.what_if()
+        if note:
+            self.ctl.status(note, "magenta")
+
     # -- a message sent while connecting ----------------------------------------------------------------
     def may_wait(self) -> bool:
         """True when a server is on its way (connecting, or tried again soon): a send waits for it."""
