@@ -166,3 +166,15 @@ async def test_a_template_picked_while_the_server_renders_its_own_is_marked_what
         await made.idle(0.1)
         assert ctl.pane_state().what_if == ""
         ctl.close()
+
+
+async def test_a_key_variable_set_in_the_app_keeps_that_key_out_of_the_file(harness, monkeypatch):
+    secret = "sk-other-variable-secret-42"
+    monkeypatch.setenv("OTHER_KEY", secret)
+    ctl = await harness.ready()
+    assert ctl.tuning.apply(form(ctl, api_key_env="OTHER_KEY")) == {}
+    ctl.set_system_prompt(f"my key is {secret}")
+    ctl.file.autosave(now=True)
+    await harness.idle(0.5)
+    text = ctl.file.session_file.read_text()
+    assert secret not in text and "OTHER_KEY" not in ctl.tuning.values()["base_url"]

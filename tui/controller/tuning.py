@@ -172,7 +172,7 @@ class Tuning:
             changed = True
         env = values.get("api_key_env")
         if env and env != ctl.settings.api_key_env:
-            ctl.settings.api_key_env = env
+            ctl.settings.api_key_env = ctl.file.api_key_env = env  # the new variable's key is kept out of files too
             changed = True
         return changed
 
