@@ -68,6 +68,7 @@ class CtxpaneApp(App):
         Binding("f3", "pick_template", "Template", id="pick_template"),
         Binding("f4", "pick_policy", "Policy", id="pick_policy"),
         Binding("f5", "toggle_fences", "Fences", id="toggle_fences"),
+        Binding("f8,ctrl+comma", "settings", "Settings", id="settings"),  # f6/f7 are the composer's (select line/all)
         Binding("ctrl+q", "quit", "Quit", id="quit"),
     ]
 
@@ -156,6 +157,7 @@ class CtxpaneApp(App):
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
         self.query_one(Composer).focus()
+        self.controller.tuning.connecting = not self.options.offline  # a send before the link is up waits for it
         self.call_after_refresh(self._open_after_first_frame)  # the first frame waits for nothing
         self.set_interval(3.0, self.controller.retry_server_tokenizer)
 
@@ -168,6 +170,7 @@ class CtxpaneApp(App):
             self.notify(visible(problem), severity="warning", timeout=10)
         if self.options.replay:
             self.replay_only = True
+            self.controller.tuning.connecting = False
             await self.dialogs.replay((self.options.replay_step or 1) - 1)
             return
         self._after_first_frame()
@@ -269,6 +272,14 @@ class CtxpaneApp(App):
     def action_trust_endpoint(self) -> None:
         self.dialogs.trust_endpoint()
 
+    def action_settings(self) -> None:
+        from .settings_screen import SettingsScreen
+        tuning = self.controller.tuning
+        self.push_screen(SettingsScreen(tuning.values(), tuning.apply, tuning.reconnect))
+
+    def action_reconnect(self) -> None:
+        self.controller.tuning.reconnect()
+
     def action_toggle_fences(self) -> None:
         self.controller.toggle_fences()
 
@@ -318,6 +329,9 @@ class CtxpaneApp(App):
             ("Pick template", "chat template used to render the document", self.action_pick_template),
             ("Pick tokenizer", "tokenizer used to count", self.action_pick_tokenizer),
             ("Pick truncation policy", "keep-all, drop-oldest, keep-last-n, summarise", self.action_pick_policy),
+            ("Settings", "context window, max tokens, policy, temperature and sampling, endpoint",
+             self.action_settings),
+            ("Reconnect", "connect to the server again (or to the endpoint set in Settings)", self.action_reconnect),
             ("Toggle fences", "fence untrusted text (on by default)", self.action_toggle_fences),
             ("Stop reply", "cancel the streaming reply, keeping what arrived", self.action_stop),
             ("Edit focused message", "edit the message that has focus", self.action_edit_message),

@@ -46,6 +46,7 @@ class PaneData:
     url: str = ""
     body: dict = field(default_factory=dict)
     key_env: str = "OPENAI_API_KEY"
+    what_if: str = ""
 
 
 class ContextPane(Vertical):
@@ -113,10 +114,12 @@ class ContextPane(Vertical):
         if pane.generation < self.generation:
             return
         self.generation = pane.generation
-        summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only)
+        summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only,
+                               what_if=bool(pane.what_if))
         self.show(pane.view, PaneData(summary, pane.messages, pane.draft_index, pane.previous,
                                       pane.policy.context_window, pane.policy.max_tokens, self.roles,
-                                      pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env))
+                                      pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env,
+                                      pane.what_if))
 
     def show(self, view: RequestView, data: PaneData) -> None:
         self.view, self.data = view, data
@@ -142,6 +145,6 @@ class ContextPane(Vertical):
         elif tab == "cost":
             self.query_one(CostView).show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles)
         elif tab == "request":
-            self.query_one(RequestTab).show(data.url, data.body, data.key_env)
+            self.query_one(RequestTab).show(data.url, data.body, data.key_env, data.what_if)
         elif tab == "diff":
             self.query_one(DiffView).show(data.previous, view.shape)

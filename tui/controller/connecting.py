@@ -46,7 +46,7 @@ async def connect(ctl: "Controller") -> None:
     try:
         connection = await open_connection(endpoint)
     except ClientError as exc:
-        ctl.status(f"offline: {visible(str(exc))}", "red")
+        ctl.tuning.offline(f"offline: {visible(str(exc))}")
         return
     ctl.link.connection, ctl.link.client = connection, connection.client
     wb = ctl.wb

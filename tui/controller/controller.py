@@ -34,6 +34,7 @@ from .sending import Sending
 from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
+from .tuning import Tuning
 from .workbench import CharEstimate, Workbench, template_from_session
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
@@ -52,6 +53,7 @@ class Controller:
         self.sending = Sending(self)
         self.opening = Opening(self)
         self.tokenizing = Tokenizing(self)
+        self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
@@ -85,7 +87,7 @@ class Controller:
         return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
-                         wb.request_body(view), self.settings.api_key_env, self.read_only)
+                         wb.request_body(view), self.settings.api_key_env, self.read_only, self.tuning.what_if())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session
@@ -286,6 +288,7 @@ class Controller:
         self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
         self.tokenizing.say_how_counting_goes()
         self.changed()
+        self.tuning.say_what_if()
 
     def set_policy(self, name: str) -> None:
         try:
@@ -332,7 +335,7 @@ class Controller:
 
     # -- the server ---------------------------------------------------------------------------------
     def connect(self) -> None:
-        self.runtime.spawn(lambda: connect(self), "connect")
+        self.tuning.connect(lambda: connect(self))
 
     def trust_target(self) -> str:
         return self.link.trust_target(self.wb.session.base_url)

@@ -47,7 +47,7 @@ class Opening:
         if offline or not (ctl.settings.base_url or ctl.settings.scan_local):
             ctl.adopt(sample_session(), None, keep_draft=True)
             return
-        ctl.adopt(Session(), None, keep_draft=True)
+        ctl.adopt(ctl.tuning.fresh_session(), None, keep_draft=True)
 
     def _opened_first(self, opened: Opened, recovered: bool, path: Path) -> None:
         ctl = self.ctl
@@ -83,7 +83,9 @@ class Opening:
         if ctl.answering():  # the reply would have to land in a session no longer shown
             return
         ctl.file.autosave(now=True)
-        ctl.adopt(Session(base_url=ctl.wb.session.base_url, model=ctl.wb.session.model), None)
+        exact, cache_rule = ctl.wb.exact, ctl.wb.cache_rule
+        ctl.adopt(ctl.tuning.fresh_session(), None)  # config.toml's policy and params, the server's window
+        ctl.tuning.keep_server_template(exact, cache_rule)
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

@@ -40,6 +40,8 @@ class Sending:
             return False
         if not text.strip():
             return False
+        if ctl.client is None and ctl.tuning.may_wait():
+            return ctl.tuning.wait_to_send(text)
         if ctl.client is None:
             ctl.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
                        severity="warning")
