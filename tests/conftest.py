@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,21 +54,75 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_server():
-    """The real llama.cpp server with the tiny Qwen3 model: yields its base URL (…/v1)."""
+def start_llama_server(**env: str):
+    """Start a real llama.cpp server on a free port with `env` (LLAMA_PARALLEL, LLAMA_CTX, LLAMA_SERVER_ARGS...).
+
+    Returns (base URL …/v1, stop function); skips (or fails under CI) without ../shared.
+    """
     script = SHARED / "server" / "start-llama-server.sh"
     if not script.exists():
         need_shared("the real llama.cpp server is needed")
     port = free_port()
-    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **env})
     if result.returncode != 0:
         pytest.fail(f"llama-server did not start: {result.stderr[-2000:]}")
-    url = result.stdout.strip().splitlines()[-1]
+
+    def stop() -> None:
+        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+
+    return result.stdout.strip().splitlines()[-1], stop
+
+
+@contextmanager
+def started_llama(**settings: str):
+    """A real llama.cpp server of its own on a free port, with the start script's settings
+    (LLAMA_CTX="512", LLAMA_SERVER_ARGS="--context-shift"): yields its base URL (…/v1)."""
+    url, stop = start_llama_server(**settings)
     try:
         yield url
     finally:
-        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+        stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """The real llama.cpp server with the tiny Qwen3 model: yields its base URL (…/v1)."""
+    with started_llama() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def llama_512():
+    """The real server with a 512-token window (LLAMA_CTX=512): for requests over it."""
+    with started_llama(LLAMA_CTX="512") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def llama_512_shift():
+    """The same with --context-shift: a reply that reaches the window goes on, dropping the oldest tokens."""
+    with started_llama(LLAMA_CTX="512", LLAMA_SERVER_ARGS="--context-shift") as url:
+        yield url
+
+
+@pytest.fixture()
+def cli_in_process(capsys, monkeypatch, tmp_path):
+    """`ctxpane ARGS` run in this process (no interpreter start-up: much faster than `run_cli`), with
+    config and data folders of its own; returns an object like CompletedProcess."""
+    from types import SimpleNamespace
+
+    from tui.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+    def run(*args: str) -> SimpleNamespace:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
+
+    return run
 
 
 def drop_read_override() -> list[str]:

@@ -101,6 +101,12 @@ class Handler(BaseHTTPRequestHandler):
         for item in chunks:
             self._send(f"data: {json.dumps(item)}{newline}{newline}")
 
+    def _stream(self, chunks: list[dict]) -> None:
+        self._start_chunked()
+        self._events(chunks)
+        self._send("data: [DONE]\n\n")
+        self._finish()
+
     def _finish(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -421,6 +427,45 @@ class Handler(BaseHTTPRequestHandler):
             text = (self.body or {}).get("content", "")
             return self._json(200, {"tokens": [{"id": ord(c), "piece": c} for c in text]})
         self.s_missing()
+
+    def p_slots(self) -> None:  # llama.cpp's /props and /slots, two slots, one used
+        if self.path.endswith("/props"):
+            return self._json(200, {"build_info": "b1", "total_slots": 2, "endpoint_slots": True,
+                                    "default_generation_settings": {"n_ctx": 4096}})
+        if self.path.endswith("/slots"):
+            return self._json(200, [{"id": 0, "n_ctx": 4096, "is_processing": False, "id_task": 7,
+                                     "n_prompt_tokens": 410, "params": {"temperature": 0.8}},
+                                    {"id": 1, "n_ctx": 4096, "is_processing": False}])
+        self.s_missing()
+
+    def p_slotsoff(self) -> None:  # --no-slots: /props says so, /slots answers 501
+        if self.path.endswith("/props"):
+            return self._json(200, {"build_info": "b1", "total_slots": 1, "endpoint_slots": False})
+        self._json(501, {"error": {"message": "This server does not support slots endpoint.",
+                                   "type": "not_supported_error"}})
+
+    def p_slotsbad(self) -> None:  # a slot list of the wrong shape
+        if self.path.endswith("/props"):
+            return self._json(200, {"build_info": "b1", "total_slots": 1})
+        self._json(200, [{"id": "zero", "n_prompt_tokens": -5}])
+
+    def p_slotsmany(self) -> None:  # more slots than any server has
+        if self.path.endswith("/props"):
+            return self._json(200, {"build_info": "b1", "total_slots": 10**9})
+        self._json(200, [{"id": i} for i in range(5000)])
+
+    def s_logprobs(self) -> None:  # a reply whose generated tokens the server describes (a stripped space)
+        token = lambda text: {"token": text, "bytes": list(text.encode()), "logprob": -1.0}  # noqa: E731
+        self._stream([chunk(delta={"role": "assistant", "content": None}),
+                      {**chunk("hello"), "choices": [{"index": 0, "delta": {"content": "hello"},
+                                                      "logprobs": {"content": [token(" hello")]}}]},
+                      {**chunk(" wörld"), "choices": [{"index": 0, "delta": {"content": " wörld"},
+                                                       "logprobs": {"content": [token(" w"), token("örld")]}}]},
+                      chunk(finish_reason="stop")])
+
+    def s_logprobsbad(self) -> None:  # a byte out of range
+        self._stream([{**chunk("x"), "choices": [{"index": 0, "delta": {"content": "x"},
+                                                  "logprobs": {"content": [{"token": "x", "bytes": [300]}]}}]}])
 
     def p_redirectprobe(self) -> None:  # every probe redirects to the other server
         self.send_response(307)

@@ -172,7 +172,7 @@ async def test_summarise_makes_a_summary_before_sending(tmp_path, monkeypatch):
 async def test_a_real_streaming_send_to_llama_server(llama_server, tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     made = Harness(tmp_path, base_url=llama_server, tokenizer="")
-    made.ctl.adopt(Session(params={"temperature": 0}), None)  # greedy: the random model answers every time
+    made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 24}), None)  # greedy and short: always text
     made.ctl.connect()
     await made.idle(0.2)
     ctl = made.ctl

@@ -85,3 +85,42 @@ def test_kill_9_mid_reply_keeps_what_arrived(tmp_path, tmux):
     session = load_session(files[0]).session
     assert session.messages[-1].role == "assistant" and session.messages[-1].incomplete
     assert session.messages[-1].text().startswith("partial reply")
+
+
+@pytest.mark.server
+def test_a_300_token_window_set_in_the_settings_screen_drops_turns(llama_server, tmux):
+    """F8: window 300, reply room 32, drop-oldest; chat until turns drop; the server counts what the pane said,
+    and the Ledger tab lists what the request left out."""
+    tmux.start("--base-url", llama_server, "--no-scan")
+    tmux.wait_for(r"llama\.cpp at http://127\.0\.0\.1")
+    tmux.keys("F8")
+    tmux.wait_for(r"Settings \(saved with the session")
+    time.sleep(0.5)
+    # One key at a time: a burst of control keys and text in one write is read as one paste-like chunk.
+    for key in ("C-a", "C-k", "300", "Tab", "C-a", "C-k", "32", "Tab", "Enter", "Down", "Enter", "C-s"):
+        tmux.keys(key)  # window 300, reply room 32, the policy list opened, keep-all -> drop-oldest, applied
+        time.sleep(0.3)
+    tmux.wait_for(r"of 300")
+    tmux.wait_for(r"policy\s+(│\s*)?drop-oldest")  # the summary line may wrap before the name
+    record = None
+    for turn in range(1, 16):
+        question = f"Tell me one short fact about the number {turn}, please."
+        tmux.keys(question, literal=True)
+        tmux.wait_for(re.escape(question[:40]))
+        shown, previous = None, -1
+        while shown != previous:  # the pane settles after typing stops: read until two reads agree
+            time.sleep(0.6)
+            previous, shown = shown, int(tmux.wait_for(r"(\d+) tokens\s*exact").group(1))
+        tmux.keys("Enter")
+        record = wait_for_reply(tmux, turn, seconds=60)
+        assert record is not None, tmux.screen()
+        assert record.usage["prompt_tokens"] == shown, (turn, shown, record.usage)
+        assert record.body.get("max_tokens") == 32
+        if record.dropped:
+            break
+    assert record is not None and record.dropped, "no turn was ever dropped"
+    assert record.usage["prompt_tokens"] <= 300 - 32
+    for _ in range(3):  # Document -> Tokens -> Cache -> Ledger
+        tmux.keys("C-t")
+    screen = tmux.wait_for(r"drop-oldest").string
+    assert screen.count("drop-oldest") >= 2, screen  # the summary line names the policy; the ledger its rows

@@ -32,6 +32,8 @@ def test_over_budget_json_has_ledger_fences_forged_and_prefix(run_cli, tmp_path)
                                "source": "tool:web_fetch", "escaped": 2}]  # <|im_start|> and <<system id=sys-9>>
     assert data["forged"] == []
     assert data["cache_prefix"]["cause"].startswith("truncation shift")
+    assert data["cache_prefix"]["cause_class"] == "truncation shift"
+    assert data["cache_prefix"]["divergent_token"] == data["cache_prefix"]["tokens"] > 0
     assert any(s["kind"] == "fence" for s in data["spans"])
 
 

@@ -93,7 +93,10 @@ def test_doctor_reports_risk_and_cache(llama_server, run_cli):
     cache = checks["prompt cache"]
     assert cache["status"] == "ok" and cache["data"]["second_cached_tokens"] > 0
     assert report["server"]["kind"] == "llama.cpp" and report["server"]["n_ctx"] == 8192
-    human = run_cli("doctor", llama_server)
+    window = checks["context window"]  # just over 8192: refused; a reply reaching the window stops there
+    assert window["status"] == "ok" and window["data"]["prompt"]["server_window"] == 8192
+    assert window["data"]["reply"]["outcome"] == "stops"
+    human = run_cli("doctor", llama_server, "--window-check", "off")  # checked once is enough
     assert "RISK" in human.stdout and "problems found" in human.stdout
 
 

@@ -30,6 +30,7 @@ from .chat_panel import ChatPanel
 from .composer import Composer
 from .config import config_dir, resolve
 from .context_pane import ContextPane
+from .copying import Copier
 from .dialogs import Dialogs
 from .runtime import TextualRuntime
 from .shown import bounded, one_line
@@ -68,6 +69,7 @@ class CtxpaneApp(App):
         Binding("f3", "pick_template", "Template", id="pick_template"),
         Binding("f4", "pick_policy", "Policy", id="pick_policy"),
         Binding("f5", "toggle_fences", "Fences", id="toggle_fences"),
+        Binding("f8,ctrl+comma", "settings", "Settings", id="settings"),  # f6/f7 are the composer's (select line/all)
         # Shown by the transcript (chat_view.py); in the composer, Ctrl+Z undoes typing (its own binding).
         Binding("ctrl+z", "undo", "Undo", id="undo", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
@@ -76,7 +78,8 @@ class CtxpaneApp(App):
     # What changes the session (or asks to): refused, and left out of the footer and the palette, during a replay.
     EDITING = frozenset({"stop", "edit_system", "attach", "pick_model", "pick_template", "pick_tokenizer", "pick_policy",
                          "toggle_fences", "undo", "edit_message", "delete_message", "pin_message", "resend_from_here",
-                         "trust_endpoint", "new_session", "open_session", "replay"})
+                         "trust_endpoint", "new_session", "open_session", "replay", "settings", "reconnect",
+                         "rename_session"})
 
     def __init__(self, options: LaunchOptions | None = None) -> None:
         super().__init__()
@@ -88,6 +91,7 @@ class CtxpaneApp(App):
         self.controller = Controller(self.settings, TextualRuntime(self), self.on_controller_event,
                                      self.options.sessions_folder)
         self.dialogs = Dialogs(self, self.controller)
+        self.copier = Copier(self)
 
     # -- what scripts and tests reach for -------------------------------------------------------------
     @property
@@ -162,6 +166,7 @@ class CtxpaneApp(App):
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
         self.query_one(Composer).focus()
+        self.controller.tuning.connecting = not self.options.offline  # a send before the link is up waits for it
         self.call_after_refresh(self._open_after_first_frame)  # the first frame waits for nothing
         self.set_interval(3.0, self.controller.retry_server_tokenizer)
 
@@ -174,6 +179,7 @@ class CtxpaneApp(App):
             self.notify(visible(problem), severity="warning", timeout=10)
         if self.options.replay:
             self.replay_only = True
+            self.controller.tuning.connecting = False
             await self.dialogs.replay((self.options.replay_step or 1) - 1)
             return
         self._after_first_frame()
@@ -288,6 +294,14 @@ class CtxpaneApp(App):
     def action_trust_endpoint(self) -> None:
         self.dialogs.trust_endpoint()
 
+    def action_settings(self) -> None:
+        from .settings_screen import SettingsScreen
+        tuning = self.controller.tuning
+        self.push_screen(SettingsScreen(tuning.values(), tuning.apply, tuning.reconnect))
+
+    def action_reconnect(self) -> None:
+        self.controller.tuning.reconnect()
+
     def action_toggle_fences(self) -> None:
         self.controller.toggle_fences()
 
@@ -310,6 +324,22 @@ class CtxpaneApp(App):
     def action_export_markdown(self) -> None:
         self.controller.export_markdown()
 
+    def action_search_chat(self) -> None:
+        from .chat_view import ChatView
+        self.main(ChatView).action_search()
+
+    def action_copy_reply(self) -> None:
+        self.copier.copy_reply()
+
+    def action_copy_code(self) -> None:
+        self.copier.copy_code()
+
+    def action_copy_document(self) -> None:
+        self.copier.copy_document()
+
+    def action_copy_curl(self) -> None:
+        self.copier.copy_curl()
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         commands = [
@@ -321,6 +351,9 @@ class CtxpaneApp(App):
             ("Pick template", "chat template used to render the document", self.action_pick_template),
             ("Pick tokenizer", "tokenizer used to count", self.action_pick_tokenizer),
             ("Pick truncation policy", "keep-all, drop-oldest, keep-last-n, summarise", self.action_pick_policy),
+            ("Settings", "context window, max tokens, policy, temperature and sampling, endpoint",
+             self.action_settings),
+            ("Reconnect", "connect to the server again (or to the endpoint set in Settings)", self.action_reconnect),
             ("Toggle fences", "fence untrusted text (on by default)", self.action_toggle_fences),
             ("Stop reply", "cancel the streaming reply, keeping what arrived", self.action_stop),
             ("Edit focused message", "edit the message that has focus", self.action_edit_message),
@@ -331,7 +364,14 @@ class CtxpaneApp(App):
             ("Replay this session", "step through its requests as they were sent", self.action_replay),
             ("Open session", "browse, search, rename, delete saved sessions", self.action_open_session),
             ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
+            ("Rename session", "give this session a title (shown in the session browser)", self.dialogs.rename_session),
             ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),
+            ("Search transcript", "find text in the messages (then n / N in the transcript)", self.action_search_chat),
+            ("Copy reply", "the selected message (else the last reply) as Markdown text", self.action_copy_reply),
+            ("Copy code block", "a code block of the selected message or last reply (again: the next)",
+             self.action_copy_code),
+            ("Copy document", "the exact rendered document the model is sent", self.action_copy_document),
+            ("Copy request as curl", "the key as its $VARIABLE, never the key", self.action_copy_curl),
             ("Help", "all keys", self.action_help),
         ]
         if self.controller.history.next_label:

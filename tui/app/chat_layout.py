@@ -17,6 +17,7 @@ from itertools import accumulate
 
 from tui.context.messages import Message
 
+from .chat_markdown import MarkdownRenders, wants_markdown
 from .chat_wrap import Block, Wrapped
 from .shown import MAX_SHOWN
 
@@ -80,8 +81,8 @@ def _call_parts(call: object) -> tuple[str, str]:
 
 
 def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note: str,
-                open_folds: frozenset[str], live: bool = False) -> list[Block]:
-    """Folded reasoning, the text, folded tool calls, and the note under a reply."""
+                open_folds: frozenset[str], live: bool = False, rendered: list[Block] | None = None) -> list[Block]:
+    """Folded reasoning, the text (`rendered`: as Markdown), folded tool calls, and the note under a reply."""
     blocks: list[Block] = []
     if reasoning:
         if "reasoning" in open_folds:
@@ -91,7 +92,9 @@ def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note
             lines = reasoning.count("\n") + 1
             blocks.append(Block(f"▸ reasoning · {lines} line{'s' if lines > 1 else ''} (Enter shows it)", "fold",
                                 fold="reasoning"))
-    if text:
+    if rendered:
+        blocks.extend(rendered)
+    elif text:
         blocks.extend(_cut(text, "body"))
     elif live:
         blocks.append(Block("…", "meta"))
@@ -155,6 +158,7 @@ class ChatLayout:
         self._heads: dict[tuple, Wrapped] = {}
         self._bodies: dict[tuple, Wrapped] = {}
         self.rewrapped = 0  # messages wrapped by the last update (what a test or benchmark checks)
+        self.markdown = MarkdownRenders()  # finished replies as Markdown; plain until rendered
 
     @property
     def height(self) -> int:
@@ -169,6 +173,7 @@ class ChatLayout:
         self.width, self.rewrapped = width, 0
         heads, bodies, entries = {}, {}, []
         no_folds = frozenset()
+        rendered = self._render_markdown(messages, width)
         for index, message in enumerate(messages):
             key = message_key(message, index)
             prov, is_dropped = message.provenance, index in dropped
@@ -178,10 +183,13 @@ class ChatLayout:
                 Wrapped([header_block(message, index, is_dropped)], width)
             heads[head_key] = head
             text, folds, note = message.text(), open_folds.get(key, no_folds), notes.get(message.id, "")
-            body_key = (text, message.reasoning_content, calls_key(message.tool_calls), note, folds)
+            markdown = rendered.get(index)
+            body_key = (text, message.reasoning_content, calls_key(message.tool_calls), note, folds,
+                        markdown is not None)
             body = bodies.get(body_key) or self._bodies.get(body_key)
             if body is None:
-                body = Wrapped(body_blocks(text, message.reasoning_content, message.tool_calls, note, folds), width)
+                body = Wrapped(body_blocks(text, message.reasoning_content, message.tool_calls, note, folds,
+                                           rendered=markdown), width)
                 self.rewrapped += 1
             bodies[body_key] = body
             entries.append(Entry(key, index, bar_of(message), is_dropped, head, body))
@@ -190,6 +198,18 @@ class ChatLayout:
             entries.append(live.entry(len(messages), width))
         self.entries = entries
         self.first_row = list(accumulate((entry.height for entry in entries), initial=0))
+
+    def _render_markdown(self, messages: list, width: int) -> dict[int, list[Block]]:
+        """Markdown of the finished replies that have it ready, newest first (they are likely in view)."""
+        self.markdown.begin()
+        rendered = {}
+        for index in range(len(messages) - 1, -1, -1):
+            if wants_markdown(messages[index]):
+                blocks = self.markdown.get(messages[index].text(), width)
+                if blocks is not None:
+                    rendered[index] = blocks
+        self.markdown.end()
+        return rendered
 
     def live_changed(self) -> None:
         """The last entry (the reply arriving) changed height: only its end moves."""

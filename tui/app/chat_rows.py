@@ -22,7 +22,7 @@ GUTTER = 2  # the bar and a space
 COMPONENT_CLASSES = {"chat--cursor", "chat--cursor-bar", "chat--bar-user", "chat--bar-assistant",
                      "chat--bar-system", "chat--bar-tool", "chat--role-user", "chat--role-assistant",
                      "chat--role-system", "chat--role-tool", "chat--meta", "chat--label", "chat--warn",
-                     "chat--pin", "chat--dropped", "chat--fold", "chat--reasoning", "chat--calls", "chat--note"}
+                     "chat--pin", "chat--dropped", "chat--fold", "chat--reasoning", "chat--calls", "chat--note", "chat--match"}
 
 CSS = """
 ChatView > .chat--cursor { background: $accent 22%; }
@@ -44,6 +44,7 @@ ChatView > .chat--fold { color: $text-muted; text-style: italic; }
 ChatView > .chat--reasoning { color: $text-muted; text-style: italic; }
 ChatView > .chat--calls { color: $text-muted; }
 ChatView > .chat--note { color: $warning; text-style: bold; }
+ChatView > .chat--match { color: $text; background: $warning 60%; text-style: bold; }
 """
 
 
@@ -86,8 +87,8 @@ class RowPainter:
         style = self._styles.get(name)
         if style is None:
             full = self.widget.get_component_rich_style(f"chat--{name}", default=Style())
-            if name == "cursor":
-                style = Style(bgcolor=full.bgcolor)
+            if name in ("cursor", "match"):
+                style = Style(bgcolor=full.bgcolor, bold=name == "match")
             else:
                 partial = self.widget.get_component_rich_style(f"chat--{name}", partial=True, default=Style())
                 style = partial.without_color + (Style(color=full.color) if partial.color else Style())
@@ -112,6 +113,9 @@ class RowPainter:
             Segment("▌", base + self.style(f"bar-{entry.bar}"))
         segments = [bar, Segment(" " * (GUTTER - 1 + block.indent), base)]
         segments += self._text(block, start, end, base, entry)
+        query = getattr(self.widget, "search_query", "")
+        if query:
+            segments = highlight(segments, query, self.style("match"))
         return Strip(segments).crop(0, width - 1).extend_cell_length(width, base)
 
     def _text(self, block: Block, start: int, end: int, base: Style, entry: Entry) -> list[Segment]:
@@ -122,6 +126,31 @@ class RowPainter:
             name = next((s for a, b, s in block.spans if a <= left < b), block.style)
             if name == "role":
                 name = f"role-{entry.bar}"
-            style = base + self.style(name) if name != "body" else base
+            if isinstance(name, Style):  # a rendered Markdown span: its own colours (no links, no meta)
+                style = base + name
+            else:
+                style = base + self.style(name) if name not in ("body", "markdown") else base
             segments.append(Segment(drawn(block.text[left:right]), style + dim if dim else style))
         return segments
+
+
+def highlight(segments: list[Segment], query: str, style: Style) -> list[Segment]:
+    """`segments` with every occurrence of `query` (ignoring case) drawn in `style` on top."""
+    text = "".join(segment.text for segment in segments)
+    lowered, needle = text.lower(), query.lower()
+    if len(lowered) != len(text) or needle not in lowered:
+        return segments  # lower() changed the length (rare scripts): positions would not line up
+    marks, at = [], lowered.find(needle)
+    while at >= 0:
+        marks.append((at, at + len(needle)))
+        at = lowered.find(needle, at + len(needle))
+    result, position = [], 0
+    for segment in segments:
+        end = position + len(segment.text)
+        cuts = sorted({position, end, *[p for a, b in marks for p in (a, b) if position < p < end]})
+        for left, right in zip(cuts, cuts[1:]):
+            piece = segment.text[left - position:right - position]
+            inside = any(a <= left < b for a, b in marks)
+            result.append(Segment(piece, (segment.style or Style()) + style if inside else segment.style))
+        position = end
+    return result

@@ -8,6 +8,7 @@ Esc or i goes back to the composer. A reply that is arriving is wrapped again on
 
 from __future__ import annotations
 
+
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding
@@ -16,14 +17,16 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from . import chat_rows
+from .chat_markdown import RendersMarkdown
 from .chat_layout import ChatLayout, LiveReply
 from .chat_rows import GUTTER, RowPainter
+from .chat_search import Searching
 from .shown import drawn
 
 MIN_WIDTH = 10
 
 
-class ChatView(ScrollView, can_focus=True):
+class ChatView(Searching, RendersMarkdown, ScrollView, can_focus=True):
     DEFAULT_CSS = """
     ChatView { background: $background; overflow-y: auto; overflow-x: hidden; scrollbar-gutter: stable; }
     """ + chat_rows.CSS
@@ -40,6 +43,11 @@ class ChatView(ScrollView, can_focus=True):
         Binding("d", "act('delete_message')", "Delete message", id="delete_message"),
         Binding("p", "act('pin_message')", "Pin message", id="pin_message"),
         Binding("r", "act('resend_from_here')", "Re-send from here", id="resend"),
+        Binding("c", "copy('reply')", "Copy", id="copy_reply"),
+        Binding("y", "copy('code')", "Copy code", id="copy_code"),
+        Binding("slash,ctrl+f", "search", "Search", key_display="/", id="search_chat"),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Previous match", show=False),
         Binding("ctrl+z", "undo", "Undo", id="undo_message_change"),
         Binding("i", "leave", "Back to composer", id="to_composer"),
         Binding("escape", "leave", "Back to composer (while a reply arrives: stop it)", show=False),
@@ -146,6 +154,7 @@ class ChatView(ScrollView, can_focus=True):
         self._widths = (self.size.width, self.scrollable_content_region.width)
         self.virtual_size = Size(self.scrollable_content_region.width, self.layout_model.height)
         self.refresh()
+        self._ask_markdown()
 
     def message_lines(self, index: int) -> list[str]:
         """The rows of message `index` (the reply arriving: index = number of messages) as drawn, without gutter."""
@@ -320,6 +329,9 @@ class ChatView(ScrollView, can_focus=True):
 
     async def action_undo(self) -> None:
         await self.app.run_action("undo")
+
+    async def action_copy(self, what: str) -> None:
+        await self.app.run_action(f"copy_{what}")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("act", "undo", "leave") and not self.message_actions:  # a replay: no composer, no edits

@@ -27,7 +27,8 @@ class Settings:
     tokenizer: str = ""
     theme: str = ""
     scan_local: bool = True
-    policy: dict = field(default_factory=dict)
+    policy: dict = field(default_factory=dict)  # config.toml [policy]: new sessions take it
+    params: dict = field(default_factory=dict)  # config.toml [params]: sampling parameters new sessions send
     keys: dict[str, str] = field(default_factory=dict)
     source: dict[str, str] = field(default_factory=dict)  # where base_url etc. came from, for the status line
 
@@ -39,7 +40,7 @@ def read_config(path: Path) -> dict:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    for key in ("keys", "policy"):
+    for key in ("keys", "policy", "params"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{path}: [{key}] must be a table")
     return data
@@ -53,7 +54,8 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
         config = read_config(config_path or config_dir() / "config.toml")
     except ConfigError as exc:
         config, problems = {}, [str(exc)]
-    settings = Settings(policy=dict(config.get("policy", {})), keys={k: str(v) for k, v in config.get("keys", {}).items()},
+    settings = Settings(policy=dict(config.get("policy", {})), params=dict(config.get("params", {})),
+                        keys={k: str(v) for k, v in config.get("keys", {}).items()},
                         scan_local=bool(config.get("scan_local", True)))
     env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
     for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme"):

@@ -25,6 +25,9 @@ from .tokens_view import TokensView
 from .updates import PaneUpdated
 
 TABS = ("document", "tokens", "cache", "ledger", "cost", "request", "diff")
+# A narrow pane (at 80 columns it has 39) gets shorter labels and tighter tabs, so every tab is on screen.
+SHORT_LABELS = {"document": "Doc", "request": "Req"}
+FULL_TABS_WIDTH = 56  # cells the tabs take with their full labels and default padding
 
 
 @dataclass
@@ -43,6 +46,7 @@ class PaneData:
     url: str = ""
     body: dict = field(default_factory=dict)
     key_env: str = "OPENAI_API_KEY"
+    what_if: str = ""
 
 
 class ContextPane(Vertical):
@@ -51,6 +55,7 @@ class ContextPane(Vertical):
     ContextPane #summary { height: auto; padding: 0 1; background: $panel; }
     ContextPane TabbedContent { height: 1fr; }
     ContextPane TabPane { padding: 0; }
+    ContextPane.-narrow Tab { padding: 0 0 0 1; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -79,6 +84,16 @@ class ContextPane(Vertical):
             with TabPane("Diff", id="diff"):
                 yield Lazy(VerticalScroll(DiffView(id="diff-view")))
 
+    def on_resize(self) -> None:
+        narrow = self.size.width < FULL_TABS_WIDTH
+        if narrow == self.has_class("-narrow"):
+            return
+        self.set_class(narrow, "-narrow")
+        tabs = self.query_one("#tabs", TabbedContent)
+        for tab_id, short in SHORT_LABELS.items():
+            tab = tabs.get_tab(tab_id)
+            tab.label = short if narrow else tab_id.capitalize()
+
     @property
     def active(self) -> str:
         return self.query_one("#tabs", TabbedContent).active
@@ -99,10 +114,12 @@ class ContextPane(Vertical):
         if pane.generation < self.generation:
             return
         self.generation = pane.generation
-        summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only)
+        summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only,
+                               what_if=bool(pane.what_if))
         self.show(pane.view, PaneData(summary, pane.messages, pane.draft_index, pane.previous,
                                       pane.policy.context_window, pane.policy.max_tokens, self.roles,
-                                      pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env))
+                                      pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env,
+                                      pane.what_if))
 
     def show(self, view: RequestView, data: PaneData) -> None:
         self.view, self.data = view, data
@@ -128,6 +145,6 @@ class ContextPane(Vertical):
         elif tab == "cost":
             self.query_one(CostView).show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles)
         elif tab == "request":
-            self.query_one(RequestTab).show(data.url, data.body, data.key_env)
+            self.query_one(RequestTab).show(data.url, data.body, data.key_env, data.what_if)
         elif tab == "diff":
             self.query_one(DiffView).show(data.previous, view.shape)

@@ -48,7 +48,7 @@ class Dialogs:
     # -- messages -----------------------------------------------------------------------------------
     def edit_message(self) -> None:
         focused = self._focused()
-        if focused is None:
+        if focused is None or self.controller.answering():  # said now, not after the edit is typed
             return
         index, message = focused
 
@@ -61,7 +61,7 @@ class Dialogs:
 
     def delete_message(self) -> None:
         focused = self._focused()
-        if focused is None:
+        if focused is None or self.controller.answering():
             return
         index, message = focused
 
@@ -104,7 +104,16 @@ class Dialogs:
                 self.controller.set_system_prompt(result[0])
         self.app.push_screen(EditScreen("System prompt", self.controller.system_prompt()), done)
 
+    def rename_session(self) -> None:
+        def done(result) -> None:
+            if result is not None and not self.controller.rename_session(result[0]):
+                self.app.notify("not renamed: the title is empty (or the session is read-only)", severity="warning")
+        self.app.push_screen(EditScreen("Session title", self.controller.wb.session.title), done)
+
     def attach(self) -> None:
+        if self.controller.answering():  # said now, not after the document is pasted
+            return
+
         def done(result) -> None:
             if result is not None:
                 self.controller.attach(*result)

@@ -20,7 +20,9 @@ class RequestView(SafeTextArea):
     def __init__(self, **kwargs) -> None:
         super().__init__(read_only=True, soft_wrap=False, show_line_numbers=False, **kwargs)
 
-    def show(self, url: str, body: dict, key_env: str) -> None:
+    def show(self, url: str, body: dict, key_env: str, what_if: str = "") -> None:
         text = json.dumps(body, ensure_ascii=False, indent=2) + "\n\n# as curl\n" + curl_command(url, body, key_env)
+        if what_if:
+            text = f"# {what_if}\n" + text
         if text != self.text:
             self.load_text(text)

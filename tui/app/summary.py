@@ -11,17 +11,25 @@ from .shown import one_line
 
 
 def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
-                 prefix: str = "") -> Text:
+                 prefix: str = "", what_if: bool = False) -> Text:
     counts = view.snapshot.counts
     text = Text(one_line(prefix))
     text.append(f"{view.sent_tokens} tokens", style="bold")
-    text.append(f" {'exact' if counts.exact else 'estimate'} ({one_line(counts.tokenizer, 60)})")
+    label = "what-if" if what_if else "exact" if counts.exact else "estimate"  # what-if: not the server's count
+    text.append(f" {label} ({one_line(counts.tokenizer, 60)})")
     text.append(f" of {policy.context_window}" if policy.context_window else "")
-    text.append(f" · template {one_line(view.snapshot.template, 60)} · policy {one_line(policy.name, 30)}")
+    text.append(f" · template {one_line(view.snapshot.template, 60)}")
+    if what_if:  # the server renders its own template: these figures are for the one picked here
+        text.append(" (what-if)", style="bold magenta")
+    text.append(f" · policy {one_line(policy.name, 30)}")
     if has_previous:
         text.append(f" · cached above {view.prefix.tokens} / new below {view.prefix.total_tokens - view.prefix.tokens}")
     if view.ledger:
         text.append(f" · {len(view.ledger)} dropped", style="bold yellow")
+    if counts.content_controls:
+        plural = "s" if counts.content_controls != 1 else ""
+        text.append(f" · server reads {counts.content_controls} control string{plural} in your text as tokens",
+                    style="bold red")
     if view.fences:
         text.append(f" · {len(view.fences)} fenced")
     if view.forged:

@@ -34,6 +34,12 @@ class TokensView(Static):
         head.append(f" · window {window}" if window else " · window unknown")
         if view.budget is not None:
             head.append(f" · budget {view.budget}")
+        if counts.content_controls:
+            plural = "s" if counts.content_controls != 1 else ""
+            head.append(f"\nthe server reads {counts.content_controls} control string{plural} in your text as tokens "
+                        "(counted as it reads them; fences would keep them text)", style="bold red")
+        if view.summary_cost:
+            head.append(f"\nthe summary in this request cost {view.summary_cost} tokens to make (one model call)")
         if view.plan.over_budget:
             head.append("\n⚠ " + one_line(view.plan.warning, 400), style="bold red")
         table = Table(box=None, show_header=True, header_style="bold")

@@ -16,6 +16,7 @@ from .http import OpenAIClient
 from .schemas import Prompt, Tokenized
 from .server_info import ServerInfo, probe
 from .server_tokenizer import ServerTokenizer
+from .window_check import check_window
 
 SAMPLE_TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city.",
@@ -172,29 +173,35 @@ async def check_cache(client: OpenAIClient) -> Check:
     return Check("prompt cache", "warn", "a request sharing a long prefix reused nothing from the cache", data)
 
 
-async def run_doctor(client: OpenAIClient) -> Report:
+def window_text(info: ServerInfo) -> str:
+    window = info.window
+    return f"context {window.tokens} ({window.source}: {window.detail})" if window else "context unknown"
+
+
+async def run_doctor(client: OpenAIClient, window_check: str = "auto") -> Report:
     info = await probe(client)
     client.endpoint.model = client.endpoint.model or info.model
     template, own = server_template(info)
+    windows = [w.to_dict() for w in info.windows]
     checks = [Check("server", "ok", f"{info.kind} {info.build}".strip() + f", model {info.model or '?'}, "
-                    f"context {info.n_ctx or 'unknown'}", {"kind": info.kind, "n_ctx": info.n_ctx})]
+                    f"{window_text(info)}", {"kind": info.kind, "n_ctx": info.n_ctx, "windows": windows})]
     if not own:
         checks.append(Check("template", "warn", "the server does not expose its template: using built-in chatml; "
                             "renderings and counts are estimates"))
     if info.chat_template and info.template_language == "go":
         checks.append(Check("template", "warn", "the server's template is a Go template (Ollama), not Jinja",
                             {"template": info.chat_template}))
-    for step in _steps(client, info, template):
+    for step in _steps(client, info, template, window_check):
         try:
             checks.append(await step)
         except ClientError as exc:
             checks.append(Check("request", "fail", str(exc)))
     server = {"kind": info.kind, "model": info.model, "n_ctx": info.n_ctx, "build": info.build,
-              "notes": info.notes}
+              "window": info.window.to_dict() if info.window else None, "windows": windows, "notes": info.notes}
     return Report(client.endpoint.base_url, server, checks)
 
 
-def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate):
+def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate, window_check: str = "auto"):
     rendered: dict[str, Any] = {}
 
     async def rendering():
@@ -211,3 +218,8 @@ def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate):
     if info.kind == "llama.cpp":
         yield check_control_tokens(client, template)
     yield check_cache(client)
+
+    async def window():
+        return Check("context window", *await check_window(client, info, window_check))
+
+    yield window()

@@ -5,6 +5,7 @@ Server text reaches a message only in part (`DETAIL` characters), with the key r
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -71,10 +72,23 @@ def _error_detail(raw: bytes, endpoint: Endpoint) -> tuple[dict | None, ErrorDet
     return (loose if isinstance(loose, dict) else None), error, detail
 
 
+# vLLM's wording: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens
+# (4000 in the messages, 1000 in the completion)."; the figures are read from the message when no field has them
+_MAX_CONTEXT = re.compile(r"maximum context length is (\d{1,9}) tokens")
+_IN_MESSAGES = re.compile(r"(\d{1,12}) in the messages")
+
+
+def _figure(pattern: re.Pattern, text: str) -> int | None:
+    found = pattern.search(text[:2000])
+    return int(found.group(1)) if found else None
+
+
 def _bad_request(status: int, body: dict | None, error: ErrorDetail, detail: str) -> BadRequest:
     kind = error.type or (error.code if isinstance(error.code, str) else "") or ""
-    if kind in ("exceed_context_size_error", "context_length_exceeded") or "context" in kind:
-        prompt, ctx = error.n_prompt_tokens, error.n_ctx
+    worded = _figure(_MAX_CONTEXT, error.message or detail)
+    if kind in ("exceed_context_size_error", "context_length_exceeded") or "context" in kind or worded:
+        prompt = error.n_prompt_tokens or _figure(_IN_MESSAGES, error.message or detail)
+        ctx = error.n_ctx or worded
         figures = f" ({prompt} prompt tokens, context window {ctx})" if prompt or ctx else ""
         return ContextOverflow(f"the request is larger than the model's context window{figures}: {detail}",
                                prompt, ctx, body)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import TooLarge
-from .schemas import MAX_TOOL_CALLS, Chunk, ToolCallDelta, plain
+from .schemas import MAX_TOOL_CALLS, Chunk, TokenLogprob, ToolCallDelta, plain
 
 
 @dataclass
@@ -23,6 +23,9 @@ class Reply:
     model: str | None = None
     incomplete: bool = False
     error: str | None = None
+    truncated: bool | None = None  # llama.cpp says it cut the prompt
+    prompt_eval_count: int | None = None  # Ollama's count of prompt tokens processed
+    generated: list[str] | None = None  # each generated token's text, when the server sent logprobs
 
     @property
     def cached_tokens(self) -> int | None:
@@ -45,9 +48,15 @@ class Reply:
         return message
 
     def to_record(self) -> dict:
-        return {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
-                "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
-                "model": self.model, "incomplete": self.incomplete, "error": self.error}
+        record = {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
+                  "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
+                  "model": self.model, "incomplete": self.incomplete, "error": self.error}
+        for key in ("truncated", "prompt_eval_count"):  # only when a server said so: older records stay alike
+            if getattr(self, key) is not None:
+                record[key] = getattr(self, key)
+        if self.generated is not None:  # the tokens as generated: what the server's cache holds of the reply
+            record["generated"] = list(self.generated)
+        return record
 
 
 class ReplyAssembler:
@@ -66,6 +75,10 @@ class ReplyAssembler:
             reply.usage = plain(chunk.usage)
         if chunk.timings is not None:
             reply.timings = plain(chunk.timings)
+        if chunk.truncated is not None:
+            reply.truncated = chunk.truncated
+        if chunk.prompt_eval_count is not None:
+            reply.prompt_eval_count = chunk.prompt_eval_count
         added = ""
         for choice in chunk.choices or ():
             delta = choice.delta or choice.message
@@ -76,6 +89,8 @@ class ReplyAssembler:
                 self.size += len(reasoning)
                 for call in delta.tool_calls or ():
                     self._merge_call(call)
+            if choice.logprobs is not None and choice.logprobs.content is not None:
+                self._add_tokens(choice.logprobs.content)
             if choice.finish_reason:
                 reply.finish_reason = choice.finish_reason
         reply.content += added
@@ -83,6 +98,15 @@ class ReplyAssembler:
         if self._calls:
             reply.tool_calls = [self._calls[i] for i in sorted(self._calls)]
         return added
+
+    def _add_tokens(self, tokens: list[TokenLogprob]) -> None:
+        """The generated tokens' own text: from their bytes (the text can have lost a leading space)."""
+        pieces = self.reply.generated if self.reply.generated is not None else []
+        for token in tokens:
+            piece = bytes(token.bytes).decode("utf-8", "replace") if token.bytes is not None else token.token
+            pieces.append(piece)
+            self.size += len(piece)
+        self.reply.generated = pieces
 
     def _merge_call(self, call: ToolCallDelta) -> None:
         index = call.index if call.index is not None else len(self._calls)

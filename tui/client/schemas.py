@@ -22,6 +22,8 @@ MAX_CHOICES = 128
 MAX_TOOL_CALLS = 128
 MAX_TEMPLATE = 1_000_000  # characters of a chat template
 MAX_TEXT = 16_000_000  # characters of one content/prompt string
+MAX_SLOTS = 4096  # llama.cpp server slots (-np)
+MAX_LOGPROBS = 1_000_000  # generated tokens described in one reply or chunk
 
 Context = Annotated[int, Meta(ge=1, le=MAX_CONTEXT)]
 Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
@@ -55,10 +57,22 @@ class Delta(Struct):
     tool_calls: Annotated[list[ToolCallDelta], Meta(max_length=MAX_TOOL_CALLS)] | None = None
 
 
+class TokenLogprob(Struct):
+    """One generated token as the server describes it (its text, its bytes); probabilities are not used."""
+
+    token: Short = ""
+    bytes: Annotated[list[Byte], Meta(max_length=1024)] | None = None
+
+
+class Logprobs(Struct):
+    content: Annotated[list[TokenLogprob], Meta(max_length=MAX_LOGPROBS)] | None = None
+
+
 class Choice(Struct):
     delta: Delta | None = None
     message: Delta | None = None
     finish_reason: Short | None = None
+    logprobs: Logprobs | None = None
 
 
 class PromptDetails(Struct, omit_defaults=True):
@@ -99,14 +113,32 @@ class ErrorDetail(Struct):
     n_ctx: Context | None = None
 
 
+def lenient_count(value: Any) -> int | None:
+    """A token count from a field checked only here: anything but a count in range is unknown (None)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+        return value
+    return None
+
+
 class Chunk(Struct):
-    """One chat.completion.chunk, or a whole chat.completion (choices carry `message`)."""
+    """One chat.completion.chunk, or a whole chat.completion (choices carry `message`).
+
+    `truncated` (llama.cpp) and `prompt_eval_count` (Ollama's own field) are read leniently: a value
+    of the wrong shape becomes None (unknown) instead of failing the reply, since they only inform
+    the sent-against-received comparison.
+    """
 
     model: ModelId | None = None
     choices: Annotated[list[Choice], Meta(max_length=MAX_CHOICES)] | None = None
     usage: Usage | None = None
     timings: Timings | None = None
     error: ErrorDetail | Text | None = None
+    truncated: Any = None
+    prompt_eval_count: Any = None
+
+    def __post_init__(self) -> None:
+        self.truncated = self.truncated if isinstance(self.truncated, bool) else None
+        self.prompt_eval_count = lenient_count(self.prompt_eval_count)
 
 
 class ErrorBody(Struct):
@@ -117,6 +149,7 @@ class ErrorBody(Struct):
 # -- probes --------------------------------------------------------------------------------------
 class ModelMeta(Struct):
     n_ctx: Context | None = None
+    n_ctx_train: Context | None = None
 
 
 class ModelEntry(Struct):
@@ -142,6 +175,22 @@ class Props(Struct):
     build_info: Short | None = None
     n_ctx: Context | None = None
     default_generation_settings: GenerationSettings | None = None
+    total_slots: Annotated[int, Meta(ge=1, le=MAX_SLOTS)] | None = None
+    endpoint_slots: bool | None = None
+
+
+class Slot(Struct):
+    """One entry of llama.cpp's /slots: its context, and how many tokens it holds after its last task."""
+
+    id: Annotated[int, Meta(ge=0, le=MAX_SLOTS - 1)]
+    n_ctx: Context | None = None
+    is_processing: bool = False
+    id_task: Annotated[int, Meta(ge=-1, le=MAX_COUNT)] | None = None
+    n_prompt_tokens: Count | None = None  # prompt and generated tokens the slot holds
+    n_prompt_tokens_cache: Count | None = None
+
+
+Slots = Annotated[list[Slot], Meta(max_length=MAX_SLOTS)]
 
 
 class Version(Struct):
@@ -153,6 +202,18 @@ class Version(Struct):
 class OllamaShow(Struct):
     template: Template | None = None
     model_info: Annotated[dict[Short, Any], Meta(max_length=10_000)] | None = None
+
+
+class OllamaRunning(Struct):
+    name: ModelId | None = None
+    model: ModelId | None = None
+    context_length: Context | None = None  # the window this loaded model runs with (num_ctx)
+
+
+class OllamaPs(Struct):
+    """Ollama's /api/ps: the models loaded now."""
+
+    models: Annotated[list[OllamaRunning], Meta(max_length=MAX_MODELS)] = []
 
 
 class LMStudioModel(Struct):

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.context.registry import context_window
+from tui.context.window import WindowSize, choose_window
 
 from .errors import ClientError, MalformedAnswer, NotJSON, TooLarge
 from .http import OpenAIClient
-from .schemas import LMStudioModels, ModelList, OllamaShow, Props, Version, context_size, convert
+from .schemas import LMStudioModels, ModelList, OllamaPs, OllamaShow, Props, Version, context_size, convert
 
 HOSTED = {"api.openai.com": "openai", "openrouter.ai": "openrouter", "api.together.xyz": "together",
-          "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek"}
+          "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek",
+          "api.anthropic.com": "anthropic", "generativelanguage.googleapis.com": "gemini"}
 
 
 @dataclass
@@ -34,10 +36,22 @@ class ServerInfo:
     can_apply_template: bool = False
     build: str = ""
     notes: list[str] = field(default_factory=list)
+    windows: list[WindowSize] = field(default_factory=list)  # every window figure found, with its source
 
     @property
     def has_own_template(self) -> bool:
         return bool(self.chat_template) and self.template_language == "jinja"
+
+    @property
+    def window(self) -> WindowSize | None:
+        """The window to plan with: the most trusted figure found (tui/context/window.py)."""
+        return choose_window(self.windows)
+
+    def found_window(self, tokens: int | None, source: str, detail: str) -> None:
+        if tokens:
+            self.windows.append(WindowSize(tokens, source, detail))
+            chosen = self.window
+            self.n_ctx = chosen.tokens if chosen else None
 
 
 def hosted_context(model: str) -> int | None:
@@ -76,11 +90,16 @@ async def probe(client: OpenAIClient, model: str = "") -> ServerInfo:
     info.models = [entry.id for entry in listing.data]
     info.model = model or client.endpoint.model or (info.models[0] if info.models else "")
     if info.kind != "openai-compatible":
-        info.n_ctx = hosted_context(info.model)
+        info.found_window(hosted_context(info.model), "model", "ctxpane's model registry")
         info.notes.append(f"{info.kind} offers no template or tokenizer: counts are estimates")
         return info
     for entry in listing.data:
-        info.n_ctx = info.n_ctx or (entry.meta.n_ctx if entry.meta else None) or entry.max_model_len
+        if entry.id != info.model and len(listing.data) > 1:
+            continue
+        meta = entry.meta
+        info.found_window(meta.n_ctx if meta else None, "server", "/v1/models meta.n_ctx")
+        info.found_window(meta.n_ctx_train if meta else None, "model", "/v1/models meta.n_ctx_train")
+        info.found_window(entry.max_model_len, "server", "/v1/models max_model_len")
     if await _probe_llamacpp(client, info) or await _probe_vllm(client, info) \
             or await _probe_ollama(client, info) or await _probe_lmstudio(client, info):
         return info
@@ -98,7 +117,10 @@ async def _probe_llamacpp(client: OpenAIClient, info: ServerInfo) -> bool:
     info.bos_token, info.eos_token = props.bos_token, props.eos_token
     info.build = props.build_info or ""
     settings = props.default_generation_settings
-    info.n_ctx = (settings.n_ctx if settings else None) or props.n_ctx or info.n_ctx
+    info.windows = [w for w in info.windows if w.source != "server"]  # /props is the slot's own figure
+    info.found_window(settings.n_ctx if settings else None, "server", "/props default_generation_settings.n_ctx")
+    if not (settings and settings.n_ctx):
+        info.found_window(props.n_ctx, "server", "/props n_ctx")
     info.can_tokenize = info.can_apply_template = True
     return True
 
@@ -125,9 +147,17 @@ async def _probe_ollama(client: OpenAIClient, info: ServerInfo) -> bool:
         info.template_language = "go"
         for key, value in (show.model_info or {}).items():
             if key.endswith(".context_length"):
-                info.n_ctx = context_size(value, f"the server's /api/show model_info.{key}")
+                info.found_window(context_size(value, f"the server's /api/show model_info.{key}"), "model",
+                                  f"/api/show model_info.{key} (what the model supports; Ollama runs it "
+                                  "with its own num_ctx, often far smaller)")
         info.notes.append("Ollama's template is a Go template, not Jinja: shown as text, rendered with a "
                           "built-in Jinja template instead (an estimate)")
+    running = await _try(client.get_json("/api/ps", at_root=True))
+    if isinstance(running, dict):
+        for entry in convert(running, OllamaPs, "the server's /api/ps").models:
+            if info.model in (entry.name, entry.model):
+                info.found_window(entry.context_length, "server", "/api/ps context_length (num_ctx of the "
+                                                                  "loaded model)")
     return True
 
 
@@ -139,6 +169,7 @@ async def _probe_lmstudio(client: OpenAIClient, info: ServerInfo) -> bool:
     info.kind = "lmstudio"
     for entry in listing.data:
         if entry.id == info.model:
-            info.n_ctx = entry.loaded_context_length or entry.max_context_length or info.n_ctx
+            info.found_window(entry.loaded_context_length, "server", "/api/v0/models loaded_context_length")
+            info.found_window(entry.max_context_length, "model", "/api/v0/models max_context_length")
     info.notes.append("LM Studio exposes no template or tokenizer: counts are estimates")
     return True

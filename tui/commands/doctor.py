@@ -13,6 +13,7 @@ from tui.client.doctor import Report, run_doctor
 from tui.client.endpoint import Endpoint, EndpointError
 from tui.client.errors import ClientError
 from tui.client.http import Limits, OpenAIClient
+from tui.client.window_check import MAX_AUTO
 from tui.commands.arguments import QuietParser, seconds
 from tui.commands.terminal import json_text
 from tui.context.safety import visible
@@ -29,12 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=seconds(0, 3600), default=30.0, metavar="SECONDS",
                         help="read timeout in seconds (above 0, at most 3600)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--window-check", choices=("auto", "on", "off"), default="auto",
+                        help="send a request just over the server's window to see whether it refuses, cuts "
+                             f"silently or shifts (auto: only for windows up to {MAX_AUTO:,} tokens)")
     return parser
 
 
-async def _doctor(endpoint: Endpoint, timeout: float) -> Report:
+async def _doctor(endpoint: Endpoint, timeout: float, window_check: str = "auto") -> Report:
     async with OpenAIClient(endpoint, Limits(connect=5.0, read=timeout, retries=2)) as client:
-        return await run_doctor(client)
+        return await run_doctor(client, window_check)
 
 
 def print_report(report: Report) -> None:
@@ -57,7 +61,7 @@ def run(argv: list[str]) -> int:
     except EndpointError as exc:
         raise UsageError(str(exc)) from None
     try:
-        report = asyncio.run(_doctor(endpoint, args.timeout))
+        report = asyncio.run(_doctor(endpoint, args.timeout, args.window_check))
     except ClientError as exc:
         print(one_line(f"ctxpane doctor: could not check {endpoint.base_url}: {exc}"), file=sys.stderr)  # server text
         return 2

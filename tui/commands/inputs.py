@@ -41,6 +41,7 @@ class Conversation:
     messages: list[Message]
     tools: list | None = None
     session: Session | None = None
+    model: str = ""  # the body's or the session's model, for prices
 
 
 def read_conversation(path_text: str) -> Conversation:
@@ -55,7 +56,9 @@ def read_conversation(path_text: str) -> Conversation:
         if isinstance(data, dict):
             if "messages" not in data:
                 raise UsageError(f"{path_text}: an object must be a chat-completions body with 'messages'")
-            return Conversation(messages_from_data(data["messages"]), tools_from_data(data.get("tools")))
+            model = data.get("model") if isinstance(data.get("model"), str) else ""
+            return Conversation(messages_from_data(data["messages"]), tools_from_data(data.get("tools")), None,
+                                model[:1000])
         return Conversation(messages_from_data(data, ""))
     except SessionFormatError as exc:
         raise UsageError(f"{path_text}: {exc}") from None
@@ -66,7 +69,7 @@ def session_conversation(path_text: str) -> Conversation:
     from tui.commands.sessions_common import open_session
 
     session = open_session(path_text).session
-    return Conversation(session.messages, session.tools, session)
+    return Conversation(session.messages, session.tools, session, session.model)
 
 
 def refuse_special_file(spec: str) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 
 from tui.commands.arguments import CONTEXT_WINDOW, KEEP_LAST, MAX_TOKENS, QuietParser, whole_number
 from tui.commands.inputs import Conversation, open_template, open_tokenizer, parse_vars, read_conversation
+from tui.commands.render_figures import figures
 from tui.commands.render_output import write_document, write_json, write_summary
 from tui.commands.sessions_common import session_engine
 from tui.context.budget import POLICIES, PolicyError, PolicySettings
@@ -15,7 +17,7 @@ from tui.context.fences import FenceStyle
 from tui.context.registry import tokenizer_for_family
 from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.templates import TemplateRenderError
-from tui.errors import UsageError
+from tui.errors import UsageError, one_line
 
 __all__ = ["QuietParser", "build_parser", "run"]  # QuietParser: still importable from here
 
@@ -56,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-fences", action="store_true", help="send untrusted text without fences")
     parser.add_argument("--previous", default=None, metavar="FILE", help="the previous request, for the cache prefix")
     parser.add_argument("--cache-rule", choices=RULES, default="llama.cpp", help="provider rule for cached tokens")
+    parser.add_argument("--model", default=None, help="model to price the request for (default: the body's or "
+                                                      "the session's)")
+    parser.add_argument("--prices", default=None, metavar="FILE",
+                        help="a price table (TOML) over the shipped one (default: prices.toml in the config folder)")
     return parser
 
 
@@ -105,12 +111,15 @@ def run(argv: list[str]) -> int:
     previous = None
     if args.previous:
         before = read_conversation(args.previous)
-        previous = build(before.messages, replace(settings, tools=before.tools)).shape
-    view = build(conversation.messages, settings, previous, 2 if previous else 1)
+        previous = build(before.messages, replace(settings, tools=before.tools))
+    view = build(conversation.messages, settings, previous.shape if previous else None, 2 if previous else 1)
+    extra, problems = figures(args, conversation, view, settings.policy, previous)
+    for problem in problems:  # a bad prices.toml in the config folder: the shipped prices are used
+        print(one_line(f"ctxpane render: {problem}"), file=sys.stderr)
     if args.json:
-        write_json(view)
+        write_json(view, extra=extra)
         return 0
     write_document(view.snapshot)
     if not args.quiet:
-        write_summary(view)
+        write_summary(view, extra)
     return 0

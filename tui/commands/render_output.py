@@ -31,9 +31,9 @@ def write_document(snapshot: Snapshot, out: TextIO | None = None) -> None:
         write_text(snapshot.document.text, out)
 
 
-def write_json(view: RequestView, out: TextIO | None = None) -> None:
+def write_json(view: RequestView, out: TextIO | None = None, extra: dict | None = None) -> None:
     out = out or sys.stdout
-    out.write(json_text(view_json(view), out) + "\n")
+    out.write(json_text({**view_json(view), **(extra or {})}, out) + "\n")
 
 
 def view_json(view: RequestView) -> dict:
@@ -50,7 +50,9 @@ def view_json(view: RequestView) -> dict:
                    for f in view.forged],
         "cache_prefix": {"chars": prefix.chars, "tokens": prefix.tokens, "total_tokens": prefix.total_tokens,
                          "cause": prefix.cause, "predicted_cached": prefix.predicted_cached, "rule": prefix.rule,
-                         "message": view.origin[prefix.message] if prefix.message is not None else None},
+                         "message": view.origin[prefix.message] if prefix.message is not None else None,
+                         "cause_class": prefix.cause_class, "divergent_token": prefix.divergent_token,
+                         "diverges": prefix.diverges, "diverged": prefix.diverged},
     })
     return data
 
@@ -139,7 +141,22 @@ def summary_lines(view: RequestView) -> list[Text]:
     return lines
 
 
-def write_summary(view: RequestView) -> None:
+def cost_line(extra: dict) -> Text | None:
+    """The price of this request before it is sent (prompt only), or why there is none."""
+    cost = extra.get("cost")
+    if not cost:
+        return None
+    if not cost["priced"]:
+        return Text(visible(f"price: none for {cost['model'] or 'this model'} (tokens only; add it to prices.toml)"),
+                    "dim")
+    price = cost["price"]
+    return Text(visible(f"price: this prompt costs ${cost['paid']:.6f} at {price['model']}'s ${price['input']:g}/M "
+                        f"input ({cost['cached_tokens']} tokens cached, {cost['cached_from']}, saving "
+                        f"${cost['saved_by_cache']:.6f}); keep-all ${cost['keep_all_paid']:.6f}; prices of "
+                        f"{price['table_date']}"), "cyan")
+
+
+def write_summary(view: RequestView, extra: dict | None = None) -> None:
     """The findings and the counts, on stderr: stdout carries the document alone."""
     console = Console(stderr=True, highlight=False)
     for line in summary_lines(view):
@@ -149,3 +166,9 @@ def write_summary(view: RequestView) -> None:
     budget = f" (budget {view.budget})" if view.budget is not None else ""
     console.print(Text(f"cost: this request sends {view.sent_tokens} tokens; keep-all would send "
                        f"{view.keep_all_tokens}{budget}"), soft_wrap=True)
+    line = cost_line(extra or {})
+    if line is not None:
+        console.print(line, soft_wrap=True)
+    fit = (extra or {}).get("fit")
+    if fit and fit.get("fits") is False:
+        console.print(Text(visible(f"warning: {fit['message']}"), "bold yellow"), soft_wrap=True)

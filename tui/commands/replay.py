@@ -46,7 +46,8 @@ def step_json(step) -> dict:
             "cache_prefix": {"tokens": step.prefix.tokens, "chars": step.prefix.chars, "cause": step.prefix.cause,
                              "predicted_cached": step.prefix.predicted_cached},
             "cached_reported": step.record.cached_reported, "dropped": step.record.dropped,
-            "drift": step.drift, "notes": step.notes, "incomplete": step.record.incomplete, "text": document.text}
+            "drift": step.drift, "notes": step.notes, "incomplete": step.record.incomplete,
+            "fit": step.record.fit, "received": step.record.received, "cost": step.record.cost, "text": document.text}
 
 
 def run(argv: list[str]) -> int | ReplayInApp:
@@ -83,7 +84,39 @@ def step_line(step, replayer: Replayer) -> str:
             f"{tokens_text(step, replayer)} · "
             f"cache {step.prefix.tokens} unchanged ({one_line(step.prefix.cause, 200)}) · "
             f"{len(step.record.dropped)} dropped · drift: {drift_text(step.drift)}"
-            + (" · reply incomplete" if step.record.incomplete else ""))
+            + (" · reply incomplete" if step.record.incomplete else "")
+            + received_text(step.record.received) + cost_text(step.record.cost))
+
+
+def received_text(received: dict | None) -> str:
+    """What the server did with the request, as recorded: " · server: …" (nothing for older records)."""
+    if not received:
+        return ""
+    verdict = received.get("verdict")
+    if verdict == "match":
+        text = f"server processed {received.get('received')} = sent"
+    elif verdict == "dropped":
+        lost = [a.get("message_id", "?") for a in received.get("affected") or []]
+        text = (f"SERVER DROPPED ~{-received.get('difference', 0)} tokens from the {received.get('where') or '?'}"
+                f" ({', '.join(lost[:5]) or 'no message'}{', …' if len(lost) > 5 else ''}) by {received.get('who')}")
+    elif verdict == "added":
+        text = f"server processed {received.get('difference')} tokens more than sent"
+    elif verdict == "refused":
+        text = "server refused it (over its window)"
+    else:
+        text = "server reported no prompt count"
+    flags = [flag for flag, key in (("reply cut at the window", "reply_cut"), ("context shifted", "shifted"))
+             if received.get(key)]
+    return " · " + one_line(text + "".join(f", {flag}" for flag in flags), 300)
+
+
+def cost_text(cost: dict | None) -> str:
+    if not cost:
+        return ""
+    if not cost.get("priced"):
+        return " · " + one_line(f"cost: tokens only (no price for {cost.get('model') or 'this model'})", 200)
+    total = (cost.get("cumulative") or {}).get("paid")
+    return f" · cost ${cost['paid']:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
 
 
 def tokens_text(step, replayer: Replayer) -> str:

@@ -65,7 +65,7 @@ def is_exact(template: ChatTemplate, tokenizer: Tokenizer, verified: bool | None
 def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: Tokenizer,
              variables: dict | None = None, add_generation_prompt: bool = True,
              tools: list | None = None, cache: SegmentCache | None = None,
-             exact: bool | None = None) -> Snapshot:
+             exact: bool | None = None, content_specials: bool = False) -> Snapshot:
     """Render the request's document, attribute it, count it, flag control strings in content."""
     wire = wire_messages(messages)
     render_vars = dict(variables or {})
@@ -74,7 +74,7 @@ def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: 
         render_vars["tools"] = tools
     specials = template.special_strings()
     document = build_document(template.render, wire, specials, **render_vars)
-    counts = count_tokens(document, tokenizer, specials, cache)
+    counts = count_tokens(document, tokenizer, specials, cache, content_specials=content_specials)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
     counts.exact = is_exact(template, tokenizer, exact)
     return Snapshot(document, counts, template.name, tokenizer.name, wire,

@@ -115,7 +115,10 @@ def plan_truncation(roles: list[str], costs: list[int], overhead: int, pinned: l
 def _summary_reserve(settings: PolicySettings) -> int:
     if settings.name != "summarise":
         return 0
-    return max(16, len(settings.summary or "") // 3)  # a rough token estimate for the summary message
+    estimate = len(settings.summary or "") // 3  # a rough token estimate for the summary message
+    if settings.context_window:  # a summary call's output is bounded to a third of the window (summary_call.py)
+        estimate = min(estimate, settings.context_window // 3)
+    return max(16, estimate)
 
 
 def _drop_oldest(units: list[list[int]], costs: list[int], keep: set[int], room: int, more: int = 0) -> set[int]:

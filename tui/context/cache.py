@@ -1,9 +1,8 @@
 """The cache-stable prefix: what a request shares with the previous one, and why it stops there.
 
-Provider rules for what is actually reused:
-- OpenAI: nothing below 1,024 prefix tokens; above, the prefix rounded down to a 128-token step.
-- llama.cpp: the longest common prefix with the slot's last prompt, minus one (the last prompt
-  token is always evaluated again).
+Provider rules for what is actually reused live in cache_rules.py (one table); this module keeps the
+comparison with the previous request, which every rule starts from. Prediction against every prompt a
+server may still hold is in cache_predict.py; the causes of a break are classed in cache_causes.py.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 from .document import Document
 from .tokens import TokenIndex
 
-RULES = ("llama.cpp", "openai", "none")
+RULES = ("llama.cpp", "openai", "anthropic", "gemini", "deepseek", "none")
 
 
 @dataclass
@@ -31,6 +30,10 @@ class RequestShape:
     dropped: frozenset = frozenset()  # ids of messages the policy left out
     tail_start: int | None = None  # where the trailing generation prompt begins (text of no message)
     spans: list[tuple[str, str, int, int, int]] = field(default_factory=list)  # message id, kind, start, end, tokens
+    calls: list = field(default_factory=list)  # each message's tool calls as sent (None: it has none)
+    reasoning: list[str] = field(default_factory=list)  # each message's reasoning as sent
+    blocks: list[tuple[int, str]] = field(default_factory=list)  # where each message's content ends, and its
+    # cache_control lifetime ("5m", "1h"; "" when unmarked): Anthropic's breakpoints
 
 
 @dataclass
@@ -43,6 +46,22 @@ class CachePrefix:
     cause: str
     predicted_cached: int
     rule: str
+    cause_class: str = ""  # one of cache_causes.CLASSES
+    source: int | None = None  # the earlier request the reuse comes from
+    place: str = "previous request"  # where the server holds it ("slot 0", "prompt cache -> slot 0", ...)
+    in_reply: int = 0  # shared tokens that continue into the source's reply
+    diverges: str = ""  # the new prompt's text at the first divergent token
+    diverged: str = ""  # the source's text there
+    write: int = 0  # tokens a breakpoint rule writes to the cache (Anthropic)
+    best_effort: bool = False  # the provider may reuse less: the prediction is an upper bound
+    candidates: list = field(default_factory=list)  # every prompt held: (request, place, shared tokens)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def divergent_token(self) -> int:
+        """Index of the first token of this request that differs from the source (the rule may reuse less:
+        OpenAI's 128-token steps, llama.cpp's last token, a provider's minimum)."""
+        return self.tokens
 
 
 def common_prefix_length(a: str, b: str, step: int = 4096) -> int:
@@ -63,55 +82,62 @@ def common_prefix_length(a: str, b: str, step: int = 4096) -> int:
     return low
 
 
-def predict_cached(rule: str, prefix_tokens: int, total_tokens: int) -> int:
-    if rule == "llama.cpp":
+def predict_cached(rule: str, prefix_tokens: int, total_tokens: int, model: object = None) -> int:
+    """Tokens a prefix rule reuses of `total_tokens` when `prefix_tokens` are shared (cache_rules.py)."""
+    from .cache_rules import RULES as TABLE, SERVER, prefix_cached, rule_for
+
+    found = rule_for(rule)
+    if found.kind == SERVER:  # against one earlier prompt a server model is its bare rule
         return max(0, min(prefix_tokens, total_tokens - 1))
-    if rule == "openai":
-        return 0 if prefix_tokens < 1024 else 1024 + (prefix_tokens - 1024) // 128 * 128
-    return 0
+    return prefix_cached(found, prefix_tokens, total_tokens, model) if found is not TABLE["none"] else 0
 
 
-def _cause(previous: RequestShape, current: RequestShape, document: Document, boundary: int) -> tuple:
-    tail = len(previous.text) if previous.tail_start is None else previous.tail_start
-    if boundary >= tail:
-        return None, None, "none: the whole previous request is reused (new turns follow)"
-    starts = [s.start for s in document.spans]
-    span = document.spans[bisect_right(starts, boundary) - 1] if document.spans and boundary < len(document.text) \
-        else None
-    message = span.message if span else None
-    kind = span.kind if span else None
-    newly_dropped = sorted(current.dropped - previous.dropped)
-    if newly_dropped:
-        return message, kind, f"truncation shift: {', '.join(newly_dropped)} dropped since the previous request"
-    if (previous.tools or None) != (current.tools or None) and (message is None or kind == "marker"):
-        return message, kind, "changed tool list"
-    changed_vars = sorted(k for k in set(previous.variables) | set(current.variables)
-                          if previous.variables.get(k) != current.variables.get(k))
-    if message is not None and message < len(current.message_ids):
-        message_id = current.message_ids[message]
-        old = dict(zip(previous.message_ids, previous.message_texts))
-        if message_id in old and old[message_id] != current.message_texts[message]:
-            role = current.message_roles[message]
-            what = "changed system prompt" if role in ("system", "developer") else f"edited {role} message"
-            return message, kind, f"{what} ({message_id})"
-        if message_id not in old and kind != "marker":
-            return message, kind, f"new message {message_id} where the previous request had other text"
-    if changed_vars:
-        return message, kind, f"template variable changed: {', '.join(changed_vars)}"
-    if kind == "marker":
-        return message, kind, "template text changed (a date or other value the template writes)"
-    return message, kind, f"changed text in {kind or 'the document'}"
+def _cached_after(rule: str, previous: RequestShape, current: RequestShape, shared: int) -> int:
+    """What `rule` reuses when the previous request is the only one sent: rules that read only stored
+    units or marked breakpoints ask the provider model (with that one request), the others count the prefix."""
+    from .cache_rules import BREAKPOINTS, UNITS, rule_for
+
+    if rule_for(rule).kind not in (BREAKPOINTS, UNITS):
+        return predict_cached(rule, shared, current.tokens.total)
+    from .cache_history import HeldPrompt
+    from .provider_cache import ProviderCache
+
+    model = ProviderCache(rule)
+    model.record(HeldPrompt(1, previous, previous.tokens.total))
+    return model.predict(current).cached
 
 
 def cache_prefix(previous: RequestShape | None, current: RequestShape, document: Document,
                  rule: str = "llama.cpp") -> CachePrefix:
+    """The prefix `current` shares with the previous request, and what `rule` reuses of it."""
+    from .cache_causes import FIRST, classify, excerpt
+
     total = current.tokens.total
     if previous is None:
-        return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule)
+        return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule, FIRST, None, "")
     boundary = common_prefix_length(previous.text, current.text)
     shared = min(current.tokens.tokens_before(boundary), previous.tokens.total)
-    message, kind, cause = _cause(previous, current, document, boundary)
-    return CachePrefix(boundary, shared, total, message, kind, cause, predict_cached(rule, shared, total), rule)
+    cause = classify(previous, current, document, boundary)
+    return CachePrefix(boundary, shared, total, cause.message, cause.span_kind, cause.text,
+                       _cached_after(rule, previous, current, shared), rule, cause.kind,
+                       diverges=excerpt(current.text, at := token_start(current.tokens, shared)),
+                       diverged=excerpt(previous.text, at))
+
+
+def token_start(index: TokenIndex, token: int) -> int:
+    """Character offset where token number `token` starts."""
+    piece_number = max(0, bisect_right(index.before, token) - 1)
+    while 0 < piece_number < len(index.pieces) and index.pieces[piece_number][4] == 0:
+        piece_number -= 1  # an empty piece holds no token
+    if piece_number >= len(index.pieces):
+        return len(index.text)
+    start, end, starts, in_bytes, _count = index.pieces[piece_number]
+    if starts is None:
+        return start
+    offset = starts[token - index.before[piece_number]]
+    if not in_bytes:
+        return start + offset
+    return start + len(index.text[start:end].encode("utf-8")[:offset].decode("utf-8", "ignore"))
 
 
 def span_diff(previous: RequestShape | None, current: RequestShape) -> list[dict]:

@@ -68,12 +68,14 @@ def template_identity(template: Any) -> Identity:
 def exact_counts(tokenizer: Identity, model_family: str | None, verified: bool | None = None) -> bool:
     """True when the tokenizer is the model's own, so its counts are what the model sees.
 
-    An estimate never is; the server's own always is. `verified` is the caller's check against the
+    An estimate never is, nor a vocabulary of another family than the template's; the server's own is. `verified` is the caller's check against the
     server (its ids for a probe text equal the local tokenizer's, or not): it overrides the family rule.
     Otherwise a shipped or model-file tokenizer is exact when its vocabulary is the model family's.
     """
     if tokenizer.source == ESTIMATE:
         return False
+    if tokenizer.family is not None and model_family is not None and tokenizer.family != model_family:
+        return False  # another family's vocabulary (llama3's template counted with qwen3's), whoever vouched
     if tokenizer.source == SERVER:
         return True
     if verified is not None:

@@ -64,9 +64,9 @@ def splice_message(document: Document, counts: TokenCounts, message: int, new_te
     if index is None or not new_text:  # no span to grow, or one to remove: render afresh
         return None
     pattern = _special_regex(frozenset(specials) | tokenizer.specials())
-    if pattern is not None and pattern.search(new_text):
-        return None  # a control string typed in: let the full path flag and attribute it
     old = document.spans[index]
+    if pattern is not None and (pattern.search(new_text) or pattern.search(document.text, old.start, old.end)):
+        return None  # a control string typed in or taken out: let the full path flag, attribute and count it
     seg_start = _cut_before(document, index, pattern)
     seg_end = _cut_after(document, index, pattern)
     before = _segment_counts(document, seg_start, seg_end, tokenizer, cache)
@@ -87,4 +87,4 @@ def splice_message(document: Document, counts: TokenCounts, message: int, new_te
         by_role[role] = by_role.get(role, 0) + change
         by_kind[span.kind] = by_kind.get(span.kind, 0) + change
     total = counts.total + sum(after.values()) - sum(before.values())
-    return edited, TokenCounts(total, by_role, by_kind, counts.exact, counts.tokenizer)
+    return edited, TokenCounts(total, by_role, by_kind, counts.exact, counts.tokenizer, counts.content_controls)

@@ -53,6 +53,8 @@ FAMILIES: dict[str, Family] = {family.key: family for family in (
     Family("gpt-oss", "gpt-oss (harmony)", ("harmony",), "o200k_harmony", (O200K_HARMONY,), ("<|return|>", "<|call|>")),
     Family("openai-o200k", "OpenAI (o200k_base)", (), "o200k_base", (O200K,), (), "openai"),
     Family("openai-cl100k", "OpenAI (cl100k_base)", (), "cl100k_base", (CL100K,), (), "openai"),
+    Family("claude", "Claude (Anthropic)", (), None, (), (), "anthropic"),
+    Family("gemini", "Gemini (Google)", (), None, (), (), "gemini"),
 )}
 
 MODEL_IDS: tuple[ModelId, ...] = (
@@ -72,6 +74,7 @@ MODEL_IDS: tuple[ModelId, ...] = (
     ModelId("o3", "openai-o200k", 200_000), ModelId("o4", "openai-o200k", 200_000),
     ModelId("gpt-4-turbo", "openai-cl100k", 128_000), ModelId("gpt-4", "openai-cl100k", 8_192),
     ModelId("gpt-3.5", "openai-cl100k", 16_385), ModelId("text-embedding-3", "openai-cl100k"),
+    ModelId("claude", "claude"), ModelId("gemini-", "gemini"),
 )
 # Families whose shipped tokenizer is compared with a server's ids when the model id names no family.
 CHECKED_WHEN_UNKNOWN = ("qwen",)
@@ -141,10 +144,16 @@ def checked_on_server(model: object) -> list[Family]:
     return [FAMILIES[key] for key in keys if FAMILIES[key].tokenizer]
 
 
+# Servers whose own cache rule applies whatever model they serve (keys of cache_rules.RULES).
+SERVER_CACHE_RULES = {"llama.cpp": "llama.cpp", "openai": "openai", "anthropic": "anthropic", "gemini": "gemini",
+                      "deepseek": "deepseek"}
+
+
 def cache_rule(server_kind: str, model: object = None) -> str:
-    """The cache rule to predict with: llama.cpp's on llama.cpp, else the family's provider rule or OpenAI's."""
-    if server_kind == "llama.cpp":
-        return "llama.cpp"
+    """The cache rule to predict with: the server's own (llama.cpp, a provider's API), else the rule of the
+    provider that alone serves the model's family, else OpenAI's (the common automatic prefix rule)."""
+    if server_kind in SERVER_CACHE_RULES:
+        return SERVER_CACHE_RULES[server_kind]
     found = family_for_model(model)
     return found.cache_rule if found and found.cache_rule else "openai"
 

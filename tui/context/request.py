@@ -6,7 +6,7 @@ document actually sent -> counts, forged blocks, cache prefix against the previo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass, field, replace
 
@@ -38,6 +38,7 @@ class RequestSettings:
     fences: FenceStyle = field(default_factory=FenceStyle)
     cache_rule: str = "llama.cpp"
     exact: bool | None = None
+    content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
 
 
 @dataclass
@@ -158,13 +159,14 @@ def _summary_covers(settings: PolicySettings) -> set[str]:
 def _summary_message(settings: PolicySettings, ledger: list[LedgerEntry], untrusted: bool, style: FenceStyle,
                      escapes: frozenset[str]) -> tuple[dict, FencedText | None]:
     """The message standing for the dropped turns. A summary of untrusted turns is untrusted too: fenced."""
-    if not summary_is_current(settings, ledger):
+    covered = _summary_covers(settings)
+    if not covered or not covered <= {e.message_id for e in ledger}:  # a summary of a part still applies
         return {"role": "user", "content": f"[summary of {len(ledger)} earlier messages: pending a model call]"}, None
     if untrusted and style.enabled:
-        fenced = fence(settings.summary or "", f"summary of {len(ledger)} earlier messages, some untrusted",
+        fenced = fence(settings.summary or "", f"summary of {len(covered)} earlier messages, some untrusted",
                        SUMMARY_ID, style, escapes)
         return {"role": "user", "content": fenced.text}, fenced
-    return {"role": "user", "content": f"Summary of {len(ledger)} earlier messages: {settings.summary}"}, None
+    return {"role": "user", "content": f"Summary of {len(covered)} earlier messages: {settings.summary}"}, None
 
 
 def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> bool:
@@ -173,7 +175,7 @@ def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> 
 
 def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
     return assemble(wire, settings.template, settings.tokenizer, settings.variables,
-                    settings.add_generation_prompt, settings.tools, cache, settings.exact)
+                    settings.add_generation_prompt, settings.tools, cache, settings.exact, settings.content_specials)
 
 
 def _tail_start(document: Document) -> int:
@@ -186,10 +188,63 @@ def _tail_start(document: Document) -> int:
     return start
 
 
+def _shape(document: Document, messages: list[Message], wire: list[dict], origin: list[int],
+           settings: RequestSettings, dropped: frozenset, tokens: TokenIndex) -> RequestShape:
+    """What later requests compare with: the text, its tokens, and each message as sent."""
+    def sent(index: int, key: str, default=None):
+        return wire[index].get(key, default) if index >= 0 else default
+
+    return RequestShape(document.text, tokens,
+                        [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],
+                        [content_text(sent(i, "content")) for i in origin],  # as sent
+                        [messages[i].role if i >= 0 else "user" for i in origin],
+                        settings.tools, dict(settings.variables), dropped, _tail_start(document),
+                        [((messages[origin[s.message]].id if origin[s.message] >= 0 else SUMMARY_ID)
+                          if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
+                         for s in document.spans],
+                        [sent(i, "tool_calls") for i in origin], [sent(i, "reasoning_content") or "" for i in origin],
+                        _blocks(document, [sent(i, "content") for i in origin]))
+
+
+def _blocks(document: Document, contents: list) -> list[tuple[int, str]]:
+    """Where each message's text ends, with the cache_control lifetime its content parts mark ("" if none).
+
+    A block here is a message (its parts are rendered as one text): Anthropic counts content parts.
+    """
+    ends: dict[int, int] = {}
+    for span in document.spans:
+        if span.message is not None and span.kind != "marker":
+            ends[span.message] = span.end
+    return [(end, _marked(contents[index])) for index, end in sorted(ends.items()) if index < len(contents)]
+
+
+def _marked(content) -> str:
+    if not isinstance(content, list):
+        return ""
+    marks = [part.get("cache_control") for part in content if isinstance(part, dict)]
+    found = [mark for mark in marks if isinstance(mark, dict)]
+    return str(found[-1].get("ttl") or "5m") if found else ""
+
+
+def _judged(plan: Plan, sent: int, policy: PolicySettings) -> Plan:
+    """The plan's verdict on the budget from the rendered count, not the per-message estimate it was made
+    from: the pane never says "56 sent" and "need 636" at once."""
+    budget = policy.budget
+    if budget is None or sent <= budget:
+        return replace(plan, over_budget=False, warning="")
+    why = f" (window {policy.context_window} - max_tokens {policy.max_tokens})" if budget <= 0 else ""
+    return replace(plan, over_budget=True,
+                   warning=f"{sent} tokens sent exceed the budget of {budget}{why}: the server may refuse or cut")
+
+
 def build_request(messages: list[Message], settings: RequestSettings, previous: RequestShape | None = None,
                   request_number: int = 1, previously_dropped: dict[str, int] | None = None,
-                  cache: SegmentCache | None = None) -> RequestView:
-    """Assemble the request that `messages` would send now, with every policy applied."""
+                  cache: SegmentCache | None = None, server: Any = None, now: float | None = None) -> RequestView:
+    """Assemble the request that `messages` would send now, with every policy applied.
+
+    The cache prefix is predicted against `server` (a LlamaCppCache or ProviderCache holding the prompts
+    sent so far) when given, else against `previous` only.
+    """
     cache = cache if cache is not None else SegmentCache()
     specials = settings.template.special_strings()
     escapes = fence_escapes(settings.template, settings.tokenizer) if settings.fences.enabled else frozenset()
@@ -227,22 +282,20 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         if not plan.ledger or plan.over_budget or over <= 0:
             break
         drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
+    plan = _judged(plan, snapshot.counts.total + sum(images[i] for i in plan.kept), settings.policy)
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
-        counts = count_tokens(document, settings.tokenizer, specials, cache)
+        counts = count_tokens(document, settings.tokenizer, specials, cache, content_specials=settings.content_specials)
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
-    shape = RequestShape(document.text, token_index(document, settings.tokenizer, specials, cache),
-                         [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],
-                         [content_text(wire[i].get("content")) if i >= 0 else "" for i in origin],  # as sent
-                         [messages[i].role if i >= 0 else "user" for i in origin],
-                         settings.tools, dict(settings.variables),
-                         frozenset(e.message_id for e in plan.ledger), _tail_start(document),
-                         [((messages[origin[s.message]].id if origin[s.message] >= 0 else SUMMARY_ID)
-                           if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
-                          for s in document.spans])
-    return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document),
-                       cache_prefix(previous, shape, document, settings.cache_rule), shape,
+    shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
+                   token_index(document, settings.tokenizer, specials, cache))
+    if server is not None:
+        from .cache_predict import predict_prefix
+        prefix = predict_prefix(server, shape, document, settings.cache_rule, now)
+    else:
+        prefix = cache_prefix(previous, shape, document, settings.cache_rule)
+    return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document), prefix, shape,
                        full.counts.total + sum(images), settings.policy.budget,
                        sum(images[i] for i in plan.kept), settings.policy.summary_cost)
 

@@ -253,6 +253,7 @@ class TokenCounts:
     by_kind: dict[str, int]
     exact: bool
     tokenizer: str
+    content_controls: int = 0  # control strings in message text counted as control tokens (content_specials)
 
 
 @dataclass
@@ -288,24 +289,29 @@ def _special_regex(strings: frozenset[str]) -> re.Pattern | None:
     return re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
 
-def _cuts(document: Document, pattern: re.Pattern | None) -> list[tuple[int, int, int]]:
-    """(start, end, span index) of each control token inside marker spans."""
+def _cuts(document: Document, pattern: re.Pattern | None, content: bool = False) -> list[tuple[int, int, int]]:
+    """(start, end, span index) of each control token inside marker spans (and in content, when the
+    server parses control strings there: llama.cpp tokenizes the whole prompt with specials parsed)."""
     cuts = []
     if pattern is None:
         return cuts
     for index, span in enumerate(document.spans):
-        if span.kind == "marker":
+        if span.kind == "marker" or content:
             for match in pattern.finditer(document.text, span.start, span.end):
                 cuts.append((match.start(), match.end(), index))
     return cuts
 
 
 def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: list[str],
-                 cache: SegmentCache | None = None, exact: bool = False) -> TokenCounts:
-    """Count the document's tokens per span (written into span.tokens), per role and per kind."""
+                 cache: SegmentCache | None = None, exact: bool = False,
+                 content_specials: bool = False) -> TokenCounts:
+    """Count the document's tokens per span (written into span.tokens), per role and per kind.
+
+    `content_specials`: control strings inside message text count as the control tokens they are
+    (as a server that parses them there counts them), not as plain text."""
     cache = cache if cache is not None else SegmentCache()
     specials = set(template_specials) | tokenizer.specials()
-    cuts = _cuts(document, _special_regex(frozenset(specials)))
+    cuts = _cuts(document, _special_regex(frozenset(specials)), content_specials)
     per_span = [0] * len(document.spans)
     bounds = [span.end for span in document.spans]
     position = 0
@@ -322,7 +328,8 @@ def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: li
         role = document.role_of(span)
         by_role[role] = by_role.get(role, 0) + count
         by_kind[span.kind] = by_kind.get(span.kind, 0) + count
-    return TokenCounts(sum(per_span), by_role, by_kind, exact, tokenizer.name)
+    in_content = sum(1 for _start, _end, index in cuts if document.spans[index].kind != "marker")
+    return TokenCounts(sum(per_span), by_role, by_kind, exact, tokenizer.name, in_content)
 
 
 def _count_segment(document: Document, bounds: list[int], start: int, end: int, tokenizer: Tokenizer,

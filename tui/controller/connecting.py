@@ -33,7 +33,7 @@ async def connect(ctl: "Controller") -> None:
             base, source = found[0], f"found {found[1]} on {found[0]}"
     if not base:
         if not ctl.wb.session.messages:
-            ctl.adopt(sample_session(), None)
+            ctl.adopt(sample_session(), None, keep_draft=True)  # what was typed meanwhile stays the draft
         ctl.status("offline: no server found. Connect with --base-url URL (or $OPENAI_BASE_URL); "
                    "the pane works on what you type.", "yellow")
         return
@@ -46,7 +46,7 @@ async def connect(ctl: "Controller") -> None:
     try:
         connection = await open_connection(endpoint)
     except ClientError as exc:
-        ctl.status(f"offline: {visible(str(exc))}", "red")
+        ctl.tuning.offline(f"offline: {visible(str(exc))}")
         return
     ctl.link.connection, ctl.link.client = connection, connection.client
     wb = ctl.wb
@@ -57,6 +57,7 @@ async def connect(ctl: "Controller") -> None:
     if info.n_ctx and not wb.policy.context_window:
         wb.set_policy(context_window=int(info.n_ctx))
     wb.cache_rule = cache_rule(info.kind, endpoint.model)
+    wb.content_specials = info.kind == "llama.cpp"  # it tokenizes the whole prompt with control strings parsed
     ctl.link.status_line = (f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
                             f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
     ctl.status(ctl.link.status_line)

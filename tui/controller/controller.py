@@ -12,7 +12,6 @@ computation never overwrites a newer view.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,6 +35,7 @@ from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
 from .undo import History
+from .tuning import Tuning
 from .workbench import CharEstimate, Workbench, template_from_session
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
@@ -55,11 +55,13 @@ class Controller:
         self.opening = Opening(self)
         self.tokenizing = Tokenizing(self)
         self.history = History(self)  # undo (undo.py)
+        self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
+        self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
         self._probed = None  # the template the worker has probed for splicing (tui/context/incremental.py)
 
     # -- reading the state --------------------------------------------------------------------------
@@ -87,7 +89,7 @@ class Controller:
         return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
-                         wb.request_body(view), self.settings.api_key_env, self.read_only)
+                         wb.request_body(view), self.settings.api_key_env, self.read_only, self.tuning.what_if())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session
@@ -173,14 +175,17 @@ class Controller:
             return False
         dropped_before = self._dropped()
         self.wb.view = view
+        self._template_said = None  # the template takes the conversation again: a later refusal is said
         if self._dropped() != dropped_before:
             self.show_chat()
         self.show_pane()
         return True
 
     def _template_failed(self, exc: TemplateRenderError) -> None:
-        self.notify(f"template {self.wb.template.name} rejects the conversation: {exc}", severity="error",
-                    timeout=10)
+        said = f"template {self.wb.template.name} rejects the conversation: {exc}"
+        if said != self._template_said:  # said once, not again on every keystroke while it keeps refusing
+            self._template_said = said
+            self.notify(said, severity="error", timeout=10)
         self.wb.view = None
         self.show_chat()
 
@@ -214,7 +219,10 @@ class Controller:
 
     def resend_from(self, index: int, expected: Message | None = None) -> None:
         """Drop what follows the user message at or before `index`, and send the conversation again."""
-        if self.client is None or self.streaming or self._stale(index, expected):
+        if self.client is None:
+            self.notify("offline: start with --base-url URL to send", severity="warning")
+            return
+        if self.answering() or self._stale(index, expected):
             return
         messages = self.wb.session.messages
         while index >= 0 and messages[index].role != "user":
@@ -235,14 +243,20 @@ class Controller:
         self.notify("the conversation changed meanwhile: nothing was done", severity="warning")
         return True
 
+    def answering(self) -> bool:
+        """True (and said) while a reply streams: the conversation it answers is not changed under it."""
+        if self.streaming:
+            self.notify("a reply is still streaming: Esc stops it first", severity="warning")
+        return self.streaming
+
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
+        if not self.answering() and not self._stale(index, expected):
             self.history.record(f"edit #{index}")
             self.wb.edit(index, text)
             self.changed()
 
     def delete(self, index: int, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
+        if not self.answering() and not self._stale(index, expected):
             self.history.record(f"delete #{index}")
             self.wb.delete(index)
             self.changed()
@@ -264,26 +278,9 @@ class Controller:
         self.changed()
 
     def attach(self, text: str, label: str) -> None:
-        """A pasted document, or the file named `file:PATH` when nothing was pasted (read off the loop)."""
-        path = Path(label.removeprefix("file:")).expanduser() if label.startswith("file:") else None
-        if not text.strip():
-            if path is not None:  # nothing pasted: the file named is read, if it is one
-                self.runtime.spawn(lambda: self._attach_file(path, label), "attach")
-            return
-        self.wb.add_document(text, label or "document")
-        self.changed()
-
-    async def _attach_file(self, path: Path, label: str) -> None:
-        def read() -> str | None:
-            return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-        try:
-            text = await asyncio.to_thread(read)
-        except OSError as exc:
-            self.notify(f"cannot read {path}: {exc}", severity="error")
-            return
-        if text is not None:
-            self.wb.add_document(text, label)
-            self.changed()
+        """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
+        from .attaching import Attaching
+        Attaching(self).attach(text, label)
 
     # -- settings -----------------------------------------------------------------------------------
     def template_choices(self) -> list[tuple[str, str]]:
@@ -296,7 +293,9 @@ class Controller:
     def set_template(self, choice: str) -> None:
         """A shipped template by name, or '@server': the server's own."""
         self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
+        self.tokenizing.say_how_counting_goes()
         self.changed()
+        self.tuning.say_what_if()
 
     def set_policy(self, name: str) -> None:
         try:
@@ -343,7 +342,7 @@ class Controller:
 
     # -- the server ---------------------------------------------------------------------------------
     def connect(self) -> None:
-        self.runtime.spawn(lambda: connect(self), "connect")
+        self.tuning.connect(lambda: connect(self))
 
     def trust_target(self) -> str:
         return self.link.trust_target(self.wb.session.base_url)
@@ -366,7 +365,7 @@ class Controller:
             self.notify(visible(str(exc)), severity="error")
             template = builtin_template("chatml")
         tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
-        self.wb = Workbench(session, template, tokenizer, draft=draft)
+        self.wb = Workbench(session, template, tokenizer, draft=draft, content_specials=self.wb.content_specials)
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
@@ -384,6 +383,10 @@ class Controller:
 
     def new_session(self) -> None:
         self.opening.new_session()
+
+    def rename_session(self, title: str) -> bool:
+        from .titling import rename
+        return rename(self, title)
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

@@ -47,7 +47,7 @@ class Opening:
         if offline or not (ctl.settings.base_url or ctl.settings.scan_local):
             ctl.adopt(sample_session(), None, keep_draft=True)
             return
-        ctl.adopt(Session(), None, keep_draft=True)
+        ctl.adopt(ctl.tuning.fresh_session(), None, keep_draft=True)
 
     def _opened_first(self, opened: Opened, recovered: bool, path: Path) -> None:
         ctl = self.ctl
@@ -62,28 +62,37 @@ class Opening:
 
     def open_file(self, path: Path | None) -> None:
         ctl = self.ctl
-        if path is not None and path != ctl.file.session_file:
+        if path is not None and path != ctl.file.session_file and not ctl.answering():
             ctl.runtime.spawn(lambda: self._open_file(path), "open")
 
     async def _open_file(self, path: Path) -> None:
         ctl = self.ctl
+        wb = ctl.wb  # the session open when it was asked for
         try:
             opened = await asyncio.to_thread(load_session, path)
         except SessionFileError as exc:
             ctl.notify(visible(str(exc)), title="cannot open session", severity="error")
+            return
+        if ctl.wb is not wb or ctl.answering():  # another session was asked for since, or a send began: it stays
             return
         ctl.file.autosave(now=True)
         ctl.adopt(opened.session, path, opened.read_only)
 
     def new_session(self) -> None:
         ctl = self.ctl
+        if ctl.answering():  # the reply would have to land in a session no longer shown
+            return
         ctl.file.autosave(now=True)
-        ctl.adopt(Session(base_url=ctl.wb.session.base_url, model=ctl.wb.session.model), None)
+        exact, cache_rule = ctl.wb.exact, ctl.wb.cache_rule
+        ctl.adopt(ctl.tuning.fresh_session(), None)  # config.toml's policy and params, the server's window
+        ctl.tuning.keep_server_template(exact, cache_rule)
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""
         from tui.sessions.transfer import resend_session
         ctl = self.ctl
+        if ctl.answering():
+            return False
         try:
             copy = resend_session(session, step)
         except ValueError as exc:
@@ -101,14 +110,17 @@ class Opening:
 
     async def export_markdown(self) -> None:
         """The conversation as Markdown beside the session file (0600), written off the loop."""
+        from tui.sessions import transfer
         from tui.sessions.store import sessions_dir, write_private
-        from tui.sessions.transfer import export_markdown
+
+        from .saver import snapshot
         ctl = self.ctl
         folder = ctl.file.session_file.parent if ctl.file.session_file else (ctl.file.folder or sessions_dir())
         target = folder / f"{ctl.wb.session.id}.md"
-        text = export_markdown(ctl.wb.session)
+        session = snapshot(ctl.wb.session)  # the loop may go on changing it while the thread writes
 
         def write() -> None:
+            text = transfer.export_markdown(session)  # a big session takes a while: not on the loop
             folder.mkdir(parents=True, exist_ok=True)
             write_private(target, text)  # 0600, like the session itself
         try:

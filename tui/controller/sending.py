@@ -15,7 +15,9 @@ from tui.context.errors import TemplateRenderError
 from tui.context.request import RequestView
 from tui.context.safety import visible
 
+from .reply_marks import mark_last_message, reply_mark
 from .reply_stream import stream_reply
+from .titling import announce, name_if_untitled
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -38,11 +40,15 @@ class Sending:
             return False
         if not text.strip():
             return False
+        if ctl.client is None and ctl.tuning.may_wait():
+            return ctl.tuning.wait_to_send(text)
         if ctl.client is None:
             ctl.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
                        severity="warning")
             return False
         ctl.wb.commit_text(text)
+        if name_if_untitled(ctl.wb.session):
+            announce(ctl)
         ctl.changed(save=False, compute=False)  # the request is computed by the send itself, below
         self.start()
         return True
@@ -64,6 +70,19 @@ class Sending:
         self._begun = True
         ctl = self.ctl
         wb = ctl.wb  # the session this request belongs to, even if another is opened meanwhile
+        ctl.file.autosave(now=True)  # the user's message is on disk, and the session has its file
+        path = None if ctl.read_only else ctl.file.session_file
+
+        def save() -> None:
+            """This request's session to its own file, also when another session is open by now."""
+            if ctl.wb is wb:
+                ctl.file.save()
+            elif path is not None:
+                ctl.file.save_to(wb.session, path)
+
+        def progress(r) -> None:
+            if ctl.wb is wb:  # another session is shown: the reply is not drawn into it
+                ctl.reply_progress(r.content, r.reasoning, r.tool_calls)
         record, reply, note = None, None, NOT_SENT
         try:
             view = await self._prepare(wb)
@@ -74,19 +93,18 @@ class Sending:
                 return
             body = wb.request_body(view)
             record = wb.start_record(body, view)
-            ctl.changed(save=False, compute=False)
-            ctl.show_pane()
-            ctl.reply_started()
-            ctl.status(ctl.link.status_line)  # a "stopped" or an error left by the last reply is stale now
-            ctl.file.autosave(now=True)
+            if ctl.wb is wb:
+                ctl.changed(save=False, compute=False)
+                ctl.show_pane()
+                ctl.reply_started()
+                ctl.status(ctl.link.status_line)  # a "stopped" or an error left by the last reply is stale now
+            save()
 
             def checkpoint(progress) -> None:
                 wb.update_record(record, progress)
-                if ctl.wb is wb:
-                    ctl.file.save()
+                save()
             reply, note = await stream_reply(
-                ctl.client, body, lambda r: ctl.reply_progress(r.content, r.reasoning, r.tool_calls), checkpoint,
-                lambda text: ctl.status(text, "yellow"))
+                ctl.client, body, progress, checkpoint, lambda text: ctl.wb is wb and ctl.status(text, "yellow"))
         finally:
             self.streaming = False
             if record is not None:
@@ -94,9 +112,10 @@ class Sending:
                     from tui.client.reply import Reply
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
+                save()
                 if ctl.wb is wb:
-                    ctl.file.save()
                     ctl.reply_ended(note)
+                    mark_last_message(ctl, reply_mark(reply))
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")
                 ctl.file.autosave()
@@ -120,27 +139,37 @@ class Sending:
         self.ctl.file.autosave()
 
     async def _summarise(self, wb: "Workbench") -> RequestView | None:
-        """The summarise policy: one model call makes the summary that stands for the dropped turns."""
+        """The summarise policy: one model call, fitted to the window, makes the summary for the dropped turns.
+
+        Made once per dropped range: if the summary's own room pushes one more message out, that one is
+        left out unsummarised until a later send drops a new range (never a second call now)."""
         ctl = self.ctl
         try:
-            for _ in range(3):  # the summary takes room too: it may push one more message out, then it is redone
-                view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
-                dropped = wb.summary_needed(view)
-                if not dropped:
-                    break
-                ctl.status(f"summarising {len(dropped)} dropped messages with a model call…", "yellow")
-                try:
-                    reply = await ctl.client.chat(wb.summary_request(dropped))
-                except ClientError as exc:
-                    ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
-                    break
-                cost = int((reply.usage or {}).get("total_tokens") or 0)
-                ctl.history.record(f"summary of {len(dropped)} messages", policy_only=True)
-                wb.set_summary(reply.content, cost, dropped)
-                ctl.generation += 1  # the policy holds the summary now: views computed before are stale
-                ctl.status(f"summary made: {cost} tokens spent on it", "yellow")
+            view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            dropped = wb.summary_needed(view)
+            if dropped:
+                await self._summary_call(wb, dropped)
             return await ctl.worker.run(lambda: wb.compute(with_draft=False))
         except TemplateRenderError as exc:
             self._not_sent(wb, exc)
             return None
 
+    async def _summary_call(self, wb: "Workbench", dropped: list) -> None:
+        ctl = self.ctl
+        call = await ctl.worker.run(lambda: wb.summary_request(dropped))
+        if call.body is None:
+            ctl.status(f"could not summarise: {call.reason}: sending with the placeholder", "red")
+            return
+        cut = " (turns cut to fit the window)" if call.cut else ""
+        ctl.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", "yellow")
+        try:
+            reply = await ctl.client.chat(call.body)
+        except ClientError as exc:
+            wb.summaries_asked.discard(frozenset(m.id for m in dropped))  # failed: a later send may ask again
+            ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
+            return
+        cost = int((reply.usage or {}).get("total_tokens") or 0)
+        ctl.history.record(f"summary of {len(dropped)} messages", policy_only=True)
+        wb.set_summary(reply.content, cost, dropped)
+        ctl.generation += 1  # the policy holds the summary now: views computed before are stale
+        ctl.status(f"summary made: {cost} tokens spent on it", "yellow")

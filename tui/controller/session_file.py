@@ -102,6 +102,12 @@ class SessionFile:
             self.writer = SessionWriter(self._save_failed)
         self.writer.save(snapshot(self.session), self.session_file, self._secrets())
 
+    def save_to(self, session: Session, path: Path) -> None:
+        """A session no longer open (its reply ended after another was opened): its state to its own file."""
+        if self.writer is None:
+            self.writer = SessionWriter(self._save_failed)
+        self.writer.save(snapshot(session), path, self._secrets())
+
     def _save_failed(self, failure: SaveFailure) -> None:
         """From the writer thread: a write failed (the file keeps its previous content)."""
         if self._closing:  # the loop is waiting for the writer: quitting reports it, a call to the loop would wait

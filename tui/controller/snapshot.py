@@ -51,6 +51,7 @@ class PaneState:
     body: Mapping[str, Any] = field(default_factory=dict)
     key_env: str = "OPENAI_API_KEY"
     read_only: bool = False
+    what_if: str = ""  # a template picked in the app while the server renders its own: what that means
 
 
 @dataclass(frozen=True)

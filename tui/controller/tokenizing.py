@@ -20,6 +20,7 @@ class Tokenizing:
     def __init__(self, controller: "Controller") -> None:
         self.ctl = controller
         self.settled = False  # the first tokenizer load has ended (loaded or failed)
+        self._chosen = 0  # bumped by every choice of a tokenizer: a load that ends after a newer choice is dropped
 
     def load(self, name: str | None = None) -> None:
         """Load a tokenizer off the loop: `name`, else --tokenizer, else the session's (if shipped) or the template's."""
@@ -27,16 +28,32 @@ class Tokenizing:
         ctl = self.ctl
         # A tokenizer named in a session file is a shipped one or none: a path there is never opened.
         spec = name or ctl.settings.tokenizer or offline_tokenizer_name(ctl.wb.session.tokenizer, ctl.wb.template)
-        ctl.runtime.spawn(lambda: self._load(spec), "tokenizer")
+        self._chosen += 1
+        chosen = self._chosen
+        ctl.runtime.spawn(lambda: self._load(spec, chosen, picked=name is not None), "tokenizer")
 
-    async def _load(self, spec: str) -> None:
+    async def _load(self, spec: str, chosen: int, picked: bool = False) -> None:
         try:
             tokenizer = await asyncio.to_thread(get_tokenizer, spec)
         except TokenizerNotFound as exc:
             self.ctl.notify(visible(str(exc)), severity="error")
-            self._failed()
+            if chosen == self._chosen:
+                self._failed()
             return
-        self.use(tokenizer, None)
+        if chosen == self._chosen:  # else one chosen since (the server's own, at connect) stands
+            self.use(tokenizer, None)
+            if picked:
+                self.say_how_counting_goes()
+
+    def say_how_counting_goes(self) -> None:
+        """The status line said how the connection counted; after a pick it says how counting goes now,
+        so it never claims "exact" beside a pane that says estimate."""
+        from tui.context.assemble import is_exact
+        wb = self.ctl.wb
+        exact = is_exact(wb.template, wb.tokenizer, wb.exact)
+        self.ctl.status(f"counting {visible(wb.template.name)} with {visible(wb.tokenizer.name)}: " +
+                        ("exact" if exact else "estimate (not the model's own tokenizer)"),
+                        "green" if exact else "yellow")
 
     def _failed(self) -> None:
         """No tokenizer: the estimate stays, and the cache boundary is read with it."""
@@ -46,6 +63,7 @@ class Tokenizing:
             self.ctl.changed(save=False)
 
     def use(self, tokenizer, exact: bool | None) -> None:
+        self._chosen += 1
         self.settled = True
         self.ctl.wb.set_tokenizer(tokenizer, exact)
         self.ctl.changed(save=False)

@@ -9,7 +9,8 @@ schema in tui/sessions/schema.py (see parse.py). Layout (version 1), documented 
      "next_id": int (the next message id's number; absent in older files: one past the highest used),
      "requests": [{number, time, body, reply, usage, cached_reported, timings, document_hash,
                    document_tokens, tokens_exact, dropped, predicted_cached, cache_cause,
-                   keep_all_tokens, template, tokenizer}]}
+                   cache_class, cache_source, cache_place, keep_all_tokens, template, tokenizer,
+                   message_count, message_ids, fit, received, cost}]}
 """
 
 from __future__ import annotations
@@ -56,11 +57,17 @@ class RequestRecord:
     dropped: list[dict] = field(default_factory=list)
     predicted_cached: int | None = None
     cache_cause: str = ""
+    cache_class: str = ""  # the cause's class (tui/context/cache_causes.py)
+    cache_source: int | None = None  # the earlier request the predicted reuse comes from
+    cache_place: str = ""  # where the server holds it ("slot 0", "prompt cache -> slot 0", ...)
     keep_all_tokens: int = 0
     template: str = ""
     tokenizer: str = ""
     message_count: int = 0  # session messages when it was sent: the conversation up to this request
     message_ids: list[str] = field(default_factory=list)  # session id of each message in body["messages"]
+    fit: dict | None = None  # before sending: does it fit the server's window (tui/sessions/receipts.py)
+    received: dict | None = None  # after the reply: sent against received
+    cost: dict | None = None  # what it cost, with the session's running totals
 
     @property
     def incomplete(self) -> bool:

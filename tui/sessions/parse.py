@@ -119,8 +119,15 @@ def _request(item: schema.RequestIn) -> RequestRecord:
         cached_reported=item.cached_reported, timings=item.timings, document_hash=item.document_hash,
         document_tokens=item.document_tokens, tokens_exact=item.tokens_exact,
         dropped=[msgspec.structs.asdict(entry) for entry in item.dropped], predicted_cached=item.predicted_cached,
-        cache_cause=item.cache_cause, keep_all_tokens=item.keep_all_tokens, template=item.template,
-        tokenizer=item.tokenizer, message_count=item.message_count, message_ids=list(item.message_ids))
+        cache_cause=item.cache_cause, cache_class=item.cache_class, cache_source=item.cache_source,
+        cache_place=item.cache_place, keep_all_tokens=item.keep_all_tokens, template=item.template,
+        tokenizer=item.tokenizer, message_count=item.message_count, message_ids=list(item.message_ids),
+        fit=_plain(item.fit), received=_plain(item.received), cost=_plain(item.cost))
+
+
+def _plain(struct: msgspec.Struct | None) -> dict | None:
+    """A checked struct back as the plain dict the record holds (fields not in the schema are gone)."""
+    return None if struct is None else msgspec.to_builtins(struct)
 
 
 # -- plain message lists (ctxpane render, ctxpane import) -------------------------------------------------

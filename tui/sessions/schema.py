@@ -187,9 +187,13 @@ class Timings(Struct):
     cache_n: Int(0, BIG) | None = None
 
 
+MAX_GENERATED = 1_000_000  # generated tokens described by one reply
+
+
 class Reply(Struct):
     content: Text | None = None
     reasoning: Text | None = None
+    generated: List(Wire, MAX_GENERATED) | None = None  # each generated token's text, when the server said
     tool_calls: List(ToolCall, MAX_TOOL_CALLS) | None = None
     finish_reason: Wire | None = None
     usage: Usage | None = None
@@ -214,6 +218,104 @@ class DroppedIn(Struct):
     since_request: Int(0, MAX_REQUESTS)
 
 
+# -- what the server did with a request, and what it cost (tui/context/received.py, costs.py) ----------
+class WindowIn(Struct):
+    tokens: Int(1, 10 ** 8)
+    source: Name = "default"
+    detail: Note = ""
+
+
+class FitIn(Struct):
+    """The check made before sending: does the request fit the server's window."""
+
+    fits: bool | None = None
+    prompt_tokens: Int(0, BIG) = 0
+    max_tokens: Int(0, BIG) = 0
+    window: WindowIn | None = None
+    over_by: Int(0, BIG) = 0
+    reply_room: Int(0, BIG) | None = None
+    consequence: Note = ""
+    message: Note = ""
+
+
+class AffectedIn(Struct):
+    message_id: Id
+    role: Name = ""
+    tokens: Int(0, BIG) = 0
+    lost: Int(0, BIG) = 0
+    text_tokens: Int(0, BIG) = 0
+    text_lost: Int(0, BIG) = 0
+
+
+class ReceivedIn(Struct):
+    """Sent against received, after the reply."""
+
+    sent: Int(0, BIG)
+    verdict: Literal["match", "dropped", "added", "refused", "unknown"]
+    exact: bool = False
+    received: Int(0, BIG) | None = None
+    source: Name = ""
+    difference: Int(-BIG, BIG) = 0
+    where: Literal["front", "middle", "end"] | None = None
+    where_basis: Note = ""
+    who: Note = ""
+    who_detail: Note = ""
+    affected: List(AffectedIn, MAX_MESSAGES) = []
+    window: WindowIn | None = None
+    truncated_flag: bool | None = None
+    reply_cut: bool = False
+    shifted: bool = False
+    observed_window: Int(1, 10 ** 8) | None = None
+    notes: List(Note, 50) = []
+    summary: Note = ""
+
+
+class PriceIn(Struct):
+    model: Str(1000) = ""
+    input: Number = 0
+    cached_input: Number = 0
+    cache_write: Number = 0
+    output: Number = 0
+    unit: Name = "USD per 1M tokens"
+    source: Note = ""
+    table_date: Time = ""
+    origin: PathText = ""
+
+
+Money = Number | None
+
+
+class FiguresIn(Struct):
+    """Tokens and amounts (dollars; null for a model without a price), of a request or of a running total."""
+
+    input_tokens: Int(0, BIG) = 0
+    cached_tokens: Int(0, BIG) = 0
+    cache_write_tokens: Int(0, BIG) = 0
+    output_tokens: Int(0, BIG) = 0
+    lost_tokens: Int(0, BIG) = 0
+    keep_all_tokens: Int(0, BIG) = 0
+    paid: Money = None
+    saved_by_cache: Money = None
+    lost_to_cache_break: Money = None
+    keep_all_paid: Money = None
+    keep_all_cached_paid: Money = None
+
+
+class TotalsIn(FiguresIn):
+    requests: Int(0, MAX_REQUESTS) = 0
+    priced_requests: Int(0, MAX_REQUESTS) = 0
+
+
+class CostIn(FiguresIn):
+    """One request's cost, and the session's running totals up to it (`cumulative`)."""
+
+    model: Str(1000) = ""
+    priced: bool = False
+    price: PriceIn | None = None
+    cached_from: Literal["reported", "predicted"] = "reported"
+    cumulative: TotalsIn | None = None
+
+
 class RequestIn(Struct):
     number: Int(1, MAX_REQUESTS)
     time: Time
@@ -228,11 +330,17 @@ class RequestIn(Struct):
     dropped: List(DroppedIn, MAX_MESSAGES) = []
     predicted_cached: Int(0, BIG) | None = None
     cache_cause: Note = ""
+    cache_class: Name = ""
+    cache_source: Int(1, MAX_REQUESTS) | None = None
+    cache_place: Name = ""
     keep_all_tokens: Int(0, BIG) = 0
     template: Name = ""
     tokenizer: PathText = ""
     message_count: Int(0, MAX_MESSAGES) = 0
     message_ids: List(Id, MAX_MESSAGES) = []
+    fit: FitIn | None = None
+    received: ReceivedIn | None = None
+    cost: CostIn | None = None
 
     def __post_init__(self) -> None:
         conform(self.body, Body, ".body")

@@ -1,0 +1,167 @@
+"""Each provider's cache rule from the one table (tui/context/cache_rules.py), on worked examples.
+
+Every expected figure is worked out by hand in the comment beside it, from the rule as the provider
+documents it (the table's `sources`), not from the code under test.
+"""
+
+import pytest
+
+from test_cache_model import shape
+from tui.context.cache import RequestShape, predict_cached
+from tui.context.cache_history import HeldPrompt
+from tui.context.cache_rules import RULES, breakpoint_cost, breakpoint_usage, minimum_for, prefix_cached, unit_cached
+from tui.context.provider_cache import ProviderCache
+from tui.context.registry import cache_rule
+
+
+def test_every_rule_says_where_its_figures_come_from():
+    for rule in RULES.values():
+        assert rule.key == "none" or rule.sources, rule.key
+        assert rule.read_multiplier is None or 0 < rule.read_multiplier < 1
+
+
+@pytest.mark.parametrize("shared, total, expected", [
+    (1023, 5000, 0),  # under 1,024 nothing is cached
+    (1024, 5000, 1024),
+    (1151, 5000, 1024),  # 1,024 + 127: the next 128-token step is not complete
+    (1152, 5000, 1152),  # 1,024 + 128
+    (1500, 2000, 1408),  # 1,024 + floor(476 / 128) x 128 = 1,024 + 384
+    (5000, 6000, 4992),  # 1,024 + floor(3,976 / 128) x 128 = 1,024 + 3,968
+])
+def test_openai_1024_then_steps_of_128(shared, total, expected):
+    assert predict_cached("openai", shared, total) == expected
+
+
+def test_llamacpp_reuses_all_but_the_last_prompt_token():
+    assert predict_cached("llama.cpp", 316, 316) == 315  # the whole prompt again: the last token is recomputed
+    assert predict_cached("llama.cpp", 10, 50) == 10
+
+
+@pytest.mark.parametrize("model, minimum", [
+    ("claude-sonnet-4-5", 1024), ("claude-opus-4-1-20250805", 1024), ("claude-3-7-sonnet-20250219", 1024),
+    ("claude-opus-4-5-20251101", 4096), ("claude-haiku-4-5", 4096), ("anthropic/claude-sonnet-4-6", 2048),
+    ("claude-3-5-haiku-20241022", 2048), ("claude-3-haiku-20240307", 2048),
+])
+def test_anthropic_minimums_per_model(model, minimum):
+    assert minimum_for(RULES["anthropic"], model) == minimum
+
+
+def test_anthropic_write_then_read_and_what_it_costs():
+    # Sonnet 4.5 ($3 per million input tokens): a 3,000-token system prompt marked with cache_control,
+    # then a 200-token question. Nothing is cached yet: the marked 3,000 are written, 200 are plain input.
+    first = breakpoint_usage([3000, 3200], [0], [], 3200, 1024)
+    assert (first.read, first.write, first.uncached) == (0, 3000, 200)
+    # 3,000 x $3.75/M (1.25x) = $0.01125; 200 x $3/M = $0.0006; together $0.01185
+    assert breakpoint_cost(first, 3e-6) == pytest.approx(0.01185)
+    # 1h lifetime: 3,000 x $6/M (2x) = $0.018, + $0.0006 = $0.0186
+    assert breakpoint_cost(first, 3e-6, "1h") == pytest.approx(0.0186)
+    # the next question (250 tokens) within the lifetime reads the 3,000: 3,000 x $0.30/M (0.1x) = $0.0009,
+    # + 250 x $3/M = $0.00075: $0.00165
+    second = breakpoint_usage([3000, 3250], [0], [3000], 3250, 1024)
+    assert (second.read, second.write, second.uncached) == (3000, 0, 250)
+    assert breakpoint_cost(second, 3e-6) == pytest.approx(0.00165)
+
+
+def test_anthropic_minimum_breakpoint_limit_and_lookback():
+    # 900 marked tokens on a 1,024-minimum model: nothing written, nothing read, all 1,100 are input
+    small = breakpoint_usage([900, 1100], [0], [], 1100, 1024)
+    assert (small.read, small.write, small.uncached) == (0, 0, 1100) and "minimum" in small.problem
+    five = breakpoint_usage([100, 200, 300, 400, 500], [0, 1, 2, 3, 4], [], 500, 0)
+    assert "at most 4" in five.problem and five.read == five.write == 0
+    # 30 blocks of 100 tokens, the breakpoint on block 25 (ends at 2,500). The lookback covers blocks
+    # 6..25 (20 blocks): an entry at block 3 (300 tokens) is not found, one at block 7 (700) is
+    ends = [100 * i for i in range(1, 31)]
+    assert breakpoint_usage(ends, [24], [300], 3000, 500).read == 0
+    assert breakpoint_usage(ends, [24], [700], 3000, 500).read == 700
+    # (and the 2,500 marked are written less what was read: 1,800)
+    assert breakpoint_usage(ends, [24], [700], 3000, 500).write == 1800
+
+
+def marked(text: str, ends: list[tuple[int, str]]) -> RequestShape:
+    found = shape(text)
+    found.blocks = ends
+    return found
+
+
+def test_anthropic_entries_expire_after_their_lifetime():
+    system, t0 = "S" * 3000, 1_000_000.0
+    for ttl, later, expected in (("5m", 240, 3000), ("5m", 400, 0), ("1h", 400, 3000), ("1h", 3700, 0)):
+        cache = ProviderCache("anthropic", "claude-sonnet-4-5")
+        cache.record(HeldPrompt(1, marked(system + "u" * 200, [(3000, ttl), (3200, "")]), 3200, sent_at=t0))
+        found = cache.predict(marked(system + "v" * 250, [(3000, ttl), (3250, "")]), now=t0 + later)
+        assert found.cached == expected, (ttl, later)
+        assert found.write == 3000 - expected  # what is not read is written again
+        assert (found.source.number if found.source else None) == (1 if expected else None)
+
+
+def test_gemini_implicit_minimums_and_best_effort():
+    gemini = RULES["gemini"]
+    assert minimum_for(gemini, "gemini-2.5-flash") == 2048 and minimum_for(gemini, "models/gemini-2.5-pro") == 2048
+    assert minimum_for(gemini, "gemini-3-pro-preview") == 4096  # models not listed: the 3.x figure
+    assert prefix_cached(gemini, 5000, 6000, "gemini-2.5-flash") == 5000  # no step: every shared token counts
+    assert prefix_cached(gemini, 2000, 6000, "gemini-2.5-flash") == 0  # under 2,048
+    assert gemini.best_effort and RULES["openai"].best_effort and not RULES["anthropic"].best_effort
+
+
+def test_deepseek_reads_only_whole_units():
+    # the documentation's examples: a unit is read only when the new request contains all of it
+    assert unit_cached([(150, 170)]) == 150  # A+B stored; A+B+C contains it
+    assert unit_cached([(150, 100)]) == 0  # A+B stored; A+C shares only A
+    assert unit_cached([(150, 100), (100, 100)]) == 100  # the common prefix A, stored as its own unit
+
+
+def test_deepseek_units_from_earlier_requests():
+    cache = ProviderCache("deepseek")
+    # request 1: input A+B (150 tokens), 20 generated tokens 'R...': units at 150 (input) and 170 (output)
+    cache.record(HeldPrompt(1, shape("A" * 100 + "B" * 50), 150, 20, "R" * 20))
+    follow = cache.predict(shape("A" * 100 + "B" * 50 + "R" * 20 + "C" * 30))
+    assert (follow.cached, follow.source.number) == (170, 1)  # the output end: A+B and the reply as generated
+    assert cache.predict(shape("A" * 100 + "C" * 50)).cached == 0  # A+C contains no whole unit
+    cache.record(HeldPrompt(2, shape("A" * 100 + "C" * 50), 150))
+    # A+B and A+C share A (100 tokens): stored as a unit, which A+D contains
+    assert cache.predict(shape("A" * 100 + "D" * 50)).cached == 100
+
+
+def test_hosted_servers_get_their_provider_rule():
+    assert cache_rule("llama.cpp", "claude-sonnet-4-5") == "llama.cpp"
+    assert cache_rule("anthropic", "claude-sonnet-4-5") == "anthropic"
+    assert cache_rule("openai-compatible", "claude-opus-4-5") == "anthropic"  # a gateway serving Claude
+    assert cache_rule("gemini", "gemini-2.5-pro") == "gemini" and cache_rule("deepseek", "deepseek-chat") == "deepseek"
+    assert cache_rule("vllm", "deepseek-r1-distill") == "openai"  # an open model on another server: not DeepSeek's API
+    assert cache_rule("openai", "gpt-4o") == "openai"
+
+
+def test_against_the_previous_request_only_every_rule_applies():
+    from tui.context.cache import cache_prefix
+    from tui.context.document import Document, Span
+
+    def document(text):
+        return Document(text, [Span(0, len(text), 0, "content")], ["user"])
+
+    before, after = shape("A" * 100 + "B" * 50), shape("A" * 100 + "B" * 50 + "C" * 10)
+    # DeepSeek: the previous input (150 tokens) is a stored unit the new request contains whole
+    assert cache_prefix(before, after, document(after.text), "deepseek").predicted_cached == 150
+    edited = shape("A" * 100 + "X" * 60)
+    assert cache_prefix(before, edited, document(edited.text), "deepseek").predicted_cached == 0
+    # Anthropic: nothing marked, nothing cached; the system text marked (1,024 tokens or more) is read back
+    assert cache_prefix(before, after, document(after.text), "anthropic").predicted_cached == 0
+    long_before = marked("S" * 1500 + "u" * 10, [(1500, "5m"), (1510, "")])
+    long_after = marked("S" * 1500 + "v" * 20, [(1500, "5m"), (1520, "")])
+    assert cache_prefix(long_before, long_after, document(long_after.text), "anthropic").predicted_cached == 1500
+
+
+def test_anthropic_prediction_names_where_the_prompts_part():
+    from tui.context.cache_predict import predict_prefix
+    from tui.context.document import Document, Span
+
+    cache = ProviderCache("anthropic", "claude-sonnet-4-5")
+    cache.record(HeldPrompt(1, marked("S" * 1500 + "u" * 10, [(1500, "5m"), (1510, "")]), 1510))
+    current = marked("S" * 1500 + "v" * 20, [(1500, "5m"), (1520, "")])
+    document = Document(current.text, [Span(0, 1500, 0, "content"), Span(1500, 1520, 1, "content")],
+                        ["system", "user"])
+    current.message_ids, current.message_texts, current.message_roles = ["m0", "m1"], ["S" * 1500, "v" * 20], \
+        ["system", "user"]
+    prefix = predict_prefix(cache, current, document, "anthropic")
+    # 1,500 read from request 1's entry; the prompts part at character 1,500, in the user's message
+    assert (prefix.predicted_cached, prefix.source, prefix.chars, prefix.message) == (1500, 1, 1500, 1)
+    assert prefix.diverges.startswith("v") and prefix.diverged.startswith("u")

@@ -1,0 +1,153 @@
+"""The price table and cost arithmetic: worked examples, each computed by hand in its comment."""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+
+import pytest
+
+from tui.context.costs import RequestTokens, add_totals, amounts, curve, request_cost, reusable
+from tui.context.prices import PriceTableError, parse_price_table
+from tui.sessions.price_files import load_prices, shipped_prices
+
+TABLE = """
+date = 2026-12-01
+[models."test-model"]
+input = 2.00
+cached_input = 0.50
+cache_write = 2.50
+output = 8.00
+aliases = ["test-alias"]
+[models."plain-model"]
+input = 1.00
+output = 4.00
+"""
+
+
+def price(name: str = "test-model"):
+    return parse_price_table(TABLE, "test").lookup(name)
+
+
+def test_one_request_paid_saved_and_lost():
+    # 10,000 prompt tokens, 6,000 read from the cache, 500 out; the previous prompt (8,000) could have
+    # been served whole, so 8,000 - 6,000 = 2,000 were lost to a break.
+    # paid  = 4,000 x $2/M + 6,000 x $0.50/M + 500 x $8/M = 0.008 + 0.003 + 0.004 = $0.015
+    # saved = 6,000 x ($2 - $0.50)/M = $0.009;  lost = 2,000 x $1.50/M = $0.003
+    # keep-all (12,000 tokens, 8,000 of them cacheable): uncached 12,000 x $2/M + 0.004 = $0.028;
+    # cached 4,000 x $2/M + 8,000 x $0.50/M + 0.004 = 0.008 + 0.004 + 0.004 = $0.016
+    t = RequestTokens(10_000, 6_000, 0, 500, reusable_tokens=8_000, keep_all_tokens=12_000, keep_all_reusable=8_000)
+    cost = request_cost(t, price(), "test-model")
+    assert cost["paid"] == pytest.approx(0.015) and cost["saved_by_cache"] == pytest.approx(0.009)
+    assert cost["lost_to_cache_break"] == pytest.approx(0.003) and cost["lost_tokens"] == 2_000
+    assert cost["keep_all_paid"] == pytest.approx(0.028) and cost["keep_all_cached_paid"] == pytest.approx(0.016)
+
+
+def test_cache_writes_are_billed_at_their_own_price():
+    # 10,000 in: 2,000 written to the cache at $2.50/M, 8,000 fresh at $2/M: 0.005 + 0.016 = $0.021
+    figures = amounts(RequestTokens(10_000, 0, 2_000), price())
+    assert figures["paid"] == Decimal("0.021") and figures["saved_by_cache"] == 0  # exact: Decimal arithmetic
+
+
+def test_a_model_without_cache_prices_gets_no_discount():
+    # plain-model: cached input costs the input price, so 1,000 cached tokens save nothing
+    figures = amounts(RequestTokens(1_000, 1_000), price("plain-model"))
+    assert figures["paid"] == Decimal("0.001") and figures["saved_by_cache"] == 0
+
+
+def test_an_unpriced_model_shows_tokens_only():
+    cost = request_cost(RequestTokens(500, 100, output_tokens=20), None, "tiny-qwen3")
+    assert not cost["priced"] and cost["paid"] is None and cost["input_tokens"] == 500 and cost["cached_tokens"] == 100
+
+
+def test_keep_all_grows_with_the_square_of_the_turns_and_a_budget_in_a_line():
+    # each turn adds 1,000 tokens; keep-all re-sends all of them, a budget sends at most 2,000:
+    # keep-all sent 1k, 2k, 3k, 4k -> totals 1k, 3k, 6k, 10k (n(n+1)/2 x 1k); the budget 1k, 2k, 2k, 2k -> 7k
+    previous = None
+    costs = []
+    for turn in range(1, 5):
+        keep_all, sent = turn * 1_000, min(turn, 2) * 1_000
+        t = RequestTokens(sent, keep_all_tokens=keep_all)
+        previous = add_totals(request_cost(t, price(), "test-model"), previous)
+        costs.append(previous)
+    rows = curve(costs)
+    assert [r["keep_all_total"] for r in rows] == [1_000, 3_000, 6_000, 10_000]
+    assert [r["sent_total"] for r in rows] == [1_000, 3_000, 5_000, 7_000]
+    # money follows: 7,000 x $2/M = $0.014 paid against 10,000 x $2/M = $0.020 for keep-all
+    assert rows[-1]["paid_total"] == pytest.approx(0.014) and rows[-1]["keep_all_paid_total"] == pytest.approx(0.02)
+
+
+def test_totals_count_only_priced_requests_in_money():
+    first = add_totals(request_cost(RequestTokens(1_000), price(), "test-model"), None)  # $0.002
+    second = add_totals(request_cost(RequestTokens(1_000), None, "local"), first)
+    assert second["cumulative"]["paid"] == pytest.approx(0.002) and second["cumulative"]["priced_requests"] == 1
+    assert second["cumulative"]["input_tokens"] == 2_000 and second["cumulative"]["requests"] == 2
+
+
+def test_reusable_follows_the_provider_rule():
+    # llama.cpp: the whole previous prompt, less the last token it always evaluates again, at most
+    # this prompt - 1; OpenAI: nothing under 1,024, then 128-token steps: 1,500 -> 1,024 + 3 x 128 = 1,408
+    assert reusable("llama.cpp", 300, 500) == 300 and reusable("llama.cpp", 600, 500) == 499
+    assert reusable("openai", 1_000, 5_000) == 0 and reusable("openai", 1_500, 5_000) == 1_408
+    assert reusable("openai", None, 5_000) == 0
+
+
+def test_lookup_by_alias_prefix_and_date_suffix():
+    table = parse_price_table(TABLE, "test")
+    assert table.lookup("test-alias").model == "test-model"
+    assert table.lookup("someprovider/test-model-2025-04-14").model == "test-model"
+    assert table.lookup("Test-Model-20250929").model == "test-model"
+    assert table.lookup("tiny-qwen3") is None
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("date = 2026-12-01\n[models.m]\ninput = 1\n", "models.m.output"),
+    ("date = 2026-12-01\n[models.m]\ninput = -1\noutput = 1\n", "models.m.input"),
+    ("date = 2026-12-01\n[models.m]\ninput = 1\noutput = 1\ninptu = 2\n", "unknown field inptu"),
+    ("date = 2026-12-01\n[models.m]\ninput = 1e9\noutput = 1\n", "<= 10000"),
+    ("[models.m]\ninput = 1\noutput = 1\n", "date"),
+    ("date = 'soon'\n", "date"),
+    ("not toml [", "not valid TOML"),
+    ("date = 2026-12-01\n# " + "x" * 300_000, "more than a price table may have"),
+])
+def test_a_bad_table_is_one_line_naming_the_field(text, needle):
+    with pytest.raises(PriceTableError) as caught:
+        parse_price_table(text, "prices.toml")
+    message = str(caught.value)
+    assert needle in message and "\n" not in message and message.startswith("prices.toml")
+
+
+def test_the_shipped_table_is_dated_and_prices_well_known_models():
+    table = shipped_prices()
+    assert table.origins == ["shipped: 2026-12-01"]
+    sonnet = table.lookup("claude-sonnet-4-5-20250929")
+    # Anthropic's multipliers: a cache hit is 0.1x input, a 5-minute write 1.25x
+    assert sonnet.cached_input == sonnet.input / 10 and sonnet.cache_write == sonnet.input * 5 / 4
+    assert all(p.source for p in table.models.values())
+
+
+def test_a_users_file_replaces_and_adds_models(tmp_path):
+    path = tmp_path / "prices.toml"
+    path.write_text('date = 2026-12-05\n[models."gpt-4o"]\ninput = 9\noutput = 9\n[models."my-local"]\n'
+                    'input = 0.01\noutput = 0.02\n')
+    table, problems = load_prices(path)
+    assert not problems and table.lookup("gpt-4o").input == 9 and table.lookup("my-local").origin.endswith(
+        "prices.toml")
+    assert table.lookup("claude-haiku-4-5") is not None  # the shipped rest stays
+
+
+def test_a_bad_users_file_keeps_the_shipped_table(tmp_path):
+    path = tmp_path / "prices.toml"
+    path.write_text("date = 2026-12-05\n[models.x]\ninput = 'cheap'\noutput = 1\n")
+    table, problems = load_prices(path)
+    assert table.lookup("gpt-4o").input == 2.5 and len(problems) == 1 and "models.x.input" in problems[0]
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    _table, problems = load_prices(fifo)  # never waited on
+    assert "not a regular file" in problems[0]
+
+
+def test_text_from_the_file_in_an_error_is_shown_safely():
+    with pytest.raises(PriceTableError) as caught:
+        parse_price_table('date = 2026-12-01\n[models."evil\\u202e\\u001b[2J"]\ninput = "x"\noutput = 1\n', "p.toml")
+    assert "\u202e" not in str(caught.value) and "\x1b" not in str(caught.value) and "models.evil" in str(caught.value)

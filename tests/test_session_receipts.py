@@ -1,0 +1,199 @@
+"""The window check, sent against received and cost in session records: written, read back, bounded, replayed."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+
+import pytest
+
+from tui.client.doctor import server_template
+from tui.client.endpoint import Endpoint
+from tui.client.errors import ClientError
+from tui.client.figures import reported_from_error, reported_from_reply
+from tui.client.http import Limits, OpenAIClient
+from tui.client.reply import Reply
+from tui.client.server_info import probe
+from tui.context.budget import PolicySettings
+from tui.context.messages import Message, Provenance
+from tui.context.prices import parse_price_table
+from tui.context.received import Reported, compare_view
+from tui.context.request import RequestSettings, build_request
+from tui.context.template_library import builtin_template
+from tui.context.tokens import get_tokenizer
+from tui.context.window import WindowSize, fit_check
+from tui.sessions.model import RequestRecord, Session, now_iso
+from tui.sessions.parse import decode_session
+from tui.sessions.receipts import record_fit, settle
+
+@pytest.fixture()
+def run_cli(cli_in_process):
+    return cli_in_process
+
+
+PRICES = parse_price_table('date = 2026-12-01\n[models."priced-model"]\ninput = 1000\ncached_input = 100\n'
+                           'output = 2000\n', "test prices")
+
+
+def user(mid: str, text: str) -> Message:
+    return Message("user", text, provenance=Provenance("user", True), id=mid)
+
+
+def start(session: Session, view, settings: RequestSettings, body: dict) -> RequestRecord:
+    """A record as the app starts one when it sends (tui/app/workbench.py start_record)."""
+    record = RequestRecord(number=len(session.requests) + 1, time=now_iso(), body=body,
+                           document_hash=hashlib.sha256(view.document.text.encode()).hexdigest(),
+                           document_tokens=view.sent_tokens, tokens_exact=view.snapshot.counts.exact,
+                           template=settings.template.name, tokenizer=settings.tokenizer.name,
+                           message_count=len(session.messages), message_ids=list(view.shape.message_ids),
+                           keep_all_tokens=view.keep_all_tokens, predicted_cached=view.prefix.predicted_cached)
+    session.requests.append(record)
+    return record
+
+
+def offline_session(tmp_path):
+    """Two requests of a chatml/qwen3 session on a 'priced-model': the second cut at the front by 40 tokens."""
+    settings = RequestSettings(builtin_template("chatml"), get_tokenizer("qwen3"), policy=PolicySettings())
+    session = Session(model="priced-model", template={"name": "chatml", "origin": "builtin"}, tokenizer="qwen3")
+    # a system prompt of ~40 tokens: the 20 tokens reused from the cache lie inside it (as after a front cut)
+    session.messages = [Message("system", "You are terse. " * 10, provenance=Provenance("system_prompt", True),
+                                id="sys"), user("u1", "alpha " * 60)]
+    previous = None
+    for number, cut in ((1, 0), (2, 40)):
+        view = build_request(session.messages, settings, previous, number)
+        record = start(session, view, settings, {"model": "priced-model", "messages": view.snapshot.wire})
+        window = WindowSize(view.sent_tokens - cut + 1, "server", "test")
+        record_fit(record, fit_check(view.sent_tokens, 0, window, "ollama"))
+        reported = Reported(prompt_tokens=view.sent_tokens - cut, cached_tokens=0 if number == 1 else 20,
+                            completion_tokens=10)
+        record.reply = Reply(content="ok", usage={"prompt_tokens": view.sent_tokens - cut}).to_record()
+        settle(record, session, view, reported, compare_view(view, reported, "ollama", window), PRICES)
+        session.messages += [Message("assistant", "ok", provenance=Provenance("model", True), id=f"a{number}"),
+                             user(f"u{number + 1}", "beta " * 30)]
+        previous = view.shape
+    path = tmp_path / "s.ctxpane.json"
+    path.write_text(json.dumps(session.to_dict()))
+    return session, path
+
+
+def test_records_round_trip_through_the_file(tmp_path):
+    session, path = offline_session(tmp_path)
+    loaded, _version = decode_session(path.read_bytes())
+    for stored, fresh in zip(loaded.requests, session.requests):
+        assert stored.fit == json.loads(json.dumps(fresh.fit))
+        assert stored.received == json.loads(json.dumps(fresh.received))
+        assert stored.cost == json.loads(json.dumps(fresh.cost))
+    second = loaded.requests[1]
+    assert second.fit["fits"] is False and "front" in second.fit["consequence"]
+    assert second.received["verdict"] == "dropped" and second.received["where"] == "front"
+    assert second.received["affected"][0]["message_id"] == "sys"
+
+
+def test_cost_records_follow_the_worked_example(tmp_path):
+    session, _path = offline_session(tmp_path)
+    first, second = (r.cost for r in session.requests)
+    # request 1: P = received prompt tokens, nothing cached, 10 out, at $1000/M in and $2000/M out
+    p1 = first["input_tokens"]
+    assert first["paid"] == pytest.approx(p1 * 1000 / 1e6 + 10 * 2000 / 1e6)
+    # request 2: 20 cached at $100/M; the rest at $1000/M; the cache could have served all p1 tokens
+    # (llama.cpp rule: the previous prompt whole), so p1 - 20 were lost at $900/M each
+    p2 = second["input_tokens"]
+    assert second["paid"] == pytest.approx((p2 - 20) * 1000 / 1e6 + 20 * 100 / 1e6 + 10 * 2000 / 1e6)
+    assert second["saved_by_cache"] == pytest.approx(20 * 900 / 1e6)
+    assert second["lost_tokens"] == p1 - 20 and second["lost_to_cache_break"] == pytest.approx((p1 - 20) * 900 / 1e6)
+    assert second["cumulative"]["paid"] == pytest.approx(first["paid"] + second["paid"])
+
+
+def test_replay_shows_what_the_server_did_and_the_cost(tmp_path, run_cli):
+    _session, path = offline_session(tmp_path)
+    result = run_cli("replay", str(path), "--check")
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "server processed" in lines[0] and "= sent" in lines[0] and "cost $" in lines[0]
+    assert "SERVER DROPPED ~40 tokens from the front (sys" in lines[1] and "so far $" in lines[1]
+    steps = [json.loads(line) for line in run_cli("replay", str(path), "--json").stdout.splitlines()]
+    assert steps[1]["received"]["verdict"] == "dropped" and steps[1]["cost"]["priced"]
+    assert steps[1]["fit"]["fits"] is False
+
+
+def test_an_old_file_without_these_records_still_loads(tmp_path, run_cli):
+    _session, path = offline_session(tmp_path)
+    data = json.loads(path.read_text())
+    for request in data["requests"]:
+        for key in ("fit", "received", "cost"):
+            request.pop(key)
+    path.write_text(json.dumps(data))
+    result = run_cli("replay", str(path), "--check")
+    assert result.returncode == 0 and "server" not in result.stdout and "cost" not in result.stdout
+
+
+@pytest.mark.parametrize("where, value, field", [
+    ("received", {"sent": 5, "verdict": "lost"}, "requests[0].received.verdict"),
+    ("received", {"sent": -5, "verdict": "match"}, "requests[0].received.sent"),
+    ("received", {"sent": 5, "verdict": "dropped", "affected": [{"message_id": "x" * 300}]},
+     "requests[0].received.affected[0].message_id"),
+    ("cost", {"paid": "free"}, "requests[0].cost.paid"),
+    ("cost", {"cumulative": {"paid": -1.0}}, "requests[0].cost.cumulative.paid"),
+    ("fit", {"window": {"tokens": 0}}, "requests[0].fit.window.tokens"),
+])
+def test_a_bad_record_is_one_line_naming_the_field(tmp_path, run_cli, where, value, field):
+    _session, path = offline_session(tmp_path)
+    data = json.loads(path.read_text())
+    data["requests"][0][where] = value
+    path.write_text(json.dumps(data))
+    result = run_cli("replay", str(path), "--check")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"`{field}`" in result.stderr
+
+
+def test_fields_the_schema_does_not_know_are_not_kept(tmp_path):
+    _session, path = offline_session(tmp_path)
+    data = json.loads(path.read_text())
+    data["requests"][0]["received"]["injected"] = "x"
+    loaded, _version = decode_session(json.dumps(data).encode())
+    assert "injected" not in loaded.requests[0].received
+
+
+@pytest.mark.server
+def test_a_session_against_the_real_512_token_server(llama_512, tmp_path, run_cli):
+    """Three requests: one that fits, one over the window (refused), one whose reply hits the window."""
+    session = run(real_session(llama_512))
+    path = tmp_path / "real.ctxpane.json"
+    path.write_text(json.dumps(session.to_dict()))
+    verdicts = [r.received["verdict"] for r in session.requests]
+    assert verdicts == ["match", "refused", "match"]
+    assert session.requests[1].fit["fits"] is False and session.requests[1].cost["input_tokens"] == 0
+    assert session.requests[2].received["reply_cut"]
+    lines = run_cli("replay", str(path), "--check").stdout.splitlines()
+    assert "server refused it" in lines[1] and "reply cut at the window" in lines[2]
+    assert all("cost: tokens only (no price for tiny-qwen3)" in line for line in lines)
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+async def real_session(url: str) -> Session:
+    async with OpenAIClient(Endpoint(url, "tiny-qwen3", "CTXPANE_NO_KEY"), Limits(read=60)) as client:
+        info = await probe(client)
+        template, _own = server_template(info)
+        settings = RequestSettings(template, get_tokenizer("qwen3"), policy=PolicySettings(), exact=True)
+        session = Session(model="tiny-qwen3", template={"name": template.name, "origin": "server:llama.cpp",
+                                                        "text": template.source}, tokenizer="qwen3")
+        session.messages = [Message("system", "You are terse.", provenance=Provenance("system_prompt", True),
+                                    id="sys")]
+        for words, max_tokens in ((20, 4), (700, 4), (480, 40)):
+            session.messages.append(user(f"u{len(session.messages)}", " ".join(["a"] * words)))
+            view = build_request(session.messages[:1] + session.messages[-1:], settings)
+            body = {"messages": view.snapshot.wire, "max_tokens": max_tokens, "temperature": 0}
+            record = start(session, view, settings, body)
+            record_fit(record, fit_check(view.sent_tokens, max_tokens, info.window, info.kind))
+            try:
+                reply = await client.chat(body)
+                record.reply, reported = reply.to_record(), reported_from_reply(reply)
+            except ClientError as exc:
+                record.reply, reported = {"error": str(exc)}, reported_from_error(exc)
+            receipt = compare_view(view, reported, info.kind, info.window, max_tokens)
+            settle(record, session, view, reported, receipt, PRICES)
+        return session

@@ -1,0 +1,167 @@
+"""Cache prediction for one request against every prompt the server may still hold, and the report after.
+
+Before sending: `predict_prefix` asks the server's model (llamacpp_cache.LlamaCppCache, or
+provider_cache.ProviderCache for hosted APIs) what it will reuse, names the earlier request the reuse
+comes from, and classes the first divergent token against that request. After the reply:
+`held_prompt` turns the request and the server's figures into what the model records next, and
+`cache_report` compares the prediction with the server's `cache_n` / `cached_tokens`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from .cache import CachePrefix, RequestShape, token_start
+from .cache_causes import APPENDED, FIRST, REASONING, REPLY, Cause, classify, excerpt
+from .cache_history import HeldPrompt, Shared
+from .document import Document
+from .llamacpp_cache import LlamaCppCache
+from .provider_cache import ProviderCache
+
+UNMODELLED = "server state not modelled"  # a report's class when the server held more or less than modelled
+
+
+def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape, document: Document,
+                   rule: str, now: float | None = None) -> CachePrefix:
+    """What `server` will reuse of `current`, where it comes from, and why the rest is not reused."""
+    if isinstance(server, LlamaCppCache):
+        found = server.predict(current)
+        source = (found.source.shared, found.source.place) if found.source else None
+        candidates = [(c.number, c.place, c.shared.tokens) for c in found.candidates]
+        cached, write, best_effort = found.cached, 0, False
+    else:
+        found = server.predict(current, now)
+        source = (found.source.shared, "provider cache") if found.source else None
+        candidates = [(c.number, "provider cache", c.shared.tokens) for c in found.candidates]
+        cached, write, best_effort = found.cached, found.write, found.best_effort
+    held = _held(server)
+    source = source if cached > 0 else None  # a prompt sharing nothing reusable is no source
+    shared, place = source if source else (_best(candidates, held, current), "")
+    prefix = _explained(held.get(shared.number) if shared else None, shared, current, document, rule, cached)
+    notes = list(found.notes)
+    if source is None and shared is not None:  # nothing is reused: explain against the closest prompt held
+        notes.append(f"nothing is reused; compared with request {shared.number}, the held prompt closest to it")
+        prefix.source = None
+    prefix.place, prefix.candidates, prefix.notes = place, candidates, notes
+    prefix.write, prefix.best_effort = write, best_effort
+    return prefix
+
+
+def _held(server: LlamaCppCache | ProviderCache) -> dict[int, HeldPrompt]:
+    if isinstance(server, ProviderCache):
+        return {h.number: h for h in server.held}
+    found = {s.held.number: s.held for s in server.slots if s.held is not None}
+    return found | {h.number: h for h in server.saved}
+
+
+def _best(candidates: list[tuple[int, str, int]], held: dict[int, HeldPrompt], current: RequestShape) -> Shared | None:
+    """Without a source, the held prompt sharing the most explains what was missed."""
+    from .cache_history import shared_prefix
+
+    best = max(candidates, key=lambda c: c[2], default=None)
+    return shared_prefix(held[best[0]], current, 0) if best and best[0] in held else None
+
+
+def _explained(held: HeldPrompt | None, shared: Shared | None, current: RequestShape, document: Document,
+               rule: str, cached: int) -> CachePrefix:
+    total = current.tokens.total
+    if held is None or shared is None:
+        return CachePrefix(0, 0, total, None, None, "nothing the server holds shares this prompt", cached, rule,
+                           FIRST)
+    cause = _reply_cause(held, shared) or classify(held.shape, current, document, shared.chars)
+    return CachePrefix(shared.chars, shared.tokens, total, cause.message, cause.span_kind, cause.text, cached, rule,
+                       cause.kind, held.number, in_reply=shared.in_reply,
+                       diverges=excerpt(current.text, at := token_start(current.tokens, shared.tokens)),
+                       diverged=excerpt(held.text, at))
+
+
+def _reply_cause(held: HeldPrompt, shared: Shared) -> Cause | None:
+    """The cause when the whole earlier prompt is shared: how far its reply carries on."""
+    if shared.chars < len(held.shape.text) or held.generated <= 1:
+        return None
+    if not held.reply_known:
+        return Cause(REASONING, f"the reply of request {held.number} had reasoning or tool calls: the template "
+                                "writes it back in another form than it was generated")
+    kept = held.generated - 1  # what a llama.cpp slot keeps of it; a provider's unit holds it all
+    if shared.in_reply >= kept:
+        return Cause(APPENDED, f"none: request {held.number} is reused whole, with its reply")
+    return Cause(REPLY, f"the reply of request {held.number} is re-sent in another form than generated "
+                        f"(after {shared.in_reply} of its tokens)")
+
+
+# -- after the reply ---------------------------------------------------------------------------------------
+def held_prompt(number: int, shape: RequestShape, reply: dict | None = None, usage: dict | None = None,
+                timings: dict | None = None, sent_at: float | None = None) -> HeldPrompt:
+    """A request as the server computed it, from the reply and the server's own figures."""
+    reply, usage, timings = reply or {}, usage or {}, timings or {}
+    prompt = usage.get("prompt_tokens")
+    if prompt is None and timings.get("prompt_n") is not None:
+        prompt = timings["prompt_n"] + (timings.get("cache_n") or 0)
+    generated = timings.get("predicted_n", usage.get("completion_tokens")) or 0
+    pieces = reply.get("generated")
+    known = pieces is not None or not (reply.get("reasoning") or reply.get("tool_calls"))
+    text = "".join(pieces) if pieces is not None else (reply.get("content") or "")
+    return HeldPrompt(number, shape, prompt if prompt is not None else shape.tokens.total, int(generated), text,
+                      tuple(pieces) if pieces is not None else None, known, sent_at)
+
+
+@dataclass
+class CacheReport:
+    predicted: int
+    reported: int | None
+    agrees: bool  # within one token
+    cause_class: str
+    explanation: str
+    server_divergent_token: int | None = None  # the first token the server evaluated (= its cached count)
+    where: str = ""  # the message and text at that token in this request
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def difference(self) -> int | None:
+        return None if self.reported is None else self.reported - self.predicted
+
+
+def cache_report(prefix: CachePrefix, reported: int | None, current: RequestShape, document: Document,
+                 reported_prompt: int | None = None) -> CacheReport:
+    """The prediction made before sending, against what the server says it reused."""
+    notes = [] if reported_prompt in (None, current.tokens.total) else [
+        f"the server counted {reported_prompt} prompt tokens, ctxpane {current.tokens.total}: "
+        "token positions are off by the difference"]
+    if reported is None:
+        return CacheReport(prefix.predicted_cached, None, False, "", "the server did not report cached tokens",
+                           notes=notes)
+    where = _where(current, document, reported)
+    difference = reported - prefix.predicted_cached
+    if abs(difference) <= 1:
+        return CacheReport(prefix.predicted_cached, reported, True, prefix.cause_class,
+                           f"as predicted: {prefix.cause}", reported, where, notes)
+    kind, text = _disagreement(prefix, difference)
+    return CacheReport(prefix.predicted_cached, reported, False, kind, text, reported, where, notes)
+
+
+def _disagreement(prefix: CachePrefix, difference: int) -> tuple[str, str]:
+    if difference < 0 and prefix.in_reply and abs(-difference - prefix.in_reply) <= 1:
+        return REPLY, (f"the server did not reuse the {prefix.in_reply} tokens of request {prefix.source}'s reply: "
+                       "it generated other tokens than the text re-sent (a leading space it strips, another "
+                       "tokenization); asking for logprobs lets ctxpane see the tokens generated")
+    if difference < 0:
+        return UNMODELLED, (f"the server reused {-difference} tokens fewer than modelled: another client used its "
+                            "slot, its prompt cache dropped the prompt, it restarted, or it tokenizes differently")
+    return UNMODELLED, (f"the server reused {difference} tokens more than modelled: it held a prompt this session "
+                        "did not send (another client, an earlier session), or its rule reuses more")
+
+
+def _where(current: RequestShape, document: Document, token: int) -> str:
+    """The message, kind and text at token number `token` of `current`."""
+    if token >= current.tokens.total:
+        return "the end of the prompt"
+    at = token_start(current.tokens, token)
+    spans = document.spans
+    if not spans:
+        return f"character {at}"
+    span = spans[max(0, bisect_right([s.start for s in spans], at) - 1)]
+    owner = "no message" if span.message is None else \
+        f"message {current.message_ids[span.message]} ({current.message_roles[span.message]})" \
+        if span.message < len(current.message_ids) else f"message {span.message}"
+    return f"{owner}, {span.kind}: {excerpt(current.text, at)!r}"

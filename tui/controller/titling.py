@@ -1,0 +1,56 @@
+"""Session titles: an untitled session is named from its first user message; the user can rename it.
+
+A title comes from the user's own text or the user's typing, but it is shown in the app's header, the
+session browser and file listings: it is bounded and kept to one line here; screens show it with
+visible() like anything stored in a session file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui.sessions.model import Session
+
+from .events import SessionChanged
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+UNTITLED = ("", "New session")
+TITLE_FROM_MESSAGE = 60  # characters of the first user message
+TITLE_LIMIT = 200
+
+
+def clean_title(text: str, limit: int = TITLE_LIMIT) -> str:
+    """The first non-blank line, its runs of spaces folded, cut at `limit` characters."""
+    line = next((part for part in text.splitlines() if part.strip()), "")
+    line = " ".join(line.split())
+    return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"
+
+
+def name_if_untitled(session: Session) -> bool:
+    """Title an untitled session from its first user message; True if it was named."""
+    if session.title.strip() not in UNTITLED:
+        return False
+    first = next((m.text() for m in session.messages  # the user's own words, not an attached document
+                  if m.role == "user" and m.provenance.trusted and m.text().strip()), "")
+    title = clean_title(first, TITLE_FROM_MESSAGE)
+    if not title:
+        return False
+    session.title = title
+    return True
+
+
+def announce(ctl: "Controller") -> None:
+    ctl.emit(SessionChanged(ctl.wb.session.title, ctl.read_only, ctl.file.session_file))
+
+
+def rename(ctl: "Controller", text: str) -> bool:
+    """The user's new title (from the palette); an empty one is refused."""
+    title = clean_title(text)
+    if not title or ctl.read_only:
+        return False
+    ctl.wb.session.title = title
+    announce(ctl)
+    ctl.file.autosave()
+    return True

@@ -1,0 +1,295 @@
+"""Settings changed where the user is (the settings screen, the palette), and the link kept alive.
+
+Transitions of the Controller, kept out of controller.py: a form of texts is checked field by field
+(one line per error, nothing applied unless all pass), then applied to the session's policy and
+params (saved with the session) or to the endpoint (connecting again). New sessions take
+config.toml's `[policy]` and `[params]` and, when a server is connected, its template and window.
+A server that is down is tried again with a growing pause; a message sent while connecting waits
+for the connection instead of being refused as offline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any, Callable
+
+from tui.context.budget import POLICIES, PolicyError, PolicySettings
+from tui.sessions.model import Session
+
+if TYPE_CHECKING:
+    from .controller import Controller
+    from .runtime import Handle
+
+RETRY_FIRST, RETRY_MOST = 2.0, 60.0  # seconds between tries to reach a server that is down
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str
+    label: str
+    where: str  # "policy", "params" or "endpoint"
+    kind: type | None  # int, float, or None for text
+    low: float | None = None
+    high: float | None = None
+    hint: str = ""
+
+
+FIELDS = (
+    Field("context_window", "Context window", "policy", int, 16, 10_000_000, "tokens; empty: unknown, nothing dropped"),
+    Field("max_tokens", "Max tokens (reply)", "policy", int, 0, 1_000_000, "reserved for the reply; 0: none"),
+    Field("name", "Truncation policy", "policy", None, hint=" | ".join(POLICIES)),
+    Field("keep_last", "Keep last N turns", "policy", int, 1, 100_000, "for keep-last-n"),
+    Field("temperature", "Temperature", "params", float, 0, 5, "empty: the server's default"),
+    Field("top_p", "top_p", "params", float, 0, 1),
+    Field("top_k", "top_k", "params", int, 0, 100_000),
+    Field("min_p", "min_p", "params", float, 0, 1),
+    Field("presence_penalty", "Presence penalty", "params", float, -2, 2),
+    Field("frequency_penalty", "Frequency penalty", "params", float, -2, 2),
+    Field("seed", "Seed", "params", int, -1, 2**63 - 1, "empty: random"),
+    Field("base_url", "Endpoint (base URL)", "endpoint", None, hint="e.g. http://127.0.0.1:8080/v1"),
+    Field("api_key_env", "API key variable", "endpoint", None, hint="the variable's name, never the key"),
+)
+POLICY_KEYS = {f.name for f in fields(PolicySettings)} - {"summary", "summary_cost", "summary_of"}
+PARAM_KEYS = {f.key for f in FIELDS if f.where == "params"}
+
+
+def _number(field: Field, text: str) -> tuple[Any, str]:
+    try:
+        value = field.kind(text)
+    except ValueError:
+        return None, f"{field.label}: {text[:40]!r} is not {'a whole number' if field.kind is int else 'a number'}"
+    if value != value or (field.low is not None and value < field.low) or (field.high is not None and value > field.high):
+        return None, f"{field.label}: must be from {field.low:g} to {field.high:g}"
+    return value, ""
+
+
+def check(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The form's texts as values (None: cleared), and one line per field that is wrong."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for field in FIELDS:
+        if field.key not in form:
+            continue
+        text = form[field.key].strip()
+        if field.kind is not None:
+            values[field.key], error = _number(field, text) if text else (None, "")
+        else:
+            values[field.key], error = text, _text_error(field, text)
+        if error:
+            errors[field.key] = error
+    if values.get("max_tokens") and values.get("context_window") and values["max_tokens"] >= values["context_window"]:
+        errors["max_tokens"] = "Max tokens: must be less than the context window (it is taken from it)"
+    return values, errors
+
+
+def _text_error(field: Field, text: str) -> str:
+    if field.key == "name" and text not in POLICIES:
+        return f"{field.label}: one of {', '.join(POLICIES)}"
+    if field.key == "api_key_env" and not ENV_NAME.fullmatch(text):
+        return f"{field.label}: a variable name (letters, digits, _), e.g. OPENAI_API_KEY"
+    if field.key == "base_url" and text and not re.match(r"https?://[^\s]+$", text):
+        return f"{field.label}: an http:// or https:// URL"
+    return ""
+
+
+def config_defaults(settings: Any) -> tuple[dict, dict, list[str]]:
+    """config.toml's `[policy]` and `[params]` as a new session takes them, and what was wrong in them."""
+    problems: list[str] = []
+    policy = {k: v for k, v in dict(getattr(settings, "policy", {}) or {}).items() if k in POLICY_KEYS}
+    unknown = set(getattr(settings, "policy", {}) or {}) - POLICY_KEYS
+    if unknown:
+        problems.append(f"config.toml [policy]: unknown {', '.join(sorted(map(str, unknown)))} (ignored)")
+    try:
+        PolicySettings(**policy)
+    except (PolicyError, TypeError) as exc:
+        problems.append(f"config.toml [policy]: {exc} (defaults used)")
+        policy = {}
+    params = dict(getattr(settings, "params", {}) or {})
+    return policy, params, problems
+
+
+class Tuning:
+    def __init__(self, controller: "Controller") -> None:
+        self.ctl = controller
+        self.connecting = False  # a connection is on its way: a message sent now waits for it
+        self.waiting = False  # a message was sent while connecting: it goes once connected
+        self._retry: Handle | None = None
+        self._pause = RETRY_FIRST
+        self._said: set[str] = set()  # config problems already said once
+
+    # -- the form ---------------------------------------------------------------------------------
+    def values(self) -> dict[str, str]:
+        """What the settings screen shows: the session's policy and params, the endpoint, as texts."""
+        ctl = self.ctl
+        policy, params = asdict(ctl.wb.policy), ctl.wb.session.params
+        shown: dict[str, str] = {}
+        for field in FIELDS:
+            if field.where == "policy":
+                value = policy.get(field.key)
+            elif field.where == "params":
+                value = params.get(field.key)
+            elif field.key == "base_url":
+                value = ctl.link.url(ctl.wb.session.base_url)
+            else:
+                value = ctl.settings.api_key_env
+            shown[field.key] = "" if value is None else str(value)
+        return shown
+
+    def apply(self, form: dict[str, str]) -> dict[str, str]:
+        """Check the form and, if all of it is right, apply it. Returns the errors (none: applied)."""
+        values, errors = check(form)
+        if errors or self.ctl.read_only:
+            return errors or {"": "this session is read-only"}
+        ctl, wb = self.ctl, self.ctl.wb
+        policy = {f.key: values[f.key] for f in FIELDS if f.where == "policy" and f.key in values}
+        policy = {k: v for k, v in policy.items() if v is not None or k == "context_window"}
+        try:
+            wb.set_policy(**policy)
+        except PolicyError as exc:
+            return {"": str(exc)}
+        for key in PARAM_KEYS & values.keys():
+            if values[key] is None:
+                wb.session.params.pop(key, None)
+            else:
+                wb.session.params[key] = values[key]
+        endpoint_changed = self._endpoint(values)
+        ctl.changed()
+        ctl.notify("settings applied" + (": connecting again" if endpoint_changed else ""))
+        if endpoint_changed:
+            self.reconnect()
+        return {}
+
+    def _endpoint(self, values: dict[str, Any]) -> bool:
+        """A URL or key variable typed here is the user's own (as a flag would be): the key may go there."""
+        ctl, changed = self.ctl, False
+        url = values.get("base_url")
+        if url and url.rstrip("/") != ctl.link.url(ctl.wb.session.base_url).rstrip("/"):
+            ctl.settings.base_url = url
+            ctl.settings.source["base_url"] = "user"
+            ctl.wb.session.base_url = url
+            changed = True
+        env = values.get("api_key_env")
+        if env and env != ctl.settings.api_key_env:
+            ctl.settings.api_key_env = ctl.file.api_key_env = env  # the new variable's key is kept out of files too
+            changed = True
+        return changed
+
+    # -- new sessions -------------------------------------------------------------------------------
+    def fresh_session(self) -> Session:
+        """A new session: the endpoint, config.toml's policy and params, and the server's window."""
+        ctl = self.ctl
+        policy, params, problems = config_defaults(ctl.settings)
+        for problem in problems:
+            if problem not in self._said:
+                self._said.add(problem)
+                ctl.notify(problem, severity="warning", timeout=10)
+        session = Session(base_url=ctl.wb.session.base_url, model=ctl.wb.session.model, params=params)
+        connection = ctl.link.connection
+        if connection is not None and connection.info.n_ctx and "context_window" not in policy:
+            policy["context_window"] = int(connection.info.n_ctx)
+        session.policy = asdict(PolicySettings(**policy))
+        return session
+
+    def keep_server_template(self, exact: bool | None, cache_rule: str) -> None:
+        """After a new session is adopted: the server's template and counting stay what they were."""
+        ctl = self.ctl
+        connection = ctl.link.connection
+        if ctl.client is None or connection is None:
+            return
+        if connection.template is not None and not ctl.settings.template:
+            ctl.wb.set_template(connection.template)
+        ctl.wb.exact, ctl.wb.cache_rule = exact, cache_rule
+        ctl.changed(save=False)
+
+    # -- connecting ---------------------------------------------------------------------------------
+    def connect(self, job: Callable[[], Any]) -> None:
+        """Connect now (the job is connecting.connect); a retry waiting is dropped."""
+        self._cancel_retry()
+        self.connecting = True
+        self.ctl.runtime.spawn(lambda: self._connect(job), "connect")
+
+    async def _connect(self, job: Callable[[], Any]) -> None:
+        try:
+            await job()
+        finally:
+            self.connecting = False
+        if self.ctl.client is not None:
+            self._pause = RETRY_FIRST
+            self._send_waiting()
+        elif self.waiting:
+            self.ctl.status("offline: your message is kept and goes once the server answers "
+                            "(palette: Reconnect)", "yellow")
+
+    def reconnect(self) -> None:
+        """Drop the link and connect again (the endpoint may have changed)."""
+        ctl = self.ctl
+        if ctl.streaming:
+            ctl.notify("a reply is streaming: stop it (Esc) before reconnecting", severity="warning")
+            return
+        old = ctl.link.client
+        ctl.link.client = ctl.link.connection = None
+        if old is not None:
+            ctl.runtime.spawn(old.aclose, "close-client")
+        self._pause = RETRY_FIRST
+        ctl.connect()
+
+    def offline(self, text: str) -> None:
+        """Connecting failed: say so, and try again after a pause that grows (the server may come back)."""
+        ctl = self.ctl
+        self._cancel_retry()
+        pause = self._pause
+        self._pause = min(self._pause * 2, RETRY_MOST)
+        self._retry = ctl.runtime.later(pause, ctl.connect)
+        ctl.status(f"{text} · trying again in {pause:g}s (palette: Reconnect)", "red")
+
+    def _cancel_retry(self) -> None:
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+
+    # -- a template picked while the server renders its own -------------------------------------------------
+    def what_if(self) -> str:
+        """'' unless the server renders its own template and another is picked: then what that means."""
+        ctl = self.ctl
+        connection = ctl.link.connection
+        if ctl.client is None or connection is None or connection.template is None:
+            return ""
+        if (ctl.wb.template.source or "") == (connection.template.source or ""):
+            return ""
+        return (f"what-if: counted with {ctl.wb.template.name}; the server renders the messages with its own "
+                "template, so it will count and cache differently")
+
+    def say_what_if(self) -> None:
+        note = self.what_if()
+        if note:
+            self.ctl.status(note, "magenta")
+
+    # -- a message sent while connecting ----------------------------------------------------------------
+    def may_wait(self) -> bool:
+        """True when a server is on its way (connecting, or tried again soon): a send waits for it."""
+        if self._retry is not None and not self.connecting:
+            self.ctl.connect()  # the user wants to send: try now rather than after the pause
+        return self.connecting
+
+    def wait_to_send(self, text: str) -> bool:
+        """Sent before the connection is up: kept, and sent once it is. False when one already waits."""
+        ctl = self.ctl
+        if self.waiting:
+            ctl.notify("still connecting: your last message is waiting to be sent", severity="warning")
+            return False
+        ctl.wb.commit_text(text)
+        self.waiting = True
+        ctl.changed()
+        ctl.status("connecting… your message is sent once the server answers", "yellow")
+        return True
+
+    def _send_waiting(self) -> None:
+        ctl = self.ctl
+        if not self.waiting:
+            return
+        self.waiting = False
+        messages = ctl.wb.session.messages
+        if not ctl.streaming and messages and messages[-1].role == "user":
+            ctl.sending.start()

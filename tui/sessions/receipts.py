@@ -1,0 +1,84 @@
+"""What a request record keeps of the window check, sent against received, and cost.
+
+The app calls `record_fit` when it sends and `settle` when the reply (or a refusal) is in; both
+take engine figures (tui/context/window.py, received.py, costs.py), so this layer needs no client.
+Records are bounded like the rest of the session file: long lists and texts are cut here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui.context.costs import RequestTokens, add_totals, request_cost, reusable
+from tui.context.prices import PriceTable
+from tui.context.received import Receipt, Reported
+from tui.context.window import FitCheck
+
+from .model import RequestRecord, Session
+
+if TYPE_CHECKING:
+    from tui.context.request import RequestView
+
+MAX_AFFECTED = 200  # messages named in one record
+MAX_NOTES = 20
+MAX_NOTE = 4000  # characters of one text
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_NOTE else text[: MAX_NOTE - 1] + "…"
+
+
+def record_fit(record: RequestRecord, fit: FitCheck) -> None:
+    data = fit.to_dict()
+    record.fit = {**data, "consequence": _cut(data["consequence"]), "message": _cut(data["message"])}
+
+
+def received_record(receipt: Receipt) -> dict:
+    data = receipt.to_dict()
+    for key in ("where_basis", "who", "who_detail", "summary"):
+        data[key] = _cut(data[key])
+    data["notes"] = [_cut(note) for note in data["notes"][:MAX_NOTES]]
+    data["affected"] = data["affected"][:MAX_AFFECTED]
+    return data
+
+
+def previous_cost(session: Session, record: RequestRecord) -> dict | None:
+    """The cost of the request before `record` in the session (its running totals go on from there)."""
+    index = next((i for i, r in enumerate(session.requests) if r is record), len(session.requests))
+    earlier = [r.cost for r in session.requests[:index] if r.cost]
+    return earlier[-1] if earlier else None
+
+
+def request_tokens(view: "RequestView", reported: Reported | None, previous: dict | None,
+                   rule: str) -> RequestTokens:
+    """The tokens to price: the server's figures where it gave them, else ctxpane's count and prediction.
+
+    A refused request processed nothing. What a cache could have reused is the previous request's
+    prompt (this conversation kept whole would start with it) under the provider's cache rule.
+    """
+    if reported is not None and reported.refused:
+        return RequestTokens(0, keep_all_tokens=view.keep_all_tokens, cached_from="reported")
+    received = reported.received()[0] if reported else None
+    reused = reported.reused() if reported else None
+    tokens = received if received is not None else view.sent_tokens
+    earlier_in = previous.get("input_tokens") if previous else None
+    earlier_all = previous.get("keep_all_tokens") if previous else None
+    return RequestTokens(tokens, reused if reused is not None else view.prefix.predicted_cached, 0,
+                         (reported.completion_tokens or 0) if reported else 0, reusable(rule, earlier_in, tokens),
+                         view.keep_all_tokens, reusable(rule, earlier_all, view.keep_all_tokens),
+                         "reported" if reused is not None else "predicted")
+
+
+def cost_of(view: "RequestView", reported: Reported | None, prices: PriceTable, model: str,
+            previous: dict | None, rule: str) -> dict:
+    """One request's cost record with the running totals: the same figures `render --json` prints."""
+    tokens = request_tokens(view, reported, previous, rule)
+    return add_totals(request_cost(tokens, prices.lookup(model), model), previous)
+
+
+def settle(record: RequestRecord, session: Session, view: "RequestView", reported: Reported | None,
+           receipt: Receipt | None, prices: PriceTable, rule: str = "llama.cpp") -> None:
+    """Fill `record` once its request is over: sent against received, and what it cost."""
+    record.received = received_record(receipt) if receipt is not None else None
+    model = (record.reply or {}).get("model") or session.model
+    record.cost = cost_of(view, reported, prices, model, previous_cost(session, record), rule)
