@@ -128,7 +128,7 @@ async def test_message_keys_say_what_they_do_in_the_footer(sessions, tmp_path):
         await settle(pilot, app)
         await select(pilot, app, 3)
         shown = {b.binding.description for b in app.active_bindings.values() if b.binding.show}
-        assert {"Edit message", "Delete message", "Pin message", "Re-send from here", "Undo"} <= shown
+        assert {"Edit", "Delete", "Pin/unpin", "Re-send from here", "Undo", "Back to composer"} <= shown
 
 
 async def test_resend_asks_first_saying_how_many_messages_it_drops(sessions, tmp_path):
