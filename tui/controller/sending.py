@@ -16,6 +16,7 @@ from tui.context.request import RequestView
 from tui.context.safety import visible
 
 from .reply_marks import mark_last_message, reply_mark
+from .receiving import check_before_sending, load_prices_once, say_receipt, settle_after
 from .reply_stream import stream_reply
 from .titling import announce, name_if_untitled
 
@@ -32,6 +33,7 @@ class Sending:
         self.streaming = False  # one request at a time, from the submit until its reply ends
         self._job = None
         self._begun = False  # whether the running send has started (a job cancelled before never runs)
+        self.prices = None  # the price table, read from files (off the loop) on the first send
 
     def submit(self, text: str) -> bool:
         ctl = self.ctl
@@ -92,7 +94,9 @@ class Sending:
                 note = ""
                 return
             body = wb.request_body(view)
+            self.prices = await load_prices_once(ctl, self.prices)
             record = wb.start_record(body, view)
+            check_before_sending(ctl, record, view, body)
             if ctl.wb is wb:
                 ctl.changed(save=False, compute=False)
                 ctl.show_pane()
@@ -111,10 +115,12 @@ class Sending:
                     from tui.client.reply import Reply
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
+                receipt = settle_after(ctl, wb, record, view, body, reply, self.prices)
                 save()
                 if ctl.wb is wb:
                     ctl.reply_ended(note)
                     mark_last_message(ctl, reply_mark(reply))
+                    say_receipt(ctl, receipt)
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")
                 ctl.file.autosave()
