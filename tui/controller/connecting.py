@@ -61,6 +61,7 @@ async def connect(ctl: "Controller") -> None:
     ctl.status(f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
                f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
     ctl.changed(save=False)
+    ctl.runtime.spawn(ctl.sending.cache.connected, "cache")  # llama.cpp: its slots and prompt cache, modelled
     if not settings.tokenizer:
         if connection.on_server:
             ctl.use_tokenizer(await ctl.link.server_tokenizer(endpoint, wb.template, ctl.tokenizer_source_changed),

@@ -8,6 +8,7 @@ what arrived of the reply are kept, the reply marked incomplete, and the reason 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from tui.client.errors import ClientError
@@ -16,7 +17,8 @@ from tui.context.request import RequestView
 from tui.context.safety import visible
 
 from .reply_marks import mark_last_message, reply_mark
-from .receiving import check_before_sending, load_prices_once, say_receipt, settle_after
+from .caching import ServerCache, report_line
+from .receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
 from .reply_stream import stream_reply
 from .titling import announce, name_if_untitled
 
@@ -34,6 +36,7 @@ class Sending:
         self._job = None
         self._begun = False  # whether the running send has started (a job cancelled before never runs)
         self.prices = None  # the price table, read from files (off the loop) on the first send
+        self.cache = ServerCache(controller)
 
     def submit(self, text: str) -> bool:
         ctl = self.ctl
@@ -87,6 +90,7 @@ class Sending:
                 ctl.reply_progress(r.content, r.reasoning, r.tool_calls)
         record, reply, note = None, None, NOT_SENT
         try:
+            self.cache.attach(wb)
             view = await self._prepare(wb)
             if view is not None and wb.summary_needed(view):
                 view = await self._summarise(wb)
@@ -94,6 +98,8 @@ class Sending:
                 note = ""
                 return
             body = wb.request_body(view)
+            self.cache.prepare(body)
+            sent_at = time.time()
             self.prices = await load_prices_once(ctl, self.prices)
             record = wb.start_record(body, view)
             check_before_sending(ctl, record, view, body)
@@ -116,10 +122,13 @@ class Sending:
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
                 receipt = settle_after(ctl, wb, record, view, body, reply, self.prices)
+                cached = self.cache.after_reply(record, view, reply, sent_at) if ctl.wb is wb else None
                 save()
                 if ctl.wb is wb:
                     ctl.reply_ended(note)
                     mark_last_message(ctl, reply_mark(reply))
+                    if report_line(cached) and not receipt_note(receipt):
+                        ctl.status(report_line(cached), "green" if cached.agrees else "yellow")
                     say_receipt(ctl, receipt)
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")
