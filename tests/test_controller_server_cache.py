@@ -76,3 +76,16 @@ async def test_going_back_inside_one_conversation_is_predicted_from_the_request_
     assert abs(back.predicted_cached - back.cached_reported) <= 1, (back.predicted_cached, back.cached_reported,
                                                                      back.cache_place, back.cache_cause)
     assert back.cache_source == 1, (back.cache_source, back.cache_place)
+
+
+async def test_llama_requests_ask_for_the_generated_tokens_cheaply(llama_server, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    made = Harness(tmp_path, base_url=llama_server, tokenizer="")
+    made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 8}), None)
+    made.ctl.connect()
+    await made.idle(0.5)
+    await send(made, "Say one word.")
+    made.ctl.close()
+    record = made.ctl.wb.session.requests[-1]
+    assert record.body["logprobs"] is True and record.body["top_logprobs"] == 1  # 1: not every alternative
+    assert record.reply.get("generated"), record.reply  # the tokens as generated arrived
