@@ -43,3 +43,18 @@ async def test_ollama_front_cut_is_said_under_the_reply_and_recorded(tmp_path, m
     assert "sys" in note and "Ollama's num_ctx" in note  # the system prompt was cut, and by whom
     assert note in statuses[-1] or statuses[-1] in note
     assert record.cost is not None and record.cost.get("input_tokens") == 256
+
+
+async def test_a_bad_price_file_is_a_notice_and_the_shipped_prices_are_used(tmp_path, monkeypatch):
+    from tui.controller.events import Notice
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "config" / "ctxpane").mkdir(parents=True)
+    (tmp_path / "config" / "ctxpane" / "prices.toml").write_text("date = [not toml")
+    with WindowServer("vllm", n_ctx=4096, model="gpt-4o") as server:
+        made = await connected(tmp_path, server.url)
+        await made.idle(0.3)
+        notices = [e.text for e in made.of(Notice)]
+        assert any("prices.toml" in text and "using the shipped prices" in text for text in notices), notices
+        assert made.ctl.sending.prices is not None and made.ctl.sending.prices.lookup("gpt-4o") is not None
+        made.ctl.close()

@@ -38,6 +38,10 @@ class Sending:
         self.prices = None  # the price table, read from files (off the loop) on the first send
         self.cache = ServerCache(controller)
 
+    async def load_prices(self) -> None:
+        """Read the price table once, when a server connects (a send before it is read reads it itself)."""
+        self.prices = await load_prices_once(self.ctl, self.prices)
+
     def submit(self, text: str) -> bool:
         ctl = self.ctl
         if self.streaming:
