@@ -58,3 +58,23 @@ async def test_a_bad_price_file_is_a_notice_and_the_shipped_prices_are_used(tmp_
         assert any("prices.toml" in text and "using the shipped prices" in text for text in notices), notices
         assert made.ctl.sending.prices is not None and made.ctl.sending.prices.lookup("gpt-4o") is not None
         made.ctl.close()
+
+
+async def test_a_refusal_for_size_is_said_with_the_servers_figures(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("vllm", n_ctx=300) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        long_turns(ctl)
+        await made.idle()
+        assert ctl.sending.submit("Which fruit came first?")
+        for _ in range(100):
+            await made.idle(0.1)
+            if not ctl.sending.streaming:
+                break
+        ctl.close()
+    record = ctl.wb.session.requests[-1]
+    assert record.received["verdict"] == "refused" and record.received["observed_window"] == 300
+    note = ctl.notes[ctl.wb.session.messages[-1].id]
+    assert "✗ the server refused the request as larger than its context window" in note, note
+    assert "window 300" in note
