@@ -126,7 +126,7 @@ class Sending:
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
                 receipt = settle_after(ctl, wb, record, view, body, reply, self.prices)
-                cached = self.cache.after_reply(record, view, reply, sent_at) if ctl.wb is wb else None
+                cached = self.cache.after_reply(record, view, reply, sent_at)  # held by the server, whatever is open
                 save()
                 if ctl.wb is wb:
                     ctl.reply_ended(note)
