@@ -20,10 +20,12 @@ class CacheView(Static):
         prefix = view.prefix
         head = Text(f"next request: {prefix.tokens} of {prefix.total_tokens} tokens unchanged; "
                     f"{prefix.rule} would reuse {prefix.predicted_cached}\n", style="bold")
+        if prefix.source is not None:  # the server's cache modelled: which earlier prompt it will reuse, and where
+            head.append(f"reused from request {prefix.source} ({visible(prefix.place)})\n")
         head.append(f"where it breaks: {visible(prefix.cause)}\n")
         table = Table(box=None, header_style="bold")
-        for column in ("#", "sent", "predicted", "reported", "cause"):
-            table.add_column(column, justify="right" if column != "cause" else "left")
+        for column in ("#", "sent", "predicted", "reported", "from", "cause"):
+            table.add_column(column, justify="right" if column not in ("from", "cause") else "left")
         for record in requests[-50:]:
             reported = "—" if record.cached_reported is None else str(record.cached_reported)
             predicted = "—" if record.predicted_cached is None else str(record.predicted_cached)
@@ -31,6 +33,8 @@ class CacheView(Static):
             if record.cached_reported is not None and record.predicted_cached is not None \
                     and abs(record.cached_reported - record.predicted_cached) > 1:
                 style = "yellow"
-            table.add_row(*cells([record.number, record.document_tokens, predicted, reported, record.cache_cause]),
+            source = "" if record.cache_source is None else f"#{record.cache_source} {record.cache_place}"
+            table.add_row(*cells([record.number, record.document_tokens, predicted, reported, source,
+                                  record.cache_cause]),
                           style=style)
         self.update(Group(head, table) if requests else Group(head, Text("no request sent yet", style="dim")))

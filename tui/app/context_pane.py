@@ -141,9 +141,10 @@ class ContextPane(Vertical):
         elif tab == "cache":
             self.query_one(CacheView).show(view, data.requests)
         elif tab == "ledger":
-            self.query_one(LedgerView).show(view, [m.text() for m in data.messages])
+            self.query_one(LedgerView).show(view, [m.text() for m in data.messages], data.requests)
         elif tab == "cost":
-            self.query_one(CostView).show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles)
+            self.query_one(CostView).show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles,
+                                          data.requests)
         elif tab == "request":
             self.query_one(RequestTab).show(data.url, data.body, data.key_env, data.what_if)
         elif tab == "diff":

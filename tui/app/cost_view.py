@@ -5,11 +5,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from .cost_money import money_text
+
 
 class CostView(Static):
     DEFAULT_CSS = "CostView { padding: 0 1; }"
 
-    def show(self, rows: list[dict], pending: tuple[int, int], roles: dict[str, str]) -> None:
+    def show(self, rows: list[dict], pending: tuple[int, int], roles: dict[str, str], requests=()) -> None:
         rows = rows + [{"request": len(rows) + 1, "sent": pending[0], "keep_all": pending[1], "next": True}]
         top = max(max(r["keep_all"], r["sent"]) for r in rows) or 1
         width = max(10, (self.size.width or 60) - 24)
@@ -27,4 +29,4 @@ class CostView(Static):
         sent = sum(r["sent"] for r in rows if not r.get("next"))
         keep_all = sum(r["keep_all"] for r in rows if not r.get("next"))
         out.append(f"\nso far: {sent} tokens sent; keep-all would have sent {keep_all}", style="bold")
-        self.update(out)
+        self.update(out + money_text(requests, roles))

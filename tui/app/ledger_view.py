@@ -33,7 +33,7 @@ class LedgerView(Vertical):
         yield SafeInput(placeholder="is this text still in the window? type to search", id="ledger-search")
         yield Static(id="ledger-hits")
 
-    def show(self, view: RequestView, texts: list[str]) -> None:
+    def show(self, view: RequestView, texts: list[str], requests: list | tuple = ()) -> None:
         self._view, self._texts = view, texts
         if not view.ledger:
             table = Text(f"nothing dropped: policy {view.plan.kept and 'keeps every message' or ''}", style="dim")
@@ -49,7 +49,8 @@ class LedgerView(Vertical):
                 "the summary is pending a model call (made when you send)"
             table = Group(table, Text(f"summarise: {len(view.ledger)} messages replaced by one summary; {cost}",
                                       style="bold"))
-        self.query_one("#ledger-table", Static).update(table)
+        received = received_lines(requests)
+        self.query_one("#ledger-table", Static).update(Group(received, table) if received.plain else table)
         self._search(self.query_one("#ledger-search", Input).value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -71,3 +72,19 @@ class LedgerView(Vertical):
             else:
                 out.append(one_line(f"#{hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})") + "\n", style="red")
         hits_widget.update(out)
+
+
+LOUD = ("dropped", "added", "refused")
+
+
+def received_lines(requests: list | tuple) -> Text:
+    """What the server did not process as sent, request by request (from each record's receipt), newest last."""
+    out = Text()
+    for record in requests:
+        received = getattr(record, "received", None) or {}
+        if received.get("verdict") in LOUD:
+            out.append(one_line(f"request {record.number}: {visible(received.get('summary', ''))}", 2000) + "\n",
+                       style="bold red")
+    if out.plain:
+        out = Text("sent vs received\n", style="bold") + out
+    return out

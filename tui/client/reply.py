@@ -26,6 +26,7 @@ class Reply:
     truncated: bool | None = None  # llama.cpp says it cut the prompt
     prompt_eval_count: int | None = None  # Ollama's count of prompt tokens processed
     generated: list[str] | None = None  # each generated token's text, when the server sent logprobs
+    failure: Exception | None = field(default=None, repr=False, compare=False)  # the error it ended with, not saved
 
     @property
     def cached_tokens(self) -> int | None:

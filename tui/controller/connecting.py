@@ -62,6 +62,8 @@ async def connect(ctl: "Controller") -> None:
                             f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
     ctl.status(ctl.link.status_line)
     ctl.changed(save=False)
+    ctl.runtime.spawn(ctl.sending.cache.connected, "cache")  # llama.cpp: its slots and prompt cache, modelled
+    ctl.runtime.spawn(ctl.sending.load_prices, "prices")
     if not settings.tokenizer:
         if connection.on_server:
             ctl.use_tokenizer(await ctl.link.server_tokenizer(endpoint, wb.template, ctl.tokenizer_source_changed),

@@ -45,4 +45,5 @@ async def stream_reply(client, body: dict, on_progress: Callable[[Reply], None],
         note = f"✗ {visible(str(exc))}"
         assembler.reply.incomplete = True
         assembler.reply.error = str(exc)
+        assembler.reply.failure = exc  # a refusal for size says how many tokens the server counted
     return assembler.reply, note

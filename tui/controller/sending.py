@@ -8,6 +8,7 @@ what arrived of the reply are kept, the reply marked incomplete, and the reason 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from tui.client.errors import ClientError
@@ -16,6 +17,8 @@ from tui.context.request import RequestView
 from tui.context.safety import visible
 
 from .reply_marks import mark_last_message, reply_mark
+from .caching import ServerCache, report_line
+from .receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
 from .reply_stream import stream_reply
 from .titling import announce, name_if_untitled
 
@@ -32,6 +35,12 @@ class Sending:
         self.streaming = False  # one request at a time, from the submit until its reply ends
         self._job = None
         self._begun = False  # whether the running send has started (a job cancelled before never runs)
+        self.prices = None  # the price table, read from files (off the loop) on the first send
+        self.cache = ServerCache(controller)
+
+    async def load_prices(self) -> None:
+        """Read the price table once, when a server connects (a send before it is read reads it itself)."""
+        self.prices = await load_prices_once(self.ctl, self.prices)
 
     def submit(self, text: str) -> bool:
         ctl = self.ctl
@@ -85,6 +94,7 @@ class Sending:
                 ctl.reply_progress(r.content, r.reasoning, r.tool_calls)
         record, reply, note = None, None, NOT_SENT
         try:
+            self.cache.attach(wb)
             view = await self._prepare(wb)
             if view is not None and wb.summary_needed(view):
                 view = await self._summarise(wb)
@@ -92,7 +102,11 @@ class Sending:
                 note = ""
                 return
             body = wb.request_body(view)
+            self.cache.prepare(body)
+            sent_at = time.time()
+            self.prices = await load_prices_once(ctl, self.prices)
             record = wb.start_record(body, view)
+            check_before_sending(ctl, record, view, body)
             if ctl.wb is wb:
                 ctl.changed(save=False, compute=False)
                 ctl.show_pane()
@@ -112,10 +126,15 @@ class Sending:
                     from tui.client.reply import Reply
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
+                receipt = settle_after(ctl, wb, record, view, body, reply, self.prices)
+                cached = self.cache.after_reply(record, view, reply, sent_at)  # held by the server, whatever is open
                 save()
                 if ctl.wb is wb:
                     ctl.reply_ended(note)
                     mark_last_message(ctl, reply_mark(reply))
+                    if report_line(cached) and not receipt_note(receipt):
+                        ctl.status(report_line(cached), "green" if cached.agrees else "yellow")
+                    say_receipt(ctl, receipt)
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")
                 ctl.file.autosave()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from array import array
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -56,6 +57,7 @@ class Workbench:
     exact: bool | None = None  # set when the server vouches for the tokenizer
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
     cache_rule: str = "llama.cpp"
+    server_cache: Any = None  # a copy of the model of the server's cache (caching.py), predicted against
     draft: str = ""
     previous: RequestShape | None = None
     cache: SegmentCache = field(default_factory=SegmentCache)
@@ -161,7 +163,7 @@ class Workbench:
         if self.restore_owed:
             self.restore_previous()
         return build_request(messages, self.settings(), self.previous, self.request_number,
-                             dict(self._dropped_since), self.cache)
+                             dict(self._dropped_since), self.cache, server=self.server_cache, now=time.time())
 
     def rebuild(self) -> RequestView:
         self.view = self.compute()

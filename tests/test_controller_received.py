@@ -1,0 +1,80 @@
+"""Sent against received in the controller: a loopback server that cuts like Ollama (front, to num_ctx), and the
+user is told on the request where it happened, with the messages affected; the record keeps it."""
+
+from __future__ import annotations
+
+from controller_helpers import connected
+from tui.context.messages import Message, Provenance
+from tui.controller.events import StatusChanged
+from window_servers import WindowServer
+
+
+def long_turns(ctl) -> None:
+    """About 400 tokens of earlier conversation, so the next request is over a 256-token num_ctx."""
+    words = " ".join(f"apple{i}" for i in range(60))
+    ctl.wb.session.messages[1:1] = [Message("user", words, id="long1"),
+                                    Message("assistant", words, provenance=Provenance("model", True), id="long2")]
+    ctl.changed()
+
+
+async def test_ollama_front_cut_is_said_under_the_reply_and_recorded(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("ollama", n_ctx=256, ps=True) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        long_turns(ctl)
+        await made.idle()
+        assert ctl.sending.submit("Which fruit came first?")
+        await made.idle(0.3)
+        for _ in range(100):
+            if not ctl.sending.streaming:
+                break
+            await made.idle(0.1)
+        ctl.close()
+    statuses = [e.text for e in made.of(StatusChanged)]
+    assert any(text.startswith("⚠ will not fit") and "server" in text for text in statuses), statuses
+    record = ctl.wb.session.requests[-1]
+    assert record.fit["fits"] is False
+    assert record.received["verdict"] == "dropped" and record.received["received"] == 256
+    lost = record.received["sent"] - 256
+    reply_id = ctl.wb.session.messages[-1].id
+    note = ctl.notes[reply_id]
+    assert f"the server dropped ~{lost} tokens" in note or f"the server dropped ~{lost} of" in note, note
+    assert "sys" in note and "Ollama's num_ctx" in note  # the system prompt was cut, and by whom
+    assert note in statuses[-1] or statuses[-1] in note
+    assert record.cost is not None and record.cost.get("input_tokens") == 256
+
+
+async def test_a_bad_price_file_is_a_notice_and_the_shipped_prices_are_used(tmp_path, monkeypatch):
+    from tui.controller.events import Notice
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "config" / "ctxpane").mkdir(parents=True)
+    (tmp_path / "config" / "ctxpane" / "prices.toml").write_text("date = [not toml")
+    with WindowServer("vllm", n_ctx=4096, model="gpt-4o") as server:
+        made = await connected(tmp_path, server.url)
+        await made.idle(0.3)
+        notices = [e.text for e in made.of(Notice)]
+        assert any("prices.toml" in text and "using the shipped prices" in text for text in notices), notices
+        assert made.ctl.sending.prices is not None and made.ctl.sending.prices.lookup("gpt-4o") is not None
+        made.ctl.close()
+
+
+async def test_a_refusal_for_size_is_said_with_the_servers_figures(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("vllm", n_ctx=300) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        long_turns(ctl)
+        await made.idle()
+        assert ctl.sending.submit("Which fruit came first?")
+        for _ in range(100):
+            await made.idle(0.1)
+            if not ctl.sending.streaming:
+                break
+        ctl.close()
+    record = ctl.wb.session.requests[-1]
+    assert record.received["verdict"] == "refused" and record.received["observed_window"] == 300
+    note = ctl.notes[ctl.wb.session.messages[-1].id]
+    assert "✗ the server refused the request as larger than its context window" in note, note
+    assert "window 300" in note

@@ -1,0 +1,101 @@
+"""The model of the server's prompt cache, held for the connection: what llama.cpp keeps in its slots and
+its host-memory cache, so each request is predicted against every prompt the server may still hold.
+
+Built when a llama.cpp server connects, from its /props and /slots (and, when the open session already has
+requests, by replaying them); advanced after each reply with the prompt as the server computed it. The
+workbench predicts against a copy, in the worker, so the model itself only changes on the event loop.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+from tui.client.errors import ClientError
+from tui.context.cache_predict import CacheReport, cache_report, held_prompt
+from tui.context.llamacpp_cache import LlamaCppCache
+from tui.context.safety import visible
+
+if TYPE_CHECKING:
+    from tui.client.reply import Reply
+    from tui.context.request import RequestView
+    from tui.sessions.model import RequestRecord
+
+    from .controller import Controller
+
+
+class ServerCache:
+    def __init__(self, controller: "Controller") -> None:
+        self.ctl = controller
+        self.model: LlamaCppCache | None = None
+
+    def llama(self) -> bool:
+        connection = self.ctl.link.connection
+        return connection is not None and connection.info.kind == "llama.cpp"
+
+    async def connected(self) -> None:
+        """Read the server's cache settings and seed the model (replaying the open session's requests)."""
+        if not self.llama() or self.ctl.client is None:
+            return
+        from tui.client.server_cache import read_cache_facts
+        try:
+            facts = await read_cache_facts(self.ctl.client)
+        except ClientError as exc:
+            self.ctl.notify(visible(f"the server's cache cannot be modelled: {exc}"), severity="warning")
+            return
+        wb = self.ctl.wb
+        if wb.session.requests:
+            self.model = await self.ctl.worker.run(lambda: self._replayed(facts.config()))
+        else:
+            self.model = LlamaCppCache(facts.config())
+        self._share()
+
+    def _replayed(self, config) -> LlamaCppCache | None:
+        """The model after the session's own requests (a server restarted since holds less: the report says so)."""
+        from tui.sessions.cache_replay import replay_cache
+        from tui.sessions.replay import Replayer
+        wb = self.ctl.wb
+        try:
+            _steps, model = replay_cache(wb.session, Replayer(wb.session, wb.template, wb.tokenizer, wb.cache_rule),
+                                         "llama.cpp", config)
+        except Exception:  # noqa: BLE001 - a record this template cannot render: start empty
+            return LlamaCppCache(config)
+        return model if isinstance(model, LlamaCppCache) else LlamaCppCache(config)
+
+    def _share(self) -> None:
+        """Give the workbench a copy to predict with, and compute the pane again."""
+        self.ctl.wb.server_cache = copy.copy(self.model) if self.model is not None else None
+        self.ctl.changed(save=False)
+
+    def attach(self, wb) -> None:
+        """A session opened since: the server's cache outlives it, so its requests are predicted against it too."""
+        if self.model is not None and wb.server_cache is None:
+            wb.server_cache = copy.copy(self.model)
+
+    def prepare(self, body: dict) -> None:
+        """llama.cpp gives the generated tokens with logprobs: a reply re-sent as generated is then reused exactly.
+
+        Measured on b11669, 128 tokens streamed: 31.7 KB plain, 265.8 KB with logprobs alone (it adds the top
+        alternatives of every token), 60.8 KB with top_logprobs 1; top_logprobs 0 turns logprobs off."""
+        if self.model is not None:
+            body["logprobs"], body["top_logprobs"] = True, 1
+
+    def after_reply(self, record: "RequestRecord", view: "RequestView", reply: "Reply",
+                    sent_at: float) -> CacheReport | None:
+        """Advance the model by this request and compare the prediction with the server's cached figure."""
+        if self.model is None or reply.failure is not None:
+            return None
+        report = cache_report(view.prefix, reply.cached_tokens, view.shape, view.document,
+                              (reply.usage or {}).get("prompt_tokens"))
+        record.cache_class, record.cache_source = view.prefix.cause_class, view.prefix.source
+        record.cache_place = view.prefix.place
+        self.model.record(held_prompt(record.number, view.shape, record.reply, reply.usage, reply.timings, sent_at))
+        self._share()
+        return report
+
+
+def report_line(report: CacheReport | None) -> str:
+    if report is None or report.reported is None:
+        return ""
+    mark = "✓" if report.agrees else "≠"
+    return visible(f"cache {mark} predicted {report.predicted}, server reused {report.reported}: {report.explanation}")

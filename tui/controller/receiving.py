@@ -1,0 +1,101 @@
+"""Sent against received, owned by the sending flow: the window check before a request, the receipt after it.
+
+Before sending, the request's tokens are checked against the server's real window (and where that figure
+came from); after the reply or the error, the server's own figures are compared with what was sent, and
+what it cost is recorded. A cut or a refusal is said where the user looks: under the reply, in the status line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui.client.errors import ClientError
+from tui.client.figures import receipt_after, reported_from_reply
+from tui.context.prices import PriceTable
+from tui.context.received import ADDED, DROPPED, REFUSED, Receipt
+from tui.context.safety import visible
+from tui.context.window import FitCheck, WindowSize, fit_check
+from tui.sessions.receipts import record_fit, settle
+
+if TYPE_CHECKING:
+    from tui.client.reply import Reply
+    from tui.context.request import RequestView
+    from tui.sessions.model import RequestRecord
+
+    from .controller import Controller
+    from .workbench import Workbench
+
+LOUD = (DROPPED, ADDED, REFUSED)  # verdicts said under the reply; a match is only recorded
+
+
+def window_said(window: WindowSize | None) -> str:
+    if window is None:
+        return "window unknown"
+    detail = f": {window.detail}" if window.detail else ""
+    return f"window {window.tokens} from the {window.source}{detail}"
+
+
+def server_window(ctl: "Controller") -> tuple[WindowSize | None, str]:
+    connection = ctl.link.connection
+    if connection is None:
+        return None, ""
+    return connection.info.window, connection.info.kind
+
+
+def check_before_sending(ctl: "Controller", record: "RequestRecord", view: "RequestView", body: dict) -> FitCheck:
+    """Record whether the request fits the server's window, and warn when it will not."""
+    window, kind = server_window(ctl)
+    fit = fit_check(view.sent_tokens, int(body.get("max_tokens") or 0), window, kind)
+    record_fit(record, fit)
+    if fit.fits is False:
+        ctl.status(visible(f"⚠ will not fit: {fit.message} ({window_said(window)})"), "red")
+    return fit
+
+
+def settle_after(ctl: "Controller", wb: "Workbench", record: "RequestRecord", view: "RequestView",
+                 body: dict, reply: "Reply", prices: PriceTable) -> Receipt | None:
+    """Compare what the server processed with what was sent, record it and its cost, and say a difference."""
+    window, _kind = server_window(ctl)
+    info = ctl.link.connection.info if ctl.link.connection else None
+    failure = reply.failure if isinstance(reply.failure, ClientError) else None
+    outcome = failure if failure is not None else reply
+    try:
+        receipt = receipt_after(view, outcome, info, int(body.get("max_tokens") or 0), window)
+        reported = reported_from_reply(reply) if failure is None else None
+        settle(record, wb.session, view, reported, receipt, prices, wb.cache_rule)
+    except Exception as exc:  # noqa: BLE001 - odd figures never keep the reply from being kept
+        ctl.notify(visible(f"could not compare sent with received: {exc}"), severity="warning")
+        return None
+    return receipt
+
+
+def receipt_note(receipt: Receipt | None) -> str:
+    """The line shown under the reply ('' when the server saw what was sent)."""
+    if receipt is None or receipt.verdict not in LOUD:
+        return ""
+    mark = "⚠" if receipt.verdict != REFUSED else "✗"
+    return visible(f"{mark} {receipt.summary}")
+
+
+def say_receipt(ctl: "Controller", receipt: Receipt | None) -> None:
+    """Put a loud receipt under the session's last message and in the status line."""
+    note = receipt_note(receipt)
+    messages = ctl.wb.session.messages
+    if not note or not messages:
+        return
+    last = messages[-1].id
+    earlier = ctl.notes.get(last)
+    ctl.notes[last] = f"{earlier}\n{note}" if earlier else note
+    ctl.status(note, "red")
+    ctl.changed(save=False)
+
+
+async def load_prices_once(ctl: "Controller", prices: PriceTable | None) -> PriceTable:
+    """The shipped price table with the user's over it, read in the worker the first time; problems as a notice."""
+    if prices is not None:
+        return prices
+    from tui.sessions.price_files import load_prices
+    table, problems = await ctl.worker.run(load_prices)
+    for problem in problems:
+        ctl.notify(visible(problem), severity="warning", timeout=10)
+    return table
