@@ -120,7 +120,8 @@ def test_a_300_token_window_set_in_the_settings_screen_drops_turns(llama_server,
             break
     assert record is not None and record.dropped, "no turn was ever dropped"
     assert record.usage["prompt_tokens"] <= 300 - 32
-    for _ in range(3):  # Document -> Tokens -> Cache -> Ledger
+    for _ in range(3):  # Document -> Tokens -> Cache -> Ledger, one key at a time
         tmux.keys("C-t")
+        time.sleep(0.4)
     screen = tmux.wait_for(r"drop-oldest").string
     assert screen.count("drop-oldest") >= 2, screen  # the summary line names the policy; the ledger its rows
