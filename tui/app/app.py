@@ -176,7 +176,7 @@ class CtxpaneApp(App):
     async def _start_up(self) -> None:
         await self.controller.open_first(self.options.file, self.options.offline)  # the file is read off the loop
         for problem in self.problems:
-            self.notify(visible(problem), severity="warning", timeout=10)
+            self.notify(visible(problem), severity="warning", timeout=10, markup=False)
         if self.options.replay:
             self.replay_only = True
             self.controller.tuning.connecting = False
@@ -223,7 +223,7 @@ class CtxpaneApp(App):
         elif isinstance(event, StatusChanged):
             self.main(ChatPanel).post_message(StatusUpdated(event.text, event.style))
         elif isinstance(event, Notice):
-            self.notify(event.text, title=event.title, severity=event.severity, timeout=event.timeout)
+            self.notify(event.text, title=event.title, severity=event.severity, timeout=event.timeout, markup=False)
         elif isinstance(event, SessionChanged):
             self.sub_title = event.title
 

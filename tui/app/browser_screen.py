@@ -78,10 +78,10 @@ class BrowserScreen(ModalScreen[Path | None]):
         try:
             opened = load_session(path)
         except SessionFileError as exc:
-            self.notify(visible(str(exc)), severity="error")
+            self.notify(visible(str(exc)), severity="error", markup=False)
             return
         if opened.read_only or path == self.current:
-            self.notify("this session is open or read-only: rename it from where it is open", severity="warning")
+            self.notify("this session is open or read-only: rename it from where it is open", severity="warning", markup=False)
             return
 
         def done(result) -> None:
@@ -96,7 +96,7 @@ class BrowserScreen(ModalScreen[Path | None]):
         if path is None:
             return
         if path == self.current:
-            self.notify("this session is open: it cannot be deleted now", severity="warning")
+            self.notify("this session is open: it cannot be deleted now", severity="warning", markup=False)
             return
 
         def done(yes: bool) -> None:

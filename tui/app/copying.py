@@ -78,7 +78,7 @@ class Copier:
     def copy_reply(self) -> None:
         found = self._reply()
         if found is None:
-            self.app.notify("Nothing to copy: no reply yet", severity="warning")
+            self.app.notify("Nothing to copy: no reply yet", severity="warning", markup=False)
             return
         index, message = found
         self.copy(f"{message.role} message #{index}", message.text())
@@ -88,7 +88,7 @@ class Copier:
         found = self._reply()
         blocks = code_blocks(found[1].text()) if found else []
         if not blocks:
-            self.app.notify("No code block in this message", severity="warning")
+            self.app.notify("No code block in this message", severity="warning", markup=False)
             return
         index, message = found
         key = message.id or f"#{index}"
@@ -102,14 +102,14 @@ class Copier:
     def copy_document(self) -> None:
         view = self.app.controller.wb.view
         if view is None:
-            self.app.notify("The document is not ready yet", severity="warning")
+            self.app.notify("The document is not ready yet", severity="warning", markup=False)
             return
         self.copy("the exact document", view.document.text)
 
     def copy_curl(self) -> None:
         pane = self.app.controller.pane_state()
         if pane is None:
-            self.app.notify("The request is not ready yet", severity="warning")
+            self.app.notify("The request is not ready yet", severity="warning", markup=False)
             return
         self.copy(f"the request as curl (the key as ${pane.key_env})",
                   curl_command(pane.url, dict(pane.body), pane.key_env))

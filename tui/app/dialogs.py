@@ -107,7 +107,7 @@ class Dialogs:
     def rename_session(self) -> None:
         def done(result) -> None:
             if result is not None and not self.controller.rename_session(result[0]):
-                self.app.notify("not renamed: the title is empty (or the session is read-only)", severity="warning")
+                self.app.notify("not renamed: the title is empty (or the session is read-only)", severity="warning", markup=False)
         self.app.push_screen(EditScreen("Session title", self.controller.wb.session.title), done)
 
     def attach(self) -> None:
@@ -156,7 +156,7 @@ class Dialogs:
         """Send the key to the endpoint the session named, after the user says yes."""
         base = self.controller.trust_target()
         if not base:
-            self.app.notify("no endpoint to trust: connect with --base-url URL", severity="warning")
+            self.app.notify("no endpoint to trust: connect with --base-url URL", severity="warning", markup=False)
             return
 
         def done(yes: bool) -> None:
@@ -180,13 +180,13 @@ class Dialogs:
         wb = self.controller.wb
         session = wb.session
         if not session.requests:
-            self.app.notify("this session has no requests to replay yet", severity="warning")
+            self.app.notify("this session has no requests to replay yet", severity="warning", markup=False)
             return
         spec = offline_tokenizer_name(session.tokenizer, wb.template)
         try:
             tokenizer = await asyncio.to_thread(get_tokenizer, spec)
         except TokenizerNotFound as exc:
-            self.app.notify(visible(str(exc)), severity="error")
+            self.app.notify(visible(str(exc)), severity="error", markup=False)
             return
         self.app.push_screen(ReplayScreen(session, Replayer(session, wb.template, tokenizer), self.app.roles, start))
 

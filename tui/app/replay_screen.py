@@ -161,7 +161,7 @@ class ReplayScreen(Screen):
 
     def action_faster(self) -> None:
         self.speed = (self.speed + 1) % len(SPEEDS)
-        self.notify(f"playback speed ×{SPEEDS[self.speed]}")
+        self.notify(f"playback speed ×{SPEEDS[self.speed]}", markup=False)
 
     @work(exclusive=True, group="playback")
     async def action_play(self) -> None:
