@@ -29,6 +29,7 @@ from .events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyP
                      SessionChanged, StatusChanged)
 from .link import Link
 from .opening import Opening
+from .receiving import fit_now
 from .runtime import Handle, Runtime
 from .sending import Sending
 from .session_file import SessionFile
@@ -86,10 +87,12 @@ class Controller:
         if view is None:
             return None
         session = wb.session
+        body = wb.request_body(view)
         return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
-                         wb.request_body(view), self.settings.api_key_env, self.read_only, self.tuning.what_if())
+                         body, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
+                         fit_now(self, view, body))
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session
@@ -369,6 +372,7 @@ class Controller:
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
+        self.sending.cache.attach(self.wb)  # the server's cache outlives the session: predicted before any send
         self.notes = {}
         self.history.forget()
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))

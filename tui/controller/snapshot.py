@@ -16,6 +16,7 @@ from tui.context.budget import PolicySettings
 from tui.context.cache import RequestShape
 from tui.context.messages import Message
 from tui.context.request import RequestView
+from tui.context.window import FitCheck
 
 NO_NOTES: Mapping[str, str] = MappingProxyType({})
 
@@ -52,6 +53,7 @@ class PaneState:
     key_env: str = "OPENAI_API_KEY"
     read_only: bool = False
     what_if: str = ""  # a template picked in the app while the server renders its own: what that means
+    fit: FitCheck | None = None  # the request as it stands (draft included) against the server's real window
 
 
 @dataclass(frozen=True)
