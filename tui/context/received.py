@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 MATCH, DROPPED, ADDED, REFUSED, UNKNOWN = "match", "dropped", "added", "refused", "unknown"
 ESTIMATE_SLACK = 0.10  # an estimated count may be this far off (another tokenizer) before it means anything
+# Past that margin but within this share (or 32 tokens), an estimate cannot tell a cut from another tokenizer or
+# a template of the server's own (a default system prompt, other markers) unless the server's figures say so.
+ESTIMATE_DOUBT = 0.25
 
 
 @dataclass(frozen=True)
@@ -216,9 +219,29 @@ def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRang
         label = "exactly" if receipt.difference == 0 else f"within the estimate's margin ({receipt.difference:+d})"
         receipt.summary = f"the server processed {received} prompt tokens: {label} what ctxpane sent ({sent})"
         return receipt
+    if _doubtful(receipt, reported):
+        return _differs(receipt)
     if receipt.difference > 0:
         return _added(receipt)
     return _dropped(receipt, reported, ranges, kind)
+
+
+def _doubtful(receipt: Receipt, reported: Reported) -> bool:
+    """An estimated count off by a little: no finding, unless the server flags a cut or stopped at its window."""
+    window, received = receipt.window, receipt.received or 0
+    if receipt.exact or reported.truncated:
+        return False
+    if window is not None and received >= window.tokens - max(8, window.tokens // 100):
+        return False
+    return abs(receipt.difference) <= max(32, round(receipt.sent * ESTIMATE_DOUBT))
+
+
+def _differs(receipt: Receipt) -> Receipt:
+    more = "more" if receipt.difference > 0 else "fewer"
+    receipt.summary = (f"the server processed {receipt.received} prompt tokens, {abs(receipt.difference)} {more} than "
+                       f"ctxpane's estimate of {receipt.sent}: an estimate (another tokenizer or template) cannot "
+                       "tell that from a cut; the server's tokenizer or the model's own template makes it exact")
+    return receipt
 
 
 def _refused(receipt: Receipt, reported: Reported) -> Receipt:
