@@ -25,6 +25,7 @@ from tui.sessions.model import Session
 
 from .compute import SKIPPED, ComputeWorker
 from .connecting import connect
+from .editing import Editing
 from .events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                      SessionChanged, StatusChanged)
 from .link import Link
@@ -53,6 +54,7 @@ class Controller:
         self.file = SessionFile(lambda: self.wb.session, runtime, self.notify, lambda: self.link.client,
                                 settings.api_key_env, sessions_folder)
         self.sending = Sending(self)
+        self.editing = Editing(self)
         self.opening = Opening(self)
         self.tokenizing = Tokenizing(self)
         self.history = History(self)  # undo (undo.py)
@@ -221,64 +223,26 @@ class Controller:
         self.sending.stop()
 
     def resend_from(self, index: int, expected: Message | None = None) -> None:
-        """Drop what follows the user message at or before `index`, and send the conversation again."""
-        if self.client is None:
-            self.notify("offline: start with --base-url URL to send", severity="warning")
-            return
-        if self.answering() or self._stale(index, expected):
-            return
-        messages = self.wb.session.messages
-        while index >= 0 and messages[index].role != "user":
-            index -= 1
-        if index < 0:
-            return
-        self.history.record(f"re-send from #{index}")
-        self.wb.truncate_after(index)
-        self.changed()
-        self.sending.start()
+        self.editing.resend_from(index, expected)
 
-    # -- messages -----------------------------------------------------------------------------------
-    def _stale(self, index: int, expected: Message | None) -> bool:
-        """True (and said) when message `index` is no longer the one the user acted on."""
-        messages = self.wb.session.messages
-        if 0 <= index < len(messages) and (expected is None or messages[index] is expected):
-            return False
-        self.notify("the conversation changed meanwhile: nothing was done", severity="warning")
-        return True
-
+    # -- messages (editing.py: the history of changes is recorded there) --------------------------------
     def answering(self) -> bool:
-        """True (and said) while a reply streams: the conversation it answers is not changed under it."""
-        if self.streaming:
-            self.notify("a reply is still streaming: Esc stops it first", severity="warning")
-        return self.streaming
+        return self.editing.answering()
 
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
-        if not self.answering() and not self._stale(index, expected):
-            self.history.record(f"edit #{index}")
-            self.wb.edit(index, text)
-            self.changed()
+        self.editing.edit(index, text, expected)
 
     def delete(self, index: int, expected: Message | None = None) -> None:
-        if not self.answering() and not self._stale(index, expected):
-            self.history.record(f"delete #{index}")
-            self.wb.delete(index)
-            self.changed()
+        self.editing.delete(index, expected)
 
     def toggle_pin(self, index: int, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
-            self.history.record(f"{'unpin' if self.wb.session.messages[index].pinned else 'pin'} #{index}")
-            pinned = self.wb.toggle_pin(index)
-            self.notify(f"message #{index} {'pinned' if pinned else 'unpinned'}")
-            self.changed()
+        self.editing.toggle_pin(index, expected)
 
     def system_prompt(self) -> str:
-        messages = self.wb.session.messages
-        return messages[0].text() if messages and messages[0].role == "system" else ""
+        return self.editing.system_prompt()
 
     def set_system_prompt(self, text: str) -> None:
-        self.history.record("system prompt change")
-        self.wb.set_system_prompt(text)
-        self.changed()
+        self.editing.set_system_prompt(text)
 
     def attach(self, text: str, label: str) -> None:
         """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
