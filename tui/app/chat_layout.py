@@ -106,8 +106,8 @@ def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note
         else:
             names = ", ".join(_line(name, 60) for name, _ in parts[:5]) + (", …" if len(parts) > 5 else "")
             blocks.append(Block(f"▸ tool calls ({len(calls)}): {names}", "fold", fold="calls"))
-    if note:
-        blocks.append(Block(_line(note, 2000), "note"))
+    for line in note.split("\n")[:20] if note else ():  # several notes under one reply: one a line
+        blocks.append(Block(_line(line, 2000), "note"))
     return blocks
 
 
