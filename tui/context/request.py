@@ -15,7 +15,10 @@ from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
 from .document import Document, Span
 from .fences import FenceStyle, FencedText, control_strings, fence
-from .messages import Message, content_text, image_parts, image_token_estimate
+from .hidden_tokens import HiddenTokens, hidden_tokens
+from .image_tokens import family_for, part_estimate
+from .messages import Message, content_text, image_parts
+from .reasoning_rules import reasoning_notes
 from .reader import ForgedBlock, forged_blocks
 from .tokens import SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens, token_index
 
@@ -39,6 +42,8 @@ class RequestSettings:
     cache_rule: str = "llama.cpp"
     exact: bool | None = None
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
+    model: str = ""  # the model asked for: picks the image family and the provider's reasoning rules
+    base_url: str = ""
 
 
 @dataclass
@@ -63,8 +68,9 @@ class RequestView:
     shape: RequestShape
     keep_all_tokens: int
     budget: int | None
-    image_tokens: int
+    image_tokens: int  # image tokens beyond the placeholders the document counts (an estimate)
     summary_cost: int = 0
+    hidden: HiddenTokens = field(default_factory=HiddenTokens)  # per turn: reasoning, tools, images
 
     @property
     def document(self) -> Document:
@@ -251,7 +257,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     wire, fenced, fence_infos = fence_messages(messages, settings.fences, escapes)
     full = _render(wire, settings, cache)
     costs, overhead = _costs(full, len(messages))
-    images = [sum(image_token_estimate(p) for p in image_parts(m.content)) for m in messages]
+    family = family_for(settings.model, settings.template.name)
+    images = [sum(part_estimate(p, family).tokens for p in image_parts(m.content)) for m in messages]
     costs = [c + i for c, i in zip(costs, images)]
     roles, pinned = [m.role for m in messages], [m.pinned for m in messages]
     calls, ids = [bool(m.tool_calls) for m in messages], [m.id or f"m{i}" for i, m in enumerate(messages)]
@@ -282,12 +289,14 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         if not plan.ledger or plan.over_budget or over <= 0:
             break
         drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
-    plan = _judged(plan, snapshot.counts.total + sum(images[i] for i in plan.kept), settings.policy)
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
         counts = count_tokens(document, settings.tokenizer, specials, cache, content_specials=settings.content_specials)
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
+    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools)
+    hidden.notes += reasoning_notes(settings.model, settings.base_url, [messages[i] for i in plan.kept])
+    plan = _judged(plan, snapshot.counts.total + hidden.image_extra, settings.policy)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
                    token_index(document, settings.tokenizer, specials, cache))
     if server is not None:
@@ -297,7 +306,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         prefix = cache_prefix(previous, shape, document, settings.cache_rule)
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document), prefix, shape,
                        full.counts.total + sum(images), settings.policy.budget,
-                       sum(images[i] for i in plan.kept), settings.policy.summary_cost)
+                       hidden.image_extra, settings.policy.summary_cost, hidden)
 
 
 def empty_view(settings: RequestSettings) -> RequestView:

@@ -79,7 +79,7 @@ class Workbench:
     def settings(self) -> RequestSettings:
         return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
                                True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, self.exact,
-                               self.content_specials)
+                               self.content_specials, model=self.session.model, base_url=self.session.base_url)
 
     def set_template(self, template: ChatTemplate) -> None:
         self.template = template

@@ -82,6 +82,8 @@ class Part(Struct):
     image_url: Text | ImageUrl | None = None
     width: Int(1, 100_000) | None = None
     height: Int(1, 100_000) | None = None
+    format: Literal["PNG", "JPEG", "GIF", "WebP"] | None = None  # an attached image's, for its label
+    name: Label | None = None  # an attached image's file name
 
 
 class FunctionCall(Struct):
