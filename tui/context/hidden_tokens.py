@@ -26,7 +26,7 @@ from typing import Any
 
 from .cache_causes import REASONING
 from .document import Document
-from .image_tokens import ANY_PLACEHOLDER, ImageEstimate, part_estimate, part_size
+from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_size
 from .messages import Message, image_parts
 
 CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")
@@ -163,6 +163,7 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
               ([(m.start(), m.end()) for m in THINK.finditer(text)], "reasoning", True),
               ([(m.start(), m.end()) for m in TOOL_CALL.finditer(text)], "tool_calls", True)]
     placeholders: dict[int, list[tuple[str, int]]] = {}
+    with_images = {d for d, session in enumerate(origin) if session >= 0 and image_parts(messages[session].content)}
     for span in document.spans:
         turn = row(span.message)
         role, left = turn.role, span.tokens
@@ -192,7 +193,13 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
             turn.counts["images"] += used
             turn.counts["template"] += left - used
         else:
-            turn.counts["tool_results" if role == "tool" else "text"] += left
+            media = [(MEDIA_MARKER, plain_count(tokenizer, MEDIA_MARKER))] * text.count(MEDIA_MARKER, span.start, span.end) \
+                if span.message is not None and span.message in with_images else []
+            used = min(left, sum(count for _text, count in media))
+            if media:
+                placeholders.setdefault(span.message, []).extend(media)
+            turn.counts["images"] += used
+            turn.counts["tool_results" if role == "tool" else "text"] += left - used
     _images(result, rows, origin, messages, placeholders, family, row)
     _dropped(result, rows, origin, messages, rendered_reasoning, tokenizer, row)
     result.turns = sorted(rows.values(), key=lambda t: (t.turn == 0 and t.role == "none", t.turn))

@@ -43,6 +43,9 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     (r"gemma", "gemma3"), (r"claude|anthropic", "anthropic"),
     (r"gpt-?[45]|chatgpt|\bo[134]\b|\bo[134][-_]|openai", "openai"),
 )
+# What llama.cpp's server writes in the text for an image part before it renders a template that takes
+# text only (mtmd's default marker); the server puts the image's tokens in its place.
+MEDIA_MARKER = "<__media__>"
 MAX_SIDE = 100_000  # pixels: a larger declared size is a corrupt or hostile header
 
 
@@ -154,3 +157,19 @@ def placeholders(family: str) -> tuple[str, ...]:
 
 
 ANY_PLACEHOLDER = tuple(dict.fromkeys(p for rule in FAMILIES.values() for p in rule["placeholders"]))
+
+
+def with_media_markers(messages: list[dict]) -> list[dict] | None:
+    """Messages with every list content flattened to text, each image part its MEDIA_MARKER (None if none has
+    parts): how a server hands parts to a template that reads content as text."""
+    if not any(isinstance(m.get("content"), list) for m in messages):
+        return None
+    flat = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            pieces = [MEDIA_MARKER if isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image")
+                      else str(p.get("text", "")) if isinstance(p, dict) else "" for p in content]
+            message = {**message, "content": "".join(pieces)}
+        flat.append(message)
+    return flat

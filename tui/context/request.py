@@ -16,7 +16,8 @@ from .cache import CachePrefix, RequestShape, cache_prefix
 from .document import Document, Span
 from .fences import FenceStyle, FencedText, control_strings, fence
 from .hidden_tokens import HiddenTokens, hidden_tokens
-from .image_tokens import family_for, part_estimate
+from .errors import TemplateRenderError
+from .image_tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
 from .messages import Message, content_text, image_parts
 from .reasoning_rules import reasoning_notes
 from .reader import ForgedBlock, forged_blocks
@@ -113,11 +114,14 @@ def fence_messages(messages: list[Message], style: FenceStyle,
     wire, fenced, infos = [], {}, []
     for index, message in enumerate(messages):
         item = message.to_wire()
-        if style.enabled and not message.provenance.trusted and message.role != "assistant":
+        if style.enabled and not message.provenance.trusted and message.role != "assistant" \
+                and not (image_parts(message.content) and not content_text(message.content).strip()):
+            # (an image alone has no text to fence: its pixels are sent as they are)
             source = message.provenance.label or message.provenance.source
             fence_id = message.id or f"m{index}"
             result = fence(content_text(message.content), source, fence_id, style, escapes)
-            item["content"] = result.text
+            images = image_parts(item["content"])  # kept beside the fenced text, never dropped by the fence
+            item["content"] = [{"type": "text", "text": result.text}, *images] if images else result.text
             fenced[index] = result
             infos.append(FenceInfo(index, fence_id, result.source, result.escaped))
         wire.append(item)
@@ -180,8 +184,19 @@ def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> 
 
 
 def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
-    return assemble(wire, settings.template, settings.tokenizer, settings.variables,
-                    settings.add_generation_prompt, settings.tools, cache, settings.exact, settings.content_specials)
+    def render(messages: list[dict]) -> Snapshot:
+        return assemble(messages, settings.template, settings.tokenizer, settings.variables,
+                        settings.add_generation_prompt, settings.tools, cache, settings.exact,
+                        settings.content_specials)
+    try:
+        return render(wire)
+    except TemplateRenderError:
+        flat = with_media_markers(wire)
+        if flat is None:
+            raise
+        # a text-only template: rendered as llama.cpp's server renders it, each image its media marker in
+        # the text; what is sent is still the parts
+        return replace(render(flat), wire=wire, media_markers=True)
 
 
 def _tail_start(document: Document) -> int:
@@ -295,6 +310,9 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools)
+    if snapshot.media_markers:
+        hidden.notes.insert(0, "the template takes no content parts: rendered as llama.cpp's server does, each image "
+                               f"written as its media marker {MEDIA_MARKER} in the text")
     hidden.notes += reasoning_notes(settings.model, settings.base_url, [messages[i] for i in plan.kept])
     plan = _judged(plan, snapshot.counts.total + hidden.image_extra, settings.policy)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),

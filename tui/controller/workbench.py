@@ -288,6 +288,12 @@ class Workbench:
         self.session.messages.append(message)
         return message
 
+    def add_image(self, part: dict, label: str, source: str = "document") -> Message:
+        """An attached image: one `image_url` part (its size kept for counting), untrusted like any file."""
+        message = Message("user", [part], provenance=Provenance.for_source(source, label), id=self.new_id())
+        self.session.messages.append(message)
+        return message
+
     def truncate_after(self, index: int) -> None:
         """Resend from here: drop everything after message `index`."""
         del self.session.messages[index + 1:]
