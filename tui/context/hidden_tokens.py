@@ -51,7 +51,7 @@ class ImageInfo:
     @property
     def label(self) -> str:
         size = f"{self.width}×{self.height}" if self.width and self.height else "size unknown"
-        return f"[image {size} {self.format or 'image'}, ~{self.estimate.tokens} tokens estimate]"
+        return f"[image {size} {self.format or 'image'}, ~{self.estimate.tokens} tokens estimate]"  # = image_label
 
     def to_dict(self) -> dict:
         return {"turn": self.turn, "width": self.width, "height": self.height, "format": self.format,

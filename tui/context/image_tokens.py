@@ -152,6 +152,14 @@ def part_estimate(part: dict, family: str) -> ImageEstimate:
     return found
 
 
+def image_label(part: dict, family: str) -> str:
+    """The short label shown for an image part instead of its data (never the base64 blob)."""
+    size = part_size(part)
+    kind = part.get("format") if part.get("format") in ("PNG", "JPEG", "GIF", "WebP") else "image"
+    shown = f"{size[0]}×{size[1]}" if size else "size unknown"
+    return f"[image {shown} {kind}, ~{part_estimate(part, family or DEFAULT_FAMILY).tokens} tokens estimate]"
+
+
 def placeholders(family: str) -> tuple[str, ...]:
     return FAMILIES.get(family, {}).get("placeholders", ())
 

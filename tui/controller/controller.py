@@ -81,8 +81,9 @@ class Controller:
         return self.file.read_only
 
     def chat_state(self) -> ChatState:
+        view = self.wb.view
         return ChatState(self.generation, tuple(self.wb.session.messages), frozenset(self._dropped()),
-                         frozen_notes(self.notes))
+                         frozen_notes(self.notes), view.hidden.family if view is not None else "")
 
     def pane_state(self) -> PaneState | None:
         wb, view = self.wb, self.wb.view

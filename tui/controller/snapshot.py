@@ -34,6 +34,7 @@ class ChatState:
     messages: tuple[Message, ...]
     dropped: frozenset[int] = frozenset()
     notes: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> why that reply is incomplete
+    image_family: str = ""  # how images are counted for their labels (tui/context/image_tokens.py)
 
 
 @dataclass(frozen=True)

@@ -270,6 +270,8 @@ class ReceivedIn(Struct):
     observed_window: Int(1, 10 ** 8) | None = None
     notes: List(Note, 50) = []
     summary: Note = ""
+    images_estimate: Int(0, BIG) = 0  # image tokens estimated (tui/context/image_tokens.py)
+    images_reconciled: Int(-BIG, BIG) | None = None  # what the server's count leaves for the images
 
 
 class PriceIn(Struct):
