@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -28,6 +30,7 @@ from .cache_causes import REASONING
 from .document import Document
 from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_size
 from .messages import Message, image_parts
+from .tokens import TokenIndex
 
 CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
@@ -139,8 +142,13 @@ def tool_regions(text: str, tools: list | None) -> list[tuple[int, int]]:
 
 
 def hidden_tokens(document: Document, origin: list[int], messages: list[Message], tokenizer: Any,
-                  family: str, tools: list | None = None) -> HiddenTokens:
-    """Per-turn counts of the document (its spans already counted), with images estimated for `family`."""
+                  family: str, tools: list | None = None, index: TokenIndex | None = None) -> HiddenTokens:
+    """Per-turn counts of the document (its spans already counted), with images estimated for `family`.
+
+    `index`: the document's tokens (tokens.token_index), to split a span that a region (a `<think>` block,
+    a tool call, a tool schema) covers in part at the very tokens the document has; without it the part is
+    counted on its own."""
+    starts = TokenStarts(index) if index is not None else None
     result = HiddenTokens(family=family)
     rows: dict[int, TurnTokens] = {}
     rendered_reasoning: dict[int, int] = {}  # document message index -> reasoning characters written
@@ -174,7 +182,7 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
                     span.length if span.kind == "reasoning" else written)
         for regions, category, assistant_only in claims:
             if left and regions and (role == "assistant" or not assistant_only) and span.kind != "tool_schema":
-                taken = min(left, _overlap(regions, span.start, span.end, text, tokenizer, left))
+                taken = min(left, _overlap(regions, span.start, span.end, text, tokenizer, left, starts))
                 turn.counts[category] += taken
                 left -= taken
         if not left:
@@ -220,16 +228,50 @@ def _placeholder_runs(text: str, start: int, end: int, tokenizer: Any) -> list[t
     return [(text_, count) for text_, count, _end in runs]
 
 
-def _overlap(regions: list[tuple[int, int]], start: int, end: int, text: str, tokenizer: Any, tokens: int) -> int:
-    """Tokens of a span lying inside `regions`: all of them when the span is inside one, else its overlap counted."""
+def _overlap(regions: list[tuple[int, int]], start: int, end: int, text: str, tokenizer: Any, tokens: int,
+             starts: "TokenStarts | None") -> int:
+    """Tokens of a span lying inside `regions`: all of them when the span is inside one, else the tokens that
+    start in the overlap (read from the document's tokens when known, else the overlap counted alone)."""
     found = 0
     for low, high in regions:
         if low <= start and end <= high:
             return tokens
         a, b = max(start, low), min(end, high)
         if b > a:
-            found += plain_count(tokenizer, text[a:b])
+            found += starts.between(a, b) if starts is not None else plain_count(tokenizer, text[a:b])
     return min(tokens, found)
+
+
+class TokenStarts:
+    """Where the document's tokens start, read from its TokenIndex piece by piece (only pieces asked for)."""
+
+    def __init__(self, index: TokenIndex) -> None:
+        self.index = index
+        self.ends = [piece[1] for piece in index.pieces]
+        self.chars: dict[int, list[int]] = {}  # piece number -> token start characters
+
+    def between(self, a: int, b: int) -> int:
+        """Tokens that start in text[a:b]."""
+        count, number = 0, bisect_right(self.ends, a)
+        while number < len(self.index.pieces) and self.index.pieces[number][0] < b:
+            start, _end, offsets, _in_bytes, tokens = self.index.pieces[number]
+            if offsets is None:
+                count += tokens if a <= start < b else 0
+            else:
+                positions = self._positions(number)
+                count += bisect_left(positions, b) - bisect_left(positions, a)
+            number += 1
+        return count
+
+    def _positions(self, number: int) -> list[int]:
+        if number not in self.chars:
+            start, end, offsets, in_bytes, _tokens = self.index.pieces[number]
+            if in_bytes:
+                byte_at = list(accumulate((len(c.encode("utf-8")) for c in self.index.text[start:end]), initial=0))
+                self.chars[number] = [start + bisect_left(byte_at, offset) for offset in offsets]
+            else:
+                self.chars[number] = [start + offset for offset in offsets]
+        return self.chars[number]
 
 
 def _images(result: HiddenTokens, rows: dict, origin: list[int], messages: list[Message],

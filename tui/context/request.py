@@ -309,14 +309,14 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         counts = count_tokens(document, settings.tokenizer, specials, cache, content_specials=settings.content_specials)
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
-    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools)
+    shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
+                   token_index(document, settings.tokenizer, specials, cache))
+    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens)
     if snapshot.media_markers:
         hidden.notes.insert(0, "the template takes no content parts: rendered as llama.cpp's server does, each image "
                                f"written as its media marker {MEDIA_MARKER} in the text")
     hidden.notes += reasoning_notes(settings.model, settings.base_url, [messages[i] for i in plan.kept])
     plan = _judged(plan, snapshot.counts.total + hidden.image_extra, settings.policy)
-    shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
-                   token_index(document, settings.tokenizer, specials, cache))
     if server is not None:
         from .cache_predict import predict_prefix
         prefix = predict_prefix(server, shape, document, settings.cache_rule, now)
