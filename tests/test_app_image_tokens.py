@@ -1,0 +1,49 @@
+"""The app: Ctrl+O attaches an image; the chat shows its label (never its data) and the Tokens tab its
+per-turn counts, labelled estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from app_helpers import isolated, make_app, plain, settle
+from image_bytes import png
+from tui.app.chat_view import ChatView
+
+SIZE = (160, 48)
+
+
+@pytest.fixture()
+def sessions(monkeypatch, tmp_path):
+    return isolated(monkeypatch, tmp_path)
+
+
+def chat_rows(app) -> str:
+    view = app.screen.query_one(ChatView)
+    return "\n".join("".join(segment.text for segment in view.render_line(y)) for y in range(view.size.height))
+
+
+async def test_ctrl_o_attaches_an_image_shown_as_a_label_and_counted_per_turn(sessions, tmp_path):
+    path = tmp_path / "chart.png"
+    path.write_bytes(png(1024, 768))
+    app = make_app(tmp_path, offline=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+o")
+        app.screen.query_one("#editor").text = f"file:{path}"
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        added = app.wb.session.messages[-1]
+        assert added.content[0]["width"] == 1024 and added.content[0]["format"] == "PNG"
+        [image] = app.wb.view.hidden.images
+        label = f"[image 1024×768 PNG, ~{image.estimate.tokens} tokens estimate]"
+        shown = chat_rows(app)
+        assert label in shown and "base64" not in shown
+        app.query_one("#tabs").active = "tokens"
+        await settle(pilot, app)
+        tokens = plain(app.query_one("#tokens-view"))
+        assert "per turn" in tokens and "images: estimate" in tokens
+        turn = next(t for t in app.wb.view.hidden.turns if t.message_id == added.id)
+        row = next(line for line in tokens.splitlines() if line.strip().startswith(f"#{turn.turn} "))
+        assert str(turn.counts["images"]) in row.split()
+        assert f"turn #{turn.turn}: {label}" in tokens and image.estimate.how in tokens
+        app.save_screenshot(str(tmp_path / "tokens.svg"))
