@@ -32,6 +32,7 @@ from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_est
 from .messages import Message, image_parts
 from .tokens import TokenIndex
 
+FORMATS = ("PNG", "JPEG", "GIF", "WebP")
 CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 # Tool calls as templates wrap them in an assistant turn (Qwen, Hermes; Kimi and DeepSeek's sections).
@@ -285,7 +286,8 @@ def _images(result: HiddenTokens, rows: dict, origin: list[int], messages: list[
             size = part_size(part)
             placeholder, count = written.pop(0) if written else ("", 0)
             info = ImageInfo(session + 1, size[0] if size else None, size[1] if size else None,
-                             str(part.get("format") or ""), part_estimate(part, family), placeholder, count)
+                             part["format"] if part.get("format") in FORMATS else "", part_estimate(part, family),
+                             placeholder, count)
             result.images.append(info)
             row(doc_index).counts["images"] += max(0, info.estimate.tokens - count)
             if not placeholder:
