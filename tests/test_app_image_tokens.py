@@ -47,3 +47,9 @@ async def test_ctrl_o_attaches_an_image_shown_as_a_label_and_counted_per_turn(se
         assert str(turn.counts["images"]) in row.split()
         assert f"turn #{turn.turn}: {label}" in tokens and image.estimate.how in tokens
         app.save_screenshot(str(tmp_path / "tokens.svg"))
+        # the Request tab shows the body, the image's data URL shortened (never the base64 whole)
+        app.query_one("#tabs").active = "request"
+        await settle(pilot, app)
+        body = app.query_one("#request-view").text
+        whole = added.content[0]["image_url"]["url"]
+        assert whole not in body and whole[:40] in body and "image data URL shortened here" in body

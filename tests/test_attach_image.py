@@ -97,3 +97,25 @@ def test_an_image_over_the_size_limit_is_refused(tmp_path, monkeypatch):
     from tui.controller.attaching import AttachError
     with pytest.raises(AttachError, match="over the"):
         read_attachment(path)
+
+
+def test_an_image_part_round_trips_through_the_session_file_and_bad_ones_are_refused():
+    import json as _json
+
+    from tui.context.messages import Message
+    from tui.sessions.model import Session, SessionFormatError
+    from tui.sessions.parse import decode_session
+    from tui.sessions.store import session_text
+    from tui.context.image_files import image_part
+
+    part = image_part(png(640, 480), "shot.png")
+    session = Session(messages=[Message("user", [part], id="m1")])
+    again, _version = decode_session(session_text(session).encode())
+    assert again.messages[0].content == [part]  # size, format and name kept in the file (not sent)
+    assert "width" not in again.messages[0].to_wire()["content"][0]
+    for field, value in [("width", 0), ("height", 100_001), ("format", "BMP\x1b[31m"), ("name", "n" * 600),
+                         ("width", "wide")]:
+        data = _json.loads(session_text(session))
+        data["messages"][0]["content"][0][field] = value
+        with pytest.raises(SessionFormatError):
+            decode_session(_json.dumps(data).encode())
