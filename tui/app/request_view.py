@@ -40,7 +40,9 @@ class RequestView(SafeTextArea):
         body, cut = without_data(body)
         text = json.dumps(body, ensure_ascii=False, indent=2) + "\n\n# as curl\n" + curl_command(url, body, key_env)
         if cut:
-            text = f"# {cut} image data URL{'s' if cut > 1 else ''} shortened here: the request sends {'them' if cut > 1 else 'it'} whole\n" + text
+            many = cut > 1
+            text = (f"# {cut} image data URL{'s' if many else ''} shortened here: the request sends "
+                    f"{'them' if many else 'it'} whole\n") + text
         if what_if:
             text = f"# {what_if}\n" + text
         if text != self.text:

@@ -4,9 +4,12 @@ Read from the rendered document's origins (document.py): every character belongs
 kind, and every span holds its tokens (tokens.py). A turn's tokens are split by what they are:
 
 - text: the message's own content (fences included); tool results: the content of a `tool` message;
-- reasoning: `reasoning_content` as the template writes it, and `<think>` blocks the template keeps in content;
-- tool calls: an assistant's tool_calls (names and arguments; the template's wrapping is template text);
-- tool schemas: the tools list the template writes (belongs to no turn);
+- reasoning: `reasoning_content` as the template writes it, and every `<think>` block of an assistant turn
+  (its tags included);
+- tool calls: an assistant's tool_calls, and the wrapping templates write around them (`<tool_call>` blocks
+  and the like, TOOL_CALL);
+- tool schemas: the tools list as the template writes it: its JSON found in the document (tool_regions), or
+  the marked strings of the schema when the template writes it another way;
 - images: the placeholder tokens the template writes for an image part (`<|vision_start|><|image_pad|>
   <|vision_end|>`), plus what the image costs beyond them (image_tokens.py: an estimate);
 - template: the template's own text (turn headers and the like).
@@ -22,15 +25,15 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
 from itertools import accumulate
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .cache_causes import REASONING
 from .document import Document
 from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_size
 from .messages import Message, image_parts
-from .tokens import TokenIndex
+from .tokens import SegmentCache, TokenIndex
 
 FORMATS = ("PNG", "JPEG", "GIF", "WebP")
 CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")
@@ -106,9 +109,6 @@ class HiddenTokens:
                 "images": [image.to_dict() for image in self.images], "notes": list(self.notes),
                 "images_label": "estimate"}
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def reasoning_text(message: Message) -> str:
     """The reasoning a message carries: its reasoning_content, else the `<think>` block of its content."""
@@ -118,8 +118,11 @@ def reasoning_text(message: Message) -> str:
     return found.group(1).strip("\n") if found and found.group(1).strip() else ""
 
 
-def plain_count(tokenizer: Any, text: str) -> int:
-    return len(tokenizer.plain_starts(text)[0]) if text else 0
+def plain_count(tokenizer: Any, text: str, cache: SegmentCache | None = None) -> int:
+    """Tokens of `text` as plain text (through the shared segment cache when given: recounts are free)."""
+    if not text:
+        return 0
+    return len((cache.starts(tokenizer, text) if cache is not None else tokenizer.plain_starts(text))[0])
 
 
 def tool_regions(text: str, tools: list | None) -> list[tuple[int, int]]:
@@ -143,7 +146,8 @@ def tool_regions(text: str, tools: list | None) -> list[tuple[int, int]]:
 
 
 def hidden_tokens(document: Document, origin: list[int], messages: list[Message], tokenizer: Any,
-                  family: str, tools: list | None = None, index: TokenIndex | None = None) -> HiddenTokens:
+                  family: str, tools: list | None = None, index: TokenIndex | None = None,
+                  cache: SegmentCache | None = None) -> HiddenTokens:
     """Per-turn counts of the document (its spans already counted), with images estimated for `family`.
 
     `index`: the document's tokens (tokens.token_index), to split a span that a region (a `<think>` block,
@@ -202,15 +206,15 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
             turn.counts["images"] += used
             turn.counts["template"] += left - used
         else:
-            media = [(MEDIA_MARKER, plain_count(tokenizer, MEDIA_MARKER))] * text.count(MEDIA_MARKER, span.start, span.end) \
-                if span.message is not None and span.message in with_images else []
+            markers = text.count(MEDIA_MARKER, span.start, span.end) if span.message in with_images else 0
+            media = [(MEDIA_MARKER, plain_count(tokenizer, MEDIA_MARKER, cache))] * markers
             used = min(left, sum(count for _text, count in media))
             if media:
                 placeholders.setdefault(span.message, []).extend(media)
             turn.counts["images"] += used
             turn.counts["tool_results" if role == "tool" else "text"] += left - used
-    _images(result, rows, origin, messages, placeholders, family, row)
-    _dropped(result, rows, origin, messages, rendered_reasoning, tokenizer, row)
+    _images(result, origin, messages, placeholders, family, row)
+    _dropped(result, origin, messages, rendered_reasoning, tokenizer, row, cache)
     result.turns = sorted(rows.values(), key=lambda t: (t.turn == 0 and t.role == "none", t.turn))
     return result
 
@@ -275,7 +279,7 @@ class TokenStarts:
         return self.chars[number]
 
 
-def _images(result: HiddenTokens, rows: dict, origin: list[int], messages: list[Message],
+def _images(result: HiddenTokens, origin: list[int], messages: list[Message],
             placeholders: dict[int, list[tuple[str, int]]], family: str, row) -> None:
     for doc_index, session in enumerate(origin):
         if session < 0:
@@ -295,8 +299,8 @@ def _images(result: HiddenTokens, rows: dict, origin: list[int], messages: list[
                                     f"~{info.estimate.tokens} tokens (estimate) are added beyond the document")
 
 
-def _dropped(result: HiddenTokens, rows: dict, origin: list[int], messages: list[Message],
-             rendered: dict[int, int], tokenizer: Any, row) -> None:
+def _dropped(result: HiddenTokens, origin: list[int], messages: list[Message], rendered: dict[int, int],
+             tokenizer: Any, row, cache: SegmentCache | None) -> None:
     for doc_index, session in enumerate(origin):
         if session < 0 or messages[session].role != "assistant":
             continue
@@ -304,7 +308,7 @@ def _dropped(result: HiddenTokens, rows: dict, origin: list[int], messages: list
         if not reasoning or rendered.get(doc_index, 0):
             continue
         turn = row(doc_index)
-        turn.reasoning_dropped = plain_count(tokenizer, reasoning)
+        turn.reasoning_dropped = plain_count(tokenizer, reasoning, cache)
         result.notes.append(
             f"the template dropped {turn.reasoning_dropped} reasoning tokens of turn #{turn.turn} "
             f"({turn.message_id}): the document changes at that turn between requests, so the cache prefix "

@@ -89,9 +89,12 @@ def _webp(data: bytes) -> tuple[int, int]:
 SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
 
 
+JPEG_SCAN = 4 * 1024 * 1024  # bytes searched for the frame header (metadata segments come first, 64 KB each)
+
+
 def _jpeg(data: bytes) -> tuple[int, int]:
     position = 2
-    while position < len(data):
+    while position < min(len(data), JPEG_SCAN):
         if data[position] != 0xFF:
             raise ImageFileError("corrupt JPEG image: a segment does not start with 0xFF")
         marker = data[position + 1]

@@ -311,7 +311,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
                    token_index(document, settings.tokenizer, specials, cache))
-    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens)
+    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache)
     if snapshot.media_markers:
         hidden.notes.insert(0, "the template takes no content parts: rendered as llama.cpp's server does, each image "
                                f"written as its media marker {MEDIA_MARKER} in the text")
