@@ -22,7 +22,9 @@ class TokensView(Static):
     def show(self, view: RequestView, window: int | None, reserved: int, roles: dict[str, str],
              reconciled: str = "") -> None:
         counts = view.snapshot.counts
-        label = "exact" if counts.exact else "estimate"
+        label = "exact" if counts.exact and not view.image_tokens else "estimate"
+        if counts.exact and view.image_tokens:
+            label = "text exact, images estimated"
         rows = view.breakdown(window, reserved)
         total = max(1, window or (view.sent_tokens + reserved))
         width = max(10, (self.size.width or 60) - 4)
@@ -58,8 +60,10 @@ class TokensView(Static):
         self.update(Group(head, bar, Text(""), table, *hidden_parts(view.hidden, counts.exact, reconciled)))
 
 
-TURN_COLUMNS = (("text", "text"), ("template", "template"), ("reasoning", "reasoning"), ("tool_schema", "schemas"),
+TURN_COLUMNS = (("text", "text"), ("template", "tmpl"), ("reasoning", "reason"), ("tool_schema", "schema"),
                 ("tool_calls", "calls"), ("tool_results", "results"), ("images", "images"))
+LEGEND = ("tmpl: the template's own text · reason: reasoning written · schema: tool schemas · calls: tool calls · "
+          "results: tool results · dropped: reasoning the message holds that the template left out")
 MAX_TURN_ROWS = 200  # the newest turns; a longer conversation says how many are left out
 
 
@@ -67,11 +71,11 @@ def hidden_parts(hidden: HiddenTokens, exact: bool, reconciled: str = "") -> lis
     """Per turn: the tokens by what they are (images always an estimate), reasoning the template dropped."""
     if not hidden.turns:
         return []
-    label = "exact" if exact else "estimate"
+    label = "text exact" if exact else "estimate"
     title = Text(f"\nper turn ({label}; images: estimate, {one_line(hidden.family, 40)} rule)", style="bold")
     table = Table(box=None, show_header=True, header_style="bold")
     for name in ("turn", "role", *(short for _key, short in TURN_COLUMNS), "dropped"):
-        table.add_column(name, justify="left" if name in ("turn", "role") else "right")
+        table.add_column(name, justify="left" if name in ("turn", "role") else "right", no_wrap=True)
     shown_turns = hidden.turns[-MAX_TURN_ROWS:]
     for turn in shown_turns:
         name = f"#{turn.turn}" if turn.turn else ("summary" if turn.message_id == "summary" else "-")
@@ -79,7 +83,7 @@ def hidden_parts(hidden: HiddenTokens, exact: bool, reconciled: str = "") -> lis
         table.add_row(*text_cells([name, turn.role, *values, turn.reasoning_dropped or ""]))
     table.add_row(*text_cells(["all", "", *(hidden.total(key) for key, _short in TURN_COLUMNS),
                                hidden.reasoning_dropped or ""]), style="bold")
-    parts: list = [title, table]
+    parts: list = [title, table, Text(LEGEND, style="dim")]
     if len(hidden.turns) > len(shown_turns):
         parts.append(Text(f"({len(hidden.turns) - len(shown_turns)} earlier turns not listed)", style="dim"))
     for image in hidden.images[:50]:
