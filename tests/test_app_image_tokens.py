@@ -53,3 +53,33 @@ async def test_ctrl_o_attaches_an_image_shown_as_a_label_and_counted_per_turn(se
         body = app.query_one("#request-view").text
         whole = added.content[0]["image_url"]["url"]
         assert whole not in body and whole[:40] in body and "image data URL shortened here" in body
+
+
+async def test_the_tokens_tab_shows_reasoning_per_turn_and_what_the_template_dropped(sessions, tmp_path):
+    from tui.context.messages import Message, Provenance
+    from tui.sessions.model import Session
+    from tui.sessions.store import session_text
+
+    thought = "The user asks a sum. Two plus two is four."
+    session = Session(title="reasoning", template={"name": "qwen3", "origin": "builtin"}, tokenizer="qwen3", messages=[
+        Message("user", "2+2?", id="m0"),
+        Message("assistant", "4.", reasoning_content=thought, provenance=Provenance("model", True), id="m1"),
+        Message("user", "And 3+3?", id="m2"),
+        Message("assistant", "6.", reasoning_content="Three and three make six.", provenance=Provenance("model", True),
+                id="m3")])
+    path = tmp_path / "reasoning.ctxpane.json"
+    path.write_text(session_text(session), encoding="utf-8")
+    app = make_app(tmp_path, offline=True, file=path, flags={"tokenizer": "qwen3"})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.query_one("#tabs").active = "tokens"
+        await settle(pilot, app)
+        tokens = plain(app.query_one("#tokens-view"))
+        first, last = (next(t for t in app.wb.view.hidden.turns if t.message_id == i) for i in ("m1", "m3"))
+        assert first.reasoning_dropped > 0 and first.counts["reasoning"] == 0 and last.counts["reasoning"] > 0
+        row = next(line for line in tokens.splitlines() if line.strip().startswith("#2 ")).split()
+        assert row[-1] == str(first.reasoning_dropped)  # the dropped column, last
+        last_row = next(line for line in tokens.splitlines() if line.strip().startswith("#4 ")).split()
+        assert str(last.counts["reasoning"]) in last_row
+        assert f"the template dropped {first.reasoning_dropped} reasoning tokens of turn #2 (m1)" in tokens
+        assert "reasoning re-rendered" in tokens
