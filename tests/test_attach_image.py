@@ -113,6 +113,9 @@ def test_an_image_part_round_trips_through_the_session_file_and_bad_ones_are_ref
     again, _version = decode_session(session_text(session).encode())
     assert again.messages[0].content == [part]  # size, format and name kept in the file (not sent)
     assert "width" not in again.messages[0].to_wire()["content"][0]
+    from tui.sessions.transfer import export_markdown
+    exported = export_markdown(again)
+    assert "[image 640×480 PNG, ~" in exported and "base64" not in exported
     for field, value in [("width", 0), ("height", 100_001), ("format", "BMP\x1b[31m"), ("name", "n" * 600),
                          ("width", "wide")]:
         data = _json.loads(session_text(session))
