@@ -184,3 +184,13 @@ def test_render_json_carries_the_per_turn_figures(cli_in_process, tmp_path):
     assert turns[5]["reasoning"] > 0 and turns[5]["tool_calls"] > 0 and turns[6]["tool_results"] > 0
     assert sum(turn["total"] for turn in hidden["turns"]) == data["sent_tokens"]
     assert hidden["reasoning_dropped"] == raw_count(FIRST_THOUGHT) and hidden["images_label"] == "estimate"
+
+
+def test_schemas_are_found_in_order_and_a_template_that_writes_them_otherwise_falls_back():
+    from tui.context.hidden_tokens import tool_regions
+    text = 'x\n{"type": "function", "function": {"name": "a"}}\n{"type": "function", "function": {"name": "a"}}\n'
+    tools = [{"type": "function", "function": {"name": "a"}}] * 2
+    assert tool_regions(text, tools) == [(2, 49), (50, 97)]  # each 47 characters, one after the other
+    assert tool_regions("name: a", tools) == []  # written some other way: no region, the marked strings count
+    # a template that writes only the function object, compact: found in that form
+    assert tool_regions('{"name":"a"}', tools[:1]) == [(0, 12)]

@@ -125,23 +125,35 @@ def plain_count(tokenizer: Any, text: str, cache: SegmentCache | None = None) ->
     return len((cache.starts(tokenizer, text) if cache is not None else tokenizer.plain_starts(text))[0])
 
 
+SCHEMA_FORMS = tuple((whole, ascii_, seps, keys) for whole in (True, False) for ascii_ in (False, True)
+                     for seps in ((", ", ": "), (",", ":")) for keys in (False, True))
+
+
 def tool_regions(text: str, tools: list | None) -> list[tuple[int, int]]:
     """Where the template wrote each tool schema as JSON (the forms `tojson` and json.dumps give), if found.
 
     Short names in a schema are not marked (marking.py), so its text is mostly the template's own: found
-    here by its serialisation instead."""
-    regions = []
+    here by its serialisation instead. The form that finds the first tool is the template's: the others
+    are looked for in it alone (and none, when no form finds the first)."""
+    regions: list[tuple[int, int]] = []
+    forms: tuple = SCHEMA_FORMS
     for tool in tools or []:
         if not isinstance(tool, dict):
             continue
-        function = tool.get("function")
-        for value in (tool, function) if isinstance(function, dict) else (tool,):
-            forms = {json.dumps(value, ensure_ascii=ascii_, separators=seps, sort_keys=keys)
-                     for ascii_ in (False, True) for seps in ((", ", ": "), (",", ":")) for keys in (False, True)}
-            found = [(at, at + len(form)) for form in forms if (at := text.find(form)) >= 0]
-            if found:
-                regions.append(max(found, key=lambda r: r[1] - r[0]))
+        for form in forms:
+            whole, ascii_, seps, keys = form
+            value = tool if whole else tool.get("function")
+            if not isinstance(value, dict):
+                continue
+            written = json.dumps(value, ensure_ascii=ascii_, separators=seps, sort_keys=keys, default=str)
+            at = text.find(written, regions[-1][1] if regions else 0)  # in order: a repeated tool once each
+            if at >= 0:
+                regions.append((at, at + len(written)))
+                forms = (form,)
                 break
+        else:
+            if forms is SCHEMA_FORMS:
+                return []  # the template writes its tools some other way
     return sorted(regions)
 
 
