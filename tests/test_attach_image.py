@@ -69,6 +69,8 @@ async def test_a_jpeg_attaches_too(harness, tmp_path):
 @pytest.mark.parametrize("name,data,says", [
     ("trunc.png", png(8, 8)[:20], "truncated"),
     ("huge.png", png_header(100_000 + 1, 100_000 + 1), "over 100000 on a side"),
+    ("bomb.png", png_header(100_000, 100_000), "10000000000 pixels"),
+    ("bomb.gif", gif(65535, 65535), "4294836225 pixels"),
     ("zero.png", png_header(0, 0), "0x0"),
     ("wrong.png", b"GIF00a" + b"\x00" * 40, "unknown magic bytes"),
     ("noframe.jpg", b"\xff\xd8\xff\xd9", "no frame header"),

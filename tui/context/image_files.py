@@ -12,6 +12,8 @@ import struct
 from .image_tokens import MAX_SIDE
 
 IMAGE_LIMIT = 20 * 1024 * 1024  # bytes of one image file
+# Pixels one image may declare: past this, image libraries refuse to decode it (a decompression bomb).
+MAX_PIXELS = 178_956_970
 MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WebP": "image/webp"}
 
 
@@ -49,6 +51,9 @@ def image_size(data: bytes) -> tuple[str, int, int]:
         raise ImageFileError(f"corrupt {kind} image: it declares {width}x{height} pixels")
     if width > MAX_SIDE or height > MAX_SIDE:
         raise ImageFileError(f"{kind} image declares {width}x{height} pixels: over {MAX_SIDE} on a side")
+    if width * height > MAX_PIXELS:
+        raise ImageFileError(f"{kind} image declares {width}x{height} = {width * height} pixels: over the "
+                             f"{MAX_PIXELS} an image library decodes")
     return kind, width, height
 
 
