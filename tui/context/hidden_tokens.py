@@ -183,22 +183,22 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
         return rows[key]
 
     text = document.text
-    think_inner = [(m.start(1), m.end(1)) for m in THINK.finditer(text)]
-    claims = [(tool_regions(text, tools), "tool_schema", False),  # (regions, category, assistant turns only)
-              ([(m.start(), m.end()) for m in THINK.finditer(text)], "reasoning", True),
-              ([(m.start(), m.end()) for m in TOOL_CALL.finditer(text)], "tool_calls", True)]
+    think_inner = Regions([(m.start(1), m.end(1)) for m in THINK.finditer(text)])
+    claims = [(Regions(tool_regions(text, tools)), "tool_schema", False),  # (regions, category, assistant only)
+              (Regions([(m.start(), m.end()) for m in THINK.finditer(text)]), "reasoning", True),
+              (Regions([(m.start(), m.end()) for m in TOOL_CALL.finditer(text)]), "tool_calls", True)]
     placeholders: dict[int, list[tuple[str, int]]] = {}
     with_images = {d for d, session in enumerate(origin) if session >= 0 and image_parts(messages[session].content)}
     for span in document.spans:
         turn = row(span.message)
         role, left = turn.role, span.tokens
         if span.kind in ("content", "reasoning") and role == "assistant" and span.message is not None:
-            written = sum(max(0, min(span.end, b) - max(span.start, a)) for a, b in think_inner)
+            written = sum(b - a for a, b in think_inner.within(span.start, span.end))
             if span.kind == "reasoning" or written:
                 rendered_reasoning[span.message] = rendered_reasoning.get(span.message, 0) + (
                     span.length if span.kind == "reasoning" else written)
         for regions, category, assistant_only in claims:
-            if left and regions and (role == "assistant" or not assistant_only) and span.kind != "tool_schema":
+            if left and regions.spans and (role == "assistant" or not assistant_only) and span.kind != "tool_schema":
                 taken = min(left, _overlap(regions, span.start, span.end, text, tokenizer, left, starts))
                 turn.counts[category] += taken
                 left -= taken
@@ -245,17 +245,32 @@ def _placeholder_runs(text: str, start: int, end: int, tokenizer: Any) -> list[t
     return [(text_, count) for text_, count, _end in runs]
 
 
-def _overlap(regions: list[tuple[int, int]], start: int, end: int, text: str, tokenizer: Any, tokens: int,
+class Regions:
+    """Sorted, non-overlapping character ranges of the document, found by where they intersect a span."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.spans = sorted(spans)
+        self.highs = [high for _low, high in self.spans]
+
+    def within(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of text[start:end] inside a region."""
+        found, number = [], bisect_right(self.highs, start)
+        while number < len(self.spans) and self.spans[number][0] < end:
+            low, high = self.spans[number]
+            found.append((max(start, low), min(end, high)))
+            number += 1
+        return found
+
+
+def _overlap(regions: Regions, start: int, end: int, text: str, tokenizer: Any, tokens: int,
              starts: "TokenStarts | None") -> int:
     """Tokens of a span lying inside `regions`: all of them when the span is inside one, else the tokens that
     start in the overlap (read from the document's tokens when known, else the overlap counted alone)."""
     found = 0
-    for low, high in regions:
-        if low <= start and end <= high:
+    for a, b in regions.within(start, end):
+        if a == start and b == end:
             return tokens
-        a, b = max(start, low), min(end, high)
-        if b > a:
-            found += starts.between(a, b) if starts is not None else plain_count(tokenizer, text[a:b])
+        found += starts.between(a, b) if starts is not None else plain_count(tokenizer, text[a:b])
     return min(tokens, found)
 
 
