@@ -42,11 +42,15 @@ def named_path(text: str, label: str) -> Path | None:
 def read_attachment(path: Path, limit: int = ATTACH_LIMIT) -> str | dict:
     """The file's text, or an image content part; binary or non-UTF-8 content is refused rather than sent
     as mojibake."""
+    image_named = path.suffix.lower() in IMAGE_SUFFIXES
     try:
         data = read_regular_file(path, max(limit, IMAGE_LIMIT))
     except SessionFileError as exc:
+        if not image_named and " MiB, over the " in str(exc):  # name the limit of what it is likely to be
+            raise AttachError(f"{str(exc).split(', over the ')[0]}, over the {limit // (1024 * 1024)} MiB allowed "
+                              f"for a text file ({IMAGE_LIMIT // (1024 * 1024)} MiB for an image)") from None
         raise AttachError(str(exc)) from None
-    if image_format(data) is not None or path.suffix.lower() in IMAGE_SUFFIXES:
+    if image_format(data) is not None or image_named:
         try:
             return image_part(data, path.name)
         except ImageFileError as exc:
