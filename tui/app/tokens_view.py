@@ -72,7 +72,8 @@ def hidden_parts(hidden: HiddenTokens, exact: bool, reconciled: str = "") -> lis
     if not hidden.turns:
         return []
     label = "text exact" if exact else "estimate"
-    title = Text(f"\nper turn ({label}; images: estimate, {one_line(hidden.family, 40)} rule)", style="bold")
+    images = f"; images: estimate, {one_line(hidden.family, 40)} rule" if hidden.images else ""
+    title = Text(f"\nper turn ({label}{images})", style="bold")
     table = Table(box=None, show_header=True, header_style="bold")
     for name in ("turn", "role", *(short for _key, short in TURN_COLUMNS), "dropped"):
         table.add_column(name, justify="left" if name in ("turn", "role") else "right", no_wrap=True)
