@@ -83,3 +83,4 @@ async def test_the_tokens_tab_shows_reasoning_per_turn_and_what_the_template_dro
         assert str(last.counts["reasoning"]) in last_row
         assert f"the template dropped {first.reasoning_dropped} reasoning tokens of turn #2 (m1)" in tokens
         assert "reasoning re-rendered" in tokens
+        assert "per turn (text" in tokens and "images: estimate" not in tokens  # no image: no image rule named
