@@ -139,6 +139,9 @@ def _table(table: TableIn, origin: str) -> PriceTable:
     result = PriceTable(origins=[f"{origin}: {table.date.isoformat()}"])
     for name, data in table.models.items():
         entry = _model(name, data, origin)
+        if entry.cached_input is not None and entry.cached_input > entry.input:  # the cache would "save" < 0
+            raise PriceTableError(f"{origin}: field `models.{name[:60]}.cached_input`: {entry.cached_input} is "
+                                  f"above the input price ({entry.input}); a cache read costs at most that")
         base = Decimal(repr(entry.input))
         key = name.strip().lower()
         result.models[key] = ModelPrice(name, base, Decimal(repr(entry.output)), _decimal(entry.cached_input, base),
