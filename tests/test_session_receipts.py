@@ -255,3 +255,23 @@ def test_a_refusal_naming_an_impossible_window_is_not_taken_as_the_window(tmp_pa
     loaded, _version = decode_session(raw)
     assert loaded.requests[0].received["verdict"] == "refused"
     assert loaded.requests[0].received["observed_window"] is None
+
+
+@pytest.mark.parametrize("cost, shown", [({"priced": True}, "no amount recorded"),
+                                         ({"priced": False, "model": "m"}, "tokens only")])
+def test_a_cost_record_the_schema_lets_through_with_no_amounts_is_shown_not_a_crash(tmp_path, run_cli, cost, shown):
+    """Every field of a cost record has a default: a priced record with no `paid`, or one with no running
+    totals, passes the schema, so what shows it must do without them."""
+    from tui.app.cost_money import money_text  # the Cost tab's money part
+
+    _session, path = offline_session(tmp_path)
+    data = json.loads(path.read_text())
+    for request in data["requests"]:
+        request["cost"] = cost
+    path.write_text(json.dumps(data))
+    result = run_cli("replay", str(path), "--check")
+    assert result.returncode == 0, result.stderr
+    assert all(shown in line for line in result.stdout.splitlines()[:2]), result.stdout
+    loaded, _version = decode_session(path.read_bytes())
+    text = money_text(loaded.requests, {}).plain
+    assert ("no price: tokens only (? input" in text) if not cost["priced"] else ("paid —" in text), text

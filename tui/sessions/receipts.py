@@ -117,8 +117,10 @@ def cost_line(cost: dict | None) -> str:
         return ""
     if not cost.get("priced"):
         return " · " + one_line(f"cost: tokens only (no price for {cost.get('model') or 'this model'})", 200)
-    total = (cost.get("cumulative") or {}).get("paid")
-    return f" · cost ${cost['paid']:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
+    paid, total = cost.get("paid"), (cost.get("cumulative") or {}).get("paid")
+    if paid is None:  # a record (from a file) priced but with no amount
+        return " · cost: no amount recorded"
+    return f" · cost ${paid:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
 
 
 def fit_line(fit: dict | None) -> str:
