@@ -275,3 +275,11 @@ def test_a_cost_record_the_schema_lets_through_with_no_amounts_is_shown_not_a_cr
     loaded, _version = decode_session(path.read_bytes())
     text = money_text(loaded.requests, {}).plain
     assert ("no price: tokens only (? input" in text) if not cost["priced"] else ("paid —" in text), text
+
+
+def test_a_server_saying_it_processed_no_prompt_tokens_reveals_no_window():
+    """usage.prompt_tokens = 0: every token sent 'dropped', but a window of 0 is no window (nor a stored one)."""
+    loaded, _version = decode_session(hostile_session([Reported(prompt_tokens=0, completion_tokens=1)], M_PRICE))
+    received = loaded.requests[0].received
+    assert received["verdict"] == "dropped" and received["received"] == 0
+    assert received["observed_window"] is None

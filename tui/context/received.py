@@ -281,7 +281,7 @@ def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], k
     receipt.who, receipt.who_detail = _who(kind, receipt.received or 0, receipt.sent, receipt.window,
                                            reported.truncated)
     if receipt.who in ("Ollama's num_ctx", "the server's context size", "the server's context size or a proxy"):
-        receipt.observed_window = receipt.received
+        receipt.observed_window = receipt.received or None  # a server that kept nothing shows no window
     receipt.summary = (f"the server dropped ~{lost} of the {receipt.sent} tokens sent, probably from the {where} "
                        f"({_names(receipt.affected)}); by {receipt.who}")
     return receipt
