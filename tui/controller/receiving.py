@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tui.client.errors import ClientError
 from tui.client.figures import receipt_after, reported_from_reply
 from tui.context.prices import PriceTable
-from tui.context.received import ADDED, DROPPED, REFUSED, Receipt
+from tui.context.received import ADDED, DROPPED, REFUSED, Receipt, observed
 from tui.context.safety import visible
 from tui.context.window import FitCheck, WindowSize, fit_check
 from tui.sessions.receipts import record_fit, settle
@@ -75,6 +75,10 @@ def settle_after(ctl: "Controller", wb: "Workbench", record: "RequestRecord", vi
     except Exception as exc:  # noqa: BLE001 - odd figures never keep the reply from being kept
         ctl.notify(visible(f"could not compare sent with received: {exc}"), severity="warning")
         return None
+    learned = observed(receipt, record.number)
+    if learned is not None and info is not None:  # plan the next requests with it (below the server's own figure)
+        info.windows = [w for w in info.windows if w.source != "observed"]
+        info.found_window(learned.tokens, learned.source, learned.detail)
     return receipt
 
 
