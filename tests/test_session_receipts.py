@@ -283,3 +283,15 @@ def test_a_server_saying_it_processed_no_prompt_tokens_reveals_no_window():
     received = loaded.requests[0].received
     assert received["verdict"] == "dropped" and received["received"] == 0
     assert received["observed_window"] is None
+
+
+def test_the_replay_line_of_a_cut_without_figures_says_the_servers_flag_not_0_tokens():
+    """`truncated: true` with no count, or with a count equal to what was sent: no tokens to name, no place."""
+    from tui.context.received import compare, message_ranges
+    from tui.sessions.receipts import received_line, received_record
+    ranges = message_ranges([("u1", "content", 0, 1, 100)], {"u1": "user"})
+    for reported in (Reported(truncated=True), Reported(prompt_tokens=100, truncated=True)):
+        stored = json.loads(json.dumps(received_record(compare(100, True, reported, ranges, "llama.cpp"))))
+        line = received_line(stored)
+        assert stored["verdict"] == "dropped" and "truncated" in line, line
+        assert "~0 tokens" not in line and "from the ?" not in line, line

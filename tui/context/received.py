@@ -210,6 +210,11 @@ def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRang
     if reported.refused:
         return _refused(receipt, reported)
     if received is None:
+        if reported.truncated:  # its flag says it cut the prompt, with no count to say how much
+            receipt.verdict = DROPPED
+            receipt.summary = ("the server says it truncated the prompt (truncated = true) but reported no prompt "
+                               "token count: how many tokens it dropped, and from where, is unknown")
+            return receipt
         receipt.summary = "the server reported no prompt token count: nothing to compare"
         return receipt
     receipt.difference = received - sent

@@ -93,6 +93,8 @@ def received_line(received: dict | None) -> str:
     verdict = received.get("verdict")
     if verdict == "match":
         text = f"server processed {received.get('received')} = sent"
+    elif verdict == "dropped" and not received.get("where"):  # only the server's truncated flag says so
+        text = "SERVER SAYS IT CUT the prompt (truncated = true), with no count of what it dropped"
     elif verdict == "dropped":
         lost = [a.get("message_id", "?") for a in received.get("affected") or []]
         text = (f"SERVER DROPPED ~{-received.get('difference', 0)} tokens from the {received.get('where') or '?'}"
