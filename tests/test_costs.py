@@ -151,3 +151,14 @@ def test_text_from_the_file_in_an_error_is_shown_safely():
     with pytest.raises(PriceTableError) as caught:
         parse_price_table('date = 2026-12-01\n[models."evil\\u202e\\u001b[2J"]\ninput = "x"\noutput = 1\n', "p.toml")
     assert "\u202e" not in str(caught.value) and "\x1b" not in str(caught.value) and "models.evil" in str(caught.value)
+
+
+def test_a_server_reporting_more_cached_tokens_than_prompt_tokens_is_held_to_the_prompt():
+    # 1,000 prompt tokens, "5,000 cached" (a lie: at most the 1,000 can be); the previous prompt was 800.
+    # Held to 1,000 cached: paid 1,000 x $0.50/M = $0.0005, saved 1,000 x $1.50/M = $0.0015, nothing lost
+    # (800 reusable, 1,000 read); the record and the running totals say 1,000 cached, not 5,000.
+    t = RequestTokens(1_000, 5_000, 0, 0, reusable_tokens=800, keep_all_tokens=1_000)
+    cost = add_totals(request_cost(t, price(), "test-model"), None)
+    assert cost["cached_tokens"] == 1_000 and cost["cumulative"]["cached_tokens"] == 1_000
+    assert Decimal(repr(cost["paid"])) == Decimal("0.0005") and Decimal(repr(cost["saved_by_cache"])) == Decimal("0.0015")
+    assert cost["lost_tokens"] == 0
