@@ -162,3 +162,31 @@ def test_a_server_reporting_more_cached_tokens_than_prompt_tokens_is_held_to_the
     assert cost["cached_tokens"] == 1_000 and cost["cumulative"]["cached_tokens"] == 1_000
     assert Decimal(repr(cost["paid"])) == Decimal("0.0005") and Decimal(repr(cost["saved_by_cache"])) == Decimal("0.0015")
     assert cost["lost_tokens"] == 0
+
+
+def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price():
+    """Anthropic bills writing a marked prefix at 1.25x input (5m): the cache model predicts the write, so the
+    cost before any reply must carry it (Sonnet 4.5 in the shipped table: $3 input, $3.75 write, $15 output)."""
+    from tui.context.budget import PolicySettings
+    from tui.context.messages import Message, Provenance
+    from tui.context.provider_cache import ProviderCache
+    from tui.context.request import RequestSettings, build_request
+    from tui.context.template_library import template_from_text
+    from tui.context.tokens import get_tokenizer
+    from tui.sessions.receipts import cost_of
+
+    system = [{"type": "text", "text": " ".join(f"rule{i} stays" for i in range(900)),
+               "cache_control": {"type": "ephemeral"}}]
+    messages = [Message("system", system, provenance=Provenance("system_prompt", True), id="sys"),
+                Message("user", "hello", provenance=Provenance("user", True), id="u1")]
+    parts = template_from_text("{% for m in messages %}<{{ m.role }}>{% if m.content is string %}{{ m.content }}"
+                               "{% else %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endif %}\n{% endfor %}",
+                               "test")  # content parts rendered as their text
+    settings = RequestSettings(parts, get_tokenizer("qwen3"), policy=PolicySettings(), cache_rule="anthropic")
+    view = build_request(messages, settings, server=ProviderCache("anthropic", "claude-sonnet-4-5"))
+    written = view.prefix.write
+    assert written >= 1024 and view.prefix.predicted_cached == 0  # nothing held yet: the marked prefix is written
+    cost = cost_of(view, None, shipped_prices(), "claude-sonnet-4-5", None, "anthropic")
+    assert cost["cache_write_tokens"] == written
+    by_hand = (Decimal(view.sent_tokens - written) * Decimal("3.00") + Decimal(written) * Decimal("3.75")) / 10**6
+    assert Decimal(repr(cost["paid"])) == by_hand
