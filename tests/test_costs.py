@@ -190,3 +190,11 @@ def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price():
     assert cost["cache_write_tokens"] == written
     by_hand = (Decimal(view.sent_tokens - written) * Decimal("3.00") + Decimal(written) * Decimal("3.75")) / 10**6
     assert Decimal(repr(cost["paid"])) == by_hand
+
+
+def test_a_table_in_another_currency_is_refused_not_shown_as_dollars():
+    # every amount is shown as $ and stored as "USD per 1M tokens", and added to the shipped dollar prices
+    with pytest.raises(PriceTableError) as caught:
+        parse_price_table('date = 2026-12-01\ncurrency = "EUR"\n[models.m]\ninput = 1\noutput = 1\n', "user prices")
+    assert "currency" in str(caught.value) and "USD" in str(caught.value)
+    assert parse_price_table('date = 2026-12-01\ncurrency = "USD"\n', "user prices").models == {}

@@ -125,6 +125,8 @@ def parse_price_table(text: str | bytes, origin: str) -> PriceTable:
         raise PriceTableError(f"{origin}: not valid TOML: {str(exc).splitlines()[0][:200]}") from None
     except msgspec.ValidationError as exc:
         raise PriceTableError(f"{origin}: {_field_line(exc)[:300]}") from None
+    if table.currency != "USD":  # amounts are shown and stored as dollars, and added to the shipped ones
+        raise PriceTableError(f"{origin}: field `currency`: {table.currency}: prices must be in USD")
     return _table(table, origin)
 
 
