@@ -198,3 +198,12 @@ def test_a_table_in_another_currency_is_refused_not_shown_as_dollars():
         parse_price_table('date = 2026-12-01\ncurrency = "EUR"\n[models.m]\ninput = 1\noutput = 1\n', "user prices")
     assert "currency" in str(caught.value) and "USD" in str(caught.value)
     assert parse_price_table('date = 2026-12-01\ncurrency = "USD"\n', "user prices").models == {}
+
+
+def test_a_dated_snapshot_priced_apart_from_its_family_is_not_priced_as_the_family():
+    # gpt-4o-2024-05-13, the first GPT-4o snapshot, costs $5 in / $15 out with no cached price; the date-suffix
+    # fallback priced it as gpt-4o ($2.50 / $10), half of what it costs. Later snapshots are gpt-4o's price.
+    table = shipped_prices()
+    first = table.lookup("gpt-4o-2024-05-13")
+    assert (first.input, first.output, first.cached_input) == (Decimal("5.0"), Decimal("15.0"), Decimal("5.0"))
+    assert table.lookup("gpt-4o-2024-08-06").input == Decimal("2.5")
