@@ -131,3 +131,20 @@ async def test_the_window_a_cut_reveals_is_what_the_next_request_is_checked_agai
     assert window.tokens == 256 and window.source == "observed", window
     fit = ctl.pane_state().fit  # what the pane's header warns with, before the next request is sent
     assert fit.fits is False and fit.window.tokens == 256 and fit.prompt_tokens > 256
+
+
+async def test_a_max_tokens_of_the_wrong_type_in_the_sessions_params_is_no_reply_reserve_not_a_crash(tmp_path,
+                                                                                                     monkeypatch):
+    """params come from the session file (any JSON): a max_tokens that is no count reserves nothing in the
+    window check the pane header shows, instead of failing the worker that computes it (the app exited)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("vllm", n_ctx=4096) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        for value in ("lots", [1], {"n": 1}, 1.5, True):
+            ctl.wb.session.params = {"max_tokens": value}
+            fit = ctl.pane_state().fit
+            assert fit.fits is True and fit.max_tokens == 0, (value, fit)
+        ctl.wb.session.params = {"max_tokens": 100}
+        assert ctl.pane_state().fit.max_tokens == 100
+        ctl.close()
