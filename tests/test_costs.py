@@ -208,3 +208,17 @@ def test_a_dated_snapshot_priced_apart_from_its_family_is_not_priced_as_the_fami
     first = table.lookup("gpt-4o-2024-05-13")
     assert (first.input, first.output, first.cached_input) == (Decimal("5.0"), Decimal("15.0"), Decimal("5.0"))
     assert table.lookup("gpt-4o-2024-08-06").input == Decimal("2.5")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[models."GPT-4o"]\ninput = 1\noutput = 1\n[models."gpt-4o"]\ninput = 2\noutput = 2\n', "gpt-4o"),
+    ('[models.a]\ninput = 1\noutput = 1\naliases = ["x"]\n[models.b]\ninput = 2\noutput = 2\naliases = ["X"]\n',
+     "x"),
+    ('[models.a]\ninput = 1\noutput = 1\naliases = ["b"]\n[models.b]\ninput = 2\noutput = 2\n', "b"),
+])
+def test_a_table_naming_one_model_twice_is_refused_not_resolved_silently(text, needle):
+    # names are matched without case: which of the two prices would be used was an accident of order
+    with pytest.raises(PriceTableError) as caught:
+        parse_price_table("date = 2026-12-01\n" + text, "prices.toml")
+    message = str(caught.value)
+    assert "twice" in message and needle in message.lower() and "\n" not in message

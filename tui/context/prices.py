@@ -146,9 +146,14 @@ def _table(table: TableIn, origin: str) -> PriceTable:
                                   f"above the input price ({entry.input}); a cache read costs at most that")
         base = Decimal(repr(entry.input))
         key = name.strip().lower()
+        if key in result.models or key in result.aliases:  # names match without case: one would win by order
+            raise PriceTableError(f"{origin}: models.{name[:60]}: the model {key[:60]!r} is named twice")
         result.models[key] = ModelPrice(name, base, Decimal(repr(entry.output)), _decimal(entry.cached_input, base),
                                         _decimal(entry.cache_write, base), entry.source, table.date.isoformat(),
                                         origin)
         for alias in entry.aliases:
-            result.aliases[alias.strip().lower()] = key
+            other = alias.strip().lower()
+            if other in result.aliases or other in result.models or other == key:
+                raise PriceTableError(f"{origin}: models.{name[:60]}.aliases: {other[:60]!r} is named twice")
+            result.aliases[other] = key
     return result
