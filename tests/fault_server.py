@@ -186,6 +186,10 @@ class Handler(BaseHTTPRequestHandler):
                                    "you requested 12 tokens (12 in the messages, 0 in the completion).",
                                    "type": "BadRequestError"}})
 
+    def s_overflowlies(self) -> None:  # llama.cpp's refusal with figures no server has
+        self._json(400, {"error": {"code": 400, "message": "request exceeds the available context size",
+                                   "type": "exceed_context_size_error", "n_prompt_tokens": -5, "n_ctx": 0}})
+
     def s_boom(self) -> None:
         self._json(500, {"error": {"message": "internal failure in the sampler"}})
 

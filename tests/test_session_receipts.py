@@ -295,3 +295,18 @@ def test_the_replay_line_of_a_cut_without_figures_says_the_servers_flag_not_0_to
         line = received_line(stored)
         assert stored["verdict"] == "dropped" and "truncated" in line, line
         assert "~0 tokens" not in line and "from the ?" not in line, line
+
+
+def test_a_refusal_with_impossible_figures_is_still_a_refusal(tmp_path):
+    """llama.cpp's exceed_context_size_error with n_ctx 0 and n_prompt_tokens -5: the figures are unknown, the
+    refusal is not (the whole error body failed its shape, so it was taken as another 400)."""
+    with FaultServer(delay=0) as server:
+        async def ask():
+            async with OpenAIClient(Endpoint(server.url + "/overflowlies/v1", "m", "CTXPANE_NO_KEY")) as client:
+                await client.chat({"messages": [{"role": "user", "content": "hi"}], "stream": False})
+        with pytest.raises(ClientError) as caught:
+            run(ask())
+    assert isinstance(caught.value, ContextOverflow), caught.value
+    reported = reported_from_error(caught.value)
+    assert reported.refused and reported.error_window is None and reported.error_prompt_tokens is None
+    assert "available context size" in str(caught.value)
