@@ -16,7 +16,7 @@ from .endpoint import Endpoint
 from .errors import (AuthFailed, BadRequest, ClientError, ConnectionFailed, ConnectTimedOut, ContextOverflow,
                      NameNotResolved, NotFound, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TLSFailed)
 from .reply import Reply
-from .schemas import ErrorBody, ErrorDetail, decode, excerpt
+from .schemas import MAX_CONTEXT, ErrorBody, ErrorDetail, decode, excerpt
 
 DETAIL = 600  # characters of the server's own words quoted in a message
 RESOLVE_HINTS = ("name or service not known", "nodename nor servname", "temporary failure in name resolution",
@@ -88,7 +88,7 @@ def _bad_request(status: int, body: dict | None, error: ErrorDetail, detail: str
     worded = _figure(_MAX_CONTEXT, error.message or detail)
     if kind in ("exceed_context_size_error", "context_length_exceeded") or "context" in kind or worded:
         prompt = error.n_prompt_tokens or _figure(_IN_MESSAGES, error.message or detail)
-        ctx = error.n_ctx or worded
+        ctx = error.n_ctx or (worded if worded and worded <= MAX_CONTEXT else None)  # a window field's bound
         figures = f" ({prompt} prompt tokens, context window {ctx})" if prompt or ctx else ""
         return ContextOverflow(f"the request is larger than the model's context window{figures}: {detail}",
                                prompt, ctx, body)

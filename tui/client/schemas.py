@@ -106,11 +106,19 @@ class Timings(Struct, omit_defaults=True):
 
 
 class ErrorDetail(Struct):
+    """An error's `error` object. The figures of a refusal for size are read leniently (out of range or of the
+    wrong type: unknown), so an odd figure does not hide that the server refused the request for its size."""
+
     message: Text | None = None
     type: Short | None = None
     code: Short | int | None = None
-    n_prompt_tokens: Count | None = None
-    n_ctx: Context | None = None
+    n_prompt_tokens: Any = None
+    n_ctx: Any = None
+
+    def __post_init__(self) -> None:
+        self.n_prompt_tokens = lenient_count(self.n_prompt_tokens)
+        ctx = lenient_count(self.n_ctx)
+        self.n_ctx = ctx if ctx and ctx <= MAX_CONTEXT else None
 
 
 def lenient_count(value: Any) -> int | None:

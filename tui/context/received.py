@@ -212,6 +212,11 @@ def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRang
     if reported.refused:
         return _refused(receipt, reported)
     if received is None:
+        if reported.truncated:  # its flag says it cut the prompt, with no count to say how much
+            receipt.verdict = DROPPED
+            receipt.summary = ("the server says it truncated the prompt (truncated = true) but reported no prompt "
+                               "token count: how many tokens it dropped, and from where, is unknown")
+            return receipt
         receipt.summary = "the server reported no prompt token count: nothing to compare"
         return receipt
     receipt.difference = received - sent
@@ -283,7 +288,7 @@ def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], k
     receipt.who, receipt.who_detail = _who(kind, receipt.received or 0, receipt.sent, receipt.window,
                                            reported.truncated)
     if receipt.who in ("Ollama's num_ctx", "the server's context size", "the server's context size or a proxy"):
-        receipt.observed_window = receipt.received
+        receipt.observed_window = receipt.received or None  # a server that kept nothing shows no window
     receipt.summary = (f"the server dropped ~{lost} of the {receipt.sent} tokens sent, probably from the {where} "
                        f"({_names(receipt.affected)}); by {receipt.who}")
     return receipt

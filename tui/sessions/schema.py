@@ -305,9 +305,24 @@ class FiguresIn(Struct):
     keep_all_cached_paid: Money = None
 
 
+TOTAL = BIG * MAX_REQUESTS  # a running total: up to MAX_REQUESTS figures of up to BIG each
+Sum = Annotated[float, Meta(ge=0, le=1e15 * MAX_REQUESTS)] | None
+
+
 class TotalsIn(FiguresIn):
     requests: Int(0, MAX_REQUESTS) = 0
     priced_requests: Int(0, MAX_REQUESTS) = 0
+    input_tokens: Int(0, TOTAL) = 0
+    cached_tokens: Int(0, TOTAL) = 0
+    cache_write_tokens: Int(0, TOTAL) = 0
+    output_tokens: Int(0, TOTAL) = 0
+    lost_tokens: Int(0, TOTAL) = 0
+    keep_all_tokens: Int(0, TOTAL) = 0
+    paid: Sum = None
+    saved_by_cache: Sum = None
+    lost_to_cache_break: Sum = None
+    keep_all_paid: Sum = None
+    keep_all_cached_paid: Sum = None
 
 
 class CostIn(FiguresIn):
