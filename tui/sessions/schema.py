@@ -187,6 +187,8 @@ class Usage(Struct):
 class Timings(Struct):
     predicted_per_second: Number | None = None
     cache_n: Int(0, BIG) | None = None
+    prompt_n: Int(0, BIG) | None = None  # read again by the cache model when the session is replayed
+    predicted_n: Int(0, BIG) | None = None
 
 
 MAX_GENERATED = 1_000_000  # generated tokens described by one reply
