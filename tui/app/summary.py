@@ -11,7 +11,7 @@ from .shown import one_line
 
 
 def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
-                 prefix: str = "", what_if: bool = False) -> Text:
+                 prefix: str = "", what_if: bool = False, assumed: bool = False) -> Text:
     counts = view.snapshot.counts
     text = Text(one_line(prefix))
     text.append(f"{view.sent_tokens} tokens", style="bold")
@@ -19,6 +19,8 @@ def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, 
     text.append(f" {label} ({one_line(counts.tokenizer, 60)})")
     text.append(f" of {policy.context_window}" if policy.context_window else "")
     text.append(f" · template {one_line(view.snapshot.template, 60)}")
+    if assumed:  # a gateway hides the server's template: this one is a guess from the model's family
+        text.append(" (assumed)", style="bold yellow")
     if what_if:  # the server renders its own template: these figures are for the one picked here
         text.append(" (what-if)", style="bold magenta")
     text.append(f" · policy {one_line(policy.name, 30)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from tui.client.errors import ClientError
+from tui.client.errors import AuthFailed, ClientError
 from tui.context.safety import visible
 
 if TYPE_CHECKING:
@@ -45,15 +45,26 @@ async def connect(ctl: "Controller") -> None:
     ctl.status(f"connecting to {endpoint.base_url} ({source})…")
     try:
         connection = await open_connection(endpoint)
+    except AuthFailed as exc:  # trying again changes nothing until the key is set: say what to set, once
+        ctl.link.refused = True
+        wb = ctl.wb
+        if not wb.tokenizer_pending:  # the server was not seen: the pane's counts are not its own
+            wb.set_tokenizer(wb.tokenizer, False)
+            ctl.changed(save=False)
+        ctl.tuning.offline(f"offline: {visible(str(exc))}", retry=False)
+        return
     except ClientError as exc:
         ctl.tuning.offline(f"offline: {visible(str(exc))}")
         return
+    ctl.link.refused = False
     ctl.link.connection, ctl.link.client = connection, connection.client
     wb = ctl.wb
     wb.session.base_url, wb.session.model = endpoint.base_url, endpoint.model
     info = connection.info
     if connection.template is not None and not settings.template:
         wb.set_template(connection.template)
+    elif connection.assumed is not None and not settings.template and _default_template(wb.template):
+        wb.set_template(connection.assumed)  # a gateway hides the server's: the family's, said to be assumed
     if info.n_ctx and not wb.policy.context_window:
         wb.set_policy(context_window=int(info.n_ctx))
     wb.cache_rule = cache_rule(info.kind, endpoint.model)
@@ -71,3 +82,8 @@ async def connect(ctl: "Controller") -> None:
         else:
             tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
             ctl.use_tokenizer(tokenizer, connection.exact)
+
+
+def _default_template(template) -> bool:
+    """True for the template a session starts with (built-in chatml), which nobody chose."""
+    return template.name == "chatml" and template.origin == "builtin"

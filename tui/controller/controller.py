@@ -89,7 +89,8 @@ class Controller:
         return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
-                         wb.request_body(view), self.settings.api_key_env, self.read_only, self.tuning.what_if())
+                         wb.request_body(view), self.settings.api_key_env, self.read_only, self.tuning.what_if(),
+                         self.tuning.assumed())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session

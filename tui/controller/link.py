@@ -22,6 +22,7 @@ class Link:
         self.client = None  # an OpenAIClient once connected
         self.connection = None  # what connecting found (tui.client.connect.Connection)
         self.trusted_urls: set[str] = set()  # URLs from files the user agreed to send the key to
+        self.refused = False  # the server refused to talk without (or with this) key: its counts were never seen
         self.status_line = ""  # what the status line says while all is well (the endpoint, once connected)
 
     def url(self, session_url: str) -> str:

@@ -52,6 +52,7 @@ class PaneState:
     key_env: str = "OPENAI_API_KEY"
     read_only: bool = False
     what_if: str = ""  # a template picked in the app while the server renders its own: what that means
+    assumed: str = ""  # a gateway hides the server's template: the one assumed, and where that was learned
 
 
 @dataclass(frozen=True)

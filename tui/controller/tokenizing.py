@@ -41,7 +41,7 @@ class Tokenizing:
                 self._failed()
             return
         if chosen == self._chosen:  # else one chosen since (the server's own, at connect) stands
-            self.use(tokenizer, None)
+            self.use(tokenizer, False if self.ctl.link.refused else None)
             if picked:
                 self.say_how_counting_goes()
 

@@ -235,10 +235,15 @@ class Tuning:
         self._pause = RETRY_FIRST
         ctl.connect()
 
-    def offline(self, text: str) -> None:
-        """Connecting failed: say so, and try again after a pause that grows (the server may come back)."""
+    def offline(self, text: str, retry: bool = True) -> None:
+        """Connecting failed: say so, and try again after a pause that grows (the server may come back).
+
+        `retry` False (a key refused or missing): trying again changes nothing, so only say it."""
         ctl = self.ctl
         self._cancel_retry()
+        if not retry:
+            ctl.status(f"{text} (palette: Reconnect)", "red")
+            return
         pause = self._pause
         self._pause = min(self._pause * 2, RETRY_MOST)
         self._retry = ctl.runtime.later(pause, ctl.connect)
@@ -260,6 +265,14 @@ class Tuning:
             return ""
         return (f"what-if: counted with {ctl.wb.template.name}; the server renders the messages with its own "
                 "template, so it will count and cache differently")
+
+    def assumed(self) -> str:
+        """'' unless a gateway hides the server's template and the one in use is the assumed one: then what
+        is assumed and where that was learned."""
+        connection = self.ctl.link.connection
+        if self.ctl.client is None or connection is None or connection.assumed is None:
+            return ""
+        return connection.assumption if self.ctl.wb.template is connection.assumed else ""
 
     def say_what_if(self) -> None:
         note = self.what_if()
