@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 SHARED = Path(os.environ.get("CTXPANE_SHARED_DIR", ROOT.parent / "shared"))
 REQUIRE_SHARED = os.environ.get("CTXPANE_REQUIRE_SHARED") == "1"
+# where start-litellm-gateway.sh keeps its install (its own default), fixed before any test changes the env
+GATEWAY_CACHE = os.environ.get("LITELLM_CACHE_DIR") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "litellm-gateway")
 
 
 def need_shared(reason: str) -> None:
@@ -126,17 +129,18 @@ def litellm_gateway(llama_server):
     if not script.exists():
         need_shared("the real LiteLLM gateway is needed")
     port = free_port()
+    env = {**os.environ, "LITELLM_CACHE_DIR": GATEWAY_CACHE}  # the install stays cached whatever a test set
     result = subprocess.run(["bash", str(script), str(port), llama_server], capture_output=True, text=True,
-                            timeout=900)
+                            timeout=900, env=env)
     try:
         if result.returncode != 0:
             pytest.fail(f"the LiteLLM gateway did not start: {result.stderr[-2000:]}")
         key = subprocess.run(["bash", str(script), "key", str(port)], capture_output=True, text=True,
-                             timeout=30).stdout.strip()
+                             timeout=30, env=env).stdout.strip()
         assert key.startswith("sk-"), "the gateway's key file is missing"
         yield Gateway(result.stdout.strip().splitlines()[-1], key, llama_server)
     finally:
-        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60, env=env)
 
 
 def files_holding(root: Path, secret: str) -> list[Path]:
