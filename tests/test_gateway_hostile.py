@@ -149,3 +149,16 @@ async def test_a_server_that_is_no_gateway_keeps_its_500(monkeypatch):
         server.shutdown()
     assert not isinstance(failed.value, AuthFailed)
     assert f"no key was sent: if this server needs one, set ${KEY_ENV}" in str(failed.value)
+
+
+def test_doctor_on_a_server_that_names_no_end_token_says_so(cli_in_process, monkeypatch):
+    """Not a gateway, no template: the end-token check says what it lacks, never "end token None"."""
+    server = gateway({}, needs_key=False, readiness={"status": "up"})
+    try:
+        result = cli_in_process("doctor", f"http://127.0.0.1:{server.server_address[1]}", "--window-check", "off",
+                                "--json")
+    finally:
+        server.shutdown()
+    checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
+    assert checks["end and start tokens"]["status"] == "skip"
+    assert checks["end and start tokens"]["detail"] == "openai-compatible does not say its end and start tokens"

@@ -117,6 +117,8 @@ async def check_tokens(client: OpenAIClient, info: ServerInfo, template: ChatTem
 
 async def check_eos_and_bos(client: OpenAIClient, info: ServerInfo, rendered: str) -> Check:
     problems, data = [], {"eos_token": info.eos_token, "bos_token": info.bos_token}
+    if not (info.eos_token or info.bos_token):  # nothing to compare: say so rather than "end token None"
+        return Check("end and start tokens", "skip", f"{info.kind} does not say its end and start tokens", data)
     if info.eos_token and rendered and info.eos_token not in rendered:
         problems.append(f"the template never writes the server's end token {info.eos_token!r}: replies may not stop")
     if info.bos_token and rendered.startswith(info.bos_token) and info.kind == "llama.cpp":
