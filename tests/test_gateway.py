@@ -157,3 +157,23 @@ async def test_the_controller_without_a_key_says_what_to_set_once_and_claims_not
         assert ctl.wb.view.snapshot.counts.exact is False
     finally:
         ctl.close()
+
+
+async def test_a_tokenizer_of_the_right_family_chosen_by_the_user_is_still_no_exact_count(gateway, tmp_path):
+    """--tokenizer qwen3 with the assumed qwen3 template: same family, but the gateway hides the server's
+    template, so the pane's document is a guess: an estimate."""
+    made = Harness(tmp_path, base_url=gateway.url, api_key_env=KEY_ENV, tokenizer="qwen3")
+    ctl = made.ctl
+    try:
+        await made.ready(Session(title="picked tokenizer"))
+        ctl.connect()
+        await made.idle(0.3)
+        assert ctl.client is not None and ctl.wb.template.name == "qwen3"
+        ctl.set_draft("Hello")
+        await made.idle(0.2)
+        assert ctl.wb.view.snapshot.counts.exact is False
+        ctl.tokenizing.load("qwen3")  # picked again in the app
+        await made.idle(0.3)
+        assert ctl.wb.view.snapshot.counts.exact is False
+    finally:
+        ctl.close()

@@ -58,6 +58,8 @@ async def connect(ctl: "Controller") -> None:
         return
     ctl.link.refused = False
     ctl.link.connection, ctl.link.client = connection, connection.client
+    if settings.tokenizer and not ctl.wb.tokenizer_pending:  # the tokenizer chosen stays; its verdict may not
+        ctl.wb.set_tokenizer(ctl.wb.tokenizer, False if ctl.link.unseen else None)
     wb = ctl.wb
     wb.session.base_url, wb.session.model = endpoint.base_url, endpoint.model
     info = connection.info

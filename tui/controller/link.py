@@ -25,6 +25,11 @@ class Link:
         self.refused = False  # the server refused to talk without (or with this) key: its counts were never seen
         self.status_line = ""  # what the status line says while all is well (the endpoint, once connected)
 
+    @property
+    def unseen(self) -> bool:
+        """True when the server's own counting cannot be seen: it refused the key, or a gateway hides it."""
+        return self.refused or bool(self.connection is not None and self.connection.info.gateway)
+
     def url(self, session_url: str) -> str:
         """The base URL requests go to (or would go to)."""
         return self.client.endpoint.base_url if self.client else (session_url or DEFAULT_URL)

@@ -41,7 +41,7 @@ class Tokenizing:
                 self._failed()
             return
         if chosen == self._chosen:  # else one chosen since (the server's own, at connect) stands
-            self.use(tokenizer, False if self.ctl.link.refused else None)
+            self.use(tokenizer, None)
             if picked:
                 self.say_how_counting_goes()
 
@@ -63,6 +63,8 @@ class Tokenizing:
             self.ctl.changed(save=False)
 
     def use(self, tokenizer, exact: bool | None) -> None:
+        if self.ctl.link.unseen:  # a gateway hides the server (or refused us): no count is its own
+            exact = False
         self._chosen += 1
         self.settled = True
         self.ctl.wb.set_tokenizer(tokenizer, exact)
