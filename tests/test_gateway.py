@@ -155,6 +155,7 @@ async def test_the_controller_without_a_key_says_what_to_set_once_and_claims_not
         ctl.set_draft("Hello")
         await made.idle(0.2)
         assert ctl.wb.view.snapshot.counts.exact is False
+        assert "Alibaba" not in ctl.wb.view.snapshot.document.text  # no default system turn shown as sent
     finally:
         ctl.close()
 

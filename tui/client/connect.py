@@ -99,6 +99,13 @@ async def connect(endpoint: Endpoint) -> Connection:
     return Connection(client, info, template, name, False, f"{info.kind}: counts are estimates ({name})")
 
 
+def plain_chatml() -> ChatTemplate:
+    """Built-in ChatML with no default system prompt: for a server whose own template cannot be seen."""
+    template = builtin_template("chatml")
+    template.defaults["default_system"] = ""
+    return template
+
+
 def assumed_template(info: ServerInfo) -> tuple[ChatTemplate, str]:
     """The built-in template to assume behind a gateway, and what that assumption rests on.
 
@@ -112,9 +119,7 @@ def assumed_template(info: ServerInfo) -> tuple[ChatTemplate, str]:
              else f"the model name {model!r} (the gateway does not say what it forwards to)")
     builtin = template_for_model(model)
     if builtin is None:
-        template = builtin_template("chatml")
-        template.defaults["default_system"] = ""
-        return template, f"template assumed: ChatML without a default system prompt ({where} names no known family)"
+        return plain_chatml(), f"template assumed: ChatML without a default system prompt ({where} names no known family)"
     return builtin_template(builtin), f"template assumed: {builtin}, from {where}"
 
 

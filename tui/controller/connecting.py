@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 async def connect(ctl: "Controller") -> None:
     """Find the server (the URL given, else a local one), connect, and take what it offers: its template,
     its context window, and the tokenizer that counts as it does. Said in the status line at each step."""
-    from tui.client.connect import connect as open_connection, scan_local
+    from tui.client.connect import connect as open_connection, plain_chatml, scan_local
     from tui.client.endpoint import EndpointError
     from tui.context.registry import cache_rule
     from tui.context.tokens import get_tokenizer
@@ -48,6 +48,8 @@ async def connect(ctl: "Controller") -> None:
     except AuthFailed as exc:  # trying again changes nothing until the key is set: say what to set, once
         ctl.link.refused = True
         wb = ctl.wb
+        if not settings.template and _default_template(wb.template):  # its template is unknown: show no system
+            wb.set_template(plain_chatml())                 # turn the user did not write
         if not wb.tokenizer_pending:  # the server was not seen: the pane's counts are not its own
             wb.set_tokenizer(wb.tokenizer, False)
             ctl.changed(save=False)
@@ -89,3 +91,4 @@ async def connect(ctl: "Controller") -> None:
 def _default_template(template) -> bool:
     """True for the template a session starts with (built-in chatml), which nobody chose."""
     return template.name == "chatml" and template.origin == "builtin"
+
