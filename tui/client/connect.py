@@ -119,7 +119,8 @@ def assumed_template(info: ServerInfo) -> tuple[ChatTemplate, str]:
              else f"the model name {model!r} (the gateway does not say what it forwards to)")
     builtin = template_for_model(model)
     if builtin is None:
-        return plain_chatml(), f"template assumed: ChatML without a default system prompt ({where} names no known family)"
+        return plain_chatml(), (f"template assumed: ChatML without a default system prompt ({where} names no "
+                                "known family)")
     return builtin_template(builtin), f"template assumed: {builtin}, from {where}"
 
 
