@@ -140,9 +140,13 @@ async def test_the_controller_chats_through_the_gateway_with_honest_labels(gatew
     assert not files_holding(tmp_path, gateway.key)
 
 
-async def test_the_controller_without_a_key_says_what_to_set_once_and_claims_nothing_exact(gateway, tmp_path,
-                                                                                         monkeypatch):
-    monkeypatch.delenv(KEY_ENV)
+@pytest.mark.parametrize("key", [None, "sk-wrong-0123456789abcdef"])
+async def test_the_controller_without_the_right_key_says_what_to_set_once_and_claims_nothing_exact(
+        gateway, tmp_path, monkeypatch, key):
+    if key is None:
+        monkeypatch.delenv(KEY_ENV)
+    else:
+        monkeypatch.setenv(KEY_ENV, key)
     made = Harness(tmp_path, base_url=gateway.url, api_key_env=KEY_ENV, tokenizer="")
     ctl = made.ctl
     try:
@@ -151,7 +155,8 @@ async def test_the_controller_without_a_key_says_what_to_set_once_and_claims_not
         await made.idle(0.5)
         assert ctl.client is None
         last = [e.text for e in made.of(StatusChanged)][-1]
-        assert f"${KEY_ENV}" in last and "wants a key" in last and "trying again" not in last, last
+        assert f"${KEY_ENV}" in last and "trying again" not in last, last
+        assert ("wants a key" in last) if key is None else ("was refused" in last and key not in last), last
         ctl.set_draft("Hello")
         await made.idle(0.2)
         assert ctl.wb.view.snapshot.counts.exact is False
