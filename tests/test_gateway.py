@@ -181,5 +181,9 @@ async def test_a_tokenizer_of_the_right_family_chosen_by_the_user_is_still_no_ex
         ctl.tokenizing.load("qwen3")  # picked again in the app
         await made.idle(0.3)
         assert ctl.wb.view.snapshot.counts.exact is False
+        ctl.set_template("llama3")  # another template picked (F3): still not the server's
+        await made.idle(0.3)
+        assert ctl.pane_state().assumed == "template assumed: llama3, as chosen (the gateway hides the server's)"
+        assert ctl.wb.view.snapshot.counts.exact is False
     finally:
         ctl.close()

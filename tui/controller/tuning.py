@@ -267,12 +267,15 @@ class Tuning:
                 "template, so it will count and cache differently")
 
     def assumed(self) -> str:
-        """'' unless a gateway hides the server's template and the one in use is the assumed one: then what
-        is assumed and where that was learned."""
+        """'' unless a gateway hides the server's template: then whichever template is in use is assumed, and
+        this says which and where that was learned (a session reopened or a pick keeps its own template)."""
         connection = self.ctl.link.connection
         if self.ctl.client is None or connection is None or connection.assumed is None:
             return ""
-        return connection.assumption if self.ctl.wb.template is connection.assumed else ""
+        template, guess = self.ctl.wb.template, connection.assumed
+        if (template.source, template.defaults) == (guess.source, guess.defaults):
+            return connection.assumption
+        return f"template assumed: {template.name}, as chosen (the gateway hides the server's)"
 
     def say_what_if(self) -> None:
         note = self.what_if()
