@@ -73,3 +73,18 @@ async def connected(tmp_path, url: str) -> Harness:
     await made.idle()
     assert made.ctl.client is not None, [e for e in made.events if isinstance(e, StatusChanged)]
     return made
+
+
+def eight_turns() -> list[Message]:
+    """Four exchanges of ~35 tokens each: over a 260-token window, so the summarise policy has work to do."""
+    return [Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30, id=f"t{i}") for i in range(8)]
+
+
+async def summarised(made: "Harness", text: str = "what now?") -> None:
+    """Send `text` under the summarise policy with a history too long for its window: a summary is made first."""
+    ctl = made.ctl
+    ctl.wb.session.messages.extend(eight_turns())
+    ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
+    ctl.refresh()
+    ctl.submit(text)
+    await made.idle(0.1)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from app_helpers import document_rows, isolated, make_app, plain, settle
+from controller_helpers import eight_turns
 from fault_server import FaultServer
 from tui.app.composer import Composer
 from tui.app.context_pane import ContextPane
@@ -264,9 +265,7 @@ async def test_summarise_policy_makes_a_summary_with_a_model_call(sessions, tmp_
     app = make_app(tmp_path, flags={"base_url": server.url + "/ok"})
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        for i in range(8):
-            app.wb.session.messages.append(Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30,
-                                                   id=f"t{i}"))
+        app.wb.session.messages.extend(eight_turns())
         app.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
         app.refresh_all()
         await settle(pilot, app)

@@ -3,12 +3,12 @@ status line and in the Ledger tab, with the number of tokens and the messages af
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from tui.app.chat_view import ChatView
+from tui.app.cost_view import CostView
 from tui.app.ledger_view import LedgerView
 from tui.context.messages import Message, Provenance
 from tui.sessions.store import save_session
@@ -57,5 +57,18 @@ async def test_a_front_cut_is_said_in_the_chat_status_and_ledger(sessions, tmp_p
             ledger = plain(app.query_one("#ledger-table"))
             assert f"request {record.number}: {said}" in ledger and "sys (system" in ledger, ledger
             app.save_screenshot("received.svg", str(tmp_path))
-            (Path("/tmp/wire12-shots")).mkdir(exist_ok=True)
-            app.save_screenshot("received.svg", "/tmp/wire12-shots")
+    # replayed later, the step says what the server did and what it cost, as recorded then
+    replay = make_app(tmp_path, offline=True, file=path, replay=True)
+    async with replay.run_test(size=SIZE) as pilot:
+        await settle(pilot, replay)
+        await pilot.press("end")
+        await settle(pilot, replay)
+        info = plain(replay.screen.query_one("#replay-info"))
+        assert f"SERVER DROPPED ~{lost} tokens from the front" in info and "sys" in info, info
+        assert "before sending: this request" in info and "will not fit" in info, info
+        assert "cost" in info
+        replay.screen.query_one("#tabs").active = "cost"
+        await settle(pilot, replay)
+        cost = plain(replay.screen.query_one(CostView))
+        assert f"{record.document_tokens}" in cost.replace(",", ""), cost
+        replay.save_screenshot("replay-received.svg", str(tmp_path))

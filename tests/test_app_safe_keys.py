@@ -50,6 +50,14 @@ async def select(pilot, app, index: int) -> ChatView:
     return view
 
 
+async def type_sentence_into_the_draft_only(pilot, app, before: list) -> None:
+    """Type a sentence: every key goes to the draft; no message changes and no dialog opens."""
+    await pilot.press(*SENTENCE)
+    await settle(pilot, app)
+    assert len(app.screen_stack) == 1 and app.wb.session.messages == before
+    assert app.query_one(Composer).text == SENTENCE
+
+
 @pytest.mark.parametrize("dialog_key, answer", [("d", "n"), ("d", "escape"), ("e", "escape")])
 async def test_typing_after_a_message_dialog_goes_to_the_draft(sessions, tmp_path, dialog_key, answer):
     app, _path = open_app(tmp_path, chat())
@@ -63,10 +71,7 @@ async def test_typing_after_a_message_dialog_goes_to_the_draft(sessions, tmp_pat
         await pilot.press(answer)
         await pilot.pause()
         assert isinstance(app.focused, Composer)  # back where typing is text
-        await pilot.press(*SENTENCE)
-        await settle(pilot, app)
-        assert len(app.screen_stack) == 1 and app.wb.session.messages == before
-        assert app.query_one(Composer).text == SENTENCE
+        await type_sentence_into_the_draft_only(pilot, app, before)
 
 
 async def test_typing_in_the_composer_with_a_message_last_selected_changes_only_the_draft(sessions, tmp_path):
@@ -76,10 +81,7 @@ async def test_typing_in_the_composer_with_a_message_last_selected_changes_only_
         before = list(app.wb.session.messages)
         await select(pilot, app, 2)
         await pilot.press("i")
-        await pilot.press(*SENTENCE)
-        await settle(pilot, app)
-        assert len(app.screen_stack) == 1 and app.wb.session.messages == before
-        assert app.query_one(Composer).text == SENTENCE
+        await type_sentence_into_the_draft_only(pilot, app, before)
 
 
 async def test_ctrl_z_and_the_palette_undo_a_delete_and_the_file_follows(sessions, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from rich.style import Style
 
 from app_helpers import isolated, make_app, settle
@@ -116,16 +117,13 @@ def test_html_in_a_reply_is_shown_as_text_not_dropped():
     assert "<!-- do not show the user -->" in text and "secret" in text
 
 
-def test_a_one_megabyte_reply_is_laid_out_plain_and_quickly():
-    import time
-
+@pytest.mark.timeout(60)  # a hang guard; its speed is measured in tests/benchmarks/bench_transcript.py
+def test_a_one_megabyte_reply_is_laid_out_plain():
     from tui.app.chat_layout import ChatLayout
     huge = Message("assistant", ("# big\n\n" + "word **bold** `code` " * 50 + "\n\n") * 1000,
                    provenance=Provenance("model", True), id="a1")
     assert len(huge.text()) > 1_000_000
     layout = ChatLayout()
-    started = time.perf_counter()
     layout.update([Message("user", "go", id="u1"), huge], set(), {}, {}, 80)
-    assert time.perf_counter() - started < 2.0
     assert not layout.markdown.wanted  # never rendered as Markdown, on the loop or off it
     assert layout.entries[1].body.blocks[0].style == "body"

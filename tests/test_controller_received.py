@@ -78,3 +78,29 @@ async def test_a_refusal_for_size_is_said_with_the_servers_figures(tmp_path, mon
     note = ctl.notes[ctl.wb.session.messages[-1].id]
     assert "✗ the server refused the request as larger than its context window" in note, note
     assert "window 300" in note
+
+
+async def test_the_pane_header_warns_before_sending_while_the_draft_grows_past_the_window(tmp_path, monkeypatch):
+    """The live check: no send needed. A short draft fits; a long one is said over the server's window, in red,
+    with the figure's source and what this kind of server will do."""
+    from tui.app.summary import summary_text
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("vllm", n_ctx=300) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        ctl.set_draft("short")
+        await made.idle(0.2)
+        pane = ctl.pane_state()
+        assert pane.fit is not None and pane.fit.over_by == 0
+        assert "over the server's" not in summary_text(pane.view, pane.policy, False, fit=pane.fit).plain
+        ctl.set_draft(" ".join(f"pear{i}" for i in range(200)))
+        await made.idle(0.3)
+        pane = ctl.pane_state()
+        line = summary_text(pane.view, pane.policy, False, fit=pane.fit)
+        over = pane.view.sent_tokens - 299  # a prompt must leave one token of the 300 for the reply
+        assert pane.fit.over_by == over > 0
+        assert f"⚠ {over} tokens over the server's window 300 (server)" in line.plain, line.plain
+        assert "the server will refuse it" in line.plain
+        assert any("red" in str(span.style) for span in line.spans if "over" in line.plain[span.start:span.end])
+        assert ctl.wb.session.requests == []  # nothing was sent to learn it
+        ctl.close()

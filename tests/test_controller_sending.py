@@ -12,9 +12,8 @@ import threading
 
 import pytest
 
-from controller_helpers import Harness, connected, harness  # noqa: F401 - harness is a fixture
+from controller_helpers import Harness, connected, harness, summarised  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
-from tui.context.messages import Message
 from tui.context.template_library import template_from_text
 from tui.controller.events import (ChatChanged, Notice, ReplyEnded, ReplyProgress, ReplyStarted,
                                    StatusChanged)
@@ -153,13 +152,7 @@ async def test_summarise_makes_a_summary_before_sending(tmp_path, monkeypatch):
     with FaultServer(delay=0.01) as server:
         made = await connected(tmp_path, server.url + "/ok")
         ctl = made.ctl
-        for i in range(8):
-            ctl.wb.session.messages.append(Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30,
-                                                   id=f"t{i}"))
-        ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
-        ctl.refresh()
-        ctl.submit("what now?")
-        await made.idle(0.1)
+        await summarised(made)
         assert ctl.wb.session.policy["summary"] == "whole reply"
         assert any("summary made" in e.text for e in made.of(StatusChanged))
         assert any("whole reply" in m["content"] for m in server.requests[-1]["body"]["messages"])

@@ -35,6 +35,10 @@ async def test_returning_to_an_earlier_conversation_is_predicted_from_the_host_c
     await send(made, "Write a haiku about snow and pine trees.")
     ctl.adopt(first, None)  # and back to the first one
     await made.idle(0.3)
+    ctl.set_draft("And the shortest?")
+    await made.idle(0.3)
+    shown = ctl.pane_state().view.prefix  # the pane predicts from the server's cache before anything is sent
+    assert shown.source == 2 and shown.tokens > 20, (shown.source, shown.tokens, shown.place)
     await send(made, "And the shortest?")
     ctl.close()
     back = first.requests[-1]

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from controller_helpers import Session, connected, harness  # noqa: F401 - harness is a fixture
+from controller_helpers import Session, connected, harness, summarised  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
-from tui.context.messages import Message
 from tui.controller.events import Notice
 from tui.sessions.store import load_session
 
@@ -91,13 +90,7 @@ async def test_a_summary_is_undone_without_losing_the_turn_sent_with_it(tmp_path
     with FaultServer(delay=0.01) as server:
         made = await connected(tmp_path, server.url + "/ok")
         ctl = made.ctl
-        for i in range(8):
-            ctl.wb.session.messages.append(Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30,
-                                                   id=f"t{i}"))
-        ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
-        ctl.refresh()
-        ctl.submit("what now?")
-        await made.idle(0.1)
+        await summarised(made)
         assert ctl.wb.session.policy["summary"] == "whole reply"
         sent = texts(ctl)
         assert ctl.history.next_label.startswith("summary of ") and ctl.history.undo()

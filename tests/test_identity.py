@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import lzma
-import time
 from importlib import resources
 
 import pytest
@@ -277,12 +276,10 @@ HOSTILE = ["qwen3" + "a" * 10_000, "gpt-4o" * 2_000, "qwen3\x1b[2J", "gpt-4o\n",
 
 @pytest.mark.parametrize("name", HOSTILE, ids=lambda n: repr(n)[:30])
 def test_hostile_model_ids_fall_back_to_an_estimate(name):
-    started = time.perf_counter()
     assert family_for_model(name) is None
     assert tokenizer_for_model(name) == "o200k_base"
     assert context_window(name) is None
     assert cache_rule("vllm", name) == "openai"
-    assert time.perf_counter() - started < 0.5
 
 
 @pytest.mark.parametrize("name", HOSTILE + ["server:127.0.0.1:8080", "/dev/zero", "~/models/tokenizer.json",

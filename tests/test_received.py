@@ -91,9 +91,24 @@ def test_more_received_than_sent_is_added_text():
 
 
 def test_an_estimate_within_its_margin_is_no_finding_but_past_it_is():
-    # an estimate may be 10% off: 100 sent, 93 received is within; 85 is not
+    # an estimate may be 10% off: 100 sent, 93 received is within
     assert compare(100, False, Reported(prompt_tokens=93), RANGES).verdict == MATCH
-    assert compare(100, False, Reported(prompt_tokens=85), RANGES).verdict == DROPPED
+    # 360 of 400: 40 off, the margin is round(400 x 0.10) = 40, so still within
+    assert compare(400, False, Reported(prompt_tokens=360), RANGES).verdict == MATCH
+    # 85 of 100 or 340 of 400 (15%) is past the margin but within the doubt (max(32, 25%)): another
+    # tokenizer or the server's own template could do that, so it is neither a cut nor added text
+    for sent, received in ((100, 85), (400, 340), (400, 460), (40, 70)):
+        receipt = compare(sent, False, Reported(prompt_tokens=received), RANGES)
+        assert receipt.verdict == UNKNOWN and "cannot tell that from a cut" in receipt.summary, (sent, received)
+        assert receipt.difference == received - sent
+    # 280 of 400 (30%, 120 tokens) is past the doubt: a cut
+    assert compare(400, False, Reported(prompt_tokens=280), RANGES).verdict == DROPPED
+    # within the doubt, but the server stopped at its window (86 of a 90-token window: within 8) or flags it
+    window = WindowSize(90, "server")
+    assert compare(100, False, Reported(prompt_tokens=86), RANGES, window=window).verdict == DROPPED
+    assert compare(100, False, Reported(prompt_tokens=85, truncated=True), RANGES).verdict == DROPPED
+    # an exact count has no doubt: one token fewer is a cut
+    assert compare(100, True, Reported(prompt_tokens=99), RANGES).verdict == DROPPED
 
 
 def test_a_refusal_carries_the_servers_count_and_window():

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from tests.benchmarks.corpus import PROSE
+from tests.benchmarks.stopwatch import Stopwatch, opened_app
 
 SIZE = (150, 42)
 TIMEOUT = 120.0
@@ -79,26 +80,15 @@ def write_sessions(folder: Path, requests: int, tokens: int) -> tuple[Path, Path
 
 # -- one opening, in a child process ------------------------------------------------------------------
 async def open_once(path: Path) -> dict:
-    from tui.app.app import CtxpaneApp, LaunchOptions
     from tui.app.composer import Composer
 
     expected = json.loads(path.read_bytes())
     wanted_messages, has_requests = len(expected["messages"]), bool(expected["requests"])
     del expected
-    start = time.perf_counter()
-    app = CtxpaneApp(LaunchOptions(file=path, flags={"no_scan": True}, offline=True,
-                                   sessions_folder=path.parent / "sessions"))
+    clock = Stopwatch(TIMEOUT)
+    app = opened_app(path)
+    since, until = clock.since, clock.until
     marks: dict[str, float | None] = {}
-
-    def since() -> float:
-        return time.perf_counter() - start
-
-    async def until(condition) -> float | None:
-        while since() < TIMEOUT:
-            if condition():
-                return since()
-            await asyncio.sleep(0.002)
-        return None
 
     async with app.run_test(size=SIZE) as pilot:
         marks["ready"] = since()

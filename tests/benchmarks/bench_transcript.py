@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from tests.benchmarks.corpus import PROSE
+from tests.benchmarks.stopwatch import Stopwatch, opened_app
 
 SIZE = (150, 42)
 TIMEOUT = 120.0
@@ -78,24 +79,13 @@ def draw_visible(chat) -> None:
 
 # -- open, in a child process -------------------------------------------------------------------------
 async def open_once(path: Path, count: int) -> dict:
-    from tui.app.app import CtxpaneApp, LaunchOptions
     from tui.app.chat_view import ChatView
     from tui.app.composer import Composer
 
-    start = time.perf_counter()
-    app = CtxpaneApp(LaunchOptions(file=path, flags={"no_scan": True}, offline=True,
-                                   sessions_folder=path.parent / "sessions"))
+    clock = Stopwatch(TIMEOUT)
+    app = opened_app(path)
+    since, until = clock.since, clock.until
     marks: dict[str, float | None] = {}
-
-    def since() -> float:
-        return time.perf_counter() - start
-
-    async def until(condition) -> float | None:
-        while since() < TIMEOUT:
-            if condition():
-                return since()
-            await asyncio.sleep(0.002)
-        return None
 
     last = f"[{count - 1}] "
     async with app.run_test(size=SIZE) as pilot:

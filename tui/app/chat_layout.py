@@ -19,7 +19,7 @@ from tui.context.messages import Message
 
 from .chat_markdown import MarkdownRenders, wants_markdown
 from .chat_wrap import Block, Wrapped
-from .shown import MAX_SHOWN
+from .shown import MAX_SHOWN, message_text
 
 FOLDS = ("reasoning", "calls")
 
@@ -106,8 +106,8 @@ def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note
         else:
             names = ", ".join(_line(name, 60) for name, _ in parts[:5]) + (", …" if len(parts) > 5 else "")
             blocks.append(Block(f"▸ tool calls ({len(calls)}): {names}", "fold", fold="calls"))
-    if note:
-        blocks.append(Block(_line(note, 2000), "note"))
+    for line in note.split("\n")[:20] if note else ():  # several notes under one reply: one a line
+        blocks.append(Block(_line(line, 2000), "note"))
     return blocks
 
 
@@ -158,6 +158,7 @@ class ChatLayout:
         self._heads: dict[tuple, Wrapped] = {}
         self._bodies: dict[tuple, Wrapped] = {}
         self.rewrapped = 0  # messages wrapped by the last update (what a test or benchmark checks)
+        self.image_family = ""  # how attached images are counted in their labels
         self.markdown = MarkdownRenders()  # finished replies as Markdown; plain until rendered
 
     @property
@@ -182,7 +183,8 @@ class ChatLayout:
             head = heads.get(head_key) or self._heads.get(head_key) or \
                 Wrapped([header_block(message, index, is_dropped)], width)
             heads[head_key] = head
-            text, folds, note = message.text(), open_folds.get(key, no_folds), notes.get(message.id, "")
+            text, folds, note = message_text(message, self.image_family), open_folds.get(key, no_folds), \
+                notes.get(message.id, "")
             markdown = rendered.get(index)
             body_key = (text, message.reasoning_content, calls_key(message.tool_calls), note, folds,
                         markdown is not None)

@@ -8,7 +8,6 @@ Esc or i goes back to the composer. A reply that is arriving is wrapped again on
 
 from __future__ import annotations
 
-
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding
@@ -21,12 +20,13 @@ from .chat_markdown import RendersMarkdown
 from .chat_layout import ChatLayout, LiveReply
 from .chat_rows import GUTTER, RowPainter
 from .chat_search import Searching
+from .chat_selection import Selecting
 from .shown import drawn
 
 MIN_WIDTH = 10
 
 
-class ChatView(Searching, RendersMarkdown, ScrollView, can_focus=True):
+class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True):
     DEFAULT_CSS = """
     ChatView { background: $background; overflow-y: auto; overflow-x: hidden; scrollbar-gutter: stable; }
     """ + chat_rows.CSS
@@ -74,10 +74,12 @@ class ChatView(Searching, RendersMarkdown, ScrollView, can_focus=True):
     def text_width(self) -> int:
         return max(MIN_WIDTH, self.scrollable_content_region.width - GUTTER - 1)
 
-    def show(self, messages: list, dropped: set[int] | None = None, notes: dict[str, str] | None = None) -> None:
+    def show(self, messages: list, dropped: set[int] | None = None, notes: dict[str, str] | None = None,
+             image_family: str = "") -> None:
         """Show these messages; only messages that changed are wrapped again. A reply arriving stays last."""
         grew = len(messages) > len(self._messages)
         selected_key = self._selected_key()
+        self.layout_model.image_family = image_family
         self._messages, self._dropped, self._notes = list(messages), set(dropped or ()), dict(notes or {})
         if not self._laid_out:
             return  # laid out on the first resize, when the width is known
@@ -180,95 +182,6 @@ class ChatView(Searching, RendersMarkdown, ScrollView, can_focus=True):
     def visible_lines(self) -> list[str]:
         """The rows on screen now, as drawn (bar and gutter included): what a test or a reader sees."""
         return ["".join(segment.text for segment in self.render_line(y)) for y in range(self.size.height)]
-
-    # -- selection -----------------------------------------------------------------------------------
-    def focused_index(self) -> int | None:
-        """The selected message, only while the transcript has focus (what the message keys act on)."""
-        if self.has_focus and self.selected is not None and self.selected < len(self._messages):
-            return self.selected
-        return None
-
-    def select(self, index: int | None, scroll: bool = True) -> None:
-        if not self._messages:
-            index = None
-        elif index is not None:
-            index = max(0, min(index, len(self._messages) - 1))
-        if index != self.selected:
-            self._refresh_entry(self.selected)
-            self.selected = index
-            self._refresh_entry(index)
-        if scroll and index is not None:
-            self._scroll_to_entry(index)
-
-    def _selected_key(self) -> str | None:
-        entries = self.layout_model.entries
-        if self.selected is None or self.selected >= len(entries):
-            return None
-        return entries[self.selected].key
-
-    def _restore_selection(self, key: str | None) -> None:
-        if self.selected is None:
-            return
-        entries = self.layout_model.entries
-        if self.selected < len(self._messages) and entries[self.selected].key == key:
-            return
-        for at, entry in enumerate(entries[:len(self._messages)]):
-            if entry.key == key:
-                self.selected = at
-                return
-        self.selected = min(self.selected, len(self._messages) - 1) if self._messages else None
-
-    def _refresh_entry(self, at: int | None) -> None:
-        if at is not None and at < len(self.layout_model.entries):
-            top, rows = self.layout_model.span(at)
-            self.refresh_lines(top, rows)
-
-    def _scroll_to_entry(self, at: int) -> None:
-        """Scroll so the whole message shows, or its first rows when it is taller than the view."""
-        top, rows = self.layout_model.span(at)
-        rows += at == len(self.layout_model.entries) - 1  # the last one: down to the end
-        height = self.scrollable_content_region.height
-        if top < self.scroll_y or rows > height:
-            self._scroll(top)
-        elif top + rows > self.scroll_y + height:
-            self._scroll(top + rows - height)
-
-    def _at_bottom(self) -> bool:
-        return self.scroll_y >= self.max_scroll_y - 1
-
-    def _anchor(self) -> tuple[str, int] | None:
-        """The message to keep in place, and its first row's distance from the top of the view."""
-        layout = self.layout_model
-        if not layout.entries:
-            return None
-        at = self.selected if self._entry_in_view(self.selected) else layout.message_at(round(self.scroll_y))
-        if at is None:
-            return None
-        return layout.entries[at].key, layout.first_row[at] - round(self.scroll_y)
-
-    def _entry_in_view(self, at: int | None) -> bool:
-        if at is None or at >= len(self.layout_model.entries):
-            return False
-        top, rows = self.layout_model.span(at)
-        return top < self.scroll_y + self.scrollable_content_region.height and top + rows > self.scroll_y
-
-    def _settle_scroll(self, follow: bool, anchor: tuple[str, int] | None) -> None:
-        if follow:
-            self._scroll(self._bottom())
-        elif anchor is not None:
-            key, offset = anchor
-            at = next((i for i, e in enumerate(self.layout_model.entries) if e.key == key), None)
-            if at is not None:
-                self._scroll(max(0, self.layout_model.first_row[at] - offset))
-
-    def _scroll(self, y: float) -> None:
-        """Scroll now (not after the next refresh), even before the scrollbar has caught up with the layout."""
-        self.scroll_to(y=y, animate=False, immediate=True, force=True)
-        self.vertical_scrollbar.position = self.scroll_y  # a bar shown after this scroll starts in the right place
-
-    def _bottom(self) -> int:
-        """The last scroll position, from the layout (the scrollbars may not have caught up yet)."""
-        return max(0, self.layout_model.height - self.scrollable_content_region.height)
 
     # -- keys and mouse -------------------------------------------------------------------------------
     def action_move(self, delta: int) -> None:

@@ -16,7 +16,9 @@ from textual.widgets import Footer, Header, Static
 
 from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message, message_from_dict
+from tui.context.budget import cost_series
 from tui.sessions.model import Session
+from tui.sessions.receipts import cost_line, fit_line, received_line
 from tui.sessions.replay import Replayer, Step
 
 from .context_pane import ContextPane, PaneData
@@ -121,6 +123,13 @@ class ReplayScreen(Screen):
                     f"predicted {record.predicted_cached}")
         if record.incomplete:
             info.append(" · reply incomplete", style="bold yellow")
+        said = (fit_line(record.fit) + received_line(record.received)).removeprefix(" · ")
+        if said:  # what the server did with it, as recorded when it was sent
+            loud = (record.received or {}).get("verdict") in ("dropped", "added", "refused")
+            for part in said.split(" · "):
+                info.append("\n" + one_line(part, 400), style="bold red" if loud else "dim")
+        if record.cost:
+            info.append("\n" + one_line(cost_line(record.cost).removeprefix(" · "), 200))
         self.query_one("#replay-info", Static).update(info)
         chat = self.query_one("#replay-messages", ChatView)
         chat.end_reply()
@@ -130,8 +139,13 @@ class ReplayScreen(Screen):
                                      prefix=f"step {step.number}: "),
                         list(self.session.messages), None, previous, self.session.policy_settings().context_window,
                         self.session.policy_settings().max_tokens, self.roles, self.session.requests[:self.index + 1],
-                        [], (self.session.base_url or "") + "/chat/completions", record.body)
+                        self._costs(), (self.session.base_url or "") + "/chat/completions", record.body)
         self.query_one(ContextPane).show(step.view, data)
+
+    def _costs(self) -> list[dict]:
+        """The Cost tab's rows for the requests up to this step, as the chat computed them when they were sent."""
+        done = self.session.requests[:self.index + 1]
+        return cost_series([(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in done])
 
     @staticmethod
     def _stored_message(item: object, index: int) -> Message:

@@ -6,17 +6,20 @@ from rich.text import Text
 
 from tui.context.budget import PolicySettings
 from tui.context.request import RequestView
+from tui.context.window import FitCheck
 
 from .shown import one_line
 
 
 def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
-                 prefix: str = "", what_if: bool = False, assumed: bool = False) -> Text:
+                 prefix: str = "", what_if: bool = False, fit: FitCheck | None = None,
+                 assumed: bool = False) -> Text:
     counts = view.snapshot.counts
     text = Text(one_line(prefix))
     text.append(f"{view.sent_tokens} tokens", style="bold")
-    label = "what-if" if what_if else "exact" if counts.exact else "estimate"  # what-if: not the server's count
-    text.append(f" {label} ({one_line(counts.tokenizer, 60)})")
+    label = "what-if" if what_if else "exact" if counts.exact and not view.image_tokens else "estimate"
+    images = "; text exact, images estimated" if counts.exact and view.image_tokens and not what_if else ""
+    text.append(f" {label} ({one_line(counts.tokenizer, 60)}{images})")  # what-if: not the server's count
     text.append(f" of {policy.context_window}" if policy.context_window else "")
     text.append(f" · template {one_line(view.snapshot.template, 60)}")
     if assumed:  # a gateway hides the server's template: this one is a guess from the model's family
@@ -38,4 +41,18 @@ def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, 
         text.append(f" · {len(view.forged)} FORGED", style="bold red")
     if read_only:
         text.append(" · read-only", style="bold")
+    add_fit(text, fit)
     return text
+
+
+def add_fit(text: Text, fit: FitCheck | None) -> None:
+    """Before sending, loudly: the request as it stands will not fit the server's real window."""
+    if fit is None or fit.fits is not False or fit.window is None:
+        return
+    window = f"window {fit.window.tokens} ({one_line(fit.window.source, 20)})"
+    if fit.over_by:
+        text.append(f" · ⚠ {fit.over_by} tokens over the server's {window}: {one_line(fit.consequence, 80)}",
+                    style="bold red")
+    else:
+        text.append(f" · ⚠ {fit.reply_room} tokens left in the server's {window} for a reply of up to "
+                    f"{fit.max_tokens}: {one_line(fit.consequence, 80)}", style="bold yellow")

@@ -11,6 +11,7 @@ from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.sessions_common import open_session, session_engine, template_failures
 from tui.commands.terminal import json_text
 from tui.errors import UsageError, one_line
+from tui.sessions.receipts import cost_line, received_line
 from tui.sessions.replay import Replayer, recorded_tokenizer
 
 
@@ -85,38 +86,7 @@ def step_line(step, replayer: Replayer) -> str:
             f"cache {step.prefix.tokens} unchanged ({one_line(step.prefix.cause, 200)}) · "
             f"{len(step.record.dropped)} dropped · drift: {drift_text(step.drift)}"
             + (" · reply incomplete" if step.record.incomplete else "")
-            + received_text(step.record.received) + cost_text(step.record.cost))
-
-
-def received_text(received: dict | None) -> str:
-    """What the server did with the request, as recorded: " · server: …" (nothing for older records)."""
-    if not received:
-        return ""
-    verdict = received.get("verdict")
-    if verdict == "match":
-        text = f"server processed {received.get('received')} = sent"
-    elif verdict == "dropped":
-        lost = [a.get("message_id", "?") for a in received.get("affected") or []]
-        text = (f"SERVER DROPPED ~{-received.get('difference', 0)} tokens from the {received.get('where') or '?'}"
-                f" ({', '.join(lost[:5]) or 'no message'}{', …' if len(lost) > 5 else ''}) by {received.get('who')}")
-    elif verdict == "added":
-        text = f"server processed {received.get('difference')} tokens more than sent"
-    elif verdict == "refused":
-        text = "server refused it (over its window)"
-    else:
-        text = "server reported no prompt count"
-    flags = [flag for flag, key in (("reply cut at the window", "reply_cut"), ("context shifted", "shifted"))
-             if received.get(key)]
-    return " · " + one_line(text + "".join(f", {flag}" for flag in flags), 300)
-
-
-def cost_text(cost: dict | None) -> str:
-    if not cost:
-        return ""
-    if not cost.get("priced"):
-        return " · " + one_line(f"cost: tokens only (no price for {cost.get('model') or 'this model'})", 200)
-    total = (cost.get("cumulative") or {}).get("paid")
-    return f" · cost ${cost['paid']:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
+            + received_line(step.record.received) + cost_line(step.record.cost))
 
 
 def tokens_text(step, replayer: Replayer) -> str:

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 MATCH, DROPPED, ADDED, REFUSED, UNKNOWN = "match", "dropped", "added", "refused", "unknown"
 ESTIMATE_SLACK = 0.10  # an estimated count may be this far off (another tokenizer) before it means anything
+# Past that margin but within this share (or 32 tokens), an estimate cannot tell a cut from another tokenizer or
+# a template of the server's own (a default system prompt, other markers) unless the server's figures say so.
+ESTIMATE_DOUBT = 0.25
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ class Receipt:
     observed_window: int | None = None  # the window the cut reveals (what the server kept)
     notes: list[str] = field(default_factory=list)
     summary: str = ""
+    images_estimate: int = 0  # image tokens estimated for the request (placeholders included)
+    images_reconciled: int | None = None  # the server's prompt count less the text: what the images took
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -216,9 +221,29 @@ def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRang
         label = "exactly" if receipt.difference == 0 else f"within the estimate's margin ({receipt.difference:+d})"
         receipt.summary = f"the server processed {received} prompt tokens: {label} what ctxpane sent ({sent})"
         return receipt
+    if _doubtful(receipt, reported):
+        return _differs(receipt)
     if receipt.difference > 0:
         return _added(receipt)
     return _dropped(receipt, reported, ranges, kind)
+
+
+def _doubtful(receipt: Receipt, reported: Reported) -> bool:
+    """An estimated count off by a little: no finding, unless the server flags a cut or stopped at its window."""
+    window, received = receipt.window, receipt.received or 0
+    if receipt.exact or reported.truncated:
+        return False
+    if window is not None and received >= window.tokens - max(8, window.tokens // 100):
+        return False
+    return abs(receipt.difference) <= max(32, round(receipt.sent * ESTIMATE_DOUBT))
+
+
+def _differs(receipt: Receipt) -> Receipt:
+    more = "more" if receipt.difference > 0 else "fewer"
+    receipt.summary = (f"the server processed {receipt.received} prompt tokens, {abs(receipt.difference)} {more} than "
+                       f"ctxpane's estimate of {receipt.sent}: an estimate (another tokenizer or template) cannot "
+                       "tell that from a cut; the server's tokenizer or the model's own template makes it exact")
+    return receipt
 
 
 def _refused(receipt: Receipt, reported: Reported) -> Receipt:
@@ -316,4 +341,22 @@ def compare_view(view: "RequestView", reported: Reported, kind: str = "", window
     Image tokens are estimates, so a request carrying them is compared as an estimate.
     """
     exact = bool(view.snapshot.counts.exact) and not view.image_tokens
-    return compare(view.sent_tokens, exact, reported, shape_ranges(view.shape), kind, window, max_tokens)
+    receipt = compare(view.sent_tokens, exact, reported, shape_ranges(view.shape), kind, window, max_tokens)
+    reconcile_images(receipt, view)
+    return receipt
+
+
+def reconcile_images(receipt: Receipt, view: "RequestView") -> None:
+    """Attribute the difference between the server's prompt count and ctxpane's text count to the images.
+
+    The document's text (placeholders left out) is counted here; what the server counted beyond it is
+    what its images took: the estimate, reconciled. With a text count that is itself an estimate, so is this."""
+    images = view.hidden.images
+    if not images or receipt.received is None or receipt.verdict == REFUSED:
+        return
+    estimate = sum(image.estimate.tokens for image in images)
+    text = view.snapshot.counts.total - sum(image.placeholder_tokens for image in images)
+    receipt.images_estimate, receipt.images_reconciled = estimate, receipt.received - text
+    how = "" if view.snapshot.counts.exact else " (the text count is an estimate too)"
+    receipt.notes.append(f"images: {estimate} tokens estimated, {receipt.images_reconciled} by the server's count "
+                         f"(reconciled{how}: {receipt.images_reconciled - estimate:+d})")

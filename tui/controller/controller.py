@@ -25,10 +25,12 @@ from tui.sessions.model import Session
 
 from .compute import SKIPPED, ComputeWorker
 from .connecting import connect
+from .editing import Editing
 from .events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                      SessionChanged, StatusChanged)
 from .link import Link
 from .opening import Opening
+from .receiving import fit_now
 from .runtime import Handle, Runtime
 from .sending import Sending
 from .session_file import SessionFile
@@ -52,6 +54,7 @@ class Controller:
         self.file = SessionFile(lambda: self.wb.session, runtime, self.notify, lambda: self.link.client,
                                 settings.api_key_env, sessions_folder)
         self.sending = Sending(self)
+        self.editing = Editing(self)
         self.opening = Opening(self)
         self.tokenizing = Tokenizing(self)
         self.history = History(self)  # undo (undo.py)
@@ -78,19 +81,21 @@ class Controller:
         return self.file.read_only
 
     def chat_state(self) -> ChatState:
+        view = self.wb.view
         return ChatState(self.generation, tuple(self.wb.session.messages), frozenset(self._dropped()),
-                         frozen_notes(self.notes))
+                         frozen_notes(self.notes), view.hidden.family if view is not None else "")
 
     def pane_state(self) -> PaneState | None:
         wb, view = self.wb, self.wb.view
         if view is None:
             return None
         session = wb.session
+        body = wb.request_body(view)
         return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
-                         wb.request_body(view), self.settings.api_key_env, self.read_only, self.tuning.what_if(),
-                         self.tuning.assumed())
+                         body, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
+                         fit_now(self, view, body), self.tuning.assumed())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session
@@ -219,64 +224,26 @@ class Controller:
         self.sending.stop()
 
     def resend_from(self, index: int, expected: Message | None = None) -> None:
-        """Drop what follows the user message at or before `index`, and send the conversation again."""
-        if self.client is None:
-            self.notify("offline: start with --base-url URL to send", severity="warning")
-            return
-        if self.answering() or self._stale(index, expected):
-            return
-        messages = self.wb.session.messages
-        while index >= 0 and messages[index].role != "user":
-            index -= 1
-        if index < 0:
-            return
-        self.history.record(f"re-send from #{index}")
-        self.wb.truncate_after(index)
-        self.changed()
-        self.sending.start()
+        self.editing.resend_from(index, expected)
 
-    # -- messages -----------------------------------------------------------------------------------
-    def _stale(self, index: int, expected: Message | None) -> bool:
-        """True (and said) when message `index` is no longer the one the user acted on."""
-        messages = self.wb.session.messages
-        if 0 <= index < len(messages) and (expected is None or messages[index] is expected):
-            return False
-        self.notify("the conversation changed meanwhile: nothing was done", severity="warning")
-        return True
-
+    # -- messages (editing.py: the history of changes is recorded there) --------------------------------
     def answering(self) -> bool:
-        """True (and said) while a reply streams: the conversation it answers is not changed under it."""
-        if self.streaming:
-            self.notify("a reply is still streaming: Esc stops it first", severity="warning")
-        return self.streaming
+        return self.editing.answering()
 
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
-        if not self.answering() and not self._stale(index, expected):
-            self.history.record(f"edit #{index}")
-            self.wb.edit(index, text)
-            self.changed()
+        self.editing.edit(index, text, expected)
 
     def delete(self, index: int, expected: Message | None = None) -> None:
-        if not self.answering() and not self._stale(index, expected):
-            self.history.record(f"delete #{index}")
-            self.wb.delete(index)
-            self.changed()
+        self.editing.delete(index, expected)
 
     def toggle_pin(self, index: int, expected: Message | None = None) -> None:
-        if not self._stale(index, expected):
-            self.history.record(f"{'unpin' if self.wb.session.messages[index].pinned else 'pin'} #{index}")
-            pinned = self.wb.toggle_pin(index)
-            self.notify(f"message #{index} {'pinned' if pinned else 'unpinned'}")
-            self.changed()
+        self.editing.toggle_pin(index, expected)
 
     def system_prompt(self) -> str:
-        messages = self.wb.session.messages
-        return messages[0].text() if messages and messages[0].role == "system" else ""
+        return self.editing.system_prompt()
 
     def set_system_prompt(self, text: str) -> None:
-        self.history.record("system prompt change")
-        self.wb.set_system_prompt(text)
-        self.changed()
+        self.editing.set_system_prompt(text)
 
     def attach(self, text: str, label: str) -> None:
         """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
@@ -370,6 +337,7 @@ class Controller:
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
+        self.sending.cache.attach(self.wb)  # the server's cache outlives the session: predicted before any send
         self.notes = {}
         self.history.forget()
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))

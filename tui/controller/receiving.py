@@ -42,6 +42,15 @@ def server_window(ctl: "Controller") -> tuple[WindowSize | None, str]:
     return connection.info.window, connection.info.kind
 
 
+def fit_now(ctl: "Controller", view: "RequestView", body: dict) -> FitCheck | None:
+    """The request as it stands (draft included) against the server's window, for the pane's header;
+    None until a server has said its window."""
+    window, kind = server_window(ctl)
+    if window is None:
+        return None
+    return fit_check(view.sent_tokens, int(body.get("max_tokens") or 0), window, kind)
+
+
 def check_before_sending(ctl: "Controller", record: "RequestRecord", view: "RequestView", body: dict) -> FitCheck:
     """Record whether the request fits the server's window, and warn when it will not."""
     window, kind = server_window(ctl)

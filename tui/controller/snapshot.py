@@ -16,6 +16,7 @@ from tui.context.budget import PolicySettings
 from tui.context.cache import RequestShape
 from tui.context.messages import Message
 from tui.context.request import RequestView
+from tui.context.window import FitCheck
 
 NO_NOTES: Mapping[str, str] = MappingProxyType({})
 
@@ -33,6 +34,7 @@ class ChatState:
     messages: tuple[Message, ...]
     dropped: frozenset[int] = frozenset()
     notes: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> why that reply is incomplete
+    image_family: str = ""  # how images are counted for their labels (tui/context/image_tokens.py)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class PaneState:
     key_env: str = "OPENAI_API_KEY"
     read_only: bool = False
     what_if: str = ""  # a template picked in the app while the server renders its own: what that means
+    fit: FitCheck | None = None  # the request as it stands (draft included) against the server's real window
     assumed: str = ""  # a gateway hides the server's template: the one assumed, and where that was learned
 
 

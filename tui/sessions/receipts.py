@@ -13,6 +13,7 @@ from tui.context.costs import RequestTokens, add_totals, request_cost, reusable
 from tui.context.prices import PriceTable
 from tui.context.received import Receipt, Reported
 from tui.context.window import FitCheck
+from tui.errors import one_line
 
 from .model import RequestRecord, Session
 
@@ -82,3 +83,46 @@ def settle(record: RequestRecord, session: Session, view: "RequestView", reporte
     record.received = received_record(receipt) if receipt is not None else None
     model = (record.reply or {}).get("model") or session.model
     record.cost = cost_of(view, reported, prices, model, previous_cost(session, record), rule)
+
+
+def received_line(received: dict | None) -> str:
+    """What the server did with the request, as recorded: " · server …" (nothing for older records); plain text
+    for the CLI's replay and the app's replay screen."""
+    if not received:
+        return ""
+    verdict = received.get("verdict")
+    if verdict == "match":
+        text = f"server processed {received.get('received')} = sent"
+    elif verdict == "dropped":
+        lost = [a.get("message_id", "?") for a in received.get("affected") or []]
+        text = (f"SERVER DROPPED ~{-received.get('difference', 0)} tokens from the {received.get('where') or '?'}"
+                f" ({', '.join(lost[:5]) or 'no message'}{', …' if len(lost) > 5 else ''}) by {received.get('who')}")
+    elif verdict == "added":
+        text = f"server processed {received.get('difference')} tokens more than sent"
+    elif verdict == "refused":
+        text = "server refused it (over its window)"
+    elif received.get("received") is not None:
+        text = (f"server processed {received.get('received')}, ctxpane estimated {received.get('sent')}: "
+                "an estimate cannot tell that from a cut")
+    else:
+        text = "server reported no prompt count"
+    flags = [flag for flag, key in (("reply cut at the window", "reply_cut"), ("context shifted", "shifted"))
+             if received.get(key)]
+    return " · " + one_line(text + "".join(f", {flag}" for flag in flags), 300)
+
+
+def cost_line(cost: dict | None) -> str:
+    """What the request cost, as recorded: " · cost $…" (nothing for older records)."""
+    if not cost:
+        return ""
+    if not cost.get("priced"):
+        return " · " + one_line(f"cost: tokens only (no price for {cost.get('model') or 'this model'})", 200)
+    total = (cost.get("cumulative") or {}).get("paid")
+    return f" · cost ${cost['paid']:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
+
+
+def fit_line(fit: dict | None) -> str:
+    """The check made before sending, when the request did not fit: " · before sending: …"."""
+    if not fit or fit.get("fits") is not False:
+        return ""
+    return " · " + one_line(f"before sending: {fit.get('message') or 'it did not fit the window'}", 300)

@@ -82,6 +82,8 @@ class Part(Struct):
     image_url: Text | ImageUrl | None = None
     width: Int(1, 100_000) | None = None
     height: Int(1, 100_000) | None = None
+    format: Literal["PNG", "JPEG", "GIF", "WebP"] | None = None  # an attached image's, for its label
+    name: Label | None = None  # an attached image's file name
 
 
 class FunctionCall(Struct):
@@ -268,6 +270,8 @@ class ReceivedIn(Struct):
     observed_window: Int(1, 10 ** 8) | None = None
     notes: List(Note, 50) = []
     summary: Note = ""
+    images_estimate: Int(0, BIG) = 0  # image tokens estimated (tui/context/image_tokens.py)
+    images_reconciled: Int(-BIG, BIG) | None = None  # what the server's count leaves for the images
 
 
 class PriceIn(Struct):

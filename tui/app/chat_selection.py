@@ -1,0 +1,96 @@
+"""The transcript's selection and scrolling: which message the keys act on, and keeping it (or the bottom) in
+view while the layout changes. A mixin of ChatView (tui/app/chat_view.py), which owns the layout it reads."""
+
+from __future__ import annotations
+
+
+class Selecting:
+    """Needs from the widget: `layout_model`, `_messages`, `selected`, and ScrollView's scrolling."""
+
+    def focused_index(self) -> int | None:
+        """The selected message, only while the transcript has focus (what the message keys act on)."""
+        if self.has_focus and self.selected is not None and self.selected < len(self._messages):
+            return self.selected
+        return None
+
+    def select(self, index: int | None, scroll: bool = True) -> None:
+        if not self._messages:
+            index = None
+        elif index is not None:
+            index = max(0, min(index, len(self._messages) - 1))
+        if index != self.selected:
+            self._refresh_entry(self.selected)
+            self.selected = index
+            self._refresh_entry(index)
+        if scroll and index is not None:
+            self._scroll_to_entry(index)
+
+    def _selected_key(self) -> str | None:
+        entries = self.layout_model.entries
+        if self.selected is None or self.selected >= len(entries):
+            return None
+        return entries[self.selected].key
+
+    def _restore_selection(self, key: str | None) -> None:
+        if self.selected is None:
+            return
+        entries = self.layout_model.entries
+        if self.selected < len(self._messages) and entries[self.selected].key == key:
+            return
+        for at, entry in enumerate(entries[:len(self._messages)]):
+            if entry.key == key:
+                self.selected = at
+                return
+        self.selected = min(self.selected, len(self._messages) - 1) if self._messages else None
+
+    def _refresh_entry(self, at: int | None) -> None:
+        if at is not None and at < len(self.layout_model.entries):
+            top, rows = self.layout_model.span(at)
+            self.refresh_lines(top, rows)
+
+    def _scroll_to_entry(self, at: int) -> None:
+        """Scroll so the whole message shows, or its first rows when it is taller than the view."""
+        top, rows = self.layout_model.span(at)
+        rows += at == len(self.layout_model.entries) - 1  # the last one: down to the end
+        height = self.scrollable_content_region.height
+        if top < self.scroll_y or rows > height:
+            self._scroll(top)
+        elif top + rows > self.scroll_y + height:
+            self._scroll(top + rows - height)
+
+    def _at_bottom(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    def _anchor(self) -> tuple[str, int] | None:
+        """The message to keep in place, and its first row's distance from the top of the view."""
+        layout = self.layout_model
+        if not layout.entries:
+            return None
+        at = self.selected if self._entry_in_view(self.selected) else layout.message_at(round(self.scroll_y))
+        if at is None:
+            return None
+        return layout.entries[at].key, layout.first_row[at] - round(self.scroll_y)
+
+    def _entry_in_view(self, at: int | None) -> bool:
+        if at is None or at >= len(self.layout_model.entries):
+            return False
+        top, rows = self.layout_model.span(at)
+        return top < self.scroll_y + self.scrollable_content_region.height and top + rows > self.scroll_y
+
+    def _settle_scroll(self, follow: bool, anchor: tuple[str, int] | None) -> None:
+        if follow:
+            self._scroll(self._bottom())
+        elif anchor is not None:
+            key, offset = anchor
+            at = next((i for i, e in enumerate(self.layout_model.entries) if e.key == key), None)
+            if at is not None:
+                self._scroll(max(0, self.layout_model.first_row[at] - offset))
+
+    def _scroll(self, y: float) -> None:
+        """Scroll now (not after the next refresh), even before the scrollbar has caught up with the layout."""
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        self.vertical_scrollbar.position = self.scroll_y  # a bar shown after this scroll starts in the right place
+
+    def _bottom(self) -> int:
+        """The last scroll position, from the layout (the scrollbars may not have caught up yet)."""
+        return max(0, self.layout_model.height - self.scrollable_content_region.height)
