@@ -115,7 +115,7 @@ class ContextPane(Vertical):
             return
         self.generation = pane.generation
         summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only,
-                               what_if=bool(pane.what_if), fit=pane.fit)
+                               what_if=bool(pane.what_if), fit=pane.fit, assumed=bool(pane.assumed))
         self.show(pane.view, PaneData(summary, pane.messages, pane.draft_index, pane.previous,
                                       pane.policy.context_window, pane.policy.max_tokens, self.roles,
                                       pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env,

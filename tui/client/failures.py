@@ -28,7 +28,7 @@ def status_error(status: int, retry_header: str | None, raw: bytes, url: str, en
     body, error, detail = _error_detail(raw, endpoint)
     host = endpoint.host
     if status in (401, 403):
-        return AuthFailed(f"{status} from {host}: {_auth_hint(endpoint)}. Server said: {detail}", status=status)
+        return AuthFailed(f"{status} from {host}: {key_hint(endpoint)}. Server said: {detail}", status=status)
     if status == 404:
         model = endpoint.model
         return NotFound(f"404 at {url}: check the base URL (it should end in /v1) and the model name"
@@ -38,12 +38,16 @@ def status_error(status: int, retry_header: str | None, raw: bytes, url: str, en
         reason = "rate limited" if status == 429 else "server busy"
         return RateLimited(f"{status} {reason} by {host}" + (f" (Retry-After {retry:.0f}s)" if retry is not None else ""),
                            retry, status)
+    if status == 400 and (error.type == "no_db_connection" or detail.startswith("No connected db")):
+        # LiteLLM's answer to a key it cannot find (it has no key database to look in): a refused key
+        return AuthFailed(f"400 from {host}: {key_hint(endpoint)} (the gateway knows no such key). "
+                          f"Server said: {detail}", status=status)
     if 400 <= status < 500:
         return _bad_request(status, body, error, detail)
     return ServerFailed(f"{status} server error from {host}: {detail}", status=status)
 
 
-def _auth_hint(endpoint: Endpoint) -> str:
+def key_hint(endpoint: Endpoint) -> str:
     env = endpoint.key_env
     if endpoint.has_key:
         return f"the key in ${env} was refused"

@@ -95,7 +95,7 @@ class Controller:
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
                          body, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
-                         fit_now(self, view, body))
+                         fit_now(self, view, body), self.tuning.assumed())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session

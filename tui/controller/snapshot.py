@@ -55,6 +55,7 @@ class PaneState:
     read_only: bool = False
     what_if: str = ""  # a template picked in the app while the server renders its own: what that means
     fit: FitCheck | None = None  # the request as it stands (draft included) against the server's real window
+    assumed: str = ""  # a gateway hides the server's template: the one assumed, and where that was learned
 
 
 @dataclass(frozen=True)
