@@ -122,7 +122,7 @@ async def test_a_model_info_of_the_wrong_shape_is_a_note_not_a_failure(monkeypat
         server.shutdown()
     assert connection.info.kind == "litellm" and connection.info.upstream.model == ""
     assert any("/v1/model/info was not understood" in note for note in connection.info.notes)
-    assert "template assumed: qwen3, from the model name" in connection.note  # the listed name still says qwen3
+    assert "template assumed: qwen3 (from the model name" in connection.note  # the listed name still says qwen3
     assert KEY not in " ".join(connection.info.notes)
 
 

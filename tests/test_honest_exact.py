@@ -83,3 +83,26 @@ def test_fenced_control_strings_are_text_and_not_counted_as_controls():
     settings = RequestSettings(builtin_template("qwen3"), get_tokenizer("qwen3"), policy=PolicySettings(),
                                content_specials=True)
     assert build_request(messages, settings).snapshot.counts.content_controls == 0
+
+
+async def test_a_server_that_shows_no_template_gets_no_system_turn_the_user_did_not_write(tmp_path, monkeypatch):
+    """A vLLM-like server (no template to read) serving a model of no known family: the pane assumes plain ChatML,
+    without Qwen 2.5's default system prompt, and says the template is assumed; a Qwen model name assumes its
+    family's template."""
+    from tui.app.summary import summary_text
+    from window_servers import WindowServer
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for model, template in (("gpt-4o", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):
+        with WindowServer("vllm", n_ctx=4096, model=model) as server:
+            made = Harness(tmp_path / model.replace("/", "_"), base_url=server.url)
+            await made.ready(Session(messages=[Message("user", "Hello", id="u1")]))
+            made.ctl.connect()
+            await made.idle(0.5)
+            pane = made.ctl.pane_state()
+            assert made.ctl.wb.template.name == template, made.ctl.wb.template.name
+            assert "You are Qwen" not in pane.view.document.text and "<|im_start|>system" not in pane.view.document.text
+            assert pane.assumed.startswith(f"template assumed: {template}") and "does not show its template" in \
+                pane.assumed, pane.assumed
+            line = summary_text(pane.view, pane.policy, False, assumed=True).plain
+            assert "(assumed)" in line and "exact" not in line.split("·")[0], line
+            made.ctl.close()

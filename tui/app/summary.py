@@ -22,7 +22,7 @@ def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, 
     text.append(f" {label} ({one_line(counts.tokenizer, 60)}{images})")  # what-if: not the server's count
     text.append(f" of {policy.context_window}" if policy.context_window else "")
     text.append(f" · template {one_line(view.snapshot.template, 60)}")
-    if assumed:  # a gateway hides the server's template: this one is a guess from the model's family
+    if assumed:  # the server's template is unseen (a gateway, a hosted API): this one is a guess
         text.append(" (assumed)", style="bold yellow")
     if what_if:  # the server renders its own template: these figures are for the one picked here
         text.append(" (what-if)", style="bold magenta")

@@ -96,7 +96,11 @@ async def connect(endpoint: Endpoint) -> Connection:
     if info.gateway:
         return _through_gateway(client, info)
     name = tokenizer_for_model(info.model)
-    return Connection(client, info, template, name, False, f"{info.kind}: counts are estimates ({name})")
+    if template is not None:
+        return Connection(client, info, template, name, False, f"{info.kind}: counts are estimates ({name})")
+    assumed, assumption = assumed_template(info)  # the server does not show its template: one is assumed
+    return Connection(client, info, None, name, False, f"{info.kind}: counts are estimates ({name}; {assumption})",
+                      assumed=assumed, assumption=assumption)
 
 
 def plain_chatml() -> ChatTemplate:
@@ -107,21 +111,25 @@ def plain_chatml() -> ChatTemplate:
 
 
 def assumed_template(info: ServerInfo) -> tuple[ChatTemplate, str]:
-    """The built-in template to assume behind a gateway, and what that assumption rests on.
+    """The built-in template to assume for a server that does not show its own (a gateway, a hosted API,
+    vLLM, Ollama's Go template), and what that assumption rests on.
 
-    The model the gateway forwards to (its /v1/model/info) names the family; else the name it lists.
+    The model a gateway forwards to (its /v1/model/info) names the family; else the model's name.
     A family it names nothing of gets ChatML with no default system prompt: a system turn the user did
     not write is never shown as if sent.
     """
     upstream = info.upstream
     model = upstream.model_id or info.model
-    where = (f"the upstream model {upstream.model!r}, learned from {upstream.source}" if upstream.model_id
-             else f"the model name {model!r} (the gateway does not say what it forwards to)")
+    if upstream.model_id:
+        where = f"the upstream model {upstream.model!r}, learned from {upstream.source}"
+    elif info.gateway:
+        where = f"the model name {model!r}; the gateway does not say what it forwards to"
+    else:
+        where = f"the model name {model!r}; the server does not show its template"
     builtin = template_for_model(model)
     if builtin is None:
-        return plain_chatml(), (f"template assumed: ChatML without a default system prompt ({where} names no "
-                                "known family)")
-    return builtin_template(builtin), f"template assumed: {builtin}, from {where}"
+        return plain_chatml(), f"template assumed: chatml without a default system prompt (no known family in {where})"
+    return builtin_template(builtin), f"template assumed: {builtin} (from {where})"
 
 
 def _through_gateway(client: OpenAIClient, info: ServerInfo) -> Connection:

@@ -68,7 +68,7 @@ async def connect(ctl: "Controller") -> None:
     if connection.template is not None and not settings.template:
         wb.set_template(connection.template)
     elif connection.assumed is not None and not settings.template and _default_template(wb.template):
-        wb.set_template(connection.assumed)  # a gateway hides the server's: the family's, said to be assumed
+        wb.set_template(connection.assumed)  # the server's is unseen: the family's, said to be assumed
     if info.n_ctx and not wb.policy.context_window:
         wb.set_policy(context_window=int(info.n_ctx))
     wb.cache_rule = cache_rule(info.kind, endpoint.model)

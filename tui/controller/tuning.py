@@ -267,15 +267,16 @@ class Tuning:
                 "template, so it will count and cache differently")
 
     def assumed(self) -> str:
-        """'' unless a gateway hides the server's template: then whichever template is in use is assumed, and
-        this says which and where that was learned (a session reopened or a pick keeps its own template)."""
+        """'' unless the server's template is unseen (a gateway, a hosted API): then whichever template is in use
+        is assumed, and this says which and where that was learned (a reopened session or a pick keeps its own)."""
         connection = self.ctl.link.connection
         if self.ctl.client is None or connection is None or connection.assumed is None:
             return ""
         template, guess = self.ctl.wb.template, connection.assumed
         if (template.source, template.defaults) == (guess.source, guess.defaults):
             return connection.assumption
-        return f"template assumed: {template.name}, as chosen (the gateway hides the server's)"
+        hidden = "the gateway hides the server's" if connection.info.gateway else "the server does not show its own"
+        return f"template assumed: {template.name}, as chosen ({hidden})"
 
     def say_what_if(self) -> None:
         note = self.what_if()
