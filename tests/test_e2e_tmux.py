@@ -59,6 +59,21 @@ def wait_for_reply(tmux, count, seconds=30):
     return None
 
 
+def saved_mid_reply(tmux, text: str = "partial reply", seconds: float = 20.0) -> None:
+    """Wait until the autosave has written the streaming reply's text (how soon depends on the machine's load)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for path in tmux.sessions():
+            try:
+                requests = json.loads(path.read_text()).get("requests") or []
+            except (OSError, ValueError):  # not written yet
+                continue
+            if requests and (requests[-1].get("reply") or {}).get("content", "").startswith(text):
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the session file never held {text!r} while the reply streamed")
+
+
 def test_kill_9_mid_reply_keeps_what_arrived(tmp_path, tmux):
     with FaultServer(delay=0.6) as server:
         tmux.start("--base-url", server.url + "/slow", "--no-scan")
@@ -66,7 +81,7 @@ def test_kill_9_mid_reply_keeps_what_arrived(tmp_path, tmux):
         tmux.keys("tell me a long story", literal=True)
         tmux.keys("Enter")
         tmux.wait_for(r"partial reply")
-        time.sleep(1.5)  # the reply keeps streaming; autosave runs while it does
+        saved_mid_reply(tmux)  # the reply keeps streaming; autosave runs while it does
         os.kill(tmux.pid(), signal.SIGKILL)
         time.sleep(0.3)
         files = tmux.sessions()
