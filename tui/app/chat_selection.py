@@ -3,9 +3,13 @@ view while the layout changes. A mixin of ChatView (tui/app/chat_view.py), which
 
 from __future__ import annotations
 
+from textual.geometry import Size
+
 
 class Selecting:
     """Needs from the widget: `layout_model`, `_messages`, `selected`, and ScrollView's scrolling."""
+
+    _filling = False  # in _fill_view (its own scrolling does not start another)
 
     def focused_index(self) -> int | None:
         """The selected message, only while the transcript has focus (what the message keys act on)."""
@@ -50,6 +54,8 @@ class Selecting:
 
     def _scroll_to_entry(self, at: int) -> None:
         """Scroll so the whole message shows, or its first rows when it is taller than the view."""
+        if self.layout_model.wrap_near(at, 0, 0):  # its real height, not a guess
+            self._set_virtual_height()
         top, rows = self.layout_model.span(at)
         rows += at == len(self.layout_model.entries) - 1  # the last one: down to the end
         height = self.scrollable_content_region.height
@@ -78,6 +84,7 @@ class Selecting:
         return top < self.scroll_y + self.scrollable_content_region.height and top + rows > self.scroll_y
 
     def _settle_scroll(self, follow: bool, anchor: tuple[str, int] | None) -> None:
+        keep = None
         if follow:
             self._scroll(self._bottom())
         elif anchor is not None:
@@ -85,6 +92,40 @@ class Selecting:
             at = next((i for i, e in enumerate(self.layout_model.entries) if e.key == key), None)
             if at is not None:
                 self._scroll(max(0, self.layout_model.first_row[at] - offset))
+                keep = (at, offset)
+        self._fill_view(keep)
+
+    def _fill_view(self, keep: tuple[int, int] | None = None) -> None:
+        """Wrap the messages on screen and a screen's height either side of it (the layout only guessed the
+        height of messages it had not wrapped). Where a guess was off, the rows move, but not on screen: the
+        message `keep` (index, its first row's distance from the top of the view), by default the selected
+        message in view or else the top one, stays where it is; a view showing the end still shows it."""
+        layout = self.layout_model
+        if self._filling or not layout.entries or not self._laid_out:
+            return
+        height = max(1, self.scrollable_content_region.height)
+        top = round(self.scroll_y)
+        self._filling = True
+        try:
+            if keep is None and top >= self._bottom() - 1:
+                if layout.wrap_near(len(layout.entries) - 1, 2 * height, 0):
+                    self._set_virtual_height()
+                    self._scroll(self._bottom())
+            else:
+                if keep is None:
+                    at = self.selected if self._entry_in_view(self.selected) else layout.message_at(top)
+                    keep = (at, layout.first_row[at] - top)
+                at, offset = keep
+                if layout.wrap_near(at, max(0, offset) + height, 2 * height - offset):
+                    self._set_virtual_height()
+                    self._scroll(max(0, layout.first_row[at] - offset))
+        finally:
+            self._filling = False
+        self._ask_markdown()
+
+    def _set_virtual_height(self) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width, self.layout_model.height)
+        self.refresh()
 
     def _scroll(self, y: float) -> None:
         """Scroll now (not after the next refresh), even before the scrollbar has caught up with the layout."""
