@@ -23,6 +23,7 @@ from .chat_wrap import Block, Wrapped, estimate_rows
 from .shown import MAX_SHOWN
 
 FOLDS = ("reasoning", "calls")
+SLICE = 100_000  # characters wrapped at a time off screen (a non-ASCII one counts ten): about 10 ms
 
 
 def _cut(text: str, style: str, indent: int = 0) -> list[Block]:
@@ -119,7 +120,7 @@ class Entry:
     wrapping it needs; its layout (`owner`) is told when the real height replaces the guess.
     """
 
-    __slots__ = ("key", "index", "bar", "dropped", "_head", "_body", "guess", "source", "owner")
+    __slots__ = ("key", "index", "bar", "dropped", "_head", "_body", "guess", "cost", "source", "owner")
 
     def __init__(self, key: str, index: int, bar: str, dropped: bool, head: Wrapped | None, body: Wrapped | None,
                  guess: int = 0, source: tuple | None = None, owner: ChatLayout | None = None) -> None:
@@ -128,6 +129,7 @@ class Entry:
         self.bar = bar  # the colour of its left bar: user, assistant, system, tool (also any untrusted message)
         self.dropped = dropped
         self._head, self._body, self.guess, self.source, self.owner = head, body, guess, source, owner
+        self.cost = 0  # what wrapping it costs (ChatLayout.pending)
 
     @property
     def wrapped(self) -> bool:
@@ -217,6 +219,8 @@ class ChatLayout:
         self.entries: list[Entry] = []
         self._first_row: list[int] = [0]
         self._dirty: int | None = None  # the first entry whose height changed since first_row was summed
+        self._next = 0  # entries before it are all wrapped (wrap_some)
+        self.pending = 0  # what wrapping the entries not wrapped yet costs: characters, a non-ASCII one ten
         self._kept: dict[str, tuple] = {}  # by message key: what its header and body showed, and their rows
         self.rewrapped = 0  # message bodies wrapped since the last update (what a test or benchmark checks)
         self.markdown = MarkdownRenders()  # finished replies as Markdown; plain until rendered
@@ -234,7 +238,7 @@ class ChatLayout:
         self.width, self.rewrapped = width, 0
         old, kept, old_markdown, markdown_kept, entries = self._kept, {}, self.markdown.done, {}, []
         self._kept = kept
-        no_folds, step = frozenset(), max(1, width - 2)
+        no_folds, step, pending = frozenset(), max(1, width - 2), 0
         for index, message in enumerate(messages):
             key = message.id or f"#{index}"
             is_dropped, text = index in dropped, message.text()
@@ -261,6 +265,8 @@ class ChatLayout:
                     body_rows = -(-len(text) // step) if len(text) > width else 1
                 entry.guess = 1 + body_rows + (entry._head.height if entry._head else
                                                _head_guess(message, is_dropped, width))
+                entry.cost = 50 if entry._body else 50 + len(text) * (1 if text.isascii() else 10)
+                pending += entry.cost
             else:
                 entry.source = None
             entries.append(entry)
@@ -269,7 +275,7 @@ class ChatLayout:
             entries.append(live.entry(len(messages), width))
         self.entries = entries
         self._first_row = list(accumulate((entry.height for entry in entries), initial=0))
-        self._dirty = None
+        self._dirty, self._next, self.pending = None, 0, pending
 
     def wrap(self, entry: Entry) -> None:
         """Wrap an entry that has a guessed height; the rows after it move if the guess was off."""
@@ -286,14 +292,14 @@ class ChatLayout:
         self._kept[entry.key] = (_head_sig(message, entry.index, entry.dropped), entry._head,
                                  _body_sig(message, text, note, folds, markdown), entry._body)
         entry.source = None
+        self.pending -= entry.cost
         if entry.height != before:
             self._dirty = entry.index if self._dirty is None else min(self._dirty, entry.index)
 
     def wrap_near(self, at: int, above: int, below: int) -> bool:
         """Wrap entry `at`, those before it over `above` rows and those from it on over `below` rows (real
-        rows, counted from its first row). True if a guess was off: entry `at` and those after it moved."""
-        entries, dirty = self.entries, self._dirty
-        self._dirty = None
+        rows, counted from its first row). True if a guess was off (`moved`)."""
+        entries = self.entries
         self.markdown.begin()
         at = max(0, min(at, len(entries) - 1))
         rows, index = 0, at
@@ -306,10 +312,25 @@ class ChatLayout:
             if not entries[index].wrapped:
                 self.wrap(entries[index])
             rows, index = rows + entries[index].height, index - 1
-        moved = self._dirty is not None
-        if dirty is not None:
-            self._dirty = dirty if self._dirty is None else min(dirty, self._dirty)
-        return moved
+        return self.moved
+
+    def wrap_some(self, budget: int = SLICE) -> bool:
+        """Wrap the entries not wrapped yet, in order, about `budget` characters' worth (`pending`), off screen
+        a slice at a time. True if a guess was off (`moved`)."""
+        entries, index, spent = self.entries, self._next, 0
+        self.markdown.begin()
+        while index < len(entries) and spent < budget:
+            if not entries[index].wrapped:
+                spent += entries[index].cost
+                self.wrap(entries[index])
+            index += 1
+        self._next = index
+        return self.moved
+
+    @property
+    def moved(self) -> bool:
+        """A height changed since `first_row` was last read."""
+        return self._dirty is not None
 
     @property
     def first_row(self) -> list[int]:
