@@ -120,7 +120,7 @@ class Entry:
     wrapping it needs; its layout (`owner`) is told when the real height replaces the guess.
     """
 
-    __slots__ = ("key", "index", "bar", "dropped", "_head", "_body", "guess", "cost", "source", "owner")
+    __slots__ = ("key", "index", "bar", "dropped", "_head", "_body", "guess", "cost", "later", "source", "owner")
 
     def __init__(self, key: str, index: int, bar: str, dropped: bool, head: Wrapped | None, body: Wrapped | None,
                  guess: int = 0, source: tuple | None = None, owner: ChatLayout | None = None) -> None:
@@ -130,6 +130,7 @@ class Entry:
         self.dropped = dropped
         self._head, self._body, self.guess, self.source, self.owner = head, body, guess, source, owner
         self.cost = 0  # what wrapping it costs (ChatLayout.pending)
+        self.later = False  # a reply shown plain until its Markdown is ready (asked for when near the view)
 
     @property
     def wrapped(self) -> bool:
@@ -243,11 +244,12 @@ class ChatLayout:
             key = message.id or f"#{index}"
             is_dropped, text = index in dropped, message.text()
             folds, note = open_folds.get(key, no_folds), notes.get(message.id, "")
-            markdown = None
-            if wants_markdown(message):
+            markdown, later = None, wants_markdown(message)
+            if later:
                 markdown = markdown_kept[(text, width)] = old_markdown.get((text, width))
+                later = markdown is None
             entry = Entry(key, index, bar_of(message), is_dropped, None, None, owner=self)
-            entry.source = (message, text, note, folds, markdown)
+            entry.source, entry.later = (message, text, note, folds, markdown), later
             seen = old.get(key)
             if seen is not None:  # its rows from the last layout, if what they show is the same
                 head_sig, head, body_sig, body = seen
@@ -267,7 +269,7 @@ class ChatLayout:
                                                _head_guess(message, is_dropped, width))
                 entry.cost = 50 if entry._body else 50 + len(text) * (1 if text.isascii() else 50)
                 pending += entry.cost
-            else:
+            elif not later:
                 entry.source = None
             entries.append(entry)
         self.markdown.done = {key: blocks for key, blocks in markdown_kept.items() if blocks is not None}
@@ -277,22 +279,25 @@ class ChatLayout:
         self._first_row = list(accumulate((entry.height for entry in entries), initial=0))
         self._dirty, self._next, self.pending = None, 0, pending
 
-    def wrap(self, entry: Entry) -> None:
-        """Wrap an entry that has a guessed height; the rows after it move if the guess was off."""
+    def wrap(self, entry: Entry, ask: bool = True) -> None:
+        """Wrap an entry that has a guessed height; the rows after it move if the guess was off. A reply
+        shown plain because its Markdown is not ready (`later`) is asked for it (`ask`: it is near the view)
+        and wrapped again if it is ready."""
         message, text, note, folds, markdown = entry.source
         before, width = entry.height, self.width
         if entry._head is None:
             entry._head = Wrapped([header_block(message, entry.index, entry.dropped)], width)
-        if entry._body is None:
-            if markdown is None and wants_markdown(message):
-                markdown = self.markdown.get(text, width)  # a small reply at once, a big one is asked for
+        if entry.later and ask:
+            markdown = self.markdown.get(text, width)  # a small reply at once, a big one is asked for
+        if entry._body is None or markdown is not None and entry.later:
             entry._body = Wrapped(body_blocks(text, message.reasoning_content, message.tool_calls, note, folds,
                                               rendered=markdown), width)
             self.rewrapped += 1
+            entry.later = markdown is None and entry.later
         self._kept[entry.key] = (_head_sig(message, entry.index, entry.dropped), entry._head,
                                  _body_sig(message, text, note, folds, markdown), entry._body)
-        entry.source = None
-        self.pending -= entry.cost
+        entry.source = entry.source if entry.later else None
+        self.pending, entry.cost = self.pending - entry.cost, 0
         if entry.height != before:
             self._dirty = entry.index if self._dirty is None else min(self._dirty, entry.index)
 
@@ -304,12 +309,12 @@ class ChatLayout:
         at = max(0, min(at, len(entries) - 1))
         rows, index = 0, at
         while index < len(entries) and (rows < below or index == at):
-            if not entries[index].wrapped:
+            if entries[index].later or not entries[index].wrapped:
                 self.wrap(entries[index])
             rows, index = rows + entries[index].height, index + 1
         rows, index = 0, at - 1
         while index >= 0 and rows < above:
-            if not entries[index].wrapped:
+            if entries[index].later or not entries[index].wrapped:
                 self.wrap(entries[index])
             rows, index = rows + entries[index].height, index - 1
         return self.moved
@@ -322,7 +327,7 @@ class ChatLayout:
         while index < len(entries) and spent < budget:
             if not entries[index].wrapped:
                 spent += entries[index].cost
-                self.wrap(entries[index])
+                self.wrap(entries[index], ask=False)  # off screen: no Markdown asked for
             index += 1
         self._next = index
         return self.moved
