@@ -221,7 +221,7 @@ class ChatLayout:
         self._first_row: list[int] = [0]
         self._dirty: int | None = None  # the first entry whose height changed since first_row was summed
         self._next = 0  # entries before it are all wrapped (wrap_some)
-        self.pending = 0  # what wrapping the entries not wrapped yet costs: characters, a non-ASCII one 50 (it is wrapped a character at a time)
+        self.pending = 0  # what wrapping the entries not wrapped yet costs: characters (a non-ASCII one 50: it is wrapped a character at a time), 300 a header
         self._kept: dict[str, tuple] = {}  # by message key: what its header and body showed, and their rows
         self.rewrapped = 0  # message bodies wrapped since the last update (what a test or benchmark checks)
         self.markdown = MarkdownRenders()  # finished replies as Markdown; plain until rendered
@@ -267,7 +267,7 @@ class ChatLayout:
                     body_rows = -(-len(text) // step) if len(text) > width else 1
                 entry.guess = 1 + body_rows + (entry._head.height if entry._head else
                                                _head_guess(message, is_dropped, width))
-                entry.cost = 50 if entry._body else 50 + len(text) * (1 if text.isascii() else 50)
+                entry.cost = 300 + (0 if entry._body else len(text) * (1 if text.isascii() else 50))
                 pending += entry.cost
             elif not later:
                 entry.source = None
