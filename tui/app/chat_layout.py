@@ -319,15 +319,15 @@ class ChatLayout:
             rows, index = rows + entries[index].height, index - 1
         return self.moved
 
-    def wrap_some(self, budget: int = SLICE) -> bool:
+    def wrap_some(self, budget: int = SLICE, ask: bool = False) -> bool:
         """Wrap the entries not wrapped yet, in order, about `budget` characters' worth (`pending`), off screen
-        a slice at a time. True if a guess was off (`moved`)."""
+        a slice at a time (Markdown asked for only with `ask`: a small session). True if a guess was off."""
         entries, index, spent = self.entries, self._next, 0
         self.markdown.begin()
         while index < len(entries) and spent < budget:
             if not entries[index].wrapped:
                 spent += entries[index].cost
-                self.wrap(entries[index], ask=False)  # off screen: no Markdown asked for
+                self.wrap(entries[index], ask)
             index += 1
         self._next = index
         return self.moved

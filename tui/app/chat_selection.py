@@ -114,8 +114,8 @@ class Selecting:
                 layout.wrap_near(len(layout.entries) - 1, 2 * height, 0)
             else:
                 layout.wrap_near(keep[0], max(0, keep[1]) + height, 2 * height - keep[1])
-            if 0 < layout.pending <= SLICE:
-                layout.wrap_some()
+            if 0 < layout.pending <= SLICE:  # a small session is wrapped whole, as its Markdown is asked for
+                layout.wrap_some(ask=True)
             self._hold(keep)
         finally:
             self._filling = False
