@@ -330,6 +330,8 @@ class ChatLayout:
                 self.wrap(entries[index], ask)
             index += 1
         self._next = index
+        if index >= len(entries):
+            self.pending = 0  # all wrapped, whatever the count says
         return self.moved
 
     @property
