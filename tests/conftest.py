@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 SHARED = Path(os.environ.get("CTXPANE_SHARED_DIR", ROOT.parent / "shared"))
 REQUIRE_SHARED = os.environ.get("CTXPANE_REQUIRE_SHARED") == "1"
+# where start-litellm-gateway.sh keeps its install (its own default), fixed before any test changes the env
+GATEWAY_CACHE = os.environ.get("LITELLM_CACHE_DIR") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "litellm-gateway")
 
 
 def need_shared(reason: str) -> None:
@@ -104,6 +108,45 @@ def llama_512_shift():
     """The same with --context-shift: a reply that reaches the window goes on, dropping the oldest tokens."""
     with started_llama(LLAMA_CTX="512", LLAMA_SERVER_ARGS="--context-shift") as url:
         yield url
+
+
+@dataclass
+class Gateway:
+    """A real LiteLLM proxy in front of the real llama.cpp server. `key` is its key: tests put it in an
+    environment variable (never in a file or on a command line) and scan their output for it."""
+
+    url: str  # the gateway's base URL, …/v1
+    key: str = field(repr=False)
+    upstream: str  # the llama.cpp server's base URL behind it
+
+
+@pytest.fixture(scope="session")
+def litellm_gateway(llama_server):
+    """One real LiteLLM gateway per test session (it takes ~15 s to start; the first install ~4 minutes,
+    cached in $LITELLM_CACHE_DIR or ~/.cache/litellm-gateway). Both gateway test files share it: they are in
+    the xdist group "gateway", so one worker runs them all."""
+    script = SHARED / "server" / "start-litellm-gateway.sh"
+    if not script.exists():
+        need_shared("the real LiteLLM gateway is needed")
+    port = free_port()
+    env = {**os.environ, "LITELLM_CACHE_DIR": GATEWAY_CACHE}  # the install stays cached whatever a test set
+    result = subprocess.run(["bash", str(script), str(port), llama_server], capture_output=True, text=True,
+                            timeout=900, env=env)
+    try:
+        if result.returncode != 0:
+            pytest.fail(f"the LiteLLM gateway did not start: {result.stderr[-2000:]}")
+        key = subprocess.run(["bash", str(script), "key", str(port)], capture_output=True, text=True,
+                             timeout=30, env=env).stdout.strip()
+        assert key.startswith("sk-"), "the gateway's key file is missing"
+        yield Gateway(result.stdout.strip().splitlines()[-1], key, llama_server)
+    finally:
+        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60, env=env)
+
+
+def files_holding(root: Path, secret: str) -> list[Path]:
+    """Every file under `root` whose bytes contain `secret` (the key must be in none)."""
+    needle = secret.encode()
+    return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
 
 
 @pytest.fixture()

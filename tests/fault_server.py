@@ -181,6 +181,15 @@ class Handler(BaseHTTPRequestHandler):
                                    " (8192 tokens), try increasing it", "type": "exceed_context_size_error",
                                    "n_prompt_tokens": 9009, "n_ctx": 8192}})
 
+    def s_overflowhuge(self) -> None:  # a refusal whose words name a window no server has (vLLM's wording)
+        self._json(400, {"error": {"message": "This model's maximum context length is 999999999 tokens. However, "
+                                   "you requested 12 tokens (12 in the messages, 0 in the completion).",
+                                   "type": "BadRequestError"}})
+
+    def s_overflowlies(self) -> None:  # llama.cpp's refusal with figures no server has
+        self._json(400, {"error": {"code": 400, "message": "request exceeds the available context size",
+                                   "type": "exceed_context_size_error", "n_prompt_tokens": -5, "n_ctx": 0}})
+
     def s_boom(self) -> None:
         self._json(500, {"error": {"message": "internal failure in the sampler"}})
 

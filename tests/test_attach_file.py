@@ -55,3 +55,13 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(AttachError, match="not a regular file"):
         read_attachment(fifo)
+
+
+@pytest.mark.parametrize("name, said", [("notes.txt", "2 MiB allowed for a text file"),
+                                        ("photo.png", "over the 20 MiB")])
+def test_a_file_over_every_limit_names_the_limit_of_its_kind(tmp_path, name, said):
+    path = tmp_path / name
+    with path.open("wb") as handle:  # sparse: 21 MiB on the file system, nothing written
+        handle.truncate(21 * 1024 * 1024)
+    with pytest.raises(AttachError, match=said):
+        read_attachment(path)

@@ -148,3 +148,14 @@ def test_the_reply_counts_as_far_as_the_generated_tokens_are_repeated():
     model = LlamaCppCache()
     model.record(assumed)
     assert model.predict(shape(prompt + "hello!")).cached == 12
+
+
+def test_a_server_that_said_it_processed_no_prompt_tokens_does_not_break_the_next_prediction():
+    """A lying server's usage.prompt_tokens = 0 (and no reply tokens): the slot then 'holds' 0 tokens. The next
+    request, which shares nothing and so takes the slot by LRU, must be predicted (nothing reused), not crash."""
+    from tui.context.cache_predict import held_prompt
+
+    model = LlamaCppCache(LlamaCppConfig())
+    model.record(held_prompt(1, shape("hello there"), {"content": ""}, {"prompt_tokens": 0, "completion_tokens": 0}))
+    prediction = model.predict(shape("something else"))
+    assert prediction.cached == 0 and prediction.chosen_by == "LRU"

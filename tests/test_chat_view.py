@@ -334,3 +334,16 @@ async def test_scrolling_a_big_session_keeps_what_is_on_screen_in_place():
         chat.select(0)
         await pilot.pause()
         assert chat.scroll_y == 0 and "user #0" in chat.visible_lines()[0]
+
+
+def test_several_notes_under_one_reply_are_each_a_line_of_their_own():
+    """A refusal said by the server and by the receipt: two notes, two lines, no '↵' between them."""
+    from tui.app.chat_layout import ChatLayout
+    reply = Message("assistant", "", provenance=Provenance("model", True), id="a1")
+    layout = ChatLayout()
+    layout.update([Message("user", "go", id="u1"), reply], set(),
+                  {"a1": "✗ the server said no\n⚠ the server dropped ~5 tokens\x1b[2J"}, {}, 80)
+    notes = [b.text for b in layout.entries[1].body.blocks if b.style == "note"]
+    assert notes == ["✗ the server said no", "⚠ the server dropped ~5 tokens\x1b[2J"], notes
+    from tui.app.shown import drawn
+    assert drawn(notes[1]).endswith("tokens␛[2J")  # blocks keep the text; rows are drawn with stand-ins

@@ -104,3 +104,47 @@ async def test_the_pane_header_warns_before_sending_while_the_draft_grows_past_t
         assert any("red" in str(span.style) for span in line.spans if "over" in line.plain[span.start:span.end])
         assert ctl.wb.session.requests == []  # nothing was sent to learn it
         ctl.close()
+
+
+async def test_the_window_a_cut_reveals_is_what_the_next_request_is_checked_against(tmp_path, monkeypatch):
+    """Ollama without /api/ps: only the model's 40960 is known, so the request 'fits' and is cut at num_ctx 256.
+    From then on the header and the check before sending use the 256 the cut revealed, not 40960."""
+    from tui.controller.receiving import server_window
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("ollama", n_ctx=256, usage=False) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        long_turns(ctl)
+        long_turns(ctl)  # ~800 tokens: far past 256, past an estimate's doubt too
+        await made.idle()
+        assert server_window(ctl)[0].tokens == 40960
+        assert ctl.sending.submit("Which fruit came first?")
+        for _ in range(100):
+            await made.idle(0.1)
+            if not ctl.sending.streaming:
+                break
+        ctl.close()
+    record = ctl.wb.session.requests[-1]
+    assert record.fit["fits"] is True and record.received["verdict"] == "dropped", record.received
+    assert record.received["observed_window"] == 256
+    window, _kind = server_window(ctl)
+    assert window.tokens == 256 and window.source == "observed", window
+    fit = ctl.pane_state().fit  # what the pane's header warns with, before the next request is sent
+    assert fit.fits is False and fit.window.tokens == 256 and fit.prompt_tokens > 256
+
+
+async def test_a_max_tokens_of_the_wrong_type_in_the_sessions_params_is_no_reply_reserve_not_a_crash(tmp_path,
+                                                                                                     monkeypatch):
+    """params come from the session file (any JSON): a max_tokens that is no count reserves nothing in the
+    window check the pane header shows, instead of failing the worker that computes it (the app exited)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("vllm", n_ctx=4096) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        for value in ("lots", [1], {"n": 1}, 1.5, True):
+            ctl.wb.session.params = {"max_tokens": value}
+            fit = ctl.pane_state().fit
+            assert fit.fits is True and fit.max_tokens == 0, (value, fit)
+        ctl.wb.session.params = {"max_tokens": 100}
+        assert ctl.pane_state().fit.max_tokens == 100
+        ctl.close()

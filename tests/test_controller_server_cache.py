@@ -93,3 +93,27 @@ async def test_llama_requests_ask_for_the_generated_tokens_cheaply(llama_server,
     record = made.ctl.wb.session.requests[-1]
     assert record.body["logprobs"] is True and record.body["top_logprobs"] == 1  # 1: not every alternative
     assert record.reply.get("generated"), record.reply  # the tokens as generated arrived
+
+
+async def test_odd_figures_in_a_stored_record_do_not_spoil_the_cache_model(llama_server, tmp_path, monkeypatch):
+    """A record with figures of the wrong type (timings are free-form in memory; an imported record may carry
+    them): the model is still rebuilt from the session, and the next prediction equals the server's cache_n."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    made = Harness(tmp_path, base_url=llama_server, tokenizer="")
+    session = Session(params={"temperature": 0, "max_tokens": 8})
+    made.ctl.adopt(session, None)
+    made.ctl.connect()
+    await made.idle(0.5)
+    await send(made, "Name a river.")
+    made.ctl.close()
+    session.requests[-1].timings = {"predicted_n": "lots", "prompt_n": [1], "cache_n": True}
+    again = Harness(tmp_path / "again", base_url=llama_server, tokenizer="")
+    again.ctl.adopt(session, None)
+    again.ctl.connect()
+    await again.idle(0.5)
+    assert again.ctl.sending.cache.model is not None
+    await send(again, "And another?")
+    record = session.requests[-1]
+    assert record.cached_reported > 0
+    assert abs(record.predicted_cached - record.cached_reported) <= 1, (record.predicted_cached, record.cached_reported)
+    again.ctl.close()

@@ -151,3 +151,74 @@ def test_text_from_the_file_in_an_error_is_shown_safely():
     with pytest.raises(PriceTableError) as caught:
         parse_price_table('date = 2026-12-01\n[models."evil\\u202e\\u001b[2J"]\ninput = "x"\noutput = 1\n', "p.toml")
     assert "\u202e" not in str(caught.value) and "\x1b" not in str(caught.value) and "models.evil" in str(caught.value)
+
+
+def test_a_server_reporting_more_cached_tokens_than_prompt_tokens_is_held_to_the_prompt():
+    # 1,000 prompt tokens, "5,000 cached" (a lie: at most the 1,000 can be); the previous prompt was 800.
+    # Held to 1,000 cached: paid 1,000 x $0.50/M = $0.0005, saved 1,000 x $1.50/M = $0.0015, nothing lost
+    # (800 reusable, 1,000 read); the record and the running totals say 1,000 cached, not 5,000.
+    t = RequestTokens(1_000, 5_000, 0, 0, reusable_tokens=800, keep_all_tokens=1_000)
+    cost = add_totals(request_cost(t, price(), "test-model"), None)
+    assert cost["cached_tokens"] == 1_000 and cost["cumulative"]["cached_tokens"] == 1_000
+    assert Decimal(repr(cost["paid"])) == Decimal("0.0005")
+    assert Decimal(repr(cost["saved_by_cache"])) == Decimal("0.0015")
+    assert cost["lost_tokens"] == 0
+
+
+def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price():
+    """Anthropic bills writing a marked prefix at 1.25x input (5m): the cache model predicts the write, so the
+    cost before any reply must carry it (Sonnet 4.5 in the shipped table: $3 input, $3.75 write, $15 output)."""
+    from tui.context.budget import PolicySettings
+    from tui.context.messages import Message, Provenance
+    from tui.context.provider_cache import ProviderCache
+    from tui.context.request import RequestSettings, build_request
+    from tui.context.template_library import template_from_text
+    from tui.context.tokens import get_tokenizer
+    from tui.sessions.receipts import cost_of
+
+    system = [{"type": "text", "text": " ".join(f"rule{i} stays" for i in range(900)),
+               "cache_control": {"type": "ephemeral"}}]
+    messages = [Message("system", system, provenance=Provenance("system_prompt", True), id="sys"),
+                Message("user", "hello", provenance=Provenance("user", True), id="u1")]
+    parts = template_from_text("{% for m in messages %}<{{ m.role }}>{% if m.content is string %}{{ m.content }}"
+                               "{% else %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endif %}\n{% endfor %}",
+                               "test")  # content parts rendered as their text
+    settings = RequestSettings(parts, get_tokenizer("qwen3"), policy=PolicySettings(), cache_rule="anthropic")
+    view = build_request(messages, settings, server=ProviderCache("anthropic", "claude-sonnet-4-5"))
+    written = view.prefix.write
+    assert written >= 1024 and view.prefix.predicted_cached == 0  # nothing held yet: the marked prefix is written
+    cost = cost_of(view, None, shipped_prices(), "claude-sonnet-4-5", None, "anthropic")
+    assert cost["cache_write_tokens"] == written
+    by_hand = (Decimal(view.sent_tokens - written) * Decimal("3.00") + Decimal(written) * Decimal("3.75")) / 10**6
+    assert Decimal(repr(cost["paid"])) == by_hand
+
+
+def test_a_table_in_another_currency_is_refused_not_shown_as_dollars():
+    # every amount is shown as $ and stored as "USD per 1M tokens", and added to the shipped dollar prices
+    with pytest.raises(PriceTableError) as caught:
+        parse_price_table('date = 2026-12-01\ncurrency = "EUR"\n[models.m]\ninput = 1\noutput = 1\n', "user prices")
+    assert "currency" in str(caught.value) and "USD" in str(caught.value)
+    assert parse_price_table('date = 2026-12-01\ncurrency = "USD"\n', "user prices").models == {}
+
+
+def test_a_dated_snapshot_priced_apart_from_its_family_is_not_priced_as_the_family():
+    # gpt-4o-2024-05-13, the first GPT-4o snapshot, costs $5 in / $15 out with no cached price; the date-suffix
+    # fallback priced it as gpt-4o ($2.50 / $10), half of what it costs. Later snapshots are gpt-4o's price.
+    table = shipped_prices()
+    first = table.lookup("gpt-4o-2024-05-13")
+    assert (first.input, first.output, first.cached_input) == (Decimal("5.0"), Decimal("15.0"), Decimal("5.0"))
+    assert table.lookup("gpt-4o-2024-08-06").input == Decimal("2.5")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[models."GPT-4o"]\ninput = 1\noutput = 1\n[models."gpt-4o"]\ninput = 2\noutput = 2\n', "gpt-4o"),
+    ('[models.a]\ninput = 1\noutput = 1\naliases = ["x"]\n[models.b]\ninput = 2\noutput = 2\naliases = ["X"]\n',
+     "x"),
+    ('[models.a]\ninput = 1\noutput = 1\naliases = ["b"]\n[models.b]\ninput = 2\noutput = 2\n', "b"),
+])
+def test_a_table_naming_one_model_twice_is_refused_not_resolved_silently(text, needle):
+    # names are matched without case: which of the two prices would be used was an accident of order
+    with pytest.raises(PriceTableError) as caught:
+        parse_price_table("date = 2026-12-01\n" + text, "prices.toml")
+    message = str(caught.value)
+    assert "twice" in message and needle in message.lower() and "\n" not in message

@@ -163,3 +163,12 @@ def test_ranges_from_a_built_request_follow_the_rendered_document():
     assert [r.message_id for r in ranges] == ["s", "u"]
     assert ranges[0].start == 0 and ranges[-1].end < view.sent_tokens  # the generation prompt follows
     assert sum(r.end - r.start for r in ranges) + (view.sent_tokens - ranges[-1].end) == view.sent_tokens
+
+
+def test_a_truncated_flag_without_counts_is_still_said():
+    """llama.cpp-like `truncated: true` with no usage and no timings: the server says it cut the prompt; that is
+    a finding (loud), not 'nothing to compare'; how much and where stay unknown."""
+    receipt = compare(100, True, Reported(truncated=True), RANGES, "llama.cpp")
+    assert receipt.verdict == DROPPED and receipt.received is None and receipt.where is None
+    assert "truncated" in receipt.summary and "how many" in receipt.summary
+    assert receipt.observed_window is None and not receipt.affected

@@ -7,17 +7,18 @@ import hashlib
 import json
 
 import pytest
+from fault_server import FaultServer
 
 from tui.client.doctor import server_template
 from tui.client.endpoint import Endpoint
-from tui.client.errors import ClientError
+from tui.client.errors import ClientError, ContextOverflow
 from tui.client.figures import reported_from_error, reported_from_reply
 from tui.client.http import Limits, OpenAIClient
 from tui.client.reply import Reply
 from tui.client.server_info import probe
 from tui.context.budget import PolicySettings
 from tui.context.messages import Message, Provenance
-from tui.context.prices import parse_price_table
+from tui.context.prices import PriceTableError, parse_price_table
 from tui.context.received import Reported, compare_view
 from tui.context.request import RequestSettings, build_request
 from tui.context.template_library import builtin_template
@@ -197,3 +198,115 @@ async def real_session(url: str) -> Session:
             receipt = compare_view(view, reported, info.kind, info.window, max_tokens)
             settle(record, session, view, reported, receipt, PRICES)
         return session
+
+
+def hostile_session(reports: list[Reported], prices_text: str) -> bytes:
+    """A session of len(reports) requests settled with these server figures and prices; the file's bytes."""
+    prices = parse_price_table(prices_text, "user prices")
+    settings = RequestSettings(builtin_template("chatml"), get_tokenizer("qwen3"), policy=PolicySettings())
+    session = Session(model="m", template={"name": "chatml", "origin": "builtin"}, tokenizer="qwen3")
+    session.messages = [user("u1", "hello there")]
+    previous = None
+    for number, reported in enumerate(reports, start=1):
+        view = build_request(session.messages, settings, previous, number)
+        record = start(session, view, settings, {"model": "m", "messages": view.snapshot.wire})
+        record.reply = Reply(content="ok").to_record()
+        settle(record, session, view, reported, compare_view(view, reported, "", None), prices)
+        session.messages += [Message("assistant", "ok", provenance=Provenance("model", True), id=f"a{number}"),
+                             user(f"u{number + 1}", "more")]
+        previous = view.shape
+    return json.dumps(session.to_dict()).encode()
+
+
+M_PRICE = 'date = 2026-12-01\n[models.m]\ninput = 1\noutput = 1\n'
+
+
+def test_a_server_lying_with_the_largest_counts_it_may_give_still_leaves_a_session_that_opens():
+    """Counts at the client's bound (10**12) twice: the running totals pass the per-request bound."""
+    top = 10 ** 12
+    raw = hostile_session([Reported(prompt_tokens=top, completion_tokens=top)] * 2, M_PRICE)
+    loaded, _version = decode_session(raw)
+    assert loaded.requests[1].cost["cumulative"]["input_tokens"] == 2 * top
+    # llama.cpp's timings: evaluated and reused, each at the bound, add up past it
+    reported = reported_from_reply(Reply(content="ok", timings={"prompt_n": top, "cache_n": top}))
+    assert reported.received() == (None, "")
+    loaded, _version = decode_session(hostile_session([reported], M_PRICE))
+    assert loaded.requests[0].received["verdict"] == "unknown"
+
+
+def test_a_cached_price_above_the_input_price_is_refused_with_one_line():
+    """Else the cache 'saves' a negative amount, and the session holding it no longer opens."""
+    with pytest.raises(PriceTableError) as caught:
+        parse_price_table('date = 2026-12-01\n[models.m]\ninput = 1\ncached_input = 2\noutput = 1\n', "user prices")
+    assert "models.m.cached_input" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_refusal_naming_an_impossible_window_is_not_taken_as_the_window(tmp_path, run_cli):
+    with FaultServer(delay=0) as server:
+        async def ask():
+            async with OpenAIClient(Endpoint(server.url + "/overflowhuge/v1", "m", "CTXPANE_NO_KEY")) as client:
+                await client.chat({"messages": [{"role": "user", "content": "hi"}], "stream": False})
+        with pytest.raises(ContextOverflow) as caught:
+            run(ask())
+    reported = reported_from_error(caught.value)
+    assert reported is not None and reported.refused and reported.error_window is None
+    assert reported.error_prompt_tokens == 12
+    raw = hostile_session([reported], M_PRICE)
+    loaded, _version = decode_session(raw)
+    assert loaded.requests[0].received["verdict"] == "refused"
+    assert loaded.requests[0].received["observed_window"] is None
+
+
+@pytest.mark.parametrize("cost, shown", [({"priced": True}, "no amount recorded"),
+                                         ({"priced": False, "model": "m"}, "tokens only")])
+def test_a_cost_record_the_schema_lets_through_with_no_amounts_is_shown_not_a_crash(tmp_path, run_cli, cost, shown):
+    """Every field of a cost record has a default: a priced record with no `paid`, or one with no running
+    totals, passes the schema, so what shows it must do without them."""
+    from tui.app.cost_money import money_text  # the Cost tab's money part
+
+    _session, path = offline_session(tmp_path)
+    data = json.loads(path.read_text())
+    for request in data["requests"]:
+        request["cost"] = cost
+    path.write_text(json.dumps(data))
+    result = run_cli("replay", str(path), "--check")
+    assert result.returncode == 0, result.stderr
+    assert all(shown in line for line in result.stdout.splitlines()[:2]), result.stdout
+    loaded, _version = decode_session(path.read_bytes())
+    text = money_text(loaded.requests, {}).plain
+    assert ("no price: tokens only (? input" in text) if not cost["priced"] else ("paid —" in text), text
+
+
+def test_a_server_saying_it_processed_no_prompt_tokens_reveals_no_window():
+    """usage.prompt_tokens = 0: every token sent 'dropped', but a window of 0 is no window (nor a stored one)."""
+    loaded, _version = decode_session(hostile_session([Reported(prompt_tokens=0, completion_tokens=1)], M_PRICE))
+    received = loaded.requests[0].received
+    assert received["verdict"] == "dropped" and received["received"] == 0
+    assert received["observed_window"] is None
+
+
+def test_the_replay_line_of_a_cut_without_figures_says_the_servers_flag_not_0_tokens():
+    """`truncated: true` with no count, or with a count equal to what was sent: no tokens to name, no place."""
+    from tui.context.received import compare, message_ranges
+    from tui.sessions.receipts import received_line, received_record
+    ranges = message_ranges([("u1", "content", 0, 1, 100)], {"u1": "user"})
+    for reported in (Reported(truncated=True), Reported(prompt_tokens=100, truncated=True)):
+        stored = json.loads(json.dumps(received_record(compare(100, True, reported, ranges, "llama.cpp"))))
+        line = received_line(stored)
+        assert stored["verdict"] == "dropped" and "truncated" in line, line
+        assert "~0 tokens" not in line and "from the ?" not in line, line
+
+
+def test_a_refusal_with_impossible_figures_is_still_a_refusal(tmp_path):
+    """llama.cpp's exceed_context_size_error with n_ctx 0 and n_prompt_tokens -5: the figures are unknown, the
+    refusal is not (the whole error body failed its shape, so it was taken as another 400)."""
+    with FaultServer(delay=0) as server:
+        async def ask():
+            async with OpenAIClient(Endpoint(server.url + "/overflowlies/v1", "m", "CTXPANE_NO_KEY")) as client:
+                await client.chat({"messages": [{"role": "user", "content": "hi"}], "stream": False})
+        with pytest.raises(ClientError) as caught:
+            run(ask())
+    assert isinstance(caught.value, ContextOverflow), caught.value
+    reported = reported_from_error(caught.value)
+    assert reported.refused and reported.error_window is None and reported.error_prompt_tokens is None
+    assert "available context size" in str(caught.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -24,11 +25,13 @@ class Tmux:
         self.env = {"XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
                     "XDG_CACHE_HOME": str(home / "cache"), "TERM": "xterm-256color", "COLORTERM": "truecolor"}
 
-    def start(self, *args: str) -> None:
+    def start(self, *args: str, secrets: dict[str, str] | None = None) -> None:
+        """Run ctxpane with `args`. `secrets` (a key) reach it through the tmux server's environment, never the
+        command line (which `ps` shows)."""
         exports = " ".join(f"{key}={value}" for key, value in self.env.items())
         command = f"cd {ROOT} && env -u OPENAI_BASE_URL -u OPENAI_API_KEY -u COLUMNS -u LINES {exports} {sys.executable} -m tui {' '.join(args)}"
         subprocess.run(["tmux", "-L", self.name, "new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height),
-                        command], check=True)
+                        command], check=True, env={**os.environ, **(secrets or {})})
 
     def keys(self, *keys: str, literal: bool = False) -> None:
         subprocess.run(["tmux", "-L", self.name, "send-keys", "-t", self.name, *(["-l"] if literal else []), *keys], check=True)

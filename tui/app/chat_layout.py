@@ -20,7 +20,7 @@ from tui.context.messages import Message
 
 from .chat_markdown import MarkdownRenders, wants_markdown
 from .chat_wrap import Block, Wrapped, estimate_rows
-from .shown import MAX_SHOWN
+from .shown import MAX_SHOWN, message_text
 
 FOLDS = ("reasoning", "calls")
 SLICE = 300_000  # characters wrapped at a time off screen (a non-ASCII one counts 50): 5 to 10 ms
@@ -108,8 +108,8 @@ def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note
         else:
             names = ", ".join(_line(name, 60) for name, _ in parts[:5]) + (", …" if len(parts) > 5 else "")
             blocks.append(Block(f"▸ tool calls ({len(calls)}): {names}", "fold", fold="calls"))
-    if note:
-        blocks.append(Block(_line(note, 2000), "note"))
+    for line in note.split("\n")[:20] if note else ():  # several notes under one reply: one a line
+        blocks.append(Block(_line(line, 2000), "note"))
     return blocks
 
 
@@ -221,9 +221,10 @@ class ChatLayout:
         self._first_row: list[int] = [0]
         self._dirty: int | None = None  # the first entry whose height changed since first_row was summed
         self._next = 0  # entries before it are all wrapped (wrap_some)
-        self.pending = 0  # what wrapping the entries not wrapped yet costs: characters (a non-ASCII one 50: it is wrapped a character at a time), 300 a header
+        self.pending = 0  # cost of wrapping what is not wrapped yet: characters (a non-ASCII one 50), a header 300
         self._kept: dict[str, tuple] = {}  # by message key: what its header and body showed, and their rows
         self.rewrapped = 0  # message bodies wrapped since the last update (what a test or benchmark checks)
+        self.image_family = ""  # how attached images are counted in their labels
         self.markdown = MarkdownRenders()  # finished replies as Markdown; plain until rendered
 
     @property
@@ -242,7 +243,9 @@ class ChatLayout:
         no_folds, step, pending = frozenset(), max(1, width - 2), 0
         for index, message in enumerate(messages):
             key = message.id or f"#{index}"
-            is_dropped, text = index in dropped, message.text()
+            text = message.content  # a string (most messages); else its parts, images as labels
+            text = text if type(text) is str else message_text(message, self.image_family)
+            is_dropped = index in dropped
             folds, note = open_folds.get(key, no_folds), notes.get(message.id, "")
             markdown, later = None, wants_markdown(message)
             if later:

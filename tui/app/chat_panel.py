@@ -40,7 +40,7 @@ class ChatPanel(Vertical):
     def on_chat_updated(self, message: ChatUpdated) -> None:
         if message.chat.generation >= self.state.generation:  # an older picture never replaces a newer one
             self.state = message.chat
-            self.view.show(message.chat.messages, message.chat.dropped, message.chat.notes)
+            self.view.show(message.chat.messages, message.chat.dropped, message.chat.notes, message.chat.image_family)
 
     def on_reply_updated(self, message: ReplyUpdated) -> None:
         event = message.event

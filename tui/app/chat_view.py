@@ -74,10 +74,12 @@ class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True
     def text_width(self) -> int:
         return max(MIN_WIDTH, self.scrollable_content_region.width - GUTTER - 1)
 
-    def show(self, messages: list, dropped: set[int] | None = None, notes: dict[str, str] | None = None) -> None:
+    def show(self, messages: list, dropped: set[int] | None = None, notes: dict[str, str] | None = None,
+             image_family: str = "") -> None:
         """Show these messages; only messages that changed are wrapped again. A reply arriving stays last."""
         grew = len(messages) > len(self._messages)
         selected_key = self._selected_key()
+        self.layout_model.image_family = image_family
         self._messages, self._dropped, self._notes = list(messages), set(dropped or ()), dict(notes or {})
         if not self._laid_out:
             return  # laid out on the first resize, when the width is known

@@ -115,7 +115,7 @@ class ContextPane(Vertical):
             return
         self.generation = pane.generation
         summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only,
-                               what_if=bool(pane.what_if), fit=pane.fit)
+                               what_if=bool(pane.what_if), fit=pane.fit, assumed=bool(pane.assumed))
         self.show(pane.view, PaneData(summary, pane.messages, pane.draft_index, pane.previous,
                                       pane.policy.context_window, pane.policy.max_tokens, self.roles,
                                       pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env,
@@ -137,7 +137,7 @@ class ContextPane(Vertical):
         if view is None or data is None or (tab != "document" and not self.query(f"#{tab}-view")):
             return  # a lazy tab not mounted yet: it is filled when activated
         if tab == "tokens":
-            self.query_one(TokensView).show(view, data.window, data.reserved, data.roles)
+            self.query_one(TokensView).show(view, data.window, data.reserved, data.roles, reconciled(data.requests))
         elif tab == "cache":
             self.query_one(CacheView).show(view, data.requests)
         elif tab == "ledger":
@@ -149,3 +149,16 @@ class ContextPane(Vertical):
             self.query_one(RequestTab).show(data.url, data.body, data.key_env, data.what_if)
         elif tab == "diff":
             self.query_one(DiffView).show(data.previous, view.shape)
+
+
+def reconciled(requests: list) -> str:
+    """The newest request's images reconciled with the server's count, as one line ("" when none was)."""
+    for record in reversed(requests):
+        received = getattr(record, "received", None) or {}
+        if received.get("images_reconciled") is not None:
+            estimate, found = received.get("images_estimate", 0), received["images_reconciled"]
+            return (f"request {record.number}: images {estimate} tokens estimated, {found} by the server's count "
+                    f"(reconciled: {found - estimate:+d})")
+        if received:
+            return ""
+    return ""

@@ -26,9 +26,10 @@ def money_text(requests, roles: dict[str, str]) -> Text:
     if not costs:
         return Text()
     last = costs[-1]
+    total = last.get("cumulative") or {}  # a record from a file may have no running totals
     if not last.get("priced"):
         return Text("\n" + one_line(f"model {last.get('model') or '?'} has no price: tokens only "
-                             f"({last['cumulative']['input_tokens']} input, {last['cumulative']['output_tokens']} "
+                             f"({total.get('input_tokens', '?')} input, {total.get('output_tokens', '?')} "
                              "output so far)", 300), style="dim")
     out = Text("\n\n" + one_line(f"money ({last.get('model')}, per request)", 200) + "\n", style="bold")
     for number, cost in enumerate(costs[-20:], start=max(1, len(costs) - 19)):
@@ -36,7 +37,6 @@ def money_text(requests, roles: dict[str, str]) -> Text:
                    f"{dollars(cost.get('saved_by_cache'))}  lost to cache breaks "
                    f"{dollars(cost.get('lost_to_cache_break'))}  ({cost['input_tokens']} in, "
                    f"{cost['cached_tokens']} cached, {cost['output_tokens']} out)\n")
-    total = last["cumulative"]
     out.append(f"so far: paid {dollars(total.get('paid'))}, saved {dollars(total.get('saved_by_cache'))}, lost "
                f"{dollars(total.get('lost_to_cache_break'))}; keep-all would have paid "
                f"{dollars(total.get('keep_all_paid'))}\n", style="bold")
@@ -46,6 +46,8 @@ def money_text(requests, roles: dict[str, str]) -> Text:
 def curve_rows(costs: list[dict], roles: dict[str, str]) -> Text:
     """Cumulative paid under the policy against keep-all: keep-all's re-sending grows quadratically."""
     points = curve(costs)[-20:]
+    if not points:  # records (from a file) without running totals
+        return Text()
     top = max((p["keep_all_paid_total"] or 0) for p in points) or 1
     out = Text("\ncumulative paid: ", style="bold")
     out.append("■ policy", style=roles.get("assistant", "cyan"))

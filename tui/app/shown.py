@@ -9,7 +9,7 @@ redraw; the context pane's document view, which has to show everything, draws it
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 from rich.text import Text
 
@@ -44,6 +44,18 @@ def drawn_width(char: str) -> int:
     """Cells that `drawn(char)` takes on screen."""
     from rich.cells import cell_len
     return cell_len(drawn(char))
+
+
+def message_text(message: Any, image_family: str = "") -> str:
+    """A message's text for the chat: its text parts, each image part a short label, never its data."""
+    from tui.context.image_tokens import image_label
+    from tui.context.messages import image_parts
+    text = message.text()
+    parts = image_parts(message.content)
+    if not parts:
+        return text
+    labels = [visible(image_label(part, image_family)) for part in parts]
+    return "\n".join([*labels, text] if text else labels)
 
 
 def shown(value: object, style: str = "", limit: int = MAX_SHOWN) -> Text:

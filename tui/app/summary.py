@@ -12,14 +12,18 @@ from .shown import one_line
 
 
 def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
-                 prefix: str = "", what_if: bool = False, fit: FitCheck | None = None) -> Text:
+                 prefix: str = "", what_if: bool = False, fit: FitCheck | None = None,
+                 assumed: bool = False) -> Text:
     counts = view.snapshot.counts
     text = Text(one_line(prefix))
     text.append(f"{view.sent_tokens} tokens", style="bold")
-    label = "what-if" if what_if else "exact" if counts.exact else "estimate"  # what-if: not the server's count
-    text.append(f" {label} ({one_line(counts.tokenizer, 60)})")
+    label = "what-if" if what_if else "exact" if counts.exact and not view.image_tokens else "estimate"
+    images = "; text exact, images estimated" if counts.exact and view.image_tokens and not what_if else ""
+    text.append(f" {label} ({one_line(counts.tokenizer, 60)}{images})")  # what-if: not the server's count
     text.append(f" of {policy.context_window}" if policy.context_window else "")
     text.append(f" · template {one_line(view.snapshot.template, 60)}")
+    if assumed:  # a gateway hides the server's template: this one is a guess from the model's family
+        text.append(" (assumed)", style="bold yellow")
     if what_if:  # the server renders its own template: these figures are for the one picked here
         text.append(" (what-if)", style="bold magenta")
     text.append(f" · policy {one_line(policy.name, 30)}")

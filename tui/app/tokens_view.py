@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.context.hidden_tokens import HiddenTokens
 from tui.context.request import ESTIMATED_PARTS, RequestView
 
 from .shown import cells as text_cells, one_line
@@ -18,9 +19,12 @@ PART_COLORS = {"template overhead": "marker", "fences": "fence", "free": None, "
 class TokensView(Static):
     DEFAULT_CSS = "TokensView { padding: 0 1; }"
 
-    def show(self, view: RequestView, window: int | None, reserved: int, roles: dict[str, str]) -> None:
+    def show(self, view: RequestView, window: int | None, reserved: int, roles: dict[str, str],
+             reconciled: str = "") -> None:
         counts = view.snapshot.counts
-        label = "exact" if counts.exact else "estimate"
+        label = "exact" if counts.exact and not view.image_tokens else "estimate"
+        if counts.exact and view.image_tokens:
+            label = "text exact, images estimated"
         rows = view.breakdown(window, reserved)
         total = max(1, window or (view.sent_tokens + reserved))
         width = max(10, (self.size.width or 60) - 4)
@@ -53,4 +57,44 @@ class TokensView(Static):
             if name in ("reserved output", "free"):
                 kind = "setting"
             table.add_row(Text("■", style=roles.get(key, "grey50") if key else "grey23"), *text_cells([name, value, kind]))
-        self.update(Group(head, bar, Text(""), table))
+        self.update(Group(head, bar, Text(""), table, *hidden_parts(view.hidden, counts.exact, reconciled)))
+
+
+TURN_COLUMNS = (("text", "text"), ("template", "tmpl"), ("reasoning", "reason"), ("tool_schema", "schema"),
+                ("tool_calls", "calls"), ("tool_results", "results"), ("images", "images"))
+LEGEND = ("tmpl: the template's own text · reason: reasoning written · schema: tool schemas · calls: tool calls · "
+          "results: tool results · dropped: reasoning the message holds that the template left out")
+MAX_TURN_ROWS = 200  # the newest turns; a longer conversation says how many are left out
+
+
+def hidden_parts(hidden: HiddenTokens, exact: bool, reconciled: str = "") -> list:
+    """Per turn: the tokens by what they are (images always an estimate), reasoning the template dropped."""
+    if not hidden.turns:
+        return []
+    label = "text exact" if exact else "estimate"
+    images = f"; images: estimate, {one_line(hidden.family, 40)} rule" if hidden.images else ""
+    title = Text(f"\nper turn ({label}{images})", style="bold")
+    table = Table(box=None, show_header=True, header_style="bold")
+    for name in ("turn", "role", *(short for _key, short in TURN_COLUMNS), "dropped"):
+        table.add_column(name, justify="left" if name in ("turn", "role") else "right", no_wrap=True)
+    shown_turns = hidden.turns[-MAX_TURN_ROWS:]
+    for turn in shown_turns:
+        name = f"#{turn.turn}" if turn.turn else ("summary" if turn.message_id == "summary" else "-")
+        values = [turn.counts[key] or "" for key, _short in TURN_COLUMNS]
+        table.add_row(*text_cells([name, turn.role, *values, turn.reasoning_dropped or ""]))
+    table.add_row(*text_cells(["all", "", *(hidden.total(key) for key, _short in TURN_COLUMNS),
+                               hidden.reasoning_dropped or ""]), style="bold")
+    parts: list = [title, table, Text(LEGEND, style="dim")]
+    if len(hidden.turns) > len(shown_turns):
+        parts.append(Text(f"({len(hidden.turns) - len(shown_turns)} earlier turns not listed)", style="dim"))
+    for image in hidden.images[:50]:
+        line = Text(f"turn #{image.turn}: {one_line(image.label, 120)} = {one_line(image.estimate.how, 120)}")
+        if image.placeholder:
+            line.append(f"; the template writes {one_line(image.placeholder, 120)} "
+                        f"({image.placeholder_tokens} tokens of it in the document)")
+        parts.append(line)
+    if reconciled:
+        parts.append(Text(one_line(reconciled, 400), style="bold"))
+    for note in hidden.notes[:20]:
+        parts.append(Text("• " + one_line(note, 400), style="yellow"))
+    return parts

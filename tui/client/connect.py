@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import httpx
 
 from tui.context.identity import SERVER, SHIPPED
-from tui.context.registry import checked_on_server, tokenizer_for_model
-from tui.context.template_library import ChatTemplate, template_from_text
+from tui.context.registry import checked_on_server, template_for_model, tokenizer_for_model
+from tui.context.template_library import ChatTemplate, builtin_template, template_from_text
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 
 from .endpoint import Endpoint
@@ -31,6 +31,8 @@ class Connection:
     exact: bool  # the server's verdict: the local tokenizer gave its ids (or the server counts itself)
     note: str
     source: str = SHIPPED  # the counting tokenizer's identity source: SERVER, or a shipped one
+    assumed: ChatTemplate | None = None  # a gateway hides the server's template: the built-in assumed instead
+    assumption: str = ""  # what is assumed and where it was learned, said in the status line and the pane
 
     @property
     def on_server(self) -> bool:
@@ -91,5 +93,41 @@ async def connect(endpoint: Endpoint) -> Connection:
                 return Connection(client, info, template, family.tokenizer or "", True,
                                   f"the server's tokenizer is {family.display}: counting locally, exact")
         return Connection(client, info, template, "server", True, "counting with the server's /tokenize", SERVER)
+    if info.gateway:
+        return _through_gateway(client, info)
     name = tokenizer_for_model(info.model)
     return Connection(client, info, template, name, False, f"{info.kind}: counts are estimates ({name})")
+
+
+def plain_chatml() -> ChatTemplate:
+    """Built-in ChatML with no default system prompt: for a server whose own template cannot be seen."""
+    template = builtin_template("chatml")
+    template.defaults["default_system"] = ""
+    return template
+
+
+def assumed_template(info: ServerInfo) -> tuple[ChatTemplate, str]:
+    """The built-in template to assume behind a gateway, and what that assumption rests on.
+
+    The model the gateway forwards to (its /v1/model/info) names the family; else the name it lists.
+    A family it names nothing of gets ChatML with no default system prompt: a system turn the user did
+    not write is never shown as if sent.
+    """
+    upstream = info.upstream
+    model = upstream.model_id or info.model
+    where = (f"the upstream model {upstream.model!r}, learned from {upstream.source}" if upstream.model_id
+             else f"the model name {model!r} (the gateway does not say what it forwards to)")
+    builtin = template_for_model(model)
+    if builtin is None:
+        return plain_chatml(), (f"template assumed: ChatML without a default system prompt ({where} names no "
+                                "known family)")
+    return builtin_template(builtin), f"template assumed: {builtin}, from {where}"
+
+
+def _through_gateway(client: OpenAIClient, info: ServerInfo) -> Connection:
+    assumed, assumption = assumed_template(info)
+    model = info.upstream.model_id or info.model
+    name = tokenizer_for_model(model)
+    note = (f"{info.gateway} gateway: it hides the server's template and tokenizer, counts are estimates "
+            f"({name} tokenizer; {assumption})")
+    return Connection(client, info, None, name, False, note, assumed=assumed, assumption=assumption)

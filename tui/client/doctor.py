@@ -11,6 +11,7 @@ from tui.context.identity import SERVER
 from tui.context.template_library import ChatTemplate, template_from_text
 from tui.context.templates import TemplateRenderError
 
+from .doctor_gateway import check_gateway_errors, check_replies, check_stream, hidden, upstream_text
 from .errors import ClientError
 from .http import OpenAIClient
 from .schemas import Prompt, Tokenized
@@ -116,6 +117,8 @@ async def check_tokens(client: OpenAIClient, info: ServerInfo, template: ChatTem
 
 async def check_eos_and_bos(client: OpenAIClient, info: ServerInfo, rendered: str) -> Check:
     problems, data = [], {"eos_token": info.eos_token, "bos_token": info.bos_token}
+    if not (info.eos_token or info.bos_token):  # nothing to compare: say so rather than "end token None"
+        return Check("end and start tokens", "skip", f"{info.kind} does not say its end and start tokens", data)
     if info.eos_token and rendered and info.eos_token not in rendered:
         problems.append(f"the template never writes the server's end token {info.eos_token!r}: replies may not stop")
     if info.bos_token and rendered.startswith(info.bos_token) and info.kind == "llama.cpp":
@@ -180,11 +183,15 @@ def window_text(info: ServerInfo) -> str:
 
 async def run_doctor(client: OpenAIClient, window_check: str = "auto") -> Report:
     info = await probe(client)
-    client.endpoint.model = client.endpoint.model or info.model
+    client.endpoint.model = client.endpoint.model or info.model  # the model found is the model every check asks
     template, own = server_template(info)
     windows = [w.to_dict() for w in info.windows]
-    checks = [Check("server", "ok", f"{info.kind} {info.build}".strip() + f", model {info.model or '?'}, "
-                    f"{window_text(info)}", {"kind": info.kind, "n_ctx": info.n_ctx, "windows": windows})]
+    behind = f" ({info.gateway} gateway: {upstream_text(info)})" if info.gateway else ""
+    checks = [Check("server", "ok", f"{info.kind} {info.build}".strip() + f", model {info.model or '?'}{behind}, "
+                    f"{window_text(info)}", {"kind": info.kind, "n_ctx": info.n_ctx, "windows": windows,
+                                             "gateway": info.gateway, "upstream": info.upstream.model})]
+    if info.gateway:
+        return await _through_gateway(client, info, checks, windows, window_check)
     if not own:
         checks.append(Check("template", "warn", "the server does not expose its template: using built-in chatml; "
                             "renderings and counts are estimates"))
@@ -198,6 +205,27 @@ async def run_doctor(client: OpenAIClient, window_check: str = "auto") -> Report
             checks.append(Check("request", "fail", str(exc)))
     server = {"kind": info.kind, "model": info.model, "n_ctx": info.n_ctx, "build": info.build,
               "window": info.window.to_dict() if info.window else None, "windows": windows, "notes": info.notes}
+    return Report(client.endpoint.base_url, server, checks)
+
+
+async def _through_gateway(client: OpenAIClient, info: ServerInfo, checks: list[Check], windows: list,
+                           window_check: str) -> Report:
+    """What a gateway lets doctor check, and what it hides, each said plainly."""
+    from .connect import assumed_template
+    _, assumption = assumed_template(info)
+    checks += hidden(info, assumption)
+    for step in (check_stream(client), check_replies(client), check_cache(client), check_gateway_errors(client)):
+        try:
+            checks.append(await step)
+        except ClientError as exc:
+            checks.append(Check("request", "fail", str(exc)))
+    try:
+        checks.append(Check("context window", *await check_window(client, info, window_check)))
+    except ClientError as exc:
+        checks.append(Check("context window", "fail", str(exc)))
+    server = {"kind": info.kind, "model": info.model, "n_ctx": info.n_ctx, "build": info.build, "gateway": info.gateway,
+              "upstream": info.upstream.model, "window": info.window.to_dict() if info.window else None,
+              "windows": windows, "notes": info.notes}
     return Report(client.endpoint.base_url, server, checks)
 
 

@@ -16,7 +16,7 @@ from .endpoint import Endpoint
 from .errors import (AuthFailed, BadRequest, ClientError, ConnectionFailed, ConnectTimedOut, ContextOverflow,
                      NameNotResolved, NotFound, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TLSFailed)
 from .reply import Reply
-from .schemas import ErrorBody, ErrorDetail, decode, excerpt
+from .schemas import MAX_CONTEXT, ErrorBody, ErrorDetail, decode, excerpt
 
 DETAIL = 600  # characters of the server's own words quoted in a message
 RESOLVE_HINTS = ("name or service not known", "nodename nor servname", "temporary failure in name resolution",
@@ -28,7 +28,7 @@ def status_error(status: int, retry_header: str | None, raw: bytes, url: str, en
     body, error, detail = _error_detail(raw, endpoint)
     host = endpoint.host
     if status in (401, 403):
-        return AuthFailed(f"{status} from {host}: {_auth_hint(endpoint)}. Server said: {detail}", status=status)
+        return AuthFailed(f"{status} from {host}: {key_hint(endpoint)}. Server said: {detail}", status=status)
     if status == 404:
         model = endpoint.model
         return NotFound(f"404 at {url}: check the base URL (it should end in /v1) and the model name"
@@ -38,12 +38,16 @@ def status_error(status: int, retry_header: str | None, raw: bytes, url: str, en
         reason = "rate limited" if status == 429 else "server busy"
         return RateLimited(f"{status} {reason} by {host}" + (f" (Retry-After {retry:.0f}s)" if retry is not None else ""),
                            retry, status)
+    if status == 400 and (error.type == "no_db_connection" or detail.startswith("No connected db")):
+        # LiteLLM's answer to a key it cannot find (it has no key database to look in): a refused key
+        return AuthFailed(f"400 from {host}: {key_hint(endpoint)} (the gateway knows no such key). "
+                          f"Server said: {detail}", status=status)
     if 400 <= status < 500:
         return _bad_request(status, body, error, detail)
     return ServerFailed(f"{status} server error from {host}: {detail}", status=status)
 
 
-def _auth_hint(endpoint: Endpoint) -> str:
+def key_hint(endpoint: Endpoint) -> str:
     env = endpoint.key_env
     if endpoint.has_key:
         return f"the key in ${env} was refused"
@@ -88,7 +92,7 @@ def _bad_request(status: int, body: dict | None, error: ErrorDetail, detail: str
     worded = _figure(_MAX_CONTEXT, error.message or detail)
     if kind in ("exceed_context_size_error", "context_length_exceeded") or "context" in kind or worded:
         prompt = error.n_prompt_tokens or _figure(_IN_MESSAGES, error.message or detail)
-        ctx = error.n_ctx or worded
+        ctx = error.n_ctx or (worded if worded and worded <= MAX_CONTEXT else None)  # a window field's bound
         figures = f" ({prompt} prompt tokens, context window {ctx})" if prompt or ctx else ""
         return ContextOverflow(f"the request is larger than the model's context window{figures}: {detail}",
                                prompt, ctx, body)

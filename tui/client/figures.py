@@ -14,7 +14,7 @@ from tui.context.window import WindowSize
 
 from .errors import ClientError, ContextOverflow
 from .reply import Reply
-from .schemas import lenient_count
+from .schemas import MAX_COUNT, lenient_count
 
 if TYPE_CHECKING:
     from tui.context.request import RequestView
@@ -30,10 +30,13 @@ def _details(usage: dict) -> dict:
 def reported_from_reply(reply: Reply) -> Reported:
     usage: Any = reply.usage if isinstance(reply.usage, dict) else {}
     timings: Any = reply.timings if isinstance(reply.timings, dict) else {}
+    prompt_n, cache_n = lenient_count(timings.get("prompt_n")), lenient_count(timings.get("cache_n"))
+    if prompt_n is not None and cache_n is not None and prompt_n + cache_n > MAX_COUNT:  # their sum is a count too
+        prompt_n = cache_n = None
     return Reported(
         prompt_tokens=lenient_count(usage.get("prompt_tokens")),
-        prompt_n=lenient_count(timings.get("prompt_n")),
-        cache_n=lenient_count(timings.get("cache_n")),
+        prompt_n=prompt_n,
+        cache_n=cache_n,
         cached_tokens=lenient_count(_details(usage).get("cached_tokens")),
         prompt_eval_count=lenient_count(reply.prompt_eval_count),
         completion_tokens=lenient_count(usage.get("completion_tokens")) if usage

@@ -136,6 +136,8 @@ class OpenAIClient:
         what had arrived is in `assembler.reply` (and in the error's `partial`), marked incomplete.
         """
         assembler = assembler or ReplyAssembler()
+        if not body.get("model") and self.endpoint.model:  # the model found is the model asked for
+            body = {**body, "model": self.endpoint.model}
         attempt = 0
         while True:
             try:

@@ -106,11 +106,19 @@ class Timings(Struct, omit_defaults=True):
 
 
 class ErrorDetail(Struct):
+    """An error's `error` object. The figures of a refusal for size are read leniently (out of range or of the
+    wrong type: unknown), so an odd figure does not hide that the server refused the request for its size."""
+
     message: Text | None = None
     type: Short | None = None
     code: Short | int | None = None
-    n_prompt_tokens: Count | None = None
-    n_ctx: Context | None = None
+    n_prompt_tokens: Any = None
+    n_ctx: Any = None
+
+    def __post_init__(self) -> None:
+        self.n_prompt_tokens = lenient_count(self.n_prompt_tokens)
+        ctx = lenient_count(self.n_ctx)
+        self.n_ctx = ctx if ctx and ctx <= MAX_CONTEXT else None
 
 
 def lenient_count(value: Any) -> int | None:
@@ -224,6 +232,46 @@ class LMStudioModel(Struct):
 
 class LMStudioModels(Struct):
     data: Annotated[list[LMStudioModel], Meta(max_length=MAX_MODELS)]
+
+
+class GatewayReadiness(Struct):
+    """LiteLLM's /health/readiness (no key needed): {"status": "healthy", "db": "Not connected", …}."""
+
+    status: Short
+    db: Short | None = None
+    litellm_version: Short | None = None
+
+
+class GatewayParams(Struct):
+    """What a LiteLLM gateway says it forwards a model name to (its config's litellm_params)."""
+
+    model: ModelId | None = None
+    api_base: Short | None = None  # the upstream's URL: shown as information, never contacted
+
+
+class GatewayModelInfo(Struct):
+    """The numbers a gateway's model_info may carry; read leniently (a wrong value is unknown)."""
+
+    max_input_tokens: Any = None
+    max_tokens: Any = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_input_tokens", "max_tokens"):
+            value = getattr(self, name)
+            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_CONTEXT
+            setattr(self, name, value if ok else None)
+
+
+class GatewayModel(Struct):
+    model_name: ModelId | None = None
+    litellm_params: GatewayParams | None = None
+    model_info: GatewayModelInfo | None = None
+
+
+class GatewayModels(Struct):
+    """LiteLLM's /v1/model/info (with the key)."""
+
+    data: Annotated[list[GatewayModel], Meta(max_length=MAX_MODELS)] = []
 
 
 class Token(Struct):

@@ -13,7 +13,8 @@ from typing import Any
 from tui.context.registry import context_window
 from tui.context.window import WindowSize, choose_window
 
-from .errors import ClientError, MalformedAnswer, NotJSON, TooLarge
+from .errors import ClientError, MalformedAnswer, NotJSON, ServerFailed, TooLarge
+from .gateway import Upstream, auth_problem, is_litellm, probe_litellm
 from .http import OpenAIClient
 from .schemas import LMStudioModels, ModelList, OllamaPs, OllamaShow, Props, Version, context_size, convert
 
@@ -37,6 +38,8 @@ class ServerInfo:
     build: str = ""
     notes: list[str] = field(default_factory=list)
     windows: list[WindowSize] = field(default_factory=list)  # every window figure found, with its source
+    gateway: str = ""  # "LiteLLM" when a gateway stands in front of the server (its template etc. hidden)
+    upstream: Upstream = field(default_factory=Upstream)  # what the gateway says it forwards to
 
     @property
     def has_own_template(self) -> bool:
@@ -86,7 +89,7 @@ async def probe(client: OpenAIClient, model: str = "") -> ServerInfo:
     info = ServerInfo()
     host = client.endpoint.host.split(":")[0]
     info.kind = next((kind for suffix, kind in HOSTED.items() if host.endswith(suffix)), info.kind)
-    listing = await client.get_json("/models", shape=ModelList)
+    listing = await _models(client)
     info.models = [entry.id for entry in listing.data]
     info.model = model or client.endpoint.model or (info.models[0] if info.models else "")
     if info.kind != "openai-compatible":
@@ -100,11 +103,27 @@ async def probe(client: OpenAIClient, model: str = "") -> ServerInfo:
         info.found_window(meta.n_ctx if meta else None, "server", "/v1/models meta.n_ctx")
         info.found_window(meta.n_ctx_train if meta else None, "model", "/v1/models meta.n_ctx_train")
         info.found_window(entry.max_model_len, "server", "/v1/models max_model_len")
-    if await _probe_llamacpp(client, info) or await _probe_vllm(client, info) \
+    if await probe_litellm(client, info) or await _probe_llamacpp(client, info) or await _probe_vllm(client, info) \
             or await _probe_ollama(client, info) or await _probe_lmstudio(client, info):
         return info
     info.notes.append("unknown server kind: using a built-in template and tiktoken (estimates)")
     return info
+
+
+async def _models(client: OpenAIClient) -> ModelList:
+    """/v1/models, with the key. A failure that means "send a key" (LiteLLM answers 500 without one) says so."""
+    try:
+        return await client.get_json("/models", shape=ModelList)
+    except ClientError as exc:
+        endpoint = client.endpoint
+        gateway = isinstance(exc, ServerFailed) and not endpoint.has_key and await is_litellm(client)
+        problem = auth_problem(exc, endpoint, gateway)
+        if problem is not None and problem is not exc:
+            raise problem from None
+        if isinstance(exc, ServerFailed) and not endpoint.has_key:
+            exc.message = f"{exc.message} (no key was sent: if this server needs one, set ${endpoint.key_env})"
+            exc.args = (exc.message,)
+        raise
 
 
 async def _probe_llamacpp(client: OpenAIClient, info: ServerInfo) -> bool:

@@ -92,7 +92,9 @@ def request_settings(args: argparse.Namespace, conversation: Conversation) -> Re
     base = session.policy_settings() if session is not None else PolicySettings()
     fences = (session.fences if session is not None else True) and not args.no_fences
     return RequestSettings(template, tokenizer, variables, conversation.tools, not args.no_generation_prompt,
-                           policy(args, base), FenceStyle(enabled=fences), args.cache_rule)
+                           policy(args, base), FenceStyle(enabled=fences), args.cache_rule,
+                           model=args.model or conversation.model or "",
+                           base_url=session.base_url if session is not None else "")
 
 
 def build(messages, settings: RequestSettings, previous=None, number: int = 1) -> RequestView:

@@ -43,6 +43,7 @@ def view_json(view: RequestView) -> dict:
         "budget": view.budget, "sent_tokens": view.sent_tokens, "keep_all_tokens": view.keep_all_tokens,
         "image_tokens_estimate": view.image_tokens, "over_budget": view.plan.over_budget, "warning": view.plan.warning,
         "kept": view.origin,
+        "hidden_tokens": view.hidden.to_dict(),
         "ledger": [vars(entry) for entry in view.ledger],
         "fences": [vars(info) for info in view.fences],
         "forged": [{"kind": f.block.kind, "role": f.block.role, "id": f.block.id, "start": f.block.start,

@@ -40,6 +40,7 @@ class Snapshot:
     tokenizer: str
     wire: list[dict]
     flags: list[SpecialFlag] = field(default_factory=list)
+    media_markers: bool = False  # rendered with images as llama.cpp's media marker (the template takes no parts)
 
 
 def wire_messages(messages: list[Message | dict]) -> list[dict]:

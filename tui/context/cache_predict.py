@@ -91,18 +91,24 @@ def _reply_cause(held: HeldPrompt, shared: Shared) -> Cause | None:
 
 
 # -- after the reply ---------------------------------------------------------------------------------------
+def _count(value: object) -> int | None:
+    """A token count as stored or reported; None for anything else (a figure from an imported or odd record)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def held_prompt(number: int, shape: RequestShape, reply: dict | None = None, usage: dict | None = None,
                 timings: dict | None = None, sent_at: float | None = None) -> HeldPrompt:
     """A request as the server computed it, from the reply and the server's own figures."""
     reply, usage, timings = reply or {}, usage or {}, timings or {}
-    prompt = usage.get("prompt_tokens")
-    if prompt is None and timings.get("prompt_n") is not None:
-        prompt = timings["prompt_n"] + (timings.get("cache_n") or 0)
-    generated = timings.get("predicted_n", usage.get("completion_tokens")) or 0
+    prompt = _count(usage.get("prompt_tokens"))
+    if prompt is None and _count(timings.get("prompt_n")) is not None:
+        prompt = _count(timings["prompt_n"]) + (_count(timings.get("cache_n")) or 0)
+    generated = _count(timings.get("predicted_n"))
+    generated = generated if generated is not None else (_count(usage.get("completion_tokens")) or 0)
     pieces = reply.get("generated")
     known = pieces is not None or not (reply.get("reasoning") or reply.get("tool_calls"))
     text = "".join(pieces) if pieces is not None else (reply.get("content") or "")
-    return HeldPrompt(number, shape, prompt if prompt is not None else shape.tokens.total, int(generated), text,
+    return HeldPrompt(number, shape, prompt if prompt is not None else shape.tokens.total, generated, text,
                       tuple(pieces) if pieces is not None else None, known, sent_at)
 
 

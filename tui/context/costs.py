@@ -70,10 +70,11 @@ def money(value: Decimal | None) -> float | None:
 def request_cost(t: RequestTokens, price: ModelPrice | None, model: str) -> dict:
     """The cost record of one request (what `render --json` and a session's request record carry)."""
     figures = amounts(t, price) if price else dict.fromkeys(MONEY)
+    cached = min(t.cached_tokens, t.input_tokens)  # a server's figure past its own prompt count is held to it
     return {"model": model, "priced": price is not None, "price": price.to_dict() if price else None,
-            "input_tokens": t.input_tokens, "cached_tokens": t.cached_tokens, "cached_from": t.cached_from,
+            "input_tokens": t.input_tokens, "cached_tokens": cached, "cached_from": t.cached_from,
             "cache_write_tokens": t.cache_write_tokens, "output_tokens": t.output_tokens,
-            "lost_tokens": max(0, t.reusable_tokens - t.cached_tokens), "keep_all_tokens": t.keep_all_tokens,
+            "lost_tokens": max(0, t.reusable_tokens - cached), "keep_all_tokens": t.keep_all_tokens,
             **{key: money(value) for key, value in figures.items()}}
 
 

@@ -142,7 +142,7 @@ class LlamaCppCache:
         if slot.held is not None:
             self._save(slot.held)
         base = _share(slot.held, current).tokens if slot.held else 0
-        best_keep = base / held_tokens(slot.held) if slot.held else -1.0
+        best_keep = base / max(1, held_tokens(slot.held)) if slot.held else -1.0
         best_similarity, found = base / total, None
         for entry in self.saved:
             shared = _share(entry, current)

@@ -50,9 +50,13 @@ class Message:
     id: str = ""
     incomplete: bool = False  # a reply cut short (stopped, failed, or the app was killed)
 
-    def to_wire(self) -> dict:
-        """The dict sent to a server or a template: wire fields only, never provenance."""
-        wire: dict[str, Any] = {"role": self.role, "content": self.content}
+    def to_wire(self, local: bool = False) -> dict:
+        """The dict sent to a server or a template: wire fields only, never provenance.
+
+        An image part's size, format and file name are ctxpane's own (kept for counting): left out
+        unless `local` (the session file keeps them)."""
+        content = self.content if local else wire_content(self.content)
+        wire: dict[str, Any] = {"role": self.role, "content": content}
         for key in ("name", "tool_calls", "tool_call_id", "reasoning_content"):
             value = getattr(self, key)
             if value is not None:
@@ -64,7 +68,7 @@ class Message:
         return content_text(self.content)
 
     def to_record(self) -> dict:
-        record = self.to_wire()
+        record = self.to_wire(local=True)
         record["provenance"] = {"source": self.provenance.source, "trusted": self.provenance.trusted,
                                 "label": self.provenance.label}
         if self.pinned:
@@ -84,10 +88,22 @@ def content_text(content: Any) -> str:
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
+IMAGE_TYPES = ("image_url", "image", "input_image")
+LOCAL_PART_KEYS = frozenset({"width", "height", "format", "name"})  # on image parts: never sent
+
+
+def wire_content(content: Any) -> Any:
+    """Content as sent: image parts without the keys only ctxpane reads."""
+    if not isinstance(content, list) or not image_parts(content):
+        return content
+    return [{k: v for k, v in part.items() if k not in LOCAL_PART_KEYS}
+            if isinstance(part, dict) and part.get("type") in IMAGE_TYPES else part for part in content]
+
+
 def image_parts(content: Any) -> list[dict]:
     if not isinstance(content, list):
         return []
-    return [p for p in content if isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image")]
+    return [p for p in content if isinstance(p, dict) and p.get("type") in IMAGE_TYPES]
 
 
 def image_token_estimate(part: dict) -> int:

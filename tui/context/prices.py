@@ -125,6 +125,8 @@ def parse_price_table(text: str | bytes, origin: str) -> PriceTable:
         raise PriceTableError(f"{origin}: not valid TOML: {str(exc).splitlines()[0][:200]}") from None
     except msgspec.ValidationError as exc:
         raise PriceTableError(f"{origin}: {_field_line(exc)[:300]}") from None
+    if table.currency != "USD":  # amounts are shown and stored as dollars, and added to the shipped ones
+        raise PriceTableError(f"{origin}: field `currency`: {table.currency}: prices must be in USD")
     return _table(table, origin)
 
 
@@ -139,11 +141,19 @@ def _table(table: TableIn, origin: str) -> PriceTable:
     result = PriceTable(origins=[f"{origin}: {table.date.isoformat()}"])
     for name, data in table.models.items():
         entry = _model(name, data, origin)
+        if entry.cached_input is not None and entry.cached_input > entry.input:  # the cache would "save" < 0
+            raise PriceTableError(f"{origin}: field `models.{name[:60]}.cached_input`: {entry.cached_input} is "
+                                  f"above the input price ({entry.input}); a cache read costs at most that")
         base = Decimal(repr(entry.input))
         key = name.strip().lower()
+        if key in result.models or key in result.aliases:  # names match without case: one would win by order
+            raise PriceTableError(f"{origin}: models.{name[:60]}: the model {key[:60]!r} is named twice")
         result.models[key] = ModelPrice(name, base, Decimal(repr(entry.output)), _decimal(entry.cached_input, base),
                                         _decimal(entry.cache_write, base), entry.source, table.date.isoformat(),
                                         origin)
         for alias in entry.aliases:
-            result.aliases[alias.strip().lower()] = key
+            other = alias.strip().lower()
+            if other in result.aliases or other in result.models or other == key:
+                raise PriceTableError(f"{origin}: models.{name[:60]}.aliases: {other[:60]!r} is named twice")
+            result.aliases[other] = key
     return result

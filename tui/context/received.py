@@ -108,6 +108,8 @@ class Receipt:
     observed_window: int | None = None  # the window the cut reveals (what the server kept)
     notes: list[str] = field(default_factory=list)
     summary: str = ""
+    images_estimate: int = 0  # image tokens estimated for the request (placeholders included)
+    images_reconciled: int | None = None  # the server's prompt count less the text: what the images took
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -210,6 +212,11 @@ def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRang
     if reported.refused:
         return _refused(receipt, reported)
     if received is None:
+        if reported.truncated:  # its flag says it cut the prompt, with no count to say how much
+            receipt.verdict = DROPPED
+            receipt.summary = ("the server says it truncated the prompt (truncated = true) but reported no prompt "
+                               "token count: how many tokens it dropped, and from where, is unknown")
+            return receipt
         receipt.summary = "the server reported no prompt token count: nothing to compare"
         return receipt
     receipt.difference = received - sent
@@ -281,7 +288,7 @@ def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], k
     receipt.who, receipt.who_detail = _who(kind, receipt.received or 0, receipt.sent, receipt.window,
                                            reported.truncated)
     if receipt.who in ("Ollama's num_ctx", "the server's context size", "the server's context size or a proxy"):
-        receipt.observed_window = receipt.received
+        receipt.observed_window = receipt.received or None  # a server that kept nothing shows no window
     receipt.summary = (f"the server dropped ~{lost} of the {receipt.sent} tokens sent, probably from the {where} "
                        f"({_names(receipt.affected)}); by {receipt.who}")
     return receipt
@@ -339,4 +346,22 @@ def compare_view(view: "RequestView", reported: Reported, kind: str = "", window
     Image tokens are estimates, so a request carrying them is compared as an estimate.
     """
     exact = bool(view.snapshot.counts.exact) and not view.image_tokens
-    return compare(view.sent_tokens, exact, reported, shape_ranges(view.shape), kind, window, max_tokens)
+    receipt = compare(view.sent_tokens, exact, reported, shape_ranges(view.shape), kind, window, max_tokens)
+    reconcile_images(receipt, view)
+    return receipt
+
+
+def reconcile_images(receipt: Receipt, view: "RequestView") -> None:
+    """Attribute the difference between the server's prompt count and ctxpane's text count to the images.
+
+    The document's text (placeholders left out) is counted here; what the server counted beyond it is
+    what its images took: the estimate, reconciled. With a text count that is itself an estimate, so is this."""
+    images = view.hidden.images
+    if not images or receipt.received is None or receipt.verdict == REFUSED:
+        return
+    estimate = sum(image.estimate.tokens for image in images)
+    text = view.snapshot.counts.total - sum(image.placeholder_tokens for image in images)
+    receipt.images_estimate, receipt.images_reconciled = estimate, receipt.received - text
+    how = "" if view.snapshot.counts.exact else " (the text count is an estimate too)"
+    receipt.notes.append(f"images: {estimate} tokens estimated, {receipt.images_reconciled} by the server's count "
+                         f"(reconciled{how}: {receipt.images_reconciled - estimate:+d})")

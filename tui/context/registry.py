@@ -127,6 +127,17 @@ def tokenizer_for_model(model: str) -> str:
     return tokenizer_for_family(found.key if found else None)
 
 
+def template_for_model(model: object) -> str | None:
+    """The built-in template to assume for a model id when the server's own is out of reach (a gateway), or None.
+
+    Of a family's built-ins, the one whose name the id contains ("qwen3" in "tiny-qwen3"), else its first.
+    """
+    found, key = family_for_model(model), _model_key(model)
+    if found is None or not found.templates or key is None:
+        return None
+    return next((name for name in found.templates if name in key), found.templates[0])
+
+
 def family_for_vocabulary(digest: str | None) -> str | None:
     """The family whose own vocabulary has this hash, or None."""
     return _BY_VOCABULARY.get(digest) if isinstance(digest, str) else None

@@ -15,7 +15,11 @@ from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
 from .document import Document, Span
 from .fences import FenceStyle, FencedText, control_strings, fence
-from .messages import Message, content_text, image_parts, image_token_estimate
+from .hidden_tokens import HiddenTokens, hidden_tokens
+from .errors import TemplateRenderError
+from .image_tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
+from .messages import Message, content_text, image_parts
+from .reasoning_rules import reasoning_notes
 from .reader import ForgedBlock, forged_blocks
 from .tokens import SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens, token_index
 
@@ -39,6 +43,8 @@ class RequestSettings:
     cache_rule: str = "llama.cpp"
     exact: bool | None = None
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
+    model: str = ""  # the model asked for: picks the image family and the provider's reasoning rules
+    base_url: str = ""
 
 
 @dataclass
@@ -63,8 +69,9 @@ class RequestView:
     shape: RequestShape
     keep_all_tokens: int
     budget: int | None
-    image_tokens: int
+    image_tokens: int  # image tokens beyond the placeholders the document counts (an estimate)
     summary_cost: int = 0
+    hidden: HiddenTokens = field(default_factory=HiddenTokens)  # per turn: reasoning, tools, images
 
     @property
     def document(self) -> Document:
@@ -107,11 +114,14 @@ def fence_messages(messages: list[Message], style: FenceStyle,
     wire, fenced, infos = [], {}, []
     for index, message in enumerate(messages):
         item = message.to_wire()
-        if style.enabled and not message.provenance.trusted and message.role != "assistant":
+        if style.enabled and not message.provenance.trusted and message.role != "assistant" \
+                and not (image_parts(message.content) and not content_text(message.content).strip()):
+            # (an image alone has no text to fence: its pixels are sent as they are)
             source = message.provenance.label or message.provenance.source
             fence_id = message.id or f"m{index}"
             result = fence(content_text(message.content), source, fence_id, style, escapes)
-            item["content"] = result.text
+            images = image_parts(item["content"])  # kept beside the fenced text, never dropped by the fence
+            item["content"] = [{"type": "text", "text": result.text}, *images] if images else result.text
             fenced[index] = result
             infos.append(FenceInfo(index, fence_id, result.source, result.escaped))
         wire.append(item)
@@ -174,8 +184,19 @@ def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> 
 
 
 def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
-    return assemble(wire, settings.template, settings.tokenizer, settings.variables,
-                    settings.add_generation_prompt, settings.tools, cache, settings.exact, settings.content_specials)
+    def render(messages: list[dict]) -> Snapshot:
+        return assemble(messages, settings.template, settings.tokenizer, settings.variables,
+                        settings.add_generation_prompt, settings.tools, cache, settings.exact,
+                        settings.content_specials)
+    try:
+        return render(wire)
+    except TemplateRenderError:
+        flat = with_media_markers(wire)
+        if flat is None:
+            raise
+        # a text-only template: rendered as llama.cpp's server renders it, each image its media marker in
+        # the text; what is sent is still the parts
+        return replace(render(flat), wire=wire, media_markers=True)
 
 
 def _tail_start(document: Document) -> int:
@@ -251,7 +272,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     wire, fenced, fence_infos = fence_messages(messages, settings.fences, escapes)
     full = _render(wire, settings, cache)
     costs, overhead = _costs(full, len(messages))
-    images = [sum(image_token_estimate(p) for p in image_parts(m.content)) for m in messages]
+    family = family_for(settings.model, settings.template.name)
+    images = [sum(part_estimate(p, family).tokens for p in image_parts(m.content)) for m in messages]
     costs = [c + i for c, i in zip(costs, images)]
     roles, pinned = [m.role for m in messages], [m.pinned for m in messages]
     calls, ids = [bool(m.tool_calls) for m in messages], [m.id or f"m{i}" for i, m in enumerate(messages)]
@@ -282,7 +304,6 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         if not plan.ledger or plan.over_budget or over <= 0:
             break
         drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
-    plan = _judged(plan, snapshot.counts.total + sum(images[i] for i in plan.kept), settings.policy)
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
         counts = count_tokens(document, settings.tokenizer, specials, cache, content_specials=settings.content_specials)
@@ -290,6 +311,12 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
                    token_index(document, settings.tokenizer, specials, cache))
+    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache)
+    if snapshot.media_markers:
+        hidden.notes.insert(0, "the template takes no content parts: rendered as llama.cpp's server does, each image "
+                               f"written as its media marker {MEDIA_MARKER} in the text")
+    hidden.notes += reasoning_notes(settings.model, settings.base_url, [messages[i] for i in plan.kept])
+    plan = _judged(plan, snapshot.counts.total + hidden.image_extra, settings.policy)
     if server is not None:
         from .cache_predict import predict_prefix
         prefix = predict_prefix(server, shape, document, settings.cache_rule, now)
@@ -297,7 +324,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         prefix = cache_prefix(previous, shape, document, settings.cache_rule)
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document), prefix, shape,
                        full.counts.total + sum(images), settings.policy.budget,
-                       sum(images[i] for i in plan.kept), settings.policy.summary_cost)
+                       hidden.image_extra, settings.policy.summary_cost, hidden)
 
 
 def empty_view(settings: RequestSettings) -> RequestView:

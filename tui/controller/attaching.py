@@ -1,7 +1,10 @@
-"""Attaching a file by `file:PATH`: read off the event loop, bounded, text only, sent fenced as untrusted.
+"""Attaching a file by `file:PATH`: read off the event loop, bounded, sent as untrusted.
 
-The path may be given as the dialog's label with nothing pasted, or typed alone as the pasted text.
-Every problem (missing, unreadable, a directory or FIFO, binary, too big) is one clear line.
+A text file is sent fenced. An image (PNG, JPEG, GIF or WebP, known by its magic bytes) becomes an
+`image_url` content part with a base64 data: URL, its pixel size read from its header and kept for
+counting (tui/context/image_files.py). The path may be given as the dialog's label with nothing
+pasted, or typed alone as the pasted text. Every problem (missing, unreadable, a directory or FIFO,
+binary, too big, a corrupt or hostile image) is one clear line.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.context.image_files import IMAGE_LIMIT, ImageFileError, image_format, image_part
 from tui.context.safety import visible
 from tui.sessions.safe_io import SessionFileError, read_regular_file
 
@@ -17,6 +21,7 @@ if TYPE_CHECKING:
     from .controller import Controller
 
 ATTACH_LIMIT = 2 * 1024 * 1024  # bytes: a document for a context window, not an archive
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 PREFIX = "file:"
 
 
@@ -34,12 +39,25 @@ def named_path(text: str, label: str) -> Path | None:
     return None
 
 
-def read_attachment(path: Path, limit: int = ATTACH_LIMIT) -> str:
-    """The file's text; binary or non-UTF-8 content is refused rather than sent as mojibake."""
+def read_attachment(path: Path, limit: int = ATTACH_LIMIT) -> str | dict:
+    """The file's text, or an image content part; binary or non-UTF-8 content is refused rather than sent
+    as mojibake."""
+    image_named = path.suffix.lower() in IMAGE_SUFFIXES
     try:
-        data = read_regular_file(path, limit)
+        data = read_regular_file(path, max(limit, IMAGE_LIMIT))
     except SessionFileError as exc:
+        if not image_named and " MiB, over the " in str(exc):  # name the limit of what it is likely to be
+            raise AttachError(f"{str(exc).split(', over the ')[0]}, over the {limit // (1024 * 1024)} MiB allowed "
+                              f"for a text file ({IMAGE_LIMIT // (1024 * 1024)} MiB for an image)") from None
         raise AttachError(str(exc)) from None
+    if image_format(data) is not None or image_named:
+        try:
+            return image_part(data, path.name)
+        except ImageFileError as exc:
+            raise AttachError(f"{path.name}: {exc}") from None
+    if len(data) > limit:
+        raise AttachError(f"{path} is {len(data) // (1024 * 1024)} MiB, over the {limit // (1024 * 1024)} MiB "
+                          "allowed for a text file")
     if b"\x00" in data[:8192]:
         raise AttachError(f"{path} looks binary (it holds NUL bytes): only text files are attached")
     try:
@@ -69,6 +87,9 @@ class Attaching:
         except AttachError as exc:
             ctl.notify(f"not attached: {visible(str(exc))}", severity="error", timeout=10)
             return
+        if isinstance(text, dict):
+            self._landed(wb, path, text)
+            return
         if not text.strip():
             ctl.notify(f"not attached: {visible(str(path))} is empty", severity="warning")
             return
@@ -82,3 +103,16 @@ class Attaching:
         if ctl.wb is wb:
             ctl.changed()
             ctl.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")
+
+    def _landed(self, wb, path: Path, part: dict) -> None:
+        """An image read off the loop lands as a user message of one image part (untrusted, like any file)."""
+        ctl = self.ctl
+        if ctl.wb is not wb:
+            ctl.notify(f"{visible(path.name)} was not attached: another session was opened meanwhile",
+                       severity="warning")
+            return
+        if ctl.answering():
+            return
+        wb.add_image(part, PREFIX + path.name)
+        ctl.changed()
+        ctl.notify(f"attached image {visible(path.name)} ({part['width']}×{part['height']} {part['format']})")

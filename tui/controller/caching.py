@@ -16,6 +16,8 @@ from tui.context.cache_predict import CacheReport, cache_report, held_prompt
 from tui.context.llamacpp_cache import LlamaCppCache
 from tui.context.safety import visible
 
+from .compute import SKIPPED
+
 if TYPE_CHECKING:
     from tui.client.reply import Reply
     from tui.context.request import RequestView
@@ -45,22 +47,29 @@ class ServerCache:
             return
         wb = self.ctl.wb
         if wb.session.requests:
-            self.model = await self.ctl.worker.run(lambda: self._replayed(facts.config()))
+            replayed = await self.ctl.worker.run(lambda: self._replayed(facts.config()))
+            if replayed is SKIPPED:  # the app is closing
+                return
+            self.model, problem = replayed
+            if problem:
+                self.ctl.notify(visible(f"the session's earlier requests could not be replayed into the model of "
+                                        f"the server's cache ({problem}): it starts empty"), severity="warning")
         else:
             self.model = LlamaCppCache(facts.config())
         self._share()
 
-    def _replayed(self, config) -> LlamaCppCache | None:
-        """The model after the session's own requests (a server restarted since holds less: the report says so)."""
+    def _replayed(self, config) -> tuple[LlamaCppCache, str]:
+        """The model after the session's own requests (a server restarted since holds less: the report says so),
+        and why it starts empty instead ('' when it does not)."""
         from tui.sessions.cache_replay import replay_cache
         from tui.sessions.replay import Replayer
         wb = self.ctl.wb
         try:
             _steps, model = replay_cache(wb.session, Replayer(wb.session, wb.template, wb.tokenizer, wb.cache_rule),
                                          "llama.cpp", config)
-        except Exception:  # noqa: BLE001 - a record this template cannot render: start empty
-            return LlamaCppCache(config)
-        return model if isinstance(model, LlamaCppCache) else LlamaCppCache(config)
+        except Exception as exc:  # noqa: BLE001 - a record this template cannot render, odd stored figures
+            return LlamaCppCache(config), f"{type(exc).__name__}: {str(exc)[:200]}"
+        return (model, "") if isinstance(model, LlamaCppCache) else (LlamaCppCache(config), "")
 
     def _share(self) -> None:
         """Give the workbench a copy to predict with, and compute the pane again."""

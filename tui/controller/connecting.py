@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from tui.client.errors import ClientError
+from tui.client.errors import AuthFailed, ClientError
 from tui.context.safety import visible
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 async def connect(ctl: "Controller") -> None:
     """Find the server (the URL given, else a local one), connect, and take what it offers: its template,
     its context window, and the tokenizer that counts as it does. Said in the status line at each step."""
-    from tui.client.connect import connect as open_connection, scan_local
+    from tui.client.connect import connect as open_connection, plain_chatml, scan_local
     from tui.client.endpoint import EndpointError
     from tui.context.registry import cache_rule
     from tui.context.tokens import get_tokenizer
@@ -45,15 +45,30 @@ async def connect(ctl: "Controller") -> None:
     ctl.status(f"connecting to {endpoint.base_url} ({source})…")
     try:
         connection = await open_connection(endpoint)
+    except AuthFailed as exc:  # trying again changes nothing until the key is set: say what to set, once
+        ctl.link.refused = True
+        wb = ctl.wb
+        if not settings.template and _default_template(wb.template):  # its template is unknown: show no system
+            wb.set_template(plain_chatml())                 # turn the user did not write
+        if not wb.tokenizer_pending:  # the server was not seen: the pane's counts are not its own
+            wb.set_tokenizer(wb.tokenizer, False)
+            ctl.changed(save=False)
+        ctl.tuning.offline(f"offline: {visible(str(exc))}", retry=False)
+        return
     except ClientError as exc:
         ctl.tuning.offline(f"offline: {visible(str(exc))}")
         return
+    ctl.link.refused = False
     ctl.link.connection, ctl.link.client = connection, connection.client
+    if settings.tokenizer and not ctl.wb.tokenizer_pending:  # the tokenizer chosen stays; its verdict may not
+        ctl.wb.set_tokenizer(ctl.wb.tokenizer, False if ctl.link.unseen else None)
     wb = ctl.wb
     wb.session.base_url, wb.session.model = endpoint.base_url, endpoint.model
     info = connection.info
     if connection.template is not None and not settings.template:
         wb.set_template(connection.template)
+    elif connection.assumed is not None and not settings.template and _default_template(wb.template):
+        wb.set_template(connection.assumed)  # a gateway hides the server's: the family's, said to be assumed
     if info.n_ctx and not wb.policy.context_window:
         wb.set_policy(context_window=int(info.n_ctx))
     wb.cache_rule = cache_rule(info.kind, endpoint.model)
@@ -71,3 +86,9 @@ async def connect(ctl: "Controller") -> None:
         else:
             tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
             ctl.use_tokenizer(tokenizer, connection.exact)
+
+
+def _default_template(template) -> bool:
+    """True for the template a session starts with (built-in chatml), which nobody chose."""
+    return template.name == "chatml" and template.origin == "builtin"
+

@@ -81,8 +81,9 @@ class Controller:
         return self.file.read_only
 
     def chat_state(self) -> ChatState:
+        view = self.wb.view
         return ChatState(self.generation, tuple(self.wb.session.messages), frozenset(self._dropped()),
-                         frozen_notes(self.notes))
+                         frozen_notes(self.notes), view.hidden.family if view is not None else "")
 
     def pane_state(self) -> PaneState | None:
         wb, view = self.wb, self.wb.view
@@ -94,7 +95,7 @@ class Controller:
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
                          body, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
-                         fit_now(self, view, body))
+                         fit_now(self, view, body), self.tuning.assumed())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session

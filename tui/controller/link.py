@@ -22,7 +22,13 @@ class Link:
         self.client = None  # an OpenAIClient once connected
         self.connection = None  # what connecting found (tui.client.connect.Connection)
         self.trusted_urls: set[str] = set()  # URLs from files the user agreed to send the key to
+        self.refused = False  # the server refused to talk without (or with this) key: its counts were never seen
         self.status_line = ""  # what the status line says while all is well (the endpoint, once connected)
+
+    @property
+    def unseen(self) -> bool:
+        """True when the server's own counting cannot be seen: it refused the key, or a gateway hides it."""
+        return self.refused or bool(self.connection is not None and self.connection.info.gateway)
 
     def url(self, session_url: str) -> str:
         """The base URL requests go to (or would go to)."""

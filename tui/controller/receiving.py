@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tui.client.errors import ClientError
 from tui.client.figures import receipt_after, reported_from_reply
 from tui.context.prices import PriceTable
-from tui.context.received import ADDED, DROPPED, REFUSED, Receipt
+from tui.context.received import ADDED, DROPPED, REFUSED, Receipt, observed
 from tui.context.safety import visible
 from tui.context.window import FitCheck, WindowSize, fit_check
 from tui.sessions.receipts import record_fit, settle
@@ -35,6 +35,12 @@ def window_said(window: WindowSize | None) -> str:
     return f"window {window.tokens} from the {window.source}{detail}"
 
 
+def reply_reserve(body: dict) -> int:
+    """The body's max_tokens as a count (params come from the session file: anything else reserves nothing)."""
+    value = body.get("max_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def server_window(ctl: "Controller") -> tuple[WindowSize | None, str]:
     connection = ctl.link.connection
     if connection is None:
@@ -48,13 +54,13 @@ def fit_now(ctl: "Controller", view: "RequestView", body: dict) -> FitCheck | No
     window, kind = server_window(ctl)
     if window is None:
         return None
-    return fit_check(view.sent_tokens, int(body.get("max_tokens") or 0), window, kind)
+    return fit_check(view.sent_tokens, reply_reserve(body), window, kind)
 
 
 def check_before_sending(ctl: "Controller", record: "RequestRecord", view: "RequestView", body: dict) -> FitCheck:
     """Record whether the request fits the server's window, and warn when it will not."""
     window, kind = server_window(ctl)
-    fit = fit_check(view.sent_tokens, int(body.get("max_tokens") or 0), window, kind)
+    fit = fit_check(view.sent_tokens, reply_reserve(body), window, kind)
     record_fit(record, fit)
     if fit.fits is False:
         ctl.status(visible(f"⚠ will not fit: {fit.message} ({window_said(window)})"), "red")
@@ -69,12 +75,16 @@ def settle_after(ctl: "Controller", wb: "Workbench", record: "RequestRecord", vi
     failure = reply.failure if isinstance(reply.failure, ClientError) else None
     outcome = failure if failure is not None else reply
     try:
-        receipt = receipt_after(view, outcome, info, int(body.get("max_tokens") or 0), window)
+        receipt = receipt_after(view, outcome, info, reply_reserve(body), window)
         reported = reported_from_reply(reply) if failure is None else None
         settle(record, wb.session, view, reported, receipt, prices, wb.cache_rule)
     except Exception as exc:  # noqa: BLE001 - odd figures never keep the reply from being kept
         ctl.notify(visible(f"could not compare sent with received: {exc}"), severity="warning")
         return None
+    learned = observed(receipt, record.number)
+    if learned is not None and info is not None:  # plan the next requests with it (below the server's own figure)
+        info.windows = [w for w in info.windows if w.source != "observed"]
+        info.found_window(learned.tokens, learned.source, learned.detail)
     return receipt
 
 

@@ -34,6 +34,7 @@ class ChatState:
     messages: tuple[Message, ...]
     dropped: frozenset[int] = frozenset()
     notes: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> why that reply is incomplete
+    image_family: str = ""  # how images are counted for their labels (tui/context/image_tokens.py)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class PaneState:
     read_only: bool = False
     what_if: str = ""  # a template picked in the app while the server renders its own: what that means
     fit: FitCheck | None = None  # the request as it stands (draft included) against the server's real window
+    assumed: str = ""  # a gateway hides the server's template: the one assumed, and where that was learned
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,8 @@ class Tokenizing:
             self.ctl.changed(save=False)
 
     def use(self, tokenizer, exact: bool | None) -> None:
+        if self.ctl.link.unseen:  # a gateway hides the server (or refused us): no count is its own
+            exact = False
         self._chosen += 1
         self.settled = True
         self.ctl.wb.set_tokenizer(tokenizer, exact)

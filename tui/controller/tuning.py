@@ -235,10 +235,15 @@ class Tuning:
         self._pause = RETRY_FIRST
         ctl.connect()
 
-    def offline(self, text: str) -> None:
-        """Connecting failed: say so, and try again after a pause that grows (the server may come back)."""
+    def offline(self, text: str, retry: bool = True) -> None:
+        """Connecting failed: say so, and try again after a pause that grows (the server may come back).
+
+        `retry` False (a key refused or missing): trying again changes nothing, so only say it."""
         ctl = self.ctl
         self._cancel_retry()
+        if not retry:
+            ctl.status(f"{text} (palette: Reconnect)", "red")
+            return
         pause = self._pause
         self._pause = min(self._pause * 2, RETRY_MOST)
         self._retry = ctl.runtime.later(pause, ctl.connect)
@@ -260,6 +265,17 @@ class Tuning:
             return ""
         return (f"what-if: counted with {ctl.wb.template.name}; the server renders the messages with its own "
                 "template, so it will count and cache differently")
+
+    def assumed(self) -> str:
+        """'' unless a gateway hides the server's template: then whichever template is in use is assumed, and
+        this says which and where that was learned (a session reopened or a pick keeps its own template)."""
+        connection = self.ctl.link.connection
+        if self.ctl.client is None or connection is None or connection.assumed is None:
+            return ""
+        template, guess = self.ctl.wb.template, connection.assumed
+        if (template.source, template.defaults) == (guess.source, guess.defaults):
+            return connection.assumption
+        return f"template assumed: {template.name}, as chosen (the gateway hides the server's)"
 
     def say_what_if(self) -> None:
         note = self.what_if()

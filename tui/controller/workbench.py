@@ -79,7 +79,7 @@ class Workbench:
     def settings(self) -> RequestSettings:
         return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
                                True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, self.exact,
-                               self.content_specials)
+                               self.content_specials, model=self.session.model, base_url=self.session.base_url)
 
     def set_template(self, template: ChatTemplate) -> None:
         self.template = template
@@ -285,6 +285,12 @@ class Workbench:
 
     def add_document(self, text: str, label: str, source: str = "document") -> Message:
         message = Message("user", text, provenance=Provenance.for_source(source, label), id=self.new_id())
+        self.session.messages.append(message)
+        return message
+
+    def add_image(self, part: dict, label: str, source: str = "document") -> Message:
+        """An attached image: one `image_url` part (its size kept for counting), untrusted like any file."""
+        message = Message("user", [part], provenance=Provenance.for_source(source, label), id=self.new_id())
         self.session.messages.append(message)
         return message
 

@@ -64,7 +64,8 @@ def request_tokens(view: "RequestView", reported: Reported | None, previous: dic
     tokens = received if received is not None else view.sent_tokens
     earlier_in = previous.get("input_tokens") if previous else None
     earlier_all = previous.get("keep_all_tokens") if previous else None
-    return RequestTokens(tokens, reused if reused is not None else view.prefix.predicted_cached, 0,
+    written = 0 if reused is not None else view.prefix.write  # predicted writes (Anthropic's marked prefixes)
+    return RequestTokens(tokens, reused if reused is not None else view.prefix.predicted_cached, written,
                          (reported.completion_tokens or 0) if reported else 0, reusable(rule, earlier_in, tokens),
                          view.keep_all_tokens, reusable(rule, earlier_all, view.keep_all_tokens),
                          "reported" if reused is not None else "predicted")
@@ -93,6 +94,8 @@ def received_line(received: dict | None) -> str:
     verdict = received.get("verdict")
     if verdict == "match":
         text = f"server processed {received.get('received')} = sent"
+    elif verdict == "dropped" and not received.get("where"):  # only the server's truncated flag says so
+        text = "SERVER SAYS IT CUT the prompt (truncated = true), with no count of what it dropped"
     elif verdict == "dropped":
         lost = [a.get("message_id", "?") for a in received.get("affected") or []]
         text = (f"SERVER DROPPED ~{-received.get('difference', 0)} tokens from the {received.get('where') or '?'}"
@@ -117,8 +120,10 @@ def cost_line(cost: dict | None) -> str:
         return ""
     if not cost.get("priced"):
         return " · " + one_line(f"cost: tokens only (no price for {cost.get('model') or 'this model'})", 200)
-    total = (cost.get("cumulative") or {}).get("paid")
-    return f" · cost ${cost['paid']:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
+    paid, total = cost.get("paid"), (cost.get("cumulative") or {}).get("paid")
+    if paid is None:  # a record (from a file) priced but with no amount
+        return " · cost: no amount recorded"
+    return f" · cost ${paid:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
 
 
 def fit_line(fit: dict | None) -> str:

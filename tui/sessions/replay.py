@@ -95,7 +95,9 @@ class Replayer:
     def body_settings(self, record: RequestRecord, template: ChatTemplate) -> RequestSettings:
         """Settings that render a stored body as it is: keep-all, and no fences (they are in the body already)."""
         return RequestSettings(template, self.tokenizer, dict(self.session.variables), record.body.get("tools"),
-                               True, PolicySettings("keep-all"), FenceStyle(enabled=False), self.cache_rule)
+                               True, PolicySettings("keep-all"), FenceStyle(enabled=False), self.cache_rule,
+                               model=str(record.body.get("model") or self.session.model or ""),
+                               base_url=self.session.base_url)
 
     def stored_view(self, index: int) -> RequestView:
         """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.

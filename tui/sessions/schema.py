@@ -82,6 +82,8 @@ class Part(Struct):
     image_url: Text | ImageUrl | None = None
     width: Int(1, 100_000) | None = None
     height: Int(1, 100_000) | None = None
+    format: Literal["PNG", "JPEG", "GIF", "WebP"] | None = None  # an attached image's, for its label
+    name: Label | None = None  # an attached image's file name
 
 
 class FunctionCall(Struct):
@@ -185,6 +187,8 @@ class Usage(Struct):
 class Timings(Struct):
     predicted_per_second: Number | None = None
     cache_n: Int(0, BIG) | None = None
+    prompt_n: Int(0, BIG) | None = None  # read again by the cache model when the session is replayed
+    predicted_n: Int(0, BIG) | None = None
 
 
 MAX_GENERATED = 1_000_000  # generated tokens described by one reply
@@ -268,6 +272,8 @@ class ReceivedIn(Struct):
     observed_window: Int(1, 10 ** 8) | None = None
     notes: List(Note, 50) = []
     summary: Note = ""
+    images_estimate: Int(0, BIG) = 0  # image tokens estimated (tui/context/image_tokens.py)
+    images_reconciled: Int(-BIG, BIG) | None = None  # what the server's count leaves for the images
 
 
 class PriceIn(Struct):
@@ -301,9 +307,24 @@ class FiguresIn(Struct):
     keep_all_cached_paid: Money = None
 
 
+TOTAL = BIG * MAX_REQUESTS  # a running total: up to MAX_REQUESTS figures of up to BIG each
+Sum = Annotated[float, Meta(ge=0, le=1e15 * MAX_REQUESTS)] | None
+
+
 class TotalsIn(FiguresIn):
     requests: Int(0, MAX_REQUESTS) = 0
     priced_requests: Int(0, MAX_REQUESTS) = 0
+    input_tokens: Int(0, TOTAL) = 0
+    cached_tokens: Int(0, TOTAL) = 0
+    cache_write_tokens: Int(0, TOTAL) = 0
+    output_tokens: Int(0, TOTAL) = 0
+    lost_tokens: Int(0, TOTAL) = 0
+    keep_all_tokens: Int(0, TOTAL) = 0
+    paid: Sum = None
+    saved_by_cache: Sum = None
+    lost_to_cache_break: Sum = None
+    keep_all_paid: Sum = None
+    keep_all_cached_paid: Sum = None
 
 
 class CostIn(FiguresIn):

@@ -7,7 +7,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui.context.messages import content_text
+from tui.context.image_tokens import family_for, image_label
+from tui.context.messages import content_text, image_parts
 
 from .safe_io import about
 from .model import RequestRecord, Session, SessionFormatError, now_iso, session_from_dict
@@ -135,6 +136,8 @@ def export_markdown(session: Session) -> str:
         lines.append("")
         if message.reasoning_content:
             lines += ["<details><summary>reasoning</summary>", "", _fence(message.reasoning_content), "", "</details>", ""]
+        lines += [f"{image_label(part, family_for(session.model))} (the image data is in the session file)" for part in
+                  image_parts(message.content)] + ([""] if image_parts(message.content) else [])
         text = content_text(message.content)
         if text:
             lines += [_fence(text), ""]
