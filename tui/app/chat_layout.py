@@ -2,12 +2,12 @@
 
 Kept apart from the widget so it can be tested and measured without a terminal. A message is a few
 blocks of text (header, folded reasoning, body, tool calls, note), each wrapped (chat_wrap) to the
-width on what will be drawn. Wrapped rows are kept per message, keyed by everything the message shows
-(its text, reasoning, tool calls, note, open folds: in effect its revision) at one width, so a change
-re-wraps that message only and a new width re-wraps all. Wrapping is lazy: `update` only guesses the height
-of a message it has no rows for (from its length), and a message is wrapped when the view comes near it
-(`wrap_near`) or its rows are read, so a 20 MB session opens or changes width without wrapping 20 MB. The reply that is arriving (`LiveReply`) is
-wrapped again only from its last row on each chunk: its cost does not grow with its length.
+width on what will be drawn. Wrapped rows are kept per message (by its id), with everything it shows (its
+text, reasoning, tool calls, note, open folds) at one width, so a change re-wraps that message only and a new
+width re-wraps all. Wrapping is lazy: `update` only guesses the height of a message it has no rows for (from
+its length), and a message is wrapped when the view comes near it (`wrap_near`), when its rows are read, or
+off screen a slice at a time (`wrap_some`): a 20 MB session opens or changes width without wrapping 20 MB.
+The reply that is arriving (`LiveReply`) is wrapped again only from its last row on each chunk.
 """
 
 from __future__ import annotations
@@ -206,10 +206,6 @@ def bar_of(message) -> str:
     if message.role == "tool" or not message.provenance.trusted:
         return "tool"
     return {"developer": "system"}.get(message.role, message.role)
-
-
-def message_key(message, index: int) -> str:
-    return message.id or f"#{index}"
 
 
 class ChatLayout:
