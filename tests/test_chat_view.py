@@ -265,6 +265,77 @@ async def test_same_text_in_two_roles_keeps_each_its_bar_and_an_edit_is_drawn():
         assert chat.render_line(1).text[2:18] == "changed in place"
 
 
+def big_messages(count: int, seed: int = 11, most: int = 300) -> list[Message]:
+    """Messages of very different lengths and scripts: guessed heights are often off."""
+    rng = random.Random(seed)
+    words = ["context", "a", "window", "ünïcödé", "界界", "supercalifragilistic" * 3, "x\ty"]
+    messages = []
+    for i in range(count):
+        text = f"message {i} " + " ".join(rng.choice(words) for _ in range(rng.randint(1, most)))
+        if i % 7 == 0:
+            text += "\n\n" + "\n".join("line" for _ in range(rng.randint(1, 30)))
+        messages.append(Message("user" if i % 2 == 0 else "assistant", text, id=f"b{i}"))
+    return messages
+
+
+def test_a_lazy_layout_ends_exact_and_wraps_only_what_is_asked():
+    messages = big_messages(400)
+    layout = ChatLayout()
+    layout.update(messages, set(), {}, {}, 50)
+    assert layout.rewrapped == 0 and not any(entry.wrapped for entry in layout.entries)
+    layout.wrap_near(200, 30, 60)
+    near = [entry.index for entry in layout.entries if entry.wrapped]
+    assert 200 in near and len(near) < 40 and layout.rewrapped == len(near)
+    while layout.pending:
+        layout.wrap_some(5_000)
+    fresh = ChatLayout()
+    fresh.update(messages, set(), {}, {}, 50)
+    for entry in fresh.entries:
+        entry.head, entry.body  # wrapped one by one as they are read
+    assert layout.first_row == fresh.first_row  # the guesses are all replaced by the real heights
+    layout.update(messages[1:], set(), {}, {}, 50)  # a delete: the bodies stay, the headers (#index) are redone
+    assert layout.rewrapped == 0 and all(entry._body is not None for entry in layout.entries)
+    layout.wrap_near(100, 0, 20)
+    assert layout.rewrapped == 0 and layout.entries[100].head.blocks[0].text.startswith("assistant #100")
+
+
+async def test_scrolling_a_big_session_keeps_what_is_on_screen_in_place():
+    """Scrolling up into messages not wrapped yet (wrapped as they come near, with heights other than the
+    guesses) never moves the rows on screen; the off-screen rest is wrapped a slice at a time, and the
+    screen shows exactly the rows of an exact layout."""
+    messages = big_messages(800, most=60)
+    app = Harness()
+    async with app.run_test(size=(70, 24)) as pilot:
+        chat = app.query_one(ChatView)
+        chat.show(messages)
+        await pilot.pause()
+        assert chat.layout_model.pending > 0  # a big session: not all wrapped at once
+        assert chat.scroll_y == chat.max_scroll_y  # opens at the end
+        assert chat.message_lines(799)[-1].rstrip() in "\n".join(chat.visible_lines())
+        chat.scroll_to(y=chat.layout_model.first_row[400], animate=False, immediate=True)
+        await pilot.pause()
+        for _ in range(40):
+            before = chat.visible_lines()
+            chat.scroll_to(y=chat.scroll_y - 3, animate=False, immediate=True)
+            await pilot.pause()
+            assert chat.visible_lines()[3:] == before[:-3]  # three rows down, the same rows
+        for _ in range(600):
+            if not chat.layout_model.pending:
+                break
+            await pilot.pause(0.05)
+        before = chat.visible_lines()
+        assert not chat.layout_model.pending
+        exact = ChatLayout()
+        exact.update(messages, set(), {}, {}, chat.text_width)
+        heights = [entry.head.height + entry.body.height + 1 for entry in exact.entries]
+        assert chat.layout_model.first_row[-1] == sum(heights) == chat.virtual_size.height
+        top = chat.layout_model.message_at(round(chat.scroll_y))
+        assert chat.visible_lines() == before and top < 400
+        chat.select(0)
+        await pilot.pause()
+        assert chat.scroll_y == 0 and "user #0" in chat.visible_lines()[0]
+
+
 def test_several_notes_under_one_reply_are_each_a_line_of_their_own():
     """A refusal said by the server and by the receipt: two notes, two lines, no '↵' between them."""
     from tui.app.chat_layout import ChatLayout

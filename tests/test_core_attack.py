@@ -254,10 +254,6 @@ async def test_export_turns_the_session_into_markdown_off_the_event_loop(harness
     assert list((tmp_path / "sessions").glob("*.md"))
 
 
-@pytest.mark.xfail(strict=True, reason="the chat view wraps every message of the session on the event loop at open "
-                   "and again at every resize (2.1 s and 4.2 s here for 10,000 messages of 2 KB, 20 MB); a delete "
-                   "re-wraps every header after it (0.65 s). Needs lazy wrapping (estimated heights for messages "
-                   "off screen), not a small fix")
 def test_a_20_mb_session_is_laid_out_and_resized_without_freezing_the_loop():
     import time
 

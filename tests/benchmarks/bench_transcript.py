@@ -11,6 +11,10 @@ open    Each opening runs in a child process (start-up as a user gets it), headl
 scroll  In one process, once the app is idle (the pane's view computed): PageDown in the chat, (a) the view's work (move the
         cursor, scroll, draw every row on screen from a cold strip cache), and (b) the key sent as the
         terminal would (App.simulate_key) up to the frame that shows the move. Goal: a page <= 16 ms.
+resize  The chat view alone (no context pane) with `--messages` messages of at least `--chars` characters:
+        the longest stall of the event loop (a task that wakes every millisecond) while the session is
+        shown, while the terminal is resized four times, and while Home, End and PageUp are pressed.
+        Goal: no stall over 100 ms.
 stream  A reply growing by `--chunks` chunks of ~10 tokens (~20k tokens in all) fed to the chat panel
         as the app does (the controller's ReplyProgress), each followed by drawing every row on screen; per-chunk
         cost over the first and the last tenth of the reply. Goal: the end no slower than the start.
@@ -39,8 +43,9 @@ SIZE = (150, 42)
 TIMEOUT = 120.0
 
 
-def session_of(count: int, seed: int = 3):
-    """`count` messages, user and assistant in turn, 5 to 60 words each, a code block every 25th."""
+def session_of(count: int, seed: int = 3, chars: int = 0):
+    """`count` messages, user and assistant in turn, 5 to 60 words each (more up to `chars` characters),
+    a code block every 25th."""
     from tui.context.messages import Message, Provenance
     from tui.sessions.model import Session
 
@@ -49,6 +54,8 @@ def session_of(count: int, seed: int = 3):
     for i in range(count):
         role = "user" if i % 2 == 0 else "assistant"
         text = f"[{i}] " + " ".join(rng.choice(PROSE) for _ in range(rng.randint(5, 60)))
+        while len(text) < chars:
+            text += " " + rng.choice(PROSE)
         if i % 25 == 24:
             text += "\n```python\n" + "\n".join(f"def f{j}(x):\n    return x * {j}" for j in range(6)) + "\n```"
         session.messages.append(Message(role, text, provenance=Provenance("user" if role == "user" else "model"),
@@ -211,6 +218,61 @@ def bench_scroll(folder: Path, count: int, pages: int) -> None:
     print(f"scroll goal: a page <= 16 ms: view work p95 {p95:.2f} ms -> {'met' if p95 <= 16 else 'MISSED'}")
 
 
+# -- resize, in this process ------------------------------------------------------------------------
+async def resize_once(count: int, chars: int) -> dict:
+    from textual.app import App
+
+    from tui.app.chat_view import ChatView
+
+    class One(App):
+        def compose(self):
+            yield ChatView()
+
+    messages = session_of(count, chars=chars).messages
+    app, gaps, phase = One(), {}, ["idle"]
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.query_one(ChatView)
+        done = asyncio.Event()
+
+        async def beat() -> None:  # the longest time the loop did not come back to this task, per phase
+            last = time.perf_counter()
+            while not done.is_set():
+                await asyncio.sleep(0.001)
+                now = time.perf_counter()
+                gaps[phase[0]] = max(gaps.get(phase[0], 0.0), now - last)
+                last = now
+        task = asyncio.create_task(beat())
+        await pilot.pause(0.05)
+        phase[0] = "show"
+        chat.show(messages)
+        await pilot.pause(0.2)
+        phase[0] = "resize"
+        for size in ((110, 42), (150, 42), (90, 30), SIZE):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.1)
+        chat.focus()
+        phase[0] = "keys"
+        for key in ("home", "end", "pageup", "pageup", "pageup", "home", "pagedown"):
+            await pilot.press(key)
+            await pilot.pause(0.02)
+        phase[0] = "idle"
+        last_shown = any(f"[{count - 1}]" in line for line in chat.visible_lines()) or chat.selected is not None
+        done.set()
+        await task
+        chars_total = sum(len(m.text()) for m in messages)
+    return {"gaps": gaps, "chars": chars_total, "rows": chat.layout_model.height, "ok": last_shown}
+
+
+def bench_resize(count: int, chars: int) -> None:
+    result = asyncio.run(resize_once(count, chars))
+    gaps = result["gaps"]
+    cells = " · ".join(f"{name} {gaps.get(name, 0) * 1000:.0f} ms" for name in ("show", "resize", "keys"))
+    print(f"resize {count} messages ({result['chars'] / 1e6:.1f} M chars, {result['rows']:,} rows): longest loop "
+          f"stall while {cells}")
+    worst = max(gaps.get(name, 0) for name in ("show", "resize", "keys")) * 1000
+    print(f"resize goal: no stall over 100 ms: {worst:.0f} ms -> {'met' if worst <= 100 else 'MISSED'}")
+
+
 # -- streaming, in this process -----------------------------------------------------------------------
 async def stream_once(chunks: int) -> dict:
     from tui.app.app import CtxpaneApp, LaunchOptions
@@ -264,7 +326,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pages", type=int, default=60)
     parser.add_argument("--chunks", type=int, default=2000)
-    parser.add_argument("--only", choices=("open", "scroll", "stream"))
+    parser.add_argument("--chars", type=int, default=0, help="resize: characters a message at least")
+    parser.add_argument("--only", choices=("open", "scroll", "resize", "stream"))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -286,6 +349,8 @@ def main() -> None:
             bench_open(folder, args.messages, args.runs, env)
         if args.only != "open":
             bench_scroll(folder, args.messages, args.pages)
+    if args.only in (None, "resize"):
+        bench_resize(args.messages, args.chars)
     if args.only in (None, "stream"):
         bench_stream(args.chunks)
 

@@ -2,26 +2,28 @@
 
 Kept apart from the widget so it can be tested and measured without a terminal. A message is a few
 blocks of text (header, folded reasoning, body, tool calls, note), each wrapped (chat_wrap) to the
-width on what will be drawn. Wrapped rows are kept per message, keyed by everything the message shows
-(its text, reasoning, tool calls, note, open folds: in effect its revision) at one width, so a change
-re-wraps that message only and a new width re-wraps all. The reply that is arriving (`LiveReply`) is
-wrapped again only from its last row on each chunk: its cost does not grow with its length.
+width on what will be drawn. Wrapped rows are kept per message (by its id), with everything it shows (its
+text, reasoning, tool calls, note, open folds) at one width, so a change re-wraps that message only and a new
+width re-wraps all. Wrapping is lazy: `update` only guesses the height of a message it has no rows for (from
+its length), and a message is wrapped when the view comes near it (`wrap_near`), when its rows are read, or
+off screen a slice at a time (`wrap_some`): a 20 MB session opens or changes width without wrapping 20 MB.
+The reply that is arriving (`LiveReply`) is wrapped again only from its last row on each chunk.
 """
 
 from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 
 from tui.context.messages import Message
 
 from .chat_markdown import MarkdownRenders, wants_markdown
-from .chat_wrap import Block, Wrapped
+from .chat_wrap import Block, Wrapped, estimate_rows
 from .shown import MAX_SHOWN, message_text
 
 FOLDS = ("reasoning", "calls")
+SLICE = 300_000  # characters wrapped at a time off screen (a non-ASCII one counts 50): 5 to 10 ms
 
 
 def _cut(text: str, style: str, indent: int = 0) -> list[Block]:
@@ -111,20 +113,46 @@ def body_blocks(text: str, reasoning: str | None, calls: list[dict] | None, note
     return blocks
 
 
-@dataclass(slots=True)
 class Entry:
-    """One message on screen: its header rows, its body rows, then one blank row."""
+    """One message on screen: its header rows, its body rows, then one blank row.
 
-    key: str  # the message's id (or its place when it has none): selection and folds follow it
-    index: int
-    bar: str  # the colour of its left bar: user, assistant, system, tool (also any untrusted message)
-    dropped: bool
-    head: Wrapped
-    body: Wrapped
+    Wrapped lazily: until its rows are read (`head`, `body`), `height` is a guess and `source` holds what
+    wrapping it needs; its layout (`owner`) is told when the real height replaces the guess.
+    """
+
+    __slots__ = ("key", "index", "bar", "dropped", "_head", "_body", "guess", "cost", "later", "source", "owner")
+
+    def __init__(self, key: str, index: int, bar: str, dropped: bool, head: Wrapped | None, body: Wrapped | None,
+                 guess: int = 0, source: tuple | None = None, owner: ChatLayout | None = None) -> None:
+        self.key = key  # the message's id (or its place when it has none): selection and folds follow it
+        self.index = index
+        self.bar = bar  # the colour of its left bar: user, assistant, system, tool (also any untrusted message)
+        self.dropped = dropped
+        self._head, self._body, self.guess, self.source, self.owner = head, body, guess, source, owner
+        self.cost = 0  # what wrapping it costs (ChatLayout.pending)
+        self.later = False  # a reply shown plain until its Markdown is ready (asked for when near the view)
+
+    @property
+    def wrapped(self) -> bool:
+        return self._head is not None and self._body is not None
+
+    @property
+    def head(self) -> Wrapped:
+        if self._head is None:
+            self.owner.wrap(self)
+        return self._head
+
+    @property
+    def body(self) -> Wrapped:
+        if self._body is None:
+            self.owner.wrap(self)
+        return self._body
 
     @property
     def height(self) -> int:
-        return self.head.height + self.body.height + 1
+        if self._head is None or self._body is None:
+            return self.guess
+        return self._head.height + self._body.height + 1
 
     @property
     def folds(self) -> list[str]:
@@ -132,10 +160,46 @@ class Entry:
 
     def locate(self, row: int) -> tuple[Block, int, int] | None:
         """The block and [start, end) of local row `row`; None for the blank row after the message."""
-        if row < self.head.height:
-            return self.head.locate(row)
-        row -= self.head.height
-        return self.body.locate(row) if row < self.body.height else None
+        head = self.head
+        if row < head.height:
+            return head.locate(row)
+        row -= head.height
+        body = self.body
+        return body.locate(row) if row < body.height else None
+
+
+def _head_guess(message, dropped: bool, width: int) -> int:
+    """Rows of a header, from the lengths of its pieces (exact unless its label has wide characters)."""
+    prov = message.provenance
+    length = len(message.role) + 8
+    if not (prov.trusted and prov.source in ("user", "system_prompt", "model")):
+        length += 2 + min(80, len(prov.label or prov.source))
+        length += 11 * (not prov.trusted)
+    if message.pinned or dropped or message.incomplete:
+        length += 11 * message.pinned + 28 * dropped + 14 * message.incomplete
+    return 1 if length <= width else -(-length // max(1, width))
+
+
+def _body_guess(message, text: str, note: str, folds: frozenset, width: int) -> int:
+    """Rows of a message's body before it is wrapped (chat_wrap.estimate_rows of each part)."""
+    rows = estimate_rows(text, width) if text else 0
+    reasoning = message.reasoning_content
+    if reasoning:
+        rows += 1 + (estimate_rows(reasoning, width - 2) if "reasoning" in folds else 0)
+    if message.tool_calls:
+        rows += 1 + (2 * len(message.tool_calls) if "calls" in folds else 0)
+    if note:
+        rows += estimate_rows(note, width)
+    return rows or 1
+
+
+def _head_sig(message, index: int, dropped: bool) -> tuple:
+    prov = message.provenance
+    return message.role, index, prov.source, prov.label, prov.trusted, message.pinned, dropped, message.incomplete
+
+
+def _body_sig(message, text: str, note: str, folds: frozenset, markdown) -> tuple:
+    return text, message.reasoning_content, calls_key(message.tool_calls), note, folds, markdown is not None
 
 
 def bar_of(message) -> str:
@@ -144,20 +208,18 @@ def bar_of(message) -> str:
     return {"developer": "system"}.get(message.role, message.role)
 
 
-def message_key(message, index: int) -> str:
-    return message.id or f"#{index}"
-
-
 class ChatLayout:
     """Every message's rows, and the first screen row of each message."""
 
     def __init__(self) -> None:
         self.width = 0
         self.entries: list[Entry] = []
-        self.first_row: list[int] = [0]
-        self._heads: dict[tuple, Wrapped] = {}
-        self._bodies: dict[tuple, Wrapped] = {}
-        self.rewrapped = 0  # messages wrapped by the last update (what a test or benchmark checks)
+        self._first_row: list[int] = [0]
+        self._dirty: int | None = None  # the first entry whose height changed since first_row was summed
+        self._next = 0  # entries before it are all wrapped (wrap_some)
+        self.pending = 0  # cost of wrapping what is not wrapped yet: characters (a non-ASCII one 50), a header 300
+        self._kept: dict[str, tuple] = {}  # by message key: what its header and body showed, and their rows
+        self.rewrapped = 0  # message bodies wrapped since the last update (what a test or benchmark checks)
         self.image_family = ""  # how attached images are counted in their labels
         self.markdown = MarkdownRenders()  # finished replies as Markdown; plain until rendered
 
@@ -167,51 +229,126 @@ class ChatLayout:
 
     def update(self, messages: list, dropped: set[int], notes: dict[str, str], open_folds: dict[str, frozenset],
                width: int, live=None) -> None:
-        """Lay out `messages` (and the reply arriving, `live`: a LiveReply); unchanged messages are not wrapped."""
+        """Lay out `messages` (and the reply arriving, `live`: a LiveReply). Nothing is wrapped here: a message
+        keeps its rows if nothing it shows changed; the others get a guessed height until `wrap`."""
         if width != self.width:
-            self._heads.clear()
-            self._bodies.clear()
+            self._kept.clear()
         self.width, self.rewrapped = width, 0
-        heads, bodies, entries = {}, {}, []
-        no_folds = frozenset()
-        rendered = self._render_markdown(messages, width)
+        old, kept, old_markdown, markdown_kept, entries = self._kept, {}, self.markdown.done, {}, []
+        self._kept = kept
+        no_folds, step, pending = frozenset(), max(1, width - 2), 0
         for index, message in enumerate(messages):
-            key = message_key(message, index)
-            prov, is_dropped = message.provenance, index in dropped
-            head_key = (message.role, index, prov.source, prov.label, prov.trusted, message.pinned, is_dropped,
-                        message.incomplete)
-            head = heads.get(head_key) or self._heads.get(head_key) or \
-                Wrapped([header_block(message, index, is_dropped)], width)
-            heads[head_key] = head
-            text, folds, note = message_text(message, self.image_family), open_folds.get(key, no_folds), \
-                notes.get(message.id, "")
-            markdown = rendered.get(index)
-            body_key = (text, message.reasoning_content, calls_key(message.tool_calls), note, folds,
-                        markdown is not None)
-            body = bodies.get(body_key) or self._bodies.get(body_key)
-            if body is None:
-                body = Wrapped(body_blocks(text, message.reasoning_content, message.tool_calls, note, folds,
-                                           rendered=markdown), width)
-                self.rewrapped += 1
-            bodies[body_key] = body
-            entries.append(Entry(key, index, bar_of(message), is_dropped, head, body))
-        self._heads, self._bodies = heads, bodies
+            key = message.id or f"#{index}"
+            text = message.content  # a string (most messages); else its parts, images as labels
+            text = text if type(text) is str else message_text(message, self.image_family)
+            is_dropped = index in dropped
+            folds, note = open_folds.get(key, no_folds), notes.get(message.id, "")
+            markdown, later = None, wants_markdown(message)
+            if later:
+                markdown = markdown_kept[(text, width)] = old_markdown.get((text, width))
+                later = markdown is None
+            entry = Entry(key, index, bar_of(message), is_dropped, None, None, owner=self)
+            entry.source, entry.later = (message, text, note, folds, markdown), later
+            seen = old.get(key)
+            if seen is not None:  # its rows from the last layout, if what they show is the same
+                head_sig, head, body_sig, body = seen
+                if head is not None and head_sig == _head_sig(message, index, is_dropped):
+                    entry._head = head
+                if body is not None and body_sig == _body_sig(message, text, note, folds, markdown):
+                    entry._body = body
+                kept[key] = (head_sig, entry._head, body_sig, entry._body)
+            if entry._head is None or entry._body is None:
+                if entry._body is not None:
+                    body_rows = entry._body.height
+                elif note or message.reasoning_content or message.tool_calls or "\n" in text:
+                    body_rows = _body_guess(message, text, note, folds, width)
+                else:  # one line of text (most messages), `estimate_rows` without its calls
+                    body_rows = -(-len(text) // step) if len(text) > width else 1
+                entry.guess = 1 + body_rows + (entry._head.height if entry._head else
+                                               _head_guess(message, is_dropped, width))
+                entry.cost = 300 + (0 if entry._body else len(text) * (1 if text.isascii() else 50))
+                pending += entry.cost
+            elif not later:
+                entry.source = None
+            entries.append(entry)
+        self.markdown.done = {key: blocks for key, blocks in markdown_kept.items() if blocks is not None}
         if live is not None:
             entries.append(live.entry(len(messages), width))
         self.entries = entries
-        self.first_row = list(accumulate((entry.height for entry in entries), initial=0))
+        self._first_row = list(accumulate((entry.height for entry in entries), initial=0))
+        self._dirty, self._next, self.pending = None, 0, pending
 
-    def _render_markdown(self, messages: list, width: int) -> dict[int, list[Block]]:
-        """Markdown of the finished replies that have it ready, newest first (they are likely in view)."""
+    def wrap(self, entry: Entry, ask: bool = True) -> None:
+        """Wrap an entry that has a guessed height; the rows after it move if the guess was off. A reply
+        shown plain because its Markdown is not ready (`later`) is asked for it (`ask`: it is near the view)
+        and wrapped again if it is ready."""
+        message, text, note, folds, markdown = entry.source
+        before, width = entry.height, self.width
+        if entry._head is None:
+            entry._head = Wrapped([header_block(message, entry.index, entry.dropped)], width)
+        if entry.later and ask:
+            markdown = self.markdown.get(text, width)  # a small reply at once, a big one is asked for
+        if entry._body is None or markdown is not None and entry.later:
+            entry._body = Wrapped(body_blocks(text, message.reasoning_content, message.tool_calls, note, folds,
+                                              rendered=markdown), width)
+            self.rewrapped += 1
+            entry.later = markdown is None and entry.later
+        self._kept[entry.key] = (_head_sig(message, entry.index, entry.dropped), entry._head,
+                                 _body_sig(message, text, note, folds, markdown), entry._body)
+        entry.source = entry.source if entry.later else None
+        self.pending, entry.cost = self.pending - entry.cost, 0
+        if entry.height != before:
+            self._dirty = entry.index if self._dirty is None else min(self._dirty, entry.index)
+
+    def wrap_near(self, at: int, above: int, below: int) -> bool:
+        """Wrap entry `at`, those before it over `above` rows and those from it on over `below` rows (real
+        rows, counted from its first row). True if a guess was off (`moved`)."""
+        entries = self.entries
         self.markdown.begin()
-        rendered = {}
-        for index in range(len(messages) - 1, -1, -1):
-            if wants_markdown(messages[index]):
-                blocks = self.markdown.get(messages[index].text(), width)
-                if blocks is not None:
-                    rendered[index] = blocks
-        self.markdown.end()
-        return rendered
+        at = max(0, min(at, len(entries) - 1))
+        rows, index = 0, at
+        while index < len(entries) and (rows < below or index == at):
+            if entries[index].later or not entries[index].wrapped:
+                self.wrap(entries[index])
+            rows, index = rows + entries[index].height, index + 1
+        rows, index = 0, at - 1
+        while index >= 0 and rows < above:
+            if entries[index].later or not entries[index].wrapped:
+                self.wrap(entries[index])
+            rows, index = rows + entries[index].height, index - 1
+        return self.moved
+
+    def wrap_some(self, budget: int = SLICE, ask: bool = False) -> bool:
+        """Wrap the entries not wrapped yet, in order, about `budget` characters' worth (`pending`), off screen
+        a slice at a time (Markdown asked for only with `ask`: a small session). True if a guess was off."""
+        entries, index, spent = self.entries, self._next, 0
+        self.markdown.begin()
+        while index < len(entries) and spent < budget:
+            if not entries[index].wrapped:
+                spent += entries[index].cost
+                self.wrap(entries[index], ask)
+            index += 1
+        self._next = index
+        if index >= len(entries):
+            self.pending = 0  # all wrapped, whatever the count says
+        return self.moved
+
+    @property
+    def moved(self) -> bool:
+        """A height changed since `first_row` was last read."""
+        return self._dirty is not None
+
+    @property
+    def first_row(self) -> list[int]:
+        """The first screen row of each entry, and the total at the end (brought up to date after wraps)."""
+        dirty = self._dirty
+        if dirty is not None:
+            self._dirty = None
+            rows = self._first_row
+            del rows[dirty + 1:]
+            rows.extend(islice(accumulate((entry.height for entry in self.entries[dirty:]), initial=rows[dirty]),
+                               1, None))
+        return self._first_row
 
     def live_changed(self) -> None:
         """The last entry (the reply arriving) changed height: only its end moves."""

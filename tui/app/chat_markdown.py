@@ -95,35 +95,31 @@ def markdown_blocks(text: str, width: int) -> list[Block]:
 
 class MarkdownRenders:
     """Rendered replies by (text, width). What is missing is asked for (`wanted`) and rendered elsewhere
-    (a worker thread), except small replies, rendered at once while a frame's budget lasts."""
+    (a worker thread), except small replies, rendered at once while a frame's budget lasts (`begin`)."""
 
     SMALL = 4_000  # characters
     BUDGET = 0.015  # seconds of rendering on the loop per layout
 
     def __init__(self) -> None:
-        self.done: dict[tuple[str, int], list[Block]] = {}
-        self.wanted: list[tuple[str, int]] = []
-        self._used: dict[tuple[str, int], list[Block]] = {}
+        self.done: dict[tuple[str, int], list[Block]] = {}  # kept by the layout for the replies it shows
+        self.wanted: dict[tuple[str, int], None] = {}  # in the order asked
         self._deadline = 0.0
 
     def begin(self) -> None:
-        self._used, self.wanted = {}, []
         self._deadline = time.perf_counter() + self.BUDGET
 
     def get(self, text: str, width: int) -> list[Block] | None:
         key = (text, width)
         blocks = self.done.get(key)
         if blocks is None and len(text) <= self.SMALL and time.perf_counter() < self._deadline:
-            blocks = markdown_blocks(text, width)
+            blocks = self.done[key] = markdown_blocks(text, width)
         if blocks is None:
-            self.wanted.append(key)
-        else:
-            self._used[key] = blocks
+            self.wanted[key] = None
         return blocks
 
-    def end(self) -> None:
-        """Keep only what the last layout used (and what is still wanted stays wanted)."""
-        self.done = self._used
+    def take_wanted(self) -> list[tuple[str, int]]:
+        keys, self.wanted = list(self.wanted), {}
+        return keys
 
     def add(self, key: tuple[str, int], blocks: list[Block]) -> None:
         self.done[key] = blocks
@@ -142,10 +138,10 @@ class RendersMarkdown:
     _markdown_busy = False  # a worker is rendering replies as Markdown
 
     def _ask_markdown(self) -> None:
-        wanted = self.layout_model.markdown.wanted
-        if wanted and not self._markdown_busy:
+        markdown = self.layout_model.markdown
+        if markdown.wanted and not self._markdown_busy:
             self._markdown_busy = True
-            keys = list(reversed(wanted))  # the newest replies first
+            keys = markdown.take_wanted()  # the replies near the view (wrapped when they came near it)
             self.run_worker(lambda: self._render_markdown(keys), thread=True, group="markdown", exit_on_error=False)
 
     def _render_markdown(self, keys: list[tuple[str, int]]) -> None:

@@ -156,7 +156,6 @@ class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True
         self._widths = (self.size.width, self.scrollable_content_region.width)
         self.virtual_size = Size(self.scrollable_content_region.width, self.layout_model.height)
         self.refresh()
-        self._ask_markdown()
 
     def message_lines(self, index: int) -> list[str]:
         """The rows of message `index` (the reply arriving: index = number of messages) as drawn, without gutter."""
@@ -234,6 +233,7 @@ class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True
         top = self.layout_model.first_row[at] - round(self.scroll_y)
         self._lay_out()
         self._scroll(max(0, self.layout_model.first_row[at] - top))
+        self._fill_view((at, top))
 
     async def action_act(self, action: str) -> None:
         if not self.message_actions or self.focused_index() is None:
@@ -298,6 +298,11 @@ class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True
             self.painter.clear()
             self._widths = (self.size.width, self.scrollable_content_region.width)
         self._settle_scroll(follow, anchor)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self._fill_view()  # scrolled by the mouse, the scrollbar or a key: what comes into view is wrapped
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -92,6 +92,15 @@ def wrap_text(text: str, width: int, base: int = 0) -> list[tuple[int, int]]:
         start = newline + 1
 
 
+def estimate_rows(text: str, width: int) -> int:
+    """About the rows `wrap_text` makes of `text` (exact for one line that fits), without wrapping it: what a
+    message off screen is taken to take until it is wrapped."""
+    lines = text.count("\n") + 1 if "\n" in text else 1
+    if lines == 1 and len(text) <= width:
+        return 1
+    return max(lines, -(-len(text) // max(1, width - 2)))  # a row ends about half a word short
+
+
 class Wrapped:
     """Blocks and their rows at one width. `serial` names this layout in the strip cache."""
 
