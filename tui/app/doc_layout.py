@@ -60,6 +60,9 @@ class DocLayout:
         self.lines: list[Line] = []
         self.rows: list[int] = []  # screen rows of each line
         self.first_row: list[int] = [0]  # row where each line starts (and the total at the end)
+        # Wrap points of lines recently drawn: a long line's rows are drawn one after another, and wrapping a
+        # 1 MB line once per row drawn made each frame of it cost ~0.1 s (the rows of lines are all counted).
+        self._points: dict[tuple, list[int]] = {}
 
     @property
     def height(self) -> int:
@@ -75,6 +78,7 @@ class DocLayout:
             keep_from = self._unchanged_until(text, notes)
         start = self.lines[keep_from].start if keep_from < len(self.lines) else 0
         self.text, self.notes, self.width = text, notes, width
+        self._points.clear()
         del self.lines[keep_from:]
         del self.rows[keep_from:]
         self.lines.extend(self._build(start, [n for n in notes if n[0] >= start]))
@@ -130,6 +134,16 @@ class DocLayout:
     def _line_text(self, line: Line) -> str:
         return line.note.text if line.note is not None else self.text[line.start:line.end]
 
+    def _wrapped(self, line: Line) -> tuple[list[int], int]:
+        """The line's wrap points and its length, kept for the lines drawn lately."""
+        key = (line.start, line.end, line.note)
+        points = self._points.get(key)
+        if points is None:
+            if len(self._points) >= 256:
+                self._points.clear()
+            points = self._points[key] = wrap_points(self._line_text(line), self.width)
+        return points, (len(line.note.text) if line.note is not None else line.end - line.start)
+
     def locate(self, row: int) -> tuple[Line, int, int] | None:
         """The line shown on screen row `row`, and the [start, end) offsets of that row.
 
@@ -139,11 +153,10 @@ class DocLayout:
             return None
         index = bisect_right(self.first_row, row) - 1
         line = self.lines[index]
-        text = self._line_text(line)
         within = row - self.first_row[index]
-        points = wrap_points(text, self.width)
+        points, length = self._wrapped(line)
         start = points[within]
-        end = points[within + 1] if within + 1 < len(points) else len(text)
+        end = points[within + 1] if within + 1 < len(points) else length
         base = 0 if line.note is not None else line.start
         return line, base + start, base + end
 
