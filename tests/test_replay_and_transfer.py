@@ -97,9 +97,16 @@ async def test_replay_play_and_resend_as_new_session(monkeypatch, tmp_path):
     assert len(load_session(path).session.requests) == 4  # the old session is kept as it was
 
 
+# One of each kind of failure the loader has (not JSON at all, bytes, a field its schema refuses): every bad file
+# reaches the app as the same one-line SessionFileError, and each costs an app start (the CLI test has them all).
+APP_BAD_FILES = ("truncated", "binary", "bad-request")
+
+
 async def test_bad_file_in_the_app_keeps_running_and_never_overwrites(monkeypatch, tmp_path):
     isolated(monkeypatch, tmp_path)
     for name, (path, _needle) in bad_files(tmp_path).items():
+        if name not in APP_BAD_FILES:
+            continue
         before = digest(path)
         app = make_app(tmp_path, offline=True, file=path)
         async with app.run_test(size=SIZE) as pilot:
