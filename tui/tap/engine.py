@@ -1,0 +1,47 @@
+"""What renders and counts the upstream's requests: learned from the upstream as the app learns it.
+
+llama.cpp gives its own template and tokenizer (/props, /tokenize); another server gives what it can;
+an upstream that does not answer (or wants a key the tap never holds) leaves the built-in ChatML and
+the model's shipped tokenizer: estimates, said so in the note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tui.context.template_library import builtin_template
+from tui.context.tokens import get_tokenizer
+
+from .recorder import Engine
+
+
+def learn_engine(upstream: str, model: str = "") -> Engine:
+    """Ask the upstream (without any key) for its template and tokenizer; run it off the event loop."""
+    from tui.client.endpoint import Endpoint
+    from tui.context.registry import cache_rule, tokenizer_for_model
+
+    try:
+        endpoint = Endpoint(upstream, model, source="scan")  # never a key: the tap holds none
+        connection = asyncio.run(_connect(endpoint))
+    except Exception as exc:  # noqa: BLE001 - any failure: the estimates below, and why
+        name = tokenizer_for_model(model)
+        return Engine(builtin_template("chatml"), get_tokenizer(name), "llama.cpp", None,
+                      f"the upstream did not say its template ({type(exc).__name__}: {str(exc)[:200]}): "
+                      f"built-in chatml and {name}, estimates", False)
+    info = connection.info
+    template = connection.template or builtin_template("chatml")
+    rule = cache_rule(info.kind, info.model)
+    if connection.on_server:
+        from tui.client.server_tokenizer import ServerTokenizer
+        tokenizer = ServerTokenizer(endpoint, set(template.special_strings()))
+    else:
+        tokenizer = get_tokenizer(connection.tokenizer)
+    return Engine(template, tokenizer, rule, info, f"{info.kind} · {connection.note}", connection.exact)
+
+
+async def _connect(endpoint):
+    from tui.client.connect import connect
+
+    connection = await connect(endpoint)
+    await connection.client.aclose()
+    return connection

@@ -1,0 +1,337 @@
+"""Turning tapped exchanges into session records, off the path of the client's bytes.
+
+The server tells the recorder of each exchange; the recorder queues the work on its own thread (one,
+so conversations are built in the order requests arrived): `begin` when a request has gone upstream
+(its document, tokens, the client's own cuts and the cache predicted, before the answer), `finish`
+once the answer is over (the reply as it streamed, usage, timings, sent against received, cost), then
+the conversation's session file is saved. A failure is logged and counted; the traffic never waits.
+
+Each request is rendered from its exact body by the same Replayer `ctxpane replay --check` uses, so
+what is recorded is what replay finds again, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from tui.context.budget import LedgerEntry, PolicySettings
+from tui.context.messages import Message, Provenance, message_from_dict
+from tui.sessions.model import RequestRecord, Session
+from tui.sessions.replay import Replayer
+
+from .conversations import REWRITTEN, TRIMMED, Conversation, Conversations, Match
+from .server import Exchange
+
+log = logging.getLogger("ctxpane.tap")
+
+CHAT_PATHS = ("/chat/completions",)
+MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
+MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
+
+
+@dataclass
+class Engine:
+    """What renders and counts for the upstream: learned from it as the app learns it (tui/client/connect.py)."""
+
+    template: Any
+    tokenizer: Any
+    cache_rule: str = "llama.cpp"
+    info: Any = None
+    note: str = ""
+    exact: bool | None = None
+
+
+@dataclass
+class Tapped:
+    """One recorded request as the view shows it: where it belongs and what it says."""
+
+    exchange: Exchange
+    conversation: int = 0
+    index: int = 0  # its place in the conversation's session (0-based)
+    model: str = ""
+    record: RequestRecord | None = None
+    view: Any = None  # the engine's RequestView of the exact body
+    previous: Any = None  # the view of the conversation's request before it
+    client_cut: list[dict] = field(default_factory=list)  # the client's own ledger entries
+    problem: str = ""  # why it is not (fully) recorded
+    done: bool = False
+
+
+@dataclass
+class Thread:
+    """A conversation's session and everything needed to go on recording it."""
+
+    conversation: Conversation
+    session: Session
+    replayer: Replayer
+    path: Path
+    tapped: list[Tapped] = field(default_factory=list)
+
+
+def stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+class Recorder:
+    def __init__(self, upstream: str, folder: Path, engine_source: Callable[[], Engine],
+                 on_change: Callable[[str, Tapped], None] | None = None):
+        self.upstream, self.folder = upstream, folder
+        self.engine_source = engine_source  # called on the recording thread, once, when the first request comes
+        self.engine: Engine | None = None
+        self.on_change = on_change or (lambda kind, tapped: None)
+        self.conversations = Conversations()
+        self.threads: dict[int, Thread] = {}
+        self.tapped: dict[int, Tapped] = {}  # by exchange number
+        self.failures = 0
+        self.passed = 0  # requests forwarded that are not chat completions (not rendered)
+        self.prefix = f"tap-{stamp()}"
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-tap-record")
+        self._lock = threading.Lock()
+        self.prices = None
+
+    # -- told by the server (on the event loop: nothing here may wait) --------------------------------
+    def listen(self, kind: str, exchange: Exchange) -> None:
+        if kind == "request":
+            self._pool.submit(self._guarded, self.begin, exchange)
+        elif kind == "end":
+            self._pool.submit(self._guarded, self.finish, exchange)
+
+    def close(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait)
+
+    def drain(self) -> None:
+        """Wait until every exchange told so far is recorded (for tests and a clean exit)."""
+        self._pool.submit(lambda: None).result()
+
+    def _guarded(self, step: Callable[[Exchange], None], exchange: Exchange) -> None:
+        try:
+            step(exchange)
+        except Exception as exc:  # noqa: BLE001 - a recording failure is logged and shown, never raised
+            self.failures += 1
+            log.exception("recording request %d failed", exchange.number)
+            tapped = self.tapped.setdefault(exchange.number, Tapped(exchange))
+            tapped.problem = f"not recorded: {type(exc).__name__}: {str(exc)[:300]}"
+            self.on_change("problem", tapped)
+
+    # -- on the recording thread ---------------------------------------------------------------------
+    def ready_engine(self) -> Engine:
+        if self.engine is None:
+            self.engine = self.engine_source()
+        return self.engine
+
+    def begin(self, exchange: Exchange) -> None:
+        body = self.chat_body(exchange)
+        tapped = Tapped(exchange)
+        self.tapped[exchange.number] = tapped
+        if body is None:
+            self.passed += 1
+            tapped.problem = "passed through (not a chat completion: not rendered)"
+            self.on_change("passed", tapped)
+            return
+        engine = self.ready_engine()
+        messages = body["messages"]
+        model = str(body.get("model") or "")[:200]
+        tapped.model = model
+        match = self.conversations.place(messages, model)
+        previous_ids = list(match.conversation.ids) if match.conversation else []
+        conversation = self.conversations.commit(match, messages, model, exchange.client)
+        thread = self.threads.get(conversation.number) or self.open_thread(conversation, engine, model, exchange)
+        tapped.conversation, tapped.index = conversation.number, len(thread.session.requests)
+        record = RequestRecord(number=len(thread.session.requests) + 1, time=_iso(exchange.started), body=body,
+                               reply={"content": "", "incomplete": True}, template=engine.template.name,
+                               tokenizer=engine.tokenizer.name, message_count=len(messages),
+                               message_ids=list(match.message_ids))
+        previous_view = thread.replayer.stored_view(tapped.index - 1) if tapped.index else None
+        record.dropped = self.client_cuts(match, previous_view, previous_ids, record.number, thread)
+        thread.session.requests.append(record)
+        view = thread.replayer.stored_view(tapped.index)
+        record.document_hash = hashlib.sha256(view.document.text.encode()).hexdigest()
+        record.document_tokens, record.tokens_exact = view.sent_tokens, view.snapshot.counts.exact
+        record.keep_all_tokens = view.keep_all_tokens
+        prefix = view.prefix
+        record.predicted_cached, record.cache_cause = prefix.predicted_cached, prefix.cause[:4000]
+        record.cache_class, record.cache_place = prefix.cause_class, "previous request" if tapped.index else ""
+        record.cache_source = record.number - 1 if tapped.index else None
+        tapped.record, tapped.view, tapped.previous = record, view, previous_view
+        tapped.client_cut = list(record.dropped)
+        thread.tapped.append(tapped)
+        thread.session.messages = self.messages_of(messages, match.message_ids)
+        thread.session.next_id = conversation.next_id
+        self.on_change("request", tapped)
+
+    def finish(self, exchange: Exchange) -> None:
+        tapped = self.tapped.get(exchange.number)
+        if tapped is None or tapped.record is None:
+            if tapped is not None:
+                tapped.done = True
+                self.on_change("end", tapped)
+            return
+        thread = self.threads[tapped.conversation]
+        record, engine = tapped.record, self.ready_engine()
+        reply = self.reply_of(exchange)
+        record.reply = reply.to_record()
+        record.reply["incomplete"] = bool(reply.incomplete)
+        record.reply["stream"] = self.stream_record(exchange)
+        record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
+        self.settle(record, thread.session, tapped.view, reply, engine, exchange)
+        reply_id = thread.conversation.answered(record.reply if exchange.status == 200 else None)
+        if reply_id is not None and tapped.index == len(thread.session.requests) - 1:
+            thread.session.messages.append(Message("assistant", reply.content, tool_calls=reply.tool_calls or None,
+                                                   provenance=Provenance("model", True), id=reply_id,
+                                                   incomplete=reply.incomplete))
+            thread.session.next_id = thread.conversation.next_id
+        thread.session.updated = _iso(time.time())
+        self.save(thread)
+        tapped.done = True
+        self.on_change("end", tapped)
+
+    # -- pieces ---------------------------------------------------------------------------------------
+    @staticmethod
+    def chat_body(exchange: Exchange) -> dict | None:
+        path = exchange.path.split("?", 1)[0].rstrip("/")
+        if exchange.method != "POST" or not path.endswith(CHAT_PATHS):
+            return None
+        try:
+            body = json.loads(exchange.body)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+            return None
+        return body
+
+    def open_thread(self, conversation: Conversation, engine: Engine, model: str, exchange: Exchange) -> Thread:
+        from tui.controller.workbench import template_spec
+
+        client = exchange.client.split(" ")[0][:40] or "client"
+        session = Session(id=f"{self.prefix}-{conversation.number}", title=f"tap {conversation.number}: {client} · "
+                          f"{model or 'model'}", base_url=self.upstream, model=model,
+                          template=template_spec(engine.template), tokenizer=engine.tokenizer.name,
+                          policy=asdict(PolicySettings("keep-all")), fences=False)
+        replayer = Replayer(session, engine.template, engine.tokenizer, engine.cache_rule)
+        thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json")
+        self.threads[conversation.number] = thread
+        return thread
+
+    @staticmethod
+    def messages_of(wire: list, ids: list[str]) -> list[Message]:
+        messages = []
+        for index, item in enumerate(wire):
+            message = message_from_dict({**item, "id": ids[index]} if isinstance(item, dict) else item, index)
+            messages.append(message)
+        return messages
+
+    @staticmethod
+    def client_cuts(match: Match, previous_view: Any, previous_ids: list[str], number: int,
+                    thread: Thread) -> list[dict]:
+        """The client's own ledger: each message the previous request carried and this one does not."""
+        if previous_view is None or not match.vanished:
+            return []
+        tokens: dict[str, int] = {}
+        for ident, _kind, _start, _end, count in previous_view.shape.spans:
+            tokens[ident] = tokens.get(ident, 0) + count
+        entries = []
+        for gone in match.vanished:
+            if gone.rewritten:
+                reason = (f"the client rewrote its system prompt: the text request {number - 1} carried "
+                          f"({tokens.get(gone.message_id, 0)} tokens) is gone")
+            else:
+                reason = (f"the client left it out: request {number - 1} carried it, request {number} does not "
+                          "(the client trimmed or compacted its history)")
+            entries.append(asdict(LedgerEntry(gone.index, gone.message_id, gone.role, tokens.get(gone.message_id, 0),
+                                              REWRITTEN if gone.rewritten else TRIMMED, reason, number)))
+        return entries
+
+    @staticmethod
+    def decoded(exchange: Exchange) -> bytes:
+        raw = b"".join(exchange.chunks)
+        encoding = exchange.content_encoding
+        if encoding in ("gzip", "deflate"):
+            try:
+                return zlib.decompressobj(47 if encoding == "gzip" else zlib.MAX_WBITS).decompress(raw, 64 * 2 ** 20)
+            except zlib.error:
+                return b""
+        return b"" if encoding not in ("", "identity") else raw
+
+    def reply_of(self, exchange: Exchange):
+        """The reply the upstream sent, read with ctxpane's own checked reader (streamed or whole)."""
+        from tui.client.reply import Reply, ReplyAssembler, reply_from_response
+        from tui.client.schemas import Chunk, decode
+        from tui.client.sse import SSEParser
+
+        raw = self.decoded(exchange)
+        if exchange.status != 200:
+            text = raw.decode("utf-8", "replace")[:4000]
+            return Reply(incomplete=True, error=exchange.error or f"the upstream answered {exchange.status}: {text}")
+        if "text/event-stream" not in exchange.content_type:
+            try:
+                reply = reply_from_response(decode(raw, Chunk, "the reply"))
+            except Exception as exc:  # noqa: BLE001 - an odd reply is recorded as what it is
+                return Reply(incomplete=True, error=f"the reply could not be read: {exc}"[:4000])
+            reply.incomplete = bool(exchange.error)
+            reply.error = exchange.error or None
+            return reply
+        assembler, parser, done = ReplyAssembler(), SSEParser(), False
+        problem = ""
+        for event in list(parser.feed(raw)) + list(parser.close()):
+            data = event.data.strip()
+            if data == "[DONE]":
+                done = True
+                break
+            try:
+                assembler.apply(decode(data, Chunk, "a streamed chunk"))
+            except Exception as exc:  # noqa: BLE001
+                problem = f"a chunk could not be read: {exc}"[:4000]
+        reply = assembler.reply
+        reply.incomplete = not done or bool(exchange.error)
+        reply.error = exchange.error or problem or (None if done else "the stream ended without [DONE]")
+        return reply
+
+    @staticmethod
+    def stream_record(exchange: Exchange) -> dict:
+        """The reply as it streamed: its raw text, and when each piece was forwarded (seconds after the request)."""
+        raw = b"".join(exchange.chunks).decode("utf-8", "replace") if not exchange.content_encoding else ""
+        return {"status": exchange.status, "content_type": exchange.content_type, "chunks": len(exchange.chunks),
+                "bytes": exchange.forwarded_bytes, "first_byte": _rounded(exchange.first_byte),
+                "duration": _rounded(exchange.duration), "offsets": [_rounded(o) for o in exchange.offsets[:MAX_OFFSETS]],
+                "raw": raw[:MAX_RAW_KEPT], "raw_cut": len(raw) > MAX_RAW_KEPT or exchange.cut_kept,
+                "client_gone": exchange.client_gone, "error": exchange.error[:4000]}
+
+    def settle(self, record: RequestRecord, session: Session, view: Any, reply: Any, engine: Engine,
+               exchange: Exchange) -> None:
+        from tui.client.figures import receipt_after, reported_from_reply
+        from tui.sessions.price_files import load_prices
+        from tui.sessions.receipts import settle
+
+        if exchange.status != 200:
+            return
+        if self.prices is None:
+            self.prices = load_prices()[0]
+        try:
+            receipt = receipt_after(view, reply, engine.info, int(record.body.get("max_tokens") or 0))
+        except Exception:  # noqa: BLE001 - odd figures: nothing to compare
+            receipt = None
+        settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
+
+    def save(self, thread: Thread) -> None:
+        from tui.sessions.store import save_session
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        save_session(thread.session, thread.path)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
