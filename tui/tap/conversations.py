@@ -12,6 +12,7 @@ a trimmed history shifts every position. Each matched message keeps its id acros
 from __future__ import annotations
 
 import json
+from difflib import SequenceMatcher
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,15 +140,15 @@ class Conversations:
         return Match(conversation, ids, vanished, resent=keys == conversation.keys)
 
     def _match_ids(self, conversation: Conversation, keys: list[str], messages: list) -> tuple[list[str], list[Vanished]]:
-        earlier = list(zip(conversation.history(), conversation.ids + ([conversation.reply_id] if
-                                                                        conversation.reply_id else [])))
-        free: dict[str, list[str]] = {}
-        for key, ident in earlier:
-            free.setdefault(key, []).append(ident)
-        ids: list[str | None] = []
-        for key in keys:
-            pool = free.get(key)
-            ids.append(pool.pop(0) if pool else None)
+        """Each message's id: matched to the conversation so far by a diff of what they say (so a repeated
+        text keeps the id of the copy it stands for, and a trimmed history lines up by its end)."""
+        earlier = conversation.history()
+        earlier_ids = conversation.ids + ([conversation.reply_id] if conversation.reply_id else [])
+        ids: list[str | None] = [None] * len(keys)
+        matcher = SequenceMatcher(None, earlier, keys, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for offset in range(block.size):
+                ids[block.b + offset] = earlier_ids[block.a + offset]
         used = {i for i in ids if i}
         vanished = [Vanished(index, ident, conversation.roles[index], False)
                     for index, ident in enumerate(conversation.ids) if ident not in used]

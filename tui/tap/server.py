@@ -169,9 +169,9 @@ class TapServer:
         try:
             return await self.forward(request, exchange, target, headers)
         finally:
-            self.active -= 1
             exchange.ended = time.time()
             self.tell("end", exchange)
+            self.active -= 1
 
     async def read_body(self, request: web.Request) -> bytes | None:
         """The whole body, or None once it passes max_body (a chunked body has no length to check first)."""
