@@ -111,6 +111,8 @@ class LoopbackUpstream:
                                       "headers": [[k, v] for k, v in request.headers.items()],
                                       "length": len(body), "sha256": hashlib.sha256(body).hexdigest()},
                                      headers={"X-Upstream": "loop", "Set-Cookie": "upstream-session=abc"})
+        if scenario not in ("ok", "cut", "slow"):
+            return web.json_response({"error": {"message": "no such scenario"}}, status=404)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         if scenario == "ok":
@@ -125,11 +127,14 @@ class LoopbackUpstream:
             await asyncio.sleep(0.05)
             request.transport.abort()  # broken off: no end of the chunked body
             return response
-        try:  # slow: a piece every 50 ms until the client leaves (at most 30 s)
-            for number in range(600):
+        pieces = int(request.query.get("n", "600"))
+        try:  # slow: a piece every 50 ms until the client leaves, or ?n= pieces then [DONE]
+            for number in range(pieces):
                 await response.write(sse(piece(f"{number} ")))
                 await asyncio.sleep(0.05)
         except (asyncio.CancelledError, ConnectionResetError):
             self.left.set()
             raise
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
         return response

@@ -14,6 +14,8 @@ from tui.context.tokens import get_tokenizer
 
 from .recorder import Engine
 
+LEARN_TIMEOUT = 15.0  # seconds for the whole probe: an upstream that trickles never holds up the recording
+
 
 def learn_engine(upstream: str, model: str = "") -> Engine:
     """Ask the upstream (without any key) for its template and tokenizer; run it off the event loop."""
@@ -42,6 +44,6 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
 async def _connect(endpoint):
     from tui.client.connect import connect
 
-    connection = await connect(endpoint)
+    connection = await asyncio.wait_for(connect(endpoint), LEARN_TIMEOUT)
     await connection.client.aclose()
     return connection

@@ -37,6 +37,7 @@ log = logging.getLogger("ctxpane.tap")
 CHAT_PATHS = ("/chat/completions",)
 MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
 MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
+MAX_SECRETS = 200  # distinct credential values remembered for redaction
 
 
 @dataclass
@@ -98,6 +99,7 @@ class Recorder:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-tap-record")
         self._lock = threading.Lock()
         self.prices = None
+        self.secrets: list[str] = []  # credential values seen in requests: redacted from what is kept, in memory only
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
     def listen(self, kind: str, exchange: Exchange) -> None:
@@ -169,7 +171,19 @@ class Recorder:
         thread.session.next_id = conversation.next_id
         self.on_change("request", tapped)
 
+    def remember_secrets(self, exchange: Exchange) -> None:
+        for secret in exchange.secrets:
+            if secret not in self.secrets:
+                self.secrets.append(secret)
+        del self.secrets[:-MAX_SECRETS]
+        self.secrets.sort(key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        from tui.sessions.store import redact
+        return redact(text, self.secrets) if text else text
+
     def finish(self, exchange: Exchange) -> None:
+        self.remember_secrets(exchange)
         tapped = self.tapped.get(exchange.number)
         if tapped is None or tapped.record is None:
             if tapped is not None:
@@ -182,6 +196,11 @@ class Recorder:
         record.reply = reply.to_record()
         record.reply["incomplete"] = bool(reply.incomplete)
         record.reply["stream"] = self.stream_record(exchange)
+        for key in ("content", "error"):  # an upstream may echo a key back: it is never kept
+            if isinstance(record.reply.get(key), str):
+                record.reply[key] = self.redact(record.reply[key])
+        record.reply["stream"]["raw"] = self.redact(record.reply["stream"]["raw"])
+        record.reply["stream"]["error"] = self.redact(record.reply["stream"]["error"])
         record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
         self.settle(record, thread.session, tapped.view, reply, engine, exchange)
         reply_id = thread.conversation.answered(record.reply if exchange.status == 200 else None)
@@ -326,7 +345,7 @@ class Recorder:
         from tui.sessions.store import save_session
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        save_session(thread.session, thread.path)
+        save_session(thread.session, thread.path, self.secrets)
 
 
 def _iso(seconds: float) -> str:

@@ -61,6 +61,7 @@ class Exchange:
     ended: float | None = None
     error: str = ""  # upstream unreachable, cut mid-stream, client gone
     client_gone: bool = False
+    secrets: list[str] = field(default_factory=list, repr=False)  # credential values: to redact, never to keep
 
     @property
     def duration(self) -> float | None:
@@ -96,6 +97,20 @@ def upstream_target(origin: str, base: str, raw_path: str) -> str:
     if not base or path == base or path.startswith(base + "/") or path.startswith(base + "?"):
         return origin + path
     return origin + base + path
+
+
+def credential_values(headers: list[tuple[str, str]]) -> list[str]:
+    """The secrets in credential headers (a whole value, the token after its scheme, each cookie's value):
+    what must be taken out of anything recorded, should an upstream echo it back."""
+    found: set[str] = set()
+    for key, value in headers:
+        if key.lower() not in CREDENTIALS:
+            continue
+        pieces = [value, value.split(" ", 1)[-1]]
+        if key.lower() == "cookie":
+            pieces += [part.split("=", 1)[-1].strip() for part in value.split(";")]
+        found.update(piece.strip() for piece in pieces if len(piece.strip()) >= 8)
+    return sorted(found, key=len, reverse=True)  # the longest first: a value before the token inside it
 
 
 def error_body(status: int, message: str, kind: str) -> bytes:
@@ -164,6 +179,7 @@ class TapServer:
         exchange = Exchange(self.count, request.method, request.raw_path, f"{user_agent or '?'} {request.remote or ''}"
                             .strip(), body, request.headers.get("Content-Type", "")[:200])
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+        exchange.secrets = credential_values(headers)
         target = upstream_target(self.origin, self.base, request.raw_path)
         self.active += 1
         try:

@@ -1,0 +1,166 @@
+"""The tap under faults and hostile input, with a small loopback upstream (tests/tap_helpers.py).
+
+Pass-through of headers, query and body; credentials forwarded but never recorded; bodies of 10 MB
+pass and bodies over the limit get a clear 413; an upstream that is down, or breaks off mid-stream;
+a client that leaves mid-stream (the upstream request is cancelled); two clients streaming at once;
+the headless command and its warning when it listens beyond this machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+
+from conftest import ROOT, free_port
+from tap_helpers import LoopbackUpstream, RunningTap
+
+KEY = "sk-fault-secret-abcdefghijkl"
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    server = LoopbackUpstream()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def tap(upstream, tmp_path_factory):
+    running = RunningTap(upstream.url, tmp_path_factory.mktemp("fault-sessions"), max_body=12 * 1024 * 1024)
+    yield running
+    running.stop()
+
+
+def chat(text: str = "hi", **extra) -> dict:
+    return {"model": "loop-model", "messages": [{"role": "user", "content": text}], **extra}
+
+
+def test_headers_query_and_body_go_upstream_unchanged_and_the_answer_comes_back(tap, upstream):
+    body = json.dumps(chat("echo me", temperature=0.5)).encode()
+    answer = httpx.post(f"{tap.url}/echo/v1/chat/completions?api-version=2024-01&x=%2F", content=body, headers={
+        "Authorization": f"Bearer {KEY}", "X-Api-Key": KEY, "X-Custom": "kept", "Content-Type": "application/json"})
+    seen = answer.json()
+    assert answer.status_code == 200 and seen["method"] == "POST"
+    assert seen["path"] == "/echo/v1/chat/completions?api-version=2024-01&x=%2F"
+    assert seen["sha256"] == hashlib.sha256(body).hexdigest()
+    headers = {k.lower(): v for k, v in seen["headers"]}
+    assert headers["authorization"] == f"Bearer {KEY}" and headers["x-api-key"] == KEY
+    sent = {k.lower(): v for k, v in answer.request.headers.items() if k.lower() not in ("host", "connection")}
+    assert {k: v for k, v in headers.items() if k != "host"} == sent  # every header, as sent; none added
+    assert answer.headers["x-upstream"] == "loop" and answer.headers["set-cookie"] == "upstream-session=abc"
+    tap.settle()
+    recorded = "".join(p.read_text() for p in tap.folder.iterdir())
+    assert recorded and KEY not in recorded and "Bearer" not in recorded  # recorded, and no key in it
+
+
+def test_a_ten_megabyte_body_passes_and_one_over_the_limit_gets_413(tap):
+    big = json.dumps(chat("x" * (10 * 1024 * 1024))).encode()
+    answer = httpx.post(f"{tap.url}/echo/v1/chat/completions", content=big, timeout=60)
+    assert answer.status_code == 200 and answer.json()["length"] == len(big)
+    assert answer.json()["sha256"] == hashlib.sha256(big).hexdigest()
+    too_big = httpx.post(f"{tap.url}/echo/v1/chat/completions", content=b"y" * (13 * 1024 * 1024), timeout=60)
+    assert too_big.status_code == 413
+    assert "over the tap's limit of 12,582,912 bytes" in too_big.json()["error"]["message"]
+
+    def chunked():  # no Content-Length: refused once it passes the limit, all the same
+        for _ in range(14):
+            yield b"z" * (1024 * 1024)
+    refused = httpx.post(f"{tap.url}/echo/v1/chat/completions", content=chunked(), timeout=60)
+    assert refused.status_code == 413
+    assert httpx.get(f"{tap.url}/echo/v1/models").status_code == 200  # the tap goes on
+
+
+def test_an_upstream_that_is_down_is_a_clear_502(tmp_path):
+    down = RunningTap(f"http://127.0.0.1:{free_port()}/v1", tmp_path)
+    try:
+        sdk = openai.OpenAI(base_url=down.url, api_key=KEY, max_retries=0)
+        with pytest.raises(openai.APIStatusError) as caught:
+            sdk.chat.completions.create(**chat())
+        assert caught.value.status_code == 502
+        assert "could not be reached" in caught.value.message and "ConnectError" in caught.value.message
+        down.settle()
+        (tapped,) = down.recorder.tapped.values()
+        assert tapped.record.reply["incomplete"] and "could not be reached" in tapped.record.reply["error"]
+    finally:
+        down.stop()
+
+
+def test_an_upstream_cut_mid_stream_reaches_the_client_as_a_cut_and_is_recorded(tap):
+    body = json.dumps(chat("cut me", stream=True))
+    result = subprocess.run(["curl", "-sN", f"{tap.url}/cut/v1/chat/completions", "-d", body], capture_output=True,
+                            timeout=30)
+    assert result.returncode != 0  # curl saw the transfer end before its end (as from the upstream itself)
+    assert b"partial " in result.stdout and b"[DONE]" not in result.stdout
+    tap.settle()
+    tapped = tap.recorder.tapped[max(tap.recorder.tapped)]
+    assert tapped.record.reply["content"] == "partial reply " and tapped.record.reply["incomplete"]
+    assert "broke off" in tapped.record.reply["error"]
+
+
+def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(tap, upstream):
+    upstream.loop.run(_clear(upstream))
+    with httpx.stream("POST", f"{tap.url}/slow/v1/chat/completions", json=chat("slow", stream=True)) as response:
+        lines = response.iter_lines()
+        assert [next(lines) for _ in range(4)][0].startswith("data: ")
+    assert upstream.client_left(timeout=5)
+    tap.settle()
+    tapped = tap.recorder.tapped[max(tap.recorder.tapped)]
+    assert tapped.exchange.client_gone and tapped.record.reply["incomplete"]
+
+
+async def _clear(upstream) -> None:
+    upstream.left.clear()
+
+
+def test_two_clients_streaming_at_once_each_get_their_own_reply(tap):
+    results: dict[str, str] = {}
+
+    def stream(name: str) -> None:
+        sdk = openai.OpenAI(base_url=f"{tap.url}/slow/v1", api_key=KEY, max_retries=0)
+        pieces = sdk.chat.completions.create(**chat(name, stream=True), extra_query={"n": "12"})
+        results[name] = "".join(c.choices[0].delta.content or "" for c in pieces if c.choices)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=stream, args=(name,)) for name in ("first", "second")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == {name: "".join(f"{n} " for n in range(12)) for name in ("first", "second")}
+    assert time.monotonic() - started < 1.2  # 12 pieces 50 ms apart each, side by side (one after the other: 1.2 s+)
+    tap.settle()
+    recorded = [t for t in tap.recorder.tapped.values() if t.record and t.record.body["messages"][0]["content"]
+                in ("first", "second")]
+    assert len(recorded) == 2 and {t.conversation for t in recorded}.__len__() == 2
+
+
+def test_the_headless_command_prints_each_request_and_warns_off_loopback(upstream, tmp_path):
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tui", "tap", "--upstream", upstream.url + "/ok", "--host",
+                                "0.0.0.0", "--port", str(port), "--no-ui", "--session-dir", str(tmp_path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT),
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        first = process.stdout.readline()
+        assert f"listening on http://0.0.0.0:{port}/ok" in first
+        reply = httpx.post(f"http://127.0.0.1:{port}/ok/v1/chat/completions", json=chat("cli", stream=True),
+                           headers={"Authorization": f"Bearer {KEY}"})
+        assert reply.text.endswith("data: [DONE]\n\n")
+        line = process.stdout.readline()
+        assert "#1 POST /ok/v1/chat/completions -> 200" in line and "conversation 1 step 1" in line
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert "warning: listening on 0.0.0.0, not only on this machine" in err
+    assert KEY not in out + err and all(KEY not in p.read_text() for p in tmp_path.iterdir())
