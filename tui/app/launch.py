@@ -51,3 +51,16 @@ def _run(app) -> int:
         from tui.context.safety import visible
         print(f"ctxpane: session saved in {visible(str(saved))}")
     return app.return_code or 0
+
+
+def run_tap(request) -> int:
+    """`ctxpane tap --upstream URL`: the proxy with its requests shown live (tui/app/tap_app.py)."""
+    from .tap_app import TapApp
+
+    app = TapApp(request.upstream, request.folder, request.host, request.port, request.max_body)
+    app.run()
+    if app.failure:
+        import sys
+        from tui.context.safety import visible
+        print(f"ctxpane: error: {visible(app.failure)}", file=sys.stderr)
+    return app.return_code or 0

@@ -79,6 +79,21 @@ class Thread:
     tapped: list[Tapped] = field(default_factory=list)
 
 
+class TapReplayer(Replayer):
+    """The Replayer, counting as the app does for this upstream: its verdict on the tokenizer, and control
+    strings in message text read as tokens when the upstream does so (llama.cpp)."""
+
+    def __init__(self, session: Session, engine: Engine) -> None:
+        super().__init__(session, engine.template, engine.tokenizer, engine.cache_rule)
+        self.exact = engine.exact
+        self.content_specials = bool(engine.info is not None and engine.info.kind == "llama.cpp")
+
+    def body_settings(self, record: RequestRecord, template):
+        from dataclasses import replace
+        return replace(super().body_settings(record, template), exact=self.exact,
+                       content_specials=self.content_specials)
+
+
 def stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
@@ -164,6 +179,8 @@ class Recorder:
         record.predicted_cached, record.cache_cause = prefix.predicted_cached, prefix.cause[:4000]
         record.cache_class, record.cache_place = prefix.cause_class, "previous request" if tapped.index else ""
         record.cache_source = record.number - 1 if tapped.index else None
+        if record.dropped:  # what the client's cut did to the cache, said in each of its ledger entries
+            view = self.with_cache_effect(thread, tapped.index, record, view)
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
         tapped.client_cut = list(record.dropped)
         thread.tapped.append(tapped)
@@ -236,7 +253,7 @@ class Recorder:
                           f"{model or 'model'}", base_url=self.upstream, model=model,
                           template=template_spec(engine.template), tokenizer=engine.tokenizer.name,
                           policy=asdict(PolicySettings("keep-all")), fences=False)
-        replayer = Replayer(session, engine.template, engine.tokenizer, engine.cache_rule)
+        replayer = TapReplayer(session, engine)
         thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json")
         self.threads[conversation.number] = thread
         return thread
@@ -269,6 +286,21 @@ class Recorder:
             entries.append(asdict(LedgerEntry(gone.index, gone.message_id, gone.role, tokens.get(gone.message_id, 0),
                                               REWRITTEN if gone.rewritten else TRIMMED, reason, number)))
         return entries
+
+    @staticmethod
+    def with_cache_effect(thread: Thread, index: int, record: RequestRecord, view: Any) -> Any:
+        from dataclasses import replace
+
+        from tui.sessions.replay import _ledger
+
+        prefix = view.prefix
+        effect = (f"; the cache: {prefix.predicted_cached} of {view.sent_tokens} tokens can be reused "
+                  f"({prefix.cause})")
+        for entry in record.dropped:
+            entry["reason"] = (entry["reason"] + effect)[:4000]
+        view = replace(view, ledger=_ledger(record))
+        thread.replayer._views[index] = view  # noqa: SLF001 - the same view, its ledger's reasons completed
+        return view
 
     @staticmethod
     def decoded(exchange: Exchange) -> bytes:
