@@ -37,6 +37,7 @@ log = logging.getLogger("ctxpane.tap")
 CHAT_PATHS = ("/chat/completions",)
 MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
 MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
+SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
 MAX_SECRETS = 200  # distinct credential values remembered for redaction
 
 
@@ -77,6 +78,8 @@ class Thread:
     replayer: Replayer
     path: Path
     tapped: list[Tapped] = field(default_factory=list)
+    saved_at: float = 0.0  # time.monotonic() of the last save
+    dirty: bool = False  # changed since, a save is due
 
 
 class TapReplayer(Replayer):
@@ -124,11 +127,25 @@ class Recorder:
             self._pool.submit(self._guarded, self.finish, exchange)
 
     def close(self, wait: bool = True) -> None:
+        """Save what is still due, and stop the recording thread."""
+        try:
+            self._pool.submit(self._guarded_flush)
+        except RuntimeError:  # closed already
+            pass
         self._pool.shutdown(wait=wait)
 
     def drain(self) -> None:
-        """Wait until every exchange told so far is recorded (for tests and a clean exit)."""
-        self._pool.submit(lambda: None).result()
+        """Wait until every exchange told so far is recorded and saved (for tests and a clean exit)."""
+        self._pool.submit(self._guarded_flush).result()
+
+    def _guarded_flush(self) -> None:
+        for thread in list(self.threads.values()):
+            if thread.dirty:
+                try:
+                    self.write(thread)
+                except Exception:  # noqa: BLE001 - a disk problem is logged, the tap goes on
+                    self.failures += 1
+                    log.exception("saving %s failed", thread.path)
 
     def _guarded(self, step: Callable[[Exchange], None], exchange: Exchange) -> None:
         try:
@@ -374,10 +391,29 @@ class Recorder:
         settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
 
     def save(self, thread: Thread) -> None:
+        """Save the conversation's file now, or (when it was saved less than SAVE_EVERY ago) once that has
+        passed: a busy client's requests cost one write a moment, not one each (the file grows with them)."""
+        thread.dirty = True
+        if time.monotonic() - thread.saved_at >= SAVE_EVERY:
+            self.write(thread)
+            return
+        timer = threading.Timer(SAVE_EVERY, self._save_later)
+        timer.daemon = True
+        timer.start()
+
+    def _save_later(self) -> None:
+        try:
+            self._pool.submit(self._guarded_flush)
+        except RuntimeError:  # the recorder closed meanwhile: close() saved what was due
+            pass
+
+    def write(self, thread: Thread) -> None:
         from tui.sessions.store import save_session
 
         self.folder.mkdir(parents=True, exist_ok=True)
+        thread.dirty = False
         save_session(thread.session, thread.path, self.secrets)
+        thread.saved_at = time.monotonic()
 
 
 def _iso(seconds: float) -> str:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import sys
 from pathlib import Path
 from typing import Callable
 
 from .recorder import Recorder, Tapped
 from .server import DEFAULT_MAX_BODY, TapServer
+
+SWITCH_INTERVAL = 0.0005  # seconds
 
 
 def is_loopback(host: str) -> bool:
@@ -31,6 +34,9 @@ class Tap:
         self.server.listeners.append(self.recorder.listen)
 
     async def start(self) -> str:
+        # The recorder renders and counts on its own thread: a short switch interval lets the event loop take
+        # the interpreter back within a fraction of a millisecond when a chunk arrives (the default is 5 ms).
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
         return await self.server.start()
 
     @property
