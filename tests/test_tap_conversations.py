@@ -71,3 +71,17 @@ def test_a_retry_of_the_same_request_stays_in_its_conversation():
     first, _ = send(conversations, [user("a")])
     again, match = send(conversations, [user("a")])
     assert again is first and match.resent and match.vanished == []
+
+
+def test_a_very_long_trimmed_history_is_matched_without_a_full_diff(monkeypatch):
+    import tui.tap.conversations as module
+    monkeypatch.setattr(module, "MAX_DIFF", 10)  # every match here takes the cheap way
+    conversations = Conversations()
+    history = [SYSTEM, user("q1")]
+    for turn in range(2, 6):
+        send(conversations, history, f"reply {turn}")
+        history += [assistant(f"reply {turn}"), user(f"q{turn}")]
+    assert conversations.open[-1].ids == [f"m{i}" for i in range(8)]  # S q1 r2 q2 r3 q3 r4 q4; r5 is m8
+    _conversation, match = send(conversations, [SYSTEM] + history[-3:])  # S q4 r5 q5
+    assert [v.message_id for v in match.vanished] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    assert match.message_ids == ["m0", "m7", "m8", "m9"]

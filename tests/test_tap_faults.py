@@ -164,3 +164,20 @@ def test_the_headless_command_prints_each_request_and_warns_off_loopback(upstrea
     assert process.returncode == 0
     assert "warning: listening on 0.0.0.0, not only on this machine" in err
     assert KEY not in out + err and all(KEY not in p.read_text() for p in tmp_path.iterdir())
+
+
+def test_bodies_that_cannot_be_recorded_still_go_through_and_say_so(tap):
+    odd = [json.dumps({"model": "m", "messages": [{"role": "wizard", "content": "x"}]}).encode(),
+           b"\xff\xfe not json \x00", json.dumps({"model": "m", "messages": [{"role": "user", "content": 5}]}).encode(),
+           json.dumps({"model": "m", "messages": "nope"}).encode()]
+    for body in odd:
+        answer = httpx.post(f"{tap.url}/echo/v1/chat/completions", content=body)
+        assert answer.status_code == 200 and answer.json()["sha256"] == hashlib.sha256(body).hexdigest()
+    tap.settle()
+    latest = [tap.recorder.tapped[n] for n in sorted(tap.recorder.tapped)[-4:]]
+    assert all(t.record is None and t.problem for t in latest)
+    assert latest[0].problem.startswith("not recorded") and "passed through" in latest[1].problem
+    ok = httpx.post(f"{tap.url}/ok/v1/chat/completions", json=chat("after the odd ones", stream=True))
+    assert ok.status_code == 200
+    tap.settle()
+    assert tap.recorder.tapped[max(tap.recorder.tapped)].record.reply["content"] == "one two three"

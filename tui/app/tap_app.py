@@ -8,6 +8,7 @@ client's name, the model, the messages) came from outside: it reaches the screen
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 from rich.text import Text
@@ -82,6 +83,8 @@ class TapApp(App):
         from tui.tap.runner import Tap
 
         self._loop = asyncio.get_running_loop()
+        logging.getLogger("ctxpane.tap").propagate = False  # failures are shown in the list, not on the terminal
+        logging.getLogger("ctxpane.tap").addHandler(logging.NullHandler())
         self.query_one(ContextPane).set_roles(dict(DEFAULT_ROLES))
         self.tap = Tap(self.upstream, self.folder, self.host, self.port, self.max_body, self.told)
         try:

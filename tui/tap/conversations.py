@@ -18,6 +18,7 @@ from typing import Any
 
 TRIMMED = "client"  # the author of an entry: the client, not a ctxpane policy
 REWRITTEN = "client-rewrite"  # a system prompt the client replaced (the message stays, its text changed)
+MAX_DIFF = 4_000_000  # messages before x messages now: past it, a cheaper match than a diff
 MAX_OPEN = 200  # conversations a tap keeps matching against (the oldest are closed past it)
 
 
@@ -145,10 +146,9 @@ class Conversations:
         earlier = conversation.history()
         earlier_ids = conversation.ids + ([conversation.reply_id] if conversation.reply_id else [])
         ids: list[str | None] = [None] * len(keys)
-        matcher = SequenceMatcher(None, earlier, keys, autojunk=False)
-        for block in matcher.get_matching_blocks():
-            for offset in range(block.size):
-                ids[block.b + offset] = earlier_ids[block.a + offset]
+        for a, b, size in _matching_blocks(earlier, keys):
+            for offset in range(size):
+                ids[b + offset] = earlier_ids[a + offset]
         used = {i for i in ids if i}
         vanished = [Vanished(index, ident, conversation.roles[index], False)
                     for index, ident in enumerate(conversation.ids) if ident not in used]
@@ -175,6 +175,21 @@ class Conversations:
         match.message_ids = [ident or conversation.new_id() for ident in match.message_ids]
         conversation.take([message_key(m) for m in messages], list(match.message_ids), [_role(m) for m in messages])
         return conversation
+
+
+def _matching_blocks(earlier: list[str], keys: list[str]) -> list[tuple[int, int, int]]:
+    """Runs of messages the two lists share, in order: a diff, or for very long histories (where a diff
+    could take long) the common start and, after it, the common end."""
+    if len(earlier) * len(keys) <= MAX_DIFF:
+        return [tuple(block) for block in SequenceMatcher(None, earlier, keys, autojunk=False).get_matching_blocks()]
+    head = 0
+    while head < min(len(earlier), len(keys)) and earlier[head] == keys[head]:
+        head += 1
+    end = next((j + 1 for j in range(len(keys) - 1, head - 1, -1) if earlier and keys[j] == earlier[-1]), head)
+    tail = 0  # the run that ends where the conversation stood (its reply, or its last message)
+    while tail < min(len(earlier), end) - head and earlier[-1 - tail] == keys[end - 1 - tail]:
+        tail += 1
+    return [(0, 0, head), (len(earlier) - tail, end - tail, tail)]
 
 
 def _role(message: Any) -> str:

@@ -37,6 +37,7 @@ log = logging.getLogger("ctxpane.tap")
 CHAT_PATHS = ("/chat/completions",)
 MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
 MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
+KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
 MAX_SECRETS = 200  # distinct credential values remembered for redaction
 
@@ -117,6 +118,7 @@ class Recorder:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-tap-record")
         self._lock = threading.Lock()
         self.prices = None
+        self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
         self.secrets: list[str] = []  # credential values seen in requests: redacted from what is kept, in memory only
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
@@ -152,7 +154,10 @@ class Recorder:
             step(exchange)
         except Exception as exc:  # noqa: BLE001 - a recording failure is logged and shown, never raised
             self.failures += 1
-            log.exception("recording request %d failed", exchange.number)
+            if isinstance(exc, ValueError):  # a body a session cannot hold: one line says why
+                log.warning("request %d not recorded: %s", exchange.number, str(exc)[:300])
+            else:
+                log.exception("recording request %d failed", exchange.number)
             tapped = self.tapped.setdefault(exchange.number, Tapped(exchange))
             tapped.problem = f"not recorded: {type(exc).__name__}: {str(exc)[:300]}"
             self.on_change("problem", tapped)
@@ -172,6 +177,7 @@ class Recorder:
             tapped.problem = "passed through (not a chat completion: not rendered)"
             self.on_change("passed", tapped)
             return
+        self.check_body(body)  # a body a session file could not hold is not recorded (it was forwarded)
         engine = self.ready_engine()
         messages = body["messages"]
         model = str(body.get("model") or "")[:200]
@@ -188,7 +194,11 @@ class Recorder:
         previous_view = thread.replayer.stored_view(tapped.index - 1) if tapped.index else None
         record.dropped = self.client_cuts(match, previous_view, previous_ids, record.number, thread)
         thread.session.requests.append(record)
-        view = thread.replayer.stored_view(tapped.index)
+        try:
+            view = thread.replayer.stored_view(tapped.index)
+        except BaseException:
+            thread.session.requests.pop()  # the file keeps only requests it can replay
+            raise
         record.document_hash = hashlib.sha256(view.document.text.encode()).hexdigest()
         record.document_tokens, record.tokens_exact = view.sent_tokens, view.snapshot.counts.exact
         record.keep_all_tokens = view.keep_all_tokens
@@ -218,6 +228,10 @@ class Recorder:
 
     def finish(self, exchange: Exchange) -> None:
         self.remember_secrets(exchange)
+        self.finished.append(exchange)
+        while len(self.finished) > KEEP_BYTES_OF:  # the raw bytes of older replies live on in their records
+            old = self.finished.pop(0)
+            old.chunks, old.offsets = [], []
         tapped = self.tapped.get(exchange.number)
         if tapped is None or tapped.record is None:
             if tapped is not None:
@@ -261,6 +275,14 @@ class Recorder:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
             return None
         return body
+
+    def check_body(self, body: dict) -> None:
+        """The checks a session file's request body must pass (tui/sessions/schema.py), and its messages'."""
+        from tui.sessions.schema import Body, check_tools, conform
+
+        conform(body, Body, ".body")
+        check_tools(body.get("tools"), ".body.tools")
+        self.messages_of(body["messages"], [f"m{i}" for i in range(len(body["messages"]))])
 
     def open_thread(self, conversation: Conversation, engine: Engine, model: str, exchange: Exchange) -> Thread:
         from tui.controller.workbench import template_spec
