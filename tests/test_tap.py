@@ -132,7 +132,10 @@ def test_an_agent_that_trims_its_history_is_caught_and_its_session_replays(tappe
     assert all(entry["tokens"] > 0 for entry in cut)
     assert steps[-1].record.cache_class == "truncation shift"
     assert steps[-1].record.predicted_cached == steps[-1].record.cached_reported  # the prediction held
-    assert steps[1].record.dropped == [] and steps[1].record.cache_class == "appended"
+    # The server reuses the prompt it computed, not the reply re-sent (the tap asks for no logprobs, so the
+    # generated tokens are not known): the prediction stops where that reply begins, and says so.
+    assert steps[1].record.dropped == [] and steps[1].record.cache_class == "reply re-rendered"
+    assert steps[1].record.predicted_cached == steps[1].record.cached_reported == steps[0].record.document_tokens
     path = tapped.recorder.threads[steps[0].conversation].path
     result = replay_check(path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -167,3 +170,25 @@ def test_an_unrelated_request_starts_its_own_conversation(tapped):
     sdk.chat.completions.create(messages=[{"role": "user", "content": "beta"}], **PARAMS)
     two = tapped.recorder.tapped[last_number(tapped)]
     assert one.conversation != two.conversation and one.index == two.index == 0
+
+
+def test_interleaved_conversations_are_predicted_against_the_servers_whole_cache(tapped):
+    """One slot, two agents taking turns: the prompt each continues has left the slot for the server's
+    prompt cache; the tap models both (as the app does) and predicts what the server reports."""
+    sdk = client(tapped.url)
+    a = [{"role": "system", "content": "Agent A, interleaved " * 12}, {"role": "user", "content": "a1"}]
+    b = [{"role": "system", "content": "Agent B, interleaved " * 12}, {"role": "user", "content": "b1"}]
+    numbers = {}
+    for name, history in (("a1", a), ("b1", b)):
+        reply = sdk.chat.completions.create(messages=history, **PARAMS)
+        numbers[name] = last_number(tapped)
+        history += [{"role": "assistant", "content": reply.choices[0].message.content},
+                    {"role": "user", "content": name + " again"}]
+    sdk.chat.completions.create(messages=a, **PARAMS)
+    second = tapped.recorder.tapped[last_number(tapped)]
+    first = tapped.recorder.tapped[numbers["a1"]]
+    assert second.conversation == first.conversation and second.index == 1
+    record = second.record
+    assert record.cached_reported and record.cached_reported > 30
+    assert record.predicted_cached == record.cached_reported, (record.cache_place, record.cache_cause)
+    assert record.cache_source == 1 and f"#{numbers['a1']}" in record.cache_place

@@ -38,12 +38,24 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
         tokenizer = ServerTokenizer(endpoint, set(template.special_strings()))
     else:
         tokenizer = get_tokenizer(connection.tokenizer)
-    return Engine(template, tokenizer, rule, info, f"{info.kind} · {connection.note}", connection.exact)
+    return Engine(template, tokenizer, rule, info, f"{info.kind} · {connection.note}", connection.exact,
+                  connection.cache_config)
 
 
 async def _connect(endpoint):
+    """The connection (its client closed), with the server's cache settings when it is llama.cpp."""
     from tui.client.connect import connect
+    from tui.client.errors import ClientError
+    from tui.client.server_cache import read_cache_facts
 
     connection = await asyncio.wait_for(connect(endpoint), LEARN_TIMEOUT)
-    await connection.client.aclose()
+    connection.cache_config = None
+    try:
+        if connection.info.kind == "llama.cpp":
+            facts = await asyncio.wait_for(read_cache_facts(connection.client), LEARN_TIMEOUT)
+            connection.cache_config = facts.config()
+    except (ClientError, TimeoutError):
+        pass  # no model of its cache: each request is predicted against its conversation's previous one
+    finally:
+        await connection.client.aclose()
     return connection

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.context.budget import LedgerEntry, PolicySettings
+from tui.context.cache_causes import REASONING, REPLY
 from tui.context.messages import Message, Provenance, message_from_dict
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.replay import Replayer
@@ -52,6 +53,7 @@ class Engine:
     info: Any = None
     note: str = ""
     exact: bool | None = None
+    cache_config: Any = None  # llama.cpp's cache settings: its slots and prompt cache are then modelled
 
 
 @dataclass
@@ -118,6 +120,7 @@ class Recorder:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-tap-record")
         self._lock = threading.Lock()
         self.prices = None
+        self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/llamacpp_cache.py)
         self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
         self.secrets: list[str] = []  # credential values seen in requests: redacted from what is kept, in memory only
 
@@ -166,7 +169,35 @@ class Recorder:
     def ready_engine(self) -> Engine:
         if self.engine is None:
             self.engine = self.engine_source()
+            if self.engine.cache_config is not None:
+                from tui.context.llamacpp_cache import LlamaCppCache
+                self.server_cache = LlamaCppCache(self.engine.cache_config)
         return self.engine
+
+    def server_prefix(self, thread: Thread, tapped: Tapped, record: RequestRecord, view: Any) -> Any:
+        """The cache predicted against every prompt the server may still hold (its slots and prompt cache, from
+        every conversation through the tap), as the app predicts its own requests; the record says where from."""
+        from dataclasses import replace
+
+        from tui.context.cache_predict import predict_prefix
+
+        prefix = predict_prefix(self.server_cache, view.shape, view.document, self.engine.cache_rule, time.time())
+        source = self.tapped.get(prefix.source) if prefix.source is not None else None
+        record.cache_source = None
+        if source is not None and source.record is not None:
+            if source.conversation == tapped.conversation:
+                record.cache_source = source.record.number
+            prefix.place = (f"{prefix.place} (#{prefix.source}: conversation {source.conversation}, request "
+                            f"{source.record.number})")[:250]
+        reply = source.record.reply if source is not None and source.record is not None else {}
+        if prefix.cause_class == REASONING and not (reply.get("reasoning") or reply.get("tool_calls")):
+            prefix.cause_class = REPLY  # no reasoning to blame: the generated tokens are what is not known
+            prefix.cause = (f"the reply of #{prefix.source} is not counted as reused: the tap asks for no logprobs, "
+                            "so which tokens the server generated is not known; the reuse predicted stops where "
+                            "that reply begins")
+        view = replace(view, prefix=prefix)
+        thread.replayer._views[tapped.index] = view  # noqa: SLF001 - the same rendering, the server's prediction
+        return view
 
     def begin(self, exchange: Exchange) -> None:
         body = self.chat_body(exchange)
@@ -202,10 +233,14 @@ class Recorder:
         record.document_hash = hashlib.sha256(view.document.text.encode()).hexdigest()
         record.document_tokens, record.tokens_exact = view.sent_tokens, view.snapshot.counts.exact
         record.keep_all_tokens = view.keep_all_tokens
+        record.cache_source = record.number - 1 if tapped.index else None
+        record.cache_place = "previous request" if tapped.index else ""
+        if self.server_cache is not None:
+            view = self.server_prefix(thread, tapped, record, view)
+            record.cache_place = view.prefix.place
         prefix = view.prefix
         record.predicted_cached, record.cache_cause = prefix.predicted_cached, prefix.cause[:4000]
-        record.cache_class, record.cache_place = prefix.cause_class, "previous request" if tapped.index else ""
-        record.cache_source = record.number - 1 if tapped.index else None
+        record.cache_class = prefix.cause_class
         if record.dropped:  # what the client's cut did to the cache, said in each of its ledger entries
             view = self.with_cache_effect(thread, tapped.index, record, view)
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
@@ -251,6 +286,16 @@ class Recorder:
         record.reply["stream"]["error"] = self.redact(record.reply["stream"]["error"])
         record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
         self.settle(record, thread.session, tapped.view, reply, engine, exchange)
+        if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone:
+            from dataclasses import replace
+
+            from tui.context.cache_predict import held_prompt
+
+            # The tap never asks for logprobs (it changes nothing), so which tokens the server generated is not
+            # known: the reply's reuse is not assumed, the prediction covers the prompts held.
+            held = held_prompt(exchange.number, tapped.view.shape, record.reply, reply.usage, reply.timings,
+                               exchange.started)
+            self.server_cache.record(replace(held, reply_known=reply.generated is not None))
         reply_id = thread.conversation.answered(record.reply if exchange.status == 200 else None)
         if reply_id is not None and tapped.index == len(thread.session.requests) - 1:
             thread.session.messages.append(Message("assistant", reply.content, tool_calls=reply.tool_calls or None,
