@@ -59,8 +59,10 @@ def run_tap(request) -> int:
 
     app = TapApp(request.upstream, request.folder, request.host, request.port, request.max_body)
     app.run()
+    import sys
+    from tui.context.safety import visible
     if app.failure:
-        import sys
-        from tui.context.safety import visible
         print(f"ctxpane: error: {visible(app.failure)}", file=sys.stderr)
+    elif app.conversations:
+        print(f"ctxpane: {app.conversations} tapped conversations saved in {visible(str(request.folder))}")
     return app.return_code or 0

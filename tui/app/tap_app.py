@@ -67,6 +67,7 @@ class TapApp(App):
         self.follow = True
         self.selected: int | None = None
         self.failure = ""  # why it could not start, said once the terminal is back
+        self.conversations = 0  # recorded, said once the terminal is back
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def compose(self) -> ComposeResult:
@@ -119,7 +120,8 @@ class TapApp(App):
     async def on_unmount(self) -> None:
         if self.tap is not None:
             await self.tap.server.close()
-            self.tap.recorder.close(wait=False)
+            await asyncio.to_thread(self.tap.recorder.close, True)  # what is still due is saved before exit
+            self.conversations = len(self.tap.recorder.threads)
 
     # -- told by the recorder, on its thread -------------------------------------------------------
     def told(self, kind: str, tapped) -> None:
