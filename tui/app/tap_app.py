@@ -39,9 +39,10 @@ def request_label(tapped) -> Text:
     cut = f" · client cut {len(record.dropped)}" if record.dropped else ""
     error = " · ✗ " + one_line(ex.error, 60) if ex.error else ""
     style = "bold red" if ex.error or (ex.status or 200) >= 400 else "bold yellow" if record.dropped else ""
-    return shown_line(f"#{ex.number} c{tapped.conversation}.{tapped.index + 1} {one_line(ex.client, 30)} · "
-                      f"{one_line(tapped.model, 30)} · {record.document_tokens} tok · cached {cached}/"
-                      f"{record.predicted_cached} predicted · {state}{cut}{error}", style)
+    client = ex.client.rsplit(" ", 1)[0] if " " in ex.client else ex.client  # the address is in the detail
+    return shown_line(f"#{ex.number} c{tapped.conversation}.{tapped.index + 1} {one_line(client, 24)} · "
+                      f"{one_line(tapped.model, 24)} · {record.document_tokens} tok · cached {cached} "
+                      f"(pred. {record.predicted_cached}) · {state}{cut}{error}", style)
 
 
 class TapApp(App):
