@@ -185,3 +185,23 @@ def test_bodies_that_cannot_be_recorded_still_go_through_and_say_so(tap):
     assert ok.status_code == 200
     tap.settle()
     assert tap.recorder.tapped[max(tap.recorder.tapped)].record.reply["content"] == "one two three"
+
+
+def test_memory_stays_bounded_over_many_requests(tap, monkeypatch):
+    import tui.tap.recorder as recorder
+    monkeypatch.setattr(recorder, "KEEP_VIEWS", 3)
+    monkeypatch.setattr(recorder, "KEEP_BYTES_OF", 2)
+    history = [{"role": "user", "content": "bounded"}]
+    for turn in range(6):
+        httpx.post(f"{tap.url}/ok/v1/chat/completions", json={"model": "loop-model", "messages": history,
+                                                               "stream": True}).raise_for_status()
+        history += [{"role": "assistant", "content": "one two three"}, {"role": "user", "content": f"t{turn}"}]
+    tap.settle()
+    ours = [t for t in tap.recorder.tapped.values() if t.record and t.record.body["messages"][0]["content"] ==
+            "bounded"]
+    assert len(ours) == 6 and len({t.conversation for t in ours}) == 1
+    assert [t.view is not None for t in ours] == [False] * 3 + [True] * 3
+    assert sum(1 for t in tap.recorder.tapped.values() if t.exchange.chunks or t.exchange.body) <= 2
+    views = tap.recorder.threads[ours[0].conversation].replayer._views
+    assert sorted(views) == [4, 5]
+    assert all(t.record.reply["content"] == "one two three" for t in ours)  # every request is on record whole

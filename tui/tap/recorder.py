@@ -38,6 +38,7 @@ log = logging.getLogger("ctxpane.tap")
 CHAT_PATHS = ("/chat/completions",)
 MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
 MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
+KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
 MAX_SECRETS = 200  # distinct credential values remembered for redaction
@@ -121,7 +122,8 @@ class Recorder:
         self._lock = threading.Lock()
         self.prices = None
         self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/llamacpp_cache.py)
-        self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
+        self.finished: list[Exchange] = []
+        self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory  # the latest exchanges over, whose bytes are still held
         self.secrets: list[str] = []  # credential values seen in requests: redacted from what is kept, in memory only
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
@@ -246,6 +248,7 @@ class Recorder:
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
         tapped.client_cut = list(record.dropped)
         thread.tapped.append(tapped)
+        self.let_go(thread, tapped)
         thread.session.messages = self.messages_of(messages, match.message_ids)
         thread.session.next_id = conversation.next_id
         self.on_change("request", tapped)
@@ -266,7 +269,7 @@ class Recorder:
         self.finished.append(exchange)
         while len(self.finished) > KEEP_BYTES_OF:  # the raw bytes of older replies live on in their records
             old = self.finished.pop(0)
-            old.chunks, old.offsets = [], []
+            old.chunks, old.offsets, old.body = [], [], b""
         tapped = self.tapped.get(exchange.number)
         if tapped is None or tapped.record is None:
             if tapped is not None:
@@ -285,8 +288,10 @@ class Recorder:
         record.reply["stream"]["raw"] = self.redact(record.reply["stream"]["raw"])
         record.reply["stream"]["error"] = self.redact(record.reply["stream"]["error"])
         record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
-        self.settle(record, thread.session, tapped.view, reply, engine, exchange)
-        if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone:
+        if tapped.view is not None:  # (a reply that outlasted KEEP_VIEWS newer requests keeps its figures only)
+            self.settle(record, thread.session, tapped.view, reply, engine, exchange)
+        if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone \
+                and tapped.view is not None:
             from dataclasses import replace
 
             from tui.context.cache_predict import held_prompt
@@ -320,6 +325,19 @@ class Recorder:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
             return None
         return body
+
+    def let_go(self, thread: Thread, tapped: Tapped) -> None:
+        """Memory stays bounded however long the tap runs: a conversation keeps the rendering of its last two
+        requests (the next one is compared with the last), and only the latest KEEP_VIEWS requests keep
+        theirs for the view; every request stays whole in its session file."""
+        views = thread.replayer._views  # noqa: SLF001
+        for index in [i for i in views if i < tapped.index - 1]:
+            del views[index]
+        self.with_views.append(tapped)
+        while len(self.with_views) > KEEP_VIEWS:
+            old = self.with_views.pop(0)
+            old.view = old.previous = None
+            old.problem = old.problem or "let go from memory: open its session file (replay) to see it again"
 
     def check_body(self, body: dict) -> None:
         """The checks a session file's request body must pass (tui/sessions/schema.py), and its messages'."""
