@@ -111,6 +111,11 @@ class LoopbackUpstream:
                                       "headers": [[k, v] for k, v in request.headers.items()],
                                       "length": len(body), "sha256": hashlib.sha256(body).hexdigest()},
                                      headers={"X-Upstream": "loop", "Set-Cookie": "upstream-session=abc"})
+        if scenario == "gz":  # a whole reply, compressed when the client accepts it
+            answer = web.json_response({"id": "g", "object": "chat.completion", "model": "loop-model", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "squeezed " * 50}, "finish_reason": "stop"}]})
+            answer.enable_compression()
+            return answer
         if scenario not in ("ok", "cut", "slow"):
             return web.json_response({"error": {"message": "no such scenario"}}, status=404)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})

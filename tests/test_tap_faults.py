@@ -205,3 +205,20 @@ def test_memory_stays_bounded_over_many_requests(tap, monkeypatch):
     views = tap.recorder.threads[ours[0].conversation].replayer._views
     assert sorted(views) == [4, 5]
     assert all(t.record.reply["content"] == "one two three" for t in ours)  # every request is on record whole
+
+
+def test_a_compressed_reply_and_a_large_curl_upload_pass_unchanged(tap, tmp_path):
+    answer = httpx.post(f"{tap.url}/gz/v1/chat/completions", json=chat("squeeze"),
+                        headers={"Accept-Encoding": "gzip"})
+    assert answer.headers["content-encoding"] == "gzip" and answer.json()["choices"][0]["message"]["content"] \
+        == "squeezed " * 50
+    tap.settle()
+    assert tap.recorder.tapped[max(tap.recorder.tapped)].record.reply["content"] == "squeezed " * 50
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps(chat("u" * 3_000_000)))  # curl says `Expect: 100-continue` for a body this big
+    result = subprocess.run(["curl", "-s", f"{tap.url}/echo/v1/chat/completions", "-H",
+                             "Content-Type: application/json", "--data-binary", f"@{body}"],
+                            capture_output=True, timeout=60)
+    seen = json.loads(result.stdout)
+    assert seen["sha256"] == hashlib.sha256(body.read_bytes()).hexdigest()
+    assert "expect" not in {k.lower() for k, _ in seen["headers"]}

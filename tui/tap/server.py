@@ -27,7 +27,8 @@ log = logging.getLogger("ctxpane.tap")
 DEFAULT_MAX_BODY = 32 * 1024 * 1024  # bytes of one request body
 MAX_KEPT_REPLY = 32 * 1024 * 1024  # bytes of one reply kept for the recording (all of it is forwarded)
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-                        "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
+                        "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"})
+# `expect: 100-continue` is answered by the tap's own server; the body is sent upstream whole
 CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie",
                          "x-goog-api-key", "openai-organization", "openai-project", "anthropic-api-key"})
 
