@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
@@ -192,3 +193,16 @@ def test_interleaved_conversations_are_predicted_against_the_servers_whole_cache
     assert record.cached_reported and record.cached_reported > 30
     assert record.predicted_cached == record.cached_reported, (record.cache_place, record.cache_cause)
     assert record.cache_source == 1 and f"#{numbers['a1']}" in record.cache_place
+
+
+def test_other_endpoints_and_upstream_errors_come_back_as_the_upstream_sent_them(tapped, llama_server):
+    sdk = client(tapped.url)
+    raw = sdk.completions.with_raw_response.create(model="tiny-qwen3", prompt="Once", max_tokens=3, temperature=0)
+    number = last_number(tapped)
+    assert raw.http_response.content == upstream_bytes(tapped, number)
+    assert "passed through" in tapped.recorder.tapped[number].problem  # forwarded, listed, not rendered
+    bad = b'{"model": "tiny-qwen3", "messages": "not a list"}'
+    through = httpx.post(f"{tapped.url}/chat/completions", content=bad, headers={"Content-Type": "application/json"})
+    direct = httpx.post(f"{llama_server}/chat/completions", content=bad, headers={"Content-Type": "application/json"})
+    assert through.status_code == direct.status_code >= 400
+    assert through.content == direct.content and through.headers["content-type"] == direct.headers["content-type"]

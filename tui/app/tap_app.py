@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -127,11 +128,19 @@ class TapApp(App):
     # -- told by the recorder, on its thread -------------------------------------------------------
     def told(self, kind: str, tapped) -> None:
         loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self.arrived, kind, tapped)
+        try:
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self.arrived, kind, tapped)
+        except RuntimeError:  # the app's loop closed meanwhile: the recording goes on to its file
+            pass
 
     def arrived(self, kind: str, tapped) -> None:
-        listing = self.query_one("#tap-list", OptionList)
+        if not self.is_running:
+            return
+        try:
+            listing = self.query_one("#tap-list", OptionList)
+        except NoMatches:  # the screen is going away
+            return
         number = tapped.exchange.number
         option_id = f"r{number}"
         if number in self.order:
