@@ -140,7 +140,8 @@ class Conversations:
         ids, vanished = self._match_ids(conversation, keys, messages)
         return Match(conversation, ids, vanished, resent=keys == conversation.keys)
 
-    def _match_ids(self, conversation: Conversation, keys: list[str], messages: list) -> tuple[list[str], list[Vanished]]:
+    def _match_ids(self, conversation: Conversation, keys: list[str],
+                   messages: list) -> tuple[list[str], list[Vanished]]:
         """Each message's id: matched to the conversation so far by a diff of what they say (so a repeated
         text keeps the id of the copy it stands for, and a trimmed history lines up by its end)."""
         earlier = conversation.history()

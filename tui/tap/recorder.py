@@ -17,7 +17,6 @@ import json
 import logging
 import threading
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -31,13 +30,12 @@ from tui.sessions.model import RequestRecord, Session
 from tui.sessions.replay import Replayer
 
 from .conversations import REWRITTEN, TRIMMED, Conversation, Conversations, Match
+from .replies import reply_of, stream_record
 from .server import Exchange
 
 log = logging.getLogger("ctxpane.tap")
 
 CHAT_PATHS = ("/chat/completions",)
-MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
-MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
@@ -122,8 +120,8 @@ class Recorder:
         self._lock = threading.Lock()
         self.prices = None
         self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/llamacpp_cache.py)
-        self.finished: list[Exchange] = []
-        self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory  # the latest exchanges over, whose bytes are still held
+        self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
+        self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
         self.secrets: list[str] = []  # credential values seen in requests: redacted from what is kept, in memory only
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
@@ -278,10 +276,10 @@ class Recorder:
             return
         thread = self.threads[tapped.conversation]
         record, engine = tapped.record, self.ready_engine()
-        reply = self.reply_of(exchange)
+        reply = reply_of(exchange)
         record.reply = reply.to_record()
         record.reply["incomplete"] = bool(reply.incomplete)
-        record.reply["stream"] = self.stream_record(exchange)
+        record.reply["stream"] = stream_record(exchange)
         for key in ("content", "error"):  # an upstream may echo a key back: it is never kept
             if isinstance(record.reply.get(key), str):
                 record.reply[key] = self.redact(record.reply[key])
@@ -404,61 +402,6 @@ class Recorder:
         thread.replayer._views[index] = view  # noqa: SLF001 - the same view, its ledger's reasons completed
         return view
 
-    @staticmethod
-    def decoded(exchange: Exchange) -> bytes:
-        raw = b"".join(exchange.chunks)
-        encoding = exchange.content_encoding
-        if encoding in ("gzip", "deflate"):
-            try:
-                return zlib.decompressobj(47 if encoding == "gzip" else zlib.MAX_WBITS).decompress(raw, 64 * 2 ** 20)
-            except zlib.error:
-                return b""
-        return b"" if encoding not in ("", "identity") else raw
-
-    def reply_of(self, exchange: Exchange):
-        """The reply the upstream sent, read with ctxpane's own checked reader (streamed or whole)."""
-        from tui.client.reply import Reply, ReplyAssembler, reply_from_response
-        from tui.client.schemas import Chunk, decode
-        from tui.client.sse import SSEParser
-
-        raw = self.decoded(exchange)
-        if exchange.status != 200:
-            text = raw.decode("utf-8", "replace")[:4000]
-            return Reply(incomplete=True, error=exchange.error or f"the upstream answered {exchange.status}: {text}")
-        if "text/event-stream" not in exchange.content_type:
-            try:
-                reply = reply_from_response(decode(raw, Chunk, "the reply"))
-            except Exception as exc:  # noqa: BLE001 - an odd reply is recorded as what it is
-                return Reply(incomplete=True, error=f"the reply could not be read: {exc}"[:4000])
-            reply.incomplete = bool(exchange.error)
-            reply.error = exchange.error or None
-            return reply
-        assembler, parser, done = ReplyAssembler(), SSEParser(), False
-        problem = ""
-        for event in list(parser.feed(raw)) + list(parser.close()):
-            data = event.data.strip()
-            if data == "[DONE]":
-                done = True
-                break
-            try:
-                assembler.apply(decode(data, Chunk, "a streamed chunk"))
-            except Exception as exc:  # noqa: BLE001
-                problem = f"a chunk could not be read: {exc}"[:4000]
-        reply = assembler.reply
-        reply.incomplete = not done or bool(exchange.error)
-        reply.error = exchange.error or problem or (None if done else "the stream ended without [DONE]")
-        return reply
-
-    @staticmethod
-    def stream_record(exchange: Exchange) -> dict:
-        """The reply as it streamed: its raw text, and when each piece was forwarded (seconds after the request)."""
-        raw = b"".join(exchange.chunks).decode("utf-8", "replace") if not exchange.content_encoding else ""
-        return {"status": exchange.status, "content_type": exchange.content_type, "chunks": len(exchange.chunks),
-                "bytes": exchange.forwarded_bytes, "first_byte": _rounded(exchange.first_byte),
-                "duration": _rounded(exchange.duration), "offsets": [_rounded(o) for o in exchange.offsets[:MAX_OFFSETS]],
-                "raw": raw[:MAX_RAW_KEPT], "raw_cut": len(raw) > MAX_RAW_KEPT or exchange.cut_kept,
-                "client_gone": exchange.client_gone, "error": exchange.error[:4000]}
-
     def settle(self, record: RequestRecord, session: Session, view: Any, reply: Any, engine: Engine,
                exchange: Exchange) -> None:
         from tui.client.figures import receipt_after, reported_from_reply
@@ -504,6 +447,3 @@ class Recorder:
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
 
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
