@@ -222,3 +222,45 @@ def test_a_compressed_reply_and_a_large_curl_upload_pass_unchanged(tap, tmp_path
     seen = json.loads(result.stdout)
     assert seen["sha256"] == hashlib.sha256(body.read_bytes()).hexdigest()
     assert "expect" not in {k.lower() for k, _ in seen["headers"]}
+
+
+def test_when_recording_fails_the_traffic_still_flows(upstream, tmp_path):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the sessions folder should be")
+    broken = RunningTap(upstream.url, blocked / "sessions")
+    try:
+        for turn in range(3):
+            answer = httpx.post(f"{broken.url}/ok/v1/chat/completions", json=chat(f"still flows {turn}", stream=True))
+            assert answer.status_code == 200 and answer.text.endswith("data: [DONE]\n\n")
+        broken.settle()
+        assert broken.recorder.failures >= 1
+        assert any("not recorded" in t.problem for t in broken.recorder.tapped.values())
+    finally:
+        broken.stop()
+
+
+async def test_text_from_the_client_reaches_the_list_only_cleaned(upstream, tmp_path):
+    from app_helpers import plain
+    from textual.widgets import OptionList
+
+    from tui.app.tap_app import TapApp
+
+    app = TapApp(upstream.url, tmp_path, port=0)
+    async with app.run_test(size=(140, 30)) as pilot:
+        while not hasattr(app, "url"):
+            await pilot.pause(0.05)
+        async with httpx.AsyncClient() as http:
+            answer = await http.post(f"{app.url}/ok/v1/chat/completions", json={
+                "model": "evil\x1b[2J\x1b]0;title\x07\u202emodel", "stream": True,
+                "messages": [{"role": "user", "content": "hi\x1b[31m"}]})
+        assert answer.status_code == 200
+        listing = app.query_one("#tap-list", OptionList)
+        for _ in range(200):
+            if listing.option_count and app.tap.recorder.tapped[1].done:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause(0.1)
+        label = plain(listing.get_option_at_index(0).prompt)
+        assert "evil" in label and "\x1b" not in label and "\x07" not in label and "\u202e" not in label
+        app.save_screenshot(str(tmp_path / "shot.svg"))
+        assert "\x1b" not in (tmp_path / "shot.svg").read_text()
