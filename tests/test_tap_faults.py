@@ -264,3 +264,14 @@ async def test_text_from_the_client_reaches_the_list_only_cleaned(upstream, tmp_
         assert "evil" in label and "\x1b" not in label and "\x07" not in label and "\u202e" not in label
         app.save_screenshot(str(tmp_path / "shot.svg"))
         assert "\x1b" not in (tmp_path / "shot.svg").read_text()
+
+
+def test_the_command_refuses_what_it_cannot_use(cli_in_process):
+    for args, said in ((["--upstream", "http://127.0.0.1:8089/v1"], "the tap's own address"),
+                       (["--upstream", "http://localhost:9000/v1", "--port", "9000"], "the tap's own address"),
+                       (["--upstream", "ftp://example.com"], "http(s) URL"),
+                       (["--upstream", "http://user:pw@example.com/v1"], "must not hold a user"),
+                       (["--upstream", "http://127.0.0.1:1/v1", "--max-body", "12"], "--max-body")):
+        result = cli_in_process("tap", *args, "--no-ui")
+        assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
+        assert result.stderr.count("\n") == 1

@@ -50,6 +50,9 @@ def run(argv: list[str]) -> int | TapInApp:
         upstream_parts(args.upstream)
     except UpstreamError as exc:
         raise UsageError(str(exc)) from None
+    if forwards_to_itself(args.upstream, args.host, args.port):
+        raise UsageError(f"--upstream {args.upstream} is the tap's own address: every request would come back "
+                         "to it; point it at the server")
     if not is_loopback(args.host):
         print(one_line(f"ctxpane tap: warning: listening on {args.host}, not only on this machine: anyone who "
                        "reaches it can use your upstream (with the keys their requests carry) and their requests "
@@ -58,6 +61,17 @@ def run(argv: list[str]) -> int | TapInApp:
     if args.no_ui:
         return asyncio.run(headless(args.upstream, args.host, args.port, folder, args.max_body))
     return TapInApp(args.upstream, args.host, args.port, folder, args.max_body)
+
+
+def forwards_to_itself(upstream: str, host: str, port: int) -> bool:
+    from urllib.parse import urlsplit
+
+    from tui.tap.runner import is_loopback
+    parts = urlsplit(upstream)
+    if (parts.port or (443 if parts.scheme == "https" else 80)) != port:
+        return False
+    target = parts.hostname or ""
+    return target == host or (is_loopback(target) and (is_loopback(host) or host in ("0.0.0.0", "::")))
 
 
 def default_folder() -> Path:
