@@ -275,3 +275,20 @@ def test_the_command_refuses_what_it_cannot_use(cli_in_process):
         result = cli_in_process("tap", *args, "--no-ui")
         assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
         assert result.stderr.count("\n") == 1
+
+
+def test_a_busy_conversation_is_written_a_few_times_not_once_a_request(tap, monkeypatch):
+    import tui.sessions.store as store
+    writes = []
+    real = store.save_session
+    monkeypatch.setattr(store, "save_session", lambda *a, **k: (writes.append(a[1]), real(*a, **k)))
+    history = [{"role": "user", "content": "busy"}]
+    for turn in range(12):
+        httpx.post(f"{tap.url}/ok/v1/chat/completions", json={"model": "loop-model", "messages": history,
+                                                               "stream": True}).raise_for_status()
+        history += [{"role": "assistant", "content": "one two three"}, {"role": "user", "content": f"b{turn}"}]
+    tap.settle()
+    path = tap.recorder.threads[tap.recorder.tapped[max(tap.recorder.tapped)].conversation].path
+    assert 1 <= writes.count(path) < 12
+    from tui.sessions.store import load_session
+    assert len(load_session(path).session.requests) == 12  # the last write holds every request

@@ -80,7 +80,8 @@ class Thread:
     replayer: Replayer
     path: Path
     tapped: list[Tapped] = field(default_factory=list)
-    saved_at: float = 0.0  # time.monotonic() of the last save
+    next_save: float = 0.0  # time.monotonic() from which the file may be written again
+    pending: bool = False  # a later save is on its way
     dirty: bool = False  # changed since, a save is due
 
 
@@ -419,15 +420,18 @@ class Recorder:
         settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
 
     def save(self, thread: Thread) -> None:
-        """Save the conversation's file now, or (when it was saved less than SAVE_EVERY ago) once that has
-        passed: a busy client's requests cost one write a moment, not one each (the file grows with them)."""
+        """Save the conversation's file now, or once its pause is over: a busy client's requests cost one write a
+        moment, not one each. The pause is SAVE_EVERY, or ten times the last write when that took longer (the file
+        grows with the conversation): writing takes at most a tenth of the recording thread's time."""
         thread.dirty = True
-        if time.monotonic() - thread.saved_at >= SAVE_EVERY:
+        wait = thread.next_save - time.monotonic()
+        if wait <= 0:
             self.write(thread)
-            return
-        timer = threading.Timer(SAVE_EVERY, self._save_later)
-        timer.daemon = True
-        timer.start()
+        elif not thread.pending:
+            thread.pending = True
+            timer = threading.Timer(wait, self._save_later)
+            timer.daemon = True
+            timer.start()
 
     def _save_later(self) -> None:
         try:
@@ -439,9 +443,11 @@ class Recorder:
         from tui.sessions.store import save_session
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        thread.dirty = False
+        thread.dirty = thread.pending = False
+        started = time.monotonic()
         save_session(thread.session, thread.path, self.secrets)
-        thread.saved_at = time.monotonic()
+        took = time.monotonic() - started
+        thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
 
 
 def _iso(seconds: float) -> str:
