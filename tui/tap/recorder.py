@@ -201,6 +201,7 @@ class Recorder:
         return view
 
     def begin(self, exchange: Exchange) -> None:
+        self.remember_secrets(exchange)  # before anything of this request can be written
         body = self.chat_body(exchange)
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
