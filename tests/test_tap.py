@@ -9,6 +9,7 @@ the client's own ledger entries and the cache cause.
 from __future__ import annotations
 
 import json
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -206,3 +207,20 @@ def test_other_endpoints_and_upstream_errors_come_back_as_the_upstream_sent_them
     direct = httpx.post(f"{llama_server}/chat/completions", content=bad, headers={"Content-Type": "application/json"})
     assert through.status_code == direct.status_code >= 400
     assert through.content == direct.content and through.headers["content-type"] == direct.headers["content-type"]
+
+
+def test_a_client_that_leaves_mid_stream_stops_the_real_servers_generation(tapped, llama_server):
+    root = llama_server.removesuffix("/v1")
+    body = {"model": "tiny-qwen3", "messages": [{"role": "user", "content": "go on and on"}], "stream": True,
+            "max_tokens": 6000, "ignore_eos": True, "temperature": 0}
+    with httpx.stream("POST", f"{tapped.url}/chat/completions", json=body, timeout=60) as response:
+        lines = response.iter_lines()
+        assert sum(1 for _, line in zip(range(12), lines) if line.startswith("data: ")) >= 5
+    deadline = time.monotonic() + 10  # 6,000 tokens would take the tiny model well over 10 s on 2 cores
+    while any(slot.get("is_processing") for slot in httpx.get(f"{root}/slots").json()):
+        assert time.monotonic() < deadline, "the server went on generating for a client that had left"
+        time.sleep(0.1)
+    tapped.settle()
+    gone = tapped.recorder.tapped[max(tapped.recorder.tapped)]
+    assert gone.exchange.client_gone and gone.record.reply["incomplete"]
+    assert gone.record.usage is None or gone.record.usage.get("completion_tokens", 0) < 6000
