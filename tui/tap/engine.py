@@ -26,10 +26,10 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
         endpoint = Endpoint(upstream, model, source="scan")  # never a key: the tap holds none
         connection = asyncio.run(_connect(endpoint))
     except Exception as exc:  # noqa: BLE001 - any failure: the estimates below, and why
-        name = tokenizer_for_model(model)
-        return Engine(builtin_template("chatml"), get_tokenizer(name), "llama.cpp", None,
+        name, template = tokenizer_for_model(model), fallback_template(model)
+        return Engine(template, get_tokenizer(name), cache_rule(hosted_kind(upstream), model), None,
                       f"the upstream did not say its template ({type(exc).__name__}: {str(exc)[:200]}): "
-                      f"built-in chatml and {name}, estimates", False)
+                      f"built-in {template.name} and {name}, estimates", False)
     info = connection.info
     template = connection.template or builtin_template("chatml")
     rule = cache_rule(info.kind, info.model)
@@ -40,6 +40,28 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
         tokenizer = get_tokenizer(connection.tokenizer)
     return Engine(template, tokenizer, rule, info, f"{info.kind} · {connection.note}", connection.exact,
                   connection.cache_config)
+
+
+def fallback_template(model: str):
+    """The built-in template of the model's family (ChatML when the model is not known)."""
+    from tui.context.registry import family_for_model
+    from tui.context.template_library import TemplateNotFound
+
+    found = family_for_model(model)
+    for name in (found.templates if found else ()):
+        try:
+            return builtin_template(name)
+        except TemplateNotFound:
+            continue
+    return builtin_template("chatml")
+
+
+def hosted_kind(upstream: str) -> str:
+    from urllib.parse import urlsplit
+
+    from tui.client.server_info import HOSTED
+    host = (urlsplit(upstream).hostname or "").lower()
+    return next((kind for suffix, kind in HOSTED.items() if host.endswith(suffix)), "openai-compatible")
 
 
 async def _connect(endpoint):

@@ -105,10 +105,10 @@ def stamp() -> str:
 
 
 class Recorder:
-    def __init__(self, upstream: str, folder: Path, engine_source: Callable[[], Engine],
+    def __init__(self, upstream: str, folder: Path, engine_source: Callable[[str], Engine],
                  on_change: Callable[[str, Tapped], None] | None = None):
         self.upstream, self.folder = upstream, folder
-        self.engine_source = engine_source  # called on the recording thread, once, when the first request comes
+        self.engine_source = engine_source  # called on the recording thread, once, with the first request's model
         self.engine: Engine | None = None
         self.on_change = on_change or (lambda kind, tapped: None)
         self.conversations = Conversations()
@@ -167,9 +167,9 @@ class Recorder:
             self.on_change("problem", tapped)
 
     # -- on the recording thread ---------------------------------------------------------------------
-    def ready_engine(self) -> Engine:
+    def ready_engine(self, model: str = "") -> Engine:
         if self.engine is None:
-            self.engine = self.engine_source()
+            self.engine = self.engine_source(model)
             if self.engine.cache_config is not None:
                 from tui.context.llamacpp_cache import LlamaCppCache
                 self.server_cache = LlamaCppCache(self.engine.cache_config)
@@ -211,9 +211,9 @@ class Recorder:
             self.on_change("passed", tapped)
             return
         self.check_body(body)  # a body a session file could not hold is not recorded (it was forwarded)
-        engine = self.ready_engine()
-        messages = body["messages"]
         model = str(body.get("model") or "")[:200]
+        engine = self.ready_engine(model)  # an upstream that says nothing: the model's family counts
+        messages = body["messages"]
         tapped.model = model
         match = self.conversations.place(messages, model)
         previous_ids = list(match.conversation.ids) if match.conversation else []

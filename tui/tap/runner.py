@@ -29,7 +29,7 @@ class Tap:
         from .engine import learn_engine
 
         self.server = TapServer(upstream, host, port, max_body)
-        source = engine_source or (lambda: learn_engine(upstream))
+        source = engine_source or (lambda model: learn_engine(upstream, model))
         self.recorder = Recorder(self.server.upstream, folder, source, on_change)
         self.server.listeners.append(self.recorder.listen)
 
