@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import openai
 import pytest
@@ -62,3 +63,43 @@ async def test_a_tapped_conversation_shows_live_with_the_clients_cut(llama_serve
         app.save_screenshot(str(tmp_path / "tap.svg"))
         screen = (tmp_path / "tap.svg").read_text()
         assert KEY not in screen
+
+
+async def test_a_streaming_reply_is_followed_while_it_streams(tmp_path):
+    from tap_helpers import LoopbackUpstream
+
+    upstream = LoopbackUpstream()
+    app = TapApp(upstream.url, tmp_path, port=0)
+    try:
+        async with app.run_test(size=(140, 30)) as pilot:
+            await wait_for(pilot, lambda: hasattr(app, "url"))
+            import httpx
+            async with httpx.AsyncClient(timeout=30) as http:
+                async with http.stream("POST", f"{app.url}/slow/v1/chat/completions", params={"n": "30"},
+                                       json={"model": "m", "stream": True,
+                                             "messages": [{"role": "user", "content": "slowly"}]}) as response:
+                    lines = response.aiter_lines()
+                    seen = []
+                    async for line in lines:
+                        if line.startswith("data: {"):
+                            seen.append(line)
+                        if len(seen) == 15:
+                            break
+                    await pilot.pause(0.3)
+                    listing = app.query_one("#tap-list", OptionList)
+                    label = plain(listing.get_option_at_index(0).prompt)
+                    assert "streaming…" in label and "bytes" in label  # mid-reply, the line says so
+                    first = int(re.search(r"streaming… (\d+) bytes", label).group(1))
+                    for _ in range(6):
+                        await lines.__anext__()
+                    await pilot.pause(0.4)
+                    later = plain(listing.get_option_at_index(0).prompt)
+                    assert int(re.search(r"streaming… (\d+) bytes", later).group(1)) > first  # and it follows
+                    async for _ in lines:
+                        pass
+            await wait_for(pilot, lambda: app.tap.recorder.tapped[1].done)
+            await pilot.pause(0.1)
+            label = plain(app.query_one("#tap-list", OptionList).get_option_at_index(0).prompt)
+            assert "streaming" not in label and re.search(r"· \d+\.\d\ds", label)
+    finally:
+        upstream.stop()

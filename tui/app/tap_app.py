@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -26,6 +27,7 @@ from .shown import one_line, shown, shown_line
 from .summary import summary_text
 from .themes import DEFAULT_ROLES
 
+LIVE_EVERY = 0.25  # seconds between two redraws of a streaming reply's line
 MAX_LISTED = 2000  # requests listed (the oldest leave the list; their session files stay)
 
 
@@ -36,7 +38,7 @@ def request_label(tapped) -> Text:
         return shown_line(f"#{ex.number} {ex.method} {one_line(ex.path, 60)} -> {status} · "
                           f"{tapped.problem or 'passed through'}", "dim")
     cached = record.cached_reported if record.cached_reported is not None else "?"
-    state = f"{ex.duration:.2f}s" if ex.duration is not None else "streaming…"
+    state = f"{ex.duration:.2f}s" if ex.duration is not None else f"streaming… {ex.forwarded_bytes} bytes"
     cut = f" · client cut {len(record.dropped)}" if record.dropped else ""
     error = " · ✗ " + one_line(ex.error, 60) if ex.error else ""
     style = "bold red" if ex.error or (ex.status or 200) >= 400 else "bold yellow" if record.dropped else ""
@@ -68,6 +70,9 @@ class TapApp(App):
         self.order: list[int] = []  # exchange numbers, as listed
         self.follow = True
         self.selected: int | None = None
+        self._live_at = 0.0  # when a streaming reply's line was last redrawn
+        self._moved: set[str] = set()  # options highlighted by following, not by the user
+        self._closing = False
         self.failure = ""  # why it could not start, said once the terminal is back
         self.conversations = 0  # recorded, said once the terminal is back
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -98,6 +103,7 @@ class TapApp(App):
             self.exit(return_code=2)
             return
         self.url = url
+        self.tap.server.listeners.append(self.traffic)  # called on this loop, as bytes go through
         self.show_info()
         self.query_one("#tap-detail", Static).update(shown(
             f"waiting for requests: point a program at it, e.g. OPENAI_BASE_URL={url} python my_agent.py", "dim"))
@@ -120,10 +126,26 @@ class TapApp(App):
         self.query_one("#tap-info", Static).update(text)
 
     async def on_unmount(self) -> None:
+        self._closing = True
         if self.tap is not None:
             await self.tap.server.close()
             await asyncio.to_thread(self.tap.recorder.close, True)  # what is still due is saved before exit
             self.conversations = len(self.tap.recorder.threads)
+
+    def traffic(self, kind: str, exchange) -> None:
+        """A reply's bytes going through (on the event loop): its line and detail follow, a few times a second."""
+        if kind != "chunk" or self.tap is None:
+            return
+        now = time.monotonic()
+        if now - self._live_at < LIVE_EVERY:
+            return
+        self._live_at = now
+        tapped = self.tap.recorder.tapped.get(exchange.number)
+        if tapped is not None and exchange.number in self.order and not self._closing:
+            self.query_one("#tap-list", OptionList).replace_option_prompt(f"r{exchange.number}",
+                                                                          request_label(tapped))
+            if exchange.number == self.selected:
+                self.query_one("#tap-detail", Static).update(self.detail(tapped))
 
     # -- told by the recorder, on its thread -------------------------------------------------------
     def told(self, kind: str, tapped) -> None:
@@ -151,6 +173,7 @@ class TapApp(App):
             if len(self.order) > MAX_LISTED:
                 listing.remove_option(f"r{self.order.pop(0)}")
             if self.follow:
+                self._moved.add(option_id)  # its highlight event is ours, not the user's
                 listing.highlighted = listing.option_count - 1
         if number == self.selected or (self.follow and number == self.order[-1]):
             self.show_request(number)
@@ -158,8 +181,12 @@ class TapApp(App):
 
     # -- the user --------------------------------------------------------------------------------
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        number = int((event.option.id or "r0")[1:])
-        self.follow = number == (self.order[-1] if self.order else None)
+        option_id = event.option.id or "r0"
+        if option_id in self._moved:  # the list followed a new request: the newest is shown already
+            self._moved.discard(option_id)
+            return
+        number = int(option_id[1:])
+        self.follow = number == (self.order[-1] if self.order else None)  # the user moved: follow only at the end
         self.show_request(number)
 
     def action_next_tab(self) -> None:
@@ -169,6 +196,7 @@ class TapApp(App):
         self.follow = True
         if self.order:
             self.query_one("#tap-list", OptionList).highlighted = len(self.order) - 1
+            self.show_request(self.order[-1])
 
     def show_request(self, number: int) -> None:
         if self.tap is None:
