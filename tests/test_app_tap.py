@@ -60,6 +60,8 @@ async def test_a_tapped_conversation_shows_live_with_the_clients_cut(llama_serve
             await pilot.pause(0.2)
         ledger = plain(pane.query_one("#ledger-table"))
         assert "client" in ledger and "left it out" in ledger
+        diff = plain(pane.query_one("#diff-view"))  # against the previous request of the conversation
+        assert "gone" in diff and "m1" in diff and "m2" in diff
         app.save_screenshot(str(tmp_path / "tap.svg"))
         screen = (tmp_path / "tap.svg").read_text()
         assert KEY not in screen
