@@ -130,6 +130,7 @@ class TapServer:
         self._runner: web.AppRunner | None = None
         self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=read_timeout, pool=None)
         self.http: httpx.AsyncClient | None = None
+        self._closing: set[asyncio.Future] = set()  # upstream answers being closed after their client left
 
     # -- life ---------------------------------------------------------------------------------------
     async def start(self) -> str:
@@ -245,7 +246,15 @@ class TapServer:
                 raise
             return response
         finally:
-            await upstream.aclose()
+            await self.close_upstream(upstream)
+
+    async def close_upstream(self, upstream: httpx.Response) -> None:
+        """Close the upstream's answer (an unfinished one closes its connection: the upstream stops). Shielded: a
+        second cancellation (the client gone) must not leave the upstream talking to a socket nobody reads."""
+        closing = asyncio.ensure_future(upstream.aclose())
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+        await asyncio.shield(closing)  # cancelled meanwhile: the close goes on by itself (`_closing` holds it)
 
     @staticmethod
     def chunked(upstream: httpx.Response) -> bool:
