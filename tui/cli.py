@@ -12,6 +12,7 @@ SUBCOMMANDS = {
     "replay": ("tui.commands.replay", "step through a saved session's requests"),
     "export": ("tui.commands.export", "export a saved session (markdown, request JSON, curl, document)"),
     "import": ("tui.commands.importer", "turn a request body or a JSONL of messages into a session file"),
+    "tap": ("tui.commands.tap", "a local proxy: show and record the requests another program sends"),
 }
 
 
@@ -82,7 +83,11 @@ def help_text() -> str:
 
 
 def open_in_app(request) -> int:
-    """A subcommand that ends in the app (`replay FILE`) hands its request here: commands never import the app."""
+    """A subcommand that ends in the app (`replay FILE`, `tap`) hands its request here: commands never import the app."""
+    if type(request).__name__ == "TapInApp":
+        from tui.app.launch import run_tap
+
+        return run_tap(request)
     from tui.app.launch import run_replay
 
     return run_replay(request.path, request.step)

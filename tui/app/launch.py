@@ -51,3 +51,18 @@ def _run(app) -> int:
         from tui.context.safety import visible
         print(f"ctxpane: session saved in {visible(str(saved))}")
     return app.return_code or 0
+
+
+def run_tap(request) -> int:
+    """`ctxpane tap --upstream URL`: the proxy with its requests shown live (tui/app/tap_app.py)."""
+    from .tap_app import TapApp
+
+    app = TapApp(request.upstream, request.folder, request.host, request.port, request.max_body)
+    app.run()
+    import sys
+    from tui.context.safety import visible
+    if app.failure:
+        print(f"ctxpane: error: {visible(app.failure)}", file=sys.stderr)
+    elif app.conversations:
+        print(f"ctxpane: {app.conversations} tapped conversations saved in {visible(str(request.folder))}")
+    return app.return_code or 0

@@ -127,7 +127,9 @@ class Replayer:
         view = build_request(body_messages(record, index), self.body_settings(record, self.template), previous,
                              index + 1, cache=self.cache)
         ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
-        shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger))
+        # A system prompt the client rewrote (a tapped request) keeps its id: it was changed, not dropped.
+        shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger
+                                                      if entry.policy != "client-rewrite"))
         prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
         return replace(view, ledger=ledger, shape=shape, prefix=prefix)
 

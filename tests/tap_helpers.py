@@ -1,0 +1,145 @@
+"""Running a tap (and a small misbehaving upstream) on event loops of their own, for synchronous clients.
+
+The openai SDK, curl and httpx talk to them over real loopback sockets, as any program would.
+`LoopbackUpstream` is an aiohttp server whose first path segment picks the behaviour:
+/echo (what arrived: method, path, headers, body digest), /slow (a stream that goes on until the
+client leaves, noting when it does), /cut (a stream broken off mid-reply), /ok (a short stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+
+class LoopThread:
+    """An asyncio loop in a thread: `run(coro)` waits for a coroutine run there."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float = 60):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+class RunningTap:
+    def __init__(self, upstream: str, folder: Path, **options) -> None:
+        from tui.tap.runner import Tap
+
+        self.events: list[tuple[str, int]] = []
+        self.loop = LoopThread()
+        self.tap = Tap(upstream, folder, port=0, on_change=lambda kind, t: self.events.append((kind, t.exchange.number)),
+                       **options)
+        self.url = self.loop.run(self.tap.start())
+        self.folder = folder
+
+    @property
+    def recorder(self):
+        return self.tap.recorder
+
+    def settle(self, timeout: float = 30) -> None:
+        """Wait until every request through the tap has ended and is recorded."""
+        deadline = time.monotonic() + timeout
+        while self.tap.server.active and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self.recorder.drain()
+
+    def stop(self) -> None:
+        self.loop.run(self.tap.close())
+        self.loop.stop()
+
+
+def sse(item: dict) -> bytes:
+    return f"data: {json.dumps(item)}\n\n".encode()
+
+
+def piece(text: str, finish: str | None = None) -> dict:
+    return {"id": "u1", "object": "chat.completion.chunk", "model": "loop-model",
+            "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}]}
+
+
+class LoopbackUpstream:
+    def __init__(self) -> None:
+        self.seen: list[dict] = []
+        self.left = asyncio.Event()  # set on the upstream's loop when a /slow client went away
+        self.loop = LoopThread()
+        self.port = self.loop.run(self._start())
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    async def _start(self) -> int:
+        self.left = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self.runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        return site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+
+    def stop(self) -> None:
+        self.loop.run(self.runner.cleanup())
+        self.loop.stop()
+
+    def client_left(self, timeout: float = 10) -> bool:
+        async def wait() -> bool:
+            try:
+                await asyncio.wait_for(self.left.wait(), timeout)
+                return True
+            except TimeoutError:
+                return False
+        return self.loop.run(wait(), timeout + 5)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        scenario = request.path.strip("/").split("/")[0]
+        self.seen.append({"method": request.method, "path": request.raw_path, "headers": list(request.headers.items()),
+                          "body": body})
+        if scenario == "echo":
+            return web.json_response({"method": request.method, "path": request.raw_path,
+                                      "headers": [[k, v] for k, v in request.headers.items()],
+                                      "length": len(body), "sha256": hashlib.sha256(body).hexdigest()},
+                                     headers={"X-Upstream": "loop", "Set-Cookie": "upstream-session=abc"})
+        if scenario == "gz":  # a whole reply, compressed when the client accepts it
+            answer = web.json_response({"id": "g", "object": "chat.completion", "model": "loop-model", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "squeezed " * 50}, "finish_reason": "stop"}]})
+            answer.enable_compression()
+            return answer
+        if scenario not in ("ok", "cut", "slow"):
+            return web.json_response({"error": {"message": "no such scenario"}}, status=404)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        if scenario == "ok":
+            for text in ("one ", "two ", "three"):
+                await response.write(sse(piece(text)))
+            await response.write(sse(piece("", "stop")) + b"data: [DONE]\n\n")
+            await response.write_eof()
+            return response
+        if scenario == "cut":
+            for text in ("partial ", "reply "):
+                await response.write(sse(piece(text)))
+            await asyncio.sleep(0.05)
+            request.transport.abort()  # broken off: no end of the chunked body
+            return response
+        pieces = int(request.query.get("n", "600"))
+        try:  # slow: a piece every 50 ms until the client leaves, or ?n= pieces then [DONE]
+            for number in range(pieces):
+                await response.write(sse(piece(f"{number} ")))
+                await asyncio.sleep(0.05)
+        except (asyncio.CancelledError, ConnectionResetError):
+            self.left.set()
+            raise
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response

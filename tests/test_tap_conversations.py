@@ -1,0 +1,87 @@
+"""Grouping tapped requests into conversations and finding what the client cut (tui/tap/conversations.py)."""
+
+from __future__ import annotations
+
+from tui.tap.conversations import Conversations
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict:
+    return {"role": "assistant", "content": text}
+
+
+SYSTEM = {"role": "system", "content": "rules"}
+
+
+def send(conversations: Conversations, messages: list, reply: str | None = None, model: str = "m"):
+    match = conversations.place(messages, model)
+    conversation = conversations.commit(match, messages, model)
+    if reply is not None:
+        conversation.answered({"content": reply})
+    return conversation, match
+
+
+def test_a_request_that_extends_the_last_one_and_its_reply_continues_it():
+    conversations = Conversations()
+    first, _ = send(conversations, [SYSTEM, user("a")], "same")
+    second, match = send(conversations, [SYSTEM, user("a"), assistant("same"), user("b")], "same")
+    assert second is first and match.vanished == [] and match.message_ids == ["m0", "m1", "m2", "m3"]
+    third, match = send(conversations, [SYSTEM, user("a"), assistant("same"), user("b"), assistant("same"),
+                                        user("c")])
+    assert third is first and match.message_ids == ["m0", "m1", "m2", "m3", "m4", "m5"]
+
+
+def test_a_trimmed_history_lines_up_by_its_end_even_with_repeated_replies():
+    conversations = Conversations()
+    history = [SYSTEM, user("q1")]
+    for turn in range(2, 5):
+        send(conversations, history, "same")
+        history += [assistant("same"), user(f"q{turn}")]
+    ids_before = conversations.open[-1].ids
+    trimmed = [SYSTEM] + history[-3:]
+    _conversation, match = send(conversations, trimmed)
+    assert [v.message_id for v in match.vanished] == ids_before[1:5]
+    assert [v.role for v in match.vanished] == ["user", "assistant", "user", "assistant"]
+    assert ids_before == ["m0", "m1", "m2", "m3", "m4", "m5"]
+    assert match.message_ids == ["m0", "m5", "m6", "m7"]  # q3, the reply to it (m6), then q4 is new
+
+
+def test_a_rewritten_system_prompt_keeps_its_id_and_is_marked_rewritten():
+    conversations = Conversations()
+    send(conversations, [SYSTEM, user("a")], "r")
+    _conversation, match = send(conversations, [{"role": "system", "content": "new rules"}, user("a"),
+                                                assistant("r"), user("b")])
+    (gone,) = match.vanished
+    assert gone.rewritten and gone.message_id == "m0" and match.message_ids[0] == "m0"
+
+
+def test_unrelated_requests_and_other_models_start_new_conversations():
+    conversations = Conversations()
+    first, _ = send(conversations, [user("a")], "x")
+    other, _ = send(conversations, [user("b")], "y")
+    same_text_other_model, _ = send(conversations, [user("a"), assistant("x"), user("c")], model="other")
+    assert len({first.number, other.number, same_text_other_model.number}) == 3
+
+
+def test_a_retry_of_the_same_request_stays_in_its_conversation():
+    conversations = Conversations()
+    first, _ = send(conversations, [user("a")])
+    again, match = send(conversations, [user("a")])
+    assert again is first and match.resent and match.vanished == []
+
+
+def test_a_very_long_trimmed_history_is_matched_without_a_full_diff(monkeypatch):
+    import tui.tap.conversations as module
+    monkeypatch.setattr(module, "MAX_DIFF", 10)  # every match here takes the cheap way
+    conversations = Conversations()
+    history = [SYSTEM, user("q1")]
+    for turn in range(2, 6):
+        send(conversations, history, f"reply {turn}")
+        history += [assistant(f"reply {turn}"), user(f"q{turn}")]
+    assert conversations.open[-1].ids == [f"m{i}" for i in range(8)]  # S q1 r2 q2 r3 q3 r4 q4; r5 is m8
+    _conversation, match = send(conversations, [SYSTEM] + history[-3:])  # S q4 r5 q5
+    assert [v.message_id for v in match.vanished] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    assert match.message_ids == ["m0", "m7", "m8", "m9"]

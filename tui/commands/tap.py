@@ -1,0 +1,129 @@
+"""`ctxpane tap --upstream URL`: a local proxy that shows and records what another program sends."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.commands.arguments import QuietParser, whole_number
+from tui.errors import UsageError, one_line
+
+MAX_BODY = (1024, 2 ** 31)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = QuietParser(prog="ctxpane tap", description="Proxy an OpenAI-compatible server and show (and record) "
+                                                         "every request another program sends through it.")
+    parser.add_argument("--upstream", required=True, help="the server to forward to, e.g. http://127.0.0.1:8080/v1")
+    parser.add_argument("--port", type=whole_number(0, 65535), default=8089, help="port to listen on (default 8089)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this "
+                                                            "machine only)")
+    parser.add_argument("--session-dir", default=None, metavar="DIR",
+                        help="where each conversation's session file goes (default: the sessions folder)")
+    parser.add_argument("--max-body", type=whole_number(*MAX_BODY), default=32 * 1024 * 1024, metavar="BYTES",
+                        help="largest request body accepted; larger ones get 413 (default 33554432, 32 MiB)")
+    parser.add_argument("--no-ui", action="store_true", help="no app: proxy and record, one line per request")
+    return parser
+
+
+@dataclass(frozen=True)
+class TapInApp:
+    """What `ctxpane tap` asks of the CLI: open the app in tap mode (the commands never import the app)."""
+
+    upstream: str
+    host: str
+    port: int
+    folder: Path
+    max_body: int
+
+
+def run(argv: list[str]) -> int | TapInApp:
+    args = build_parser().parse_args(argv)
+    from tui.tap.runner import is_loopback
+    from tui.tap.server import UpstreamError, upstream_parts
+
+    try:
+        upstream_parts(args.upstream)
+    except UpstreamError as exc:
+        raise UsageError(str(exc)) from None
+    if forwards_to_itself(args.upstream, args.host, args.port):
+        raise UsageError(f"--upstream {args.upstream} is the tap's own address: every request would come back "
+                         "to it; point it at the server")
+    if not is_loopback(args.host):
+        print(one_line(f"ctxpane tap: warning: listening on {args.host}, not only on this machine: anyone who "
+                       "reaches it can use your upstream (with the keys their requests carry) and their requests "
+                       "are recorded here"), file=sys.stderr)
+    folder = Path(args.session_dir).expanduser() if args.session_dir else default_folder()
+    if args.no_ui:
+        return asyncio.run(headless(args.upstream, args.host, args.port, folder, args.max_body))
+    return TapInApp(args.upstream, args.host, args.port, folder, args.max_body)
+
+
+def forwards_to_itself(upstream: str, host: str, port: int) -> bool:
+    from urllib.parse import urlsplit
+
+    from tui.tap.runner import is_loopback
+    parts = urlsplit(upstream)
+    if (parts.port or (443 if parts.scheme == "https" else 80)) != port:
+        return False
+    target = parts.hostname or ""
+    return target == host or (is_loopback(target) and (is_loopback(host) or host in ("0.0.0.0", "::")))
+
+
+def default_folder() -> Path:
+    from tui.sessions.store import sessions_dir
+    return sessions_dir()
+
+
+def request_line(kind: str, tapped) -> str | None:
+    """One line for a finished request (None for the other events)."""
+    if kind not in ("end", "problem"):
+        return None
+    ex = tapped.exchange
+    parts = [f"#{ex.number} {ex.method} {ex.path[:120]} -> {ex.status or '-'}"]
+    record = tapped.record
+    if record is not None:
+        parts.append(f"conversation {tapped.conversation} step {tapped.index + 1}")
+        parts.append(f"{record.document_tokens} tokens")
+        parts.append(f"cached {record.cached_reported if record.cached_reported is not None else '?'} "
+                     f"(predicted {record.predicted_cached})")
+        if record.dropped:
+            parts.append(f"client cut {len(record.dropped)} messages "
+                         f"({sum(d.get('tokens', 0) for d in record.dropped)} tokens)")
+    if ex.duration is not None:
+        parts.append(f"{ex.duration:.2f}s")
+    parts.append(f"client {ex.client}")
+    if ex.error:
+        parts.append(ex.error)
+    if tapped.problem:
+        parts.append(tapped.problem)
+    return one_line(" · ".join(parts), 600)
+
+
+async def headless(upstream: str, host: str, port: int, folder: Path, max_body: int) -> int:
+    from tui.tap.runner import Tap
+
+    def said(kind: str, tapped) -> None:
+        line = request_line(kind, tapped)
+        if line:
+            print(line, flush=True)
+
+    tap = Tap(upstream, folder, host, port, max_body, said)
+    try:
+        url = await tap.start()
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    print(one_line(f"ctxpane tap: listening on {url} -> {tap.server.upstream}; sessions in {folder}"), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await tap.close()
+    return 0

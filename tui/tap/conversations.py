@@ -1,0 +1,197 @@
+"""Grouping tapped requests into conversations, and what the client itself left out: pure logic.
+
+A client sends its whole history with each request. A request continues a conversation when it carries
+the point where that conversation stood: the previous request's last message, or the reply to it.
+Everything before that point the previous request carried and this one does not was cut by the client
+(trimmed, compacted, or a system prompt rewritten): those are the client's own ledger entries.
+
+Messages are matched by what they say (role, content, name, tool calls, tool call id), never by position:
+a trimmed history shifts every position. Each matched message keeps its id across the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from difflib import SequenceMatcher
+from dataclasses import dataclass, field
+from typing import Any
+
+TRIMMED = "client"  # the author of an entry: the client, not a ctxpane policy
+REWRITTEN = "client-rewrite"  # a system prompt the client replaced (the message stays, its text changed)
+MAX_DIFF = 4_000_000  # messages before x messages now: past it, a cheaper match than a diff
+MAX_OPEN = 200  # conversations a tap keeps matching against (the oldest are closed past it)
+
+
+def message_key(message: Any) -> str:
+    """What a wire message says, as one comparable string (reasoning is left out: clients often drop it)."""
+    if not isinstance(message, dict):
+        return json.dumps(message, sort_keys=True, default=str)
+    kept = {k: message.get(k) for k in ("role", "content", "name", "tool_calls", "tool_call_id")
+            if message.get(k) not in (None, "", [])}
+    return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def reply_message(reply: dict | None) -> dict | None:
+    """The assistant message a reply adds to the history, as a client sends it back (None: no reply)."""
+    if not reply or reply.get("incomplete") and not reply.get("content"):
+        return None
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content") or ""}
+    if reply.get("tool_calls"):
+        message["tool_calls"] = reply["tool_calls"]
+    if not message["content"] and not reply.get("tool_calls"):
+        return None
+    return message
+
+
+@dataclass
+class Vanished:
+    """A message the previous request carried and this one does not."""
+
+    index: int  # where it was in the previous request
+    message_id: str
+    role: str
+    rewritten: bool  # a system prompt replaced by another (the same id, new text)
+
+
+@dataclass
+class Match:
+    """Where a request belongs: a conversation (or none: a new one), its message ids, what vanished."""
+
+    conversation: "Conversation | None"
+    message_ids: list[str]
+    vanished: list[Vanished] = field(default_factory=list)
+    resent: bool = False  # the same messages again (a retry): nothing new, nothing lost
+
+
+@dataclass
+class Conversation:
+    number: int
+    model: str = ""
+    client: str = ""
+    keys: list[str] = field(default_factory=list)  # the last request's messages, by what they say
+    ids: list[str] = field(default_factory=list)  # and their ids
+    roles: list[str] = field(default_factory=list)
+    reply_key: str | None = None  # the reply to the last request, once it is in
+    reply_id: str | None = None
+    next_id: int = 0
+    requests: int = 0
+
+    def new_id(self) -> str:
+        self.next_id += 1
+        return f"m{self.next_id - 1}"
+
+    def history(self) -> list[str]:
+        """The conversation as the client would send it next: the last request and its reply."""
+        return self.keys + ([self.reply_key] if self.reply_key is not None else [])
+
+    def take(self, keys: list[str], ids: list[str], roles: list[str]) -> None:
+        self.keys, self.ids, self.roles = keys, ids, roles
+        self.reply_key = self.reply_id = None
+        self.requests += 1
+
+    def answered(self, reply: dict | None) -> str | None:
+        """The reply to the last request arrived: it is the point the next request continues from."""
+        message = reply_message(reply)
+        if message is None:
+            return None
+        self.reply_key, self.reply_id = message_key(message), self.new_id()
+        return self.reply_id
+
+
+def _anchor(conversation: Conversation, keys: list[str]) -> int | None:
+    """Where in `keys` this conversation's last point is (its reply, else its last message), or None."""
+    points = [conversation.reply_key] if conversation.reply_key is not None else []
+    if conversation.keys:
+        points.append(conversation.keys[-1])
+    for point in points:
+        for index in range(len(keys) - 1, -1, -1):
+            if keys[index] == point:
+                return index
+    return None
+
+
+class Conversations:
+    """The tap's open conversations; `place` finds where a request goes, `commit` records it there."""
+
+    def __init__(self) -> None:
+        self.open: list[Conversation] = []
+        self.count = 0
+
+    def place(self, messages: list, model: str = "", client: str = "") -> Match:
+        """The conversation `messages` continue (the most recent that fits), else a new one (not yet opened)."""
+        keys = [message_key(m) for m in messages]
+        best: tuple[int, Conversation, int] | None = None  # (continuity, conversation, anchor)
+        for conversation in reversed(self.open):
+            if conversation.model and model and conversation.model != model:
+                continue
+            anchor = _anchor(conversation, keys)
+            if anchor is None:
+                continue
+            history = conversation.history()
+            extends = keys[:len(history)] == history or keys == conversation.keys
+            score = 2 if extends else 1
+            if best is None or score > best[0]:
+                best = (score, conversation, anchor)
+            if extends:
+                break
+        if best is None:
+            return Match(None, [])
+        _score, conversation, _at = best
+        ids, vanished = self._match_ids(conversation, keys, messages)
+        return Match(conversation, ids, vanished, resent=keys == conversation.keys)
+
+    def _match_ids(self, conversation: Conversation, keys: list[str],
+                   messages: list) -> tuple[list[str], list[Vanished]]:
+        """Each message's id: matched to the conversation so far by a diff of what they say (so a repeated
+        text keeps the id of the copy it stands for, and a trimmed history lines up by its end)."""
+        earlier = conversation.history()
+        earlier_ids = conversation.ids + ([conversation.reply_id] if conversation.reply_id else [])
+        ids: list[str | None] = [None] * len(keys)
+        for a, b, size in _matching_blocks(earlier, keys):
+            for offset in range(size):
+                ids[b + offset] = earlier_ids[a + offset]
+        used = {i for i in ids if i}
+        vanished = [Vanished(index, ident, conversation.roles[index], False)
+                    for index, ident in enumerate(conversation.ids) if ident not in used]
+        # A system prompt replaced by another at the head keeps its id: it was rewritten, not trimmed.
+        if ids and ids[0] is None and _role(messages[0]) in ("system", "developer"):
+            old = next((v for v in vanished if v.index == 0 and v.role == _role(messages[0])), None)
+            if old is not None:
+                ids[0], old.rewritten = old.message_id, True
+        return [ident or "" for ident in ids], vanished
+
+    def commit(self, match: Match, messages: list, model: str = "", client: str = "") -> Conversation:
+        """Record the request where `place` put it (a new conversation when it fits none); fills the ids."""
+        conversation = match.conversation
+        if conversation is None:
+            self.count += 1
+            conversation = Conversation(self.count, model, client)
+            self.open.append(conversation)
+            if len(self.open) > MAX_OPEN:
+                self.open.pop(0)
+            match.message_ids = [""] * len(messages)
+        else:
+            self.open.remove(conversation)
+            self.open.append(conversation)  # the most recent first when the next request is placed
+        match.message_ids = [ident or conversation.new_id() for ident in match.message_ids]
+        conversation.take([message_key(m) for m in messages], list(match.message_ids), [_role(m) for m in messages])
+        return conversation
+
+
+def _matching_blocks(earlier: list[str], keys: list[str]) -> list[tuple[int, int, int]]:
+    """Runs of messages the two lists share, in order: a diff, or for very long histories (where a diff
+    could take long) the common start and, after it, the common end."""
+    if len(earlier) * len(keys) <= MAX_DIFF:
+        return [tuple(block) for block in SequenceMatcher(None, earlier, keys, autojunk=False).get_matching_blocks()]
+    head = 0
+    while head < min(len(earlier), len(keys)) and earlier[head] == keys[head]:
+        head += 1
+    end = next((j + 1 for j in range(len(keys) - 1, head - 1, -1) if earlier and keys[j] == earlier[-1]), head)
+    tail = 0  # the run that ends where the conversation stood (its reply, or its last message)
+    while tail < min(len(earlier), end) - head and earlier[-1 - tail] == keys[end - 1 - tail]:
+        tail += 1
+    return [(0, 0, head), (len(earlier) - tail, end - tail, tail)]
+
+
+def _role(message: Any) -> str:
+    return str(message.get("role", "")) if isinstance(message, dict) else ""

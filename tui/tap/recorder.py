@@ -1,0 +1,456 @@
+"""Turning tapped exchanges into session records, off the path of the client's bytes.
+
+The server tells the recorder of each exchange; the recorder queues the work on its own thread (one,
+so conversations are built in the order requests arrived): `begin` when a request has gone upstream
+(its document, tokens, the client's own cuts and the cache predicted, before the answer), `finish`
+once the answer is over (the reply as it streamed, usage, timings, sent against received, cost), then
+the conversation's session file is saved. A failure is logged and counted; the traffic never waits.
+
+Each request is rendered from its exact body by the same Replayer `ctxpane replay --check` uses, so
+what is recorded is what replay finds again, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from tui.context.budget import LedgerEntry, PolicySettings
+from tui.context.cache_causes import REASONING, REPLY
+from tui.context.messages import Message, Provenance, message_from_dict
+from tui.sessions.model import RequestRecord, Session
+from tui.sessions.replay import Replayer
+
+from .conversations import REWRITTEN, TRIMMED, Conversation, Conversations, Match
+from .replies import reply_of, stream_record
+from .server import Exchange
+
+log = logging.getLogger("ctxpane.tap")
+
+CHAT_PATHS = ("/chat/completions",)
+KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
+KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
+SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
+MAX_SECRETS = 200  # distinct credential values remembered for redaction
+
+
+@dataclass
+class Engine:
+    """What renders and counts for the upstream: learned from it as the app learns it (tui/client/connect.py)."""
+
+    template: Any
+    tokenizer: Any
+    cache_rule: str = "llama.cpp"
+    info: Any = None
+    note: str = ""
+    exact: bool | None = None
+    cache_config: Any = None  # llama.cpp's cache settings: its slots and prompt cache are then modelled
+
+
+@dataclass
+class Tapped:
+    """One recorded request as the view shows it: where it belongs and what it says."""
+
+    exchange: Exchange
+    conversation: int = 0
+    index: int = 0  # its place in the conversation's session (0-based)
+    model: str = ""
+    record: RequestRecord | None = None
+    view: Any = None  # the engine's RequestView of the exact body
+    previous: Any = None  # the view of the conversation's request before it
+    client_cut: list[dict] = field(default_factory=list)  # the client's own ledger entries
+    problem: str = ""  # why it is not (fully) recorded
+    done: bool = False
+
+
+@dataclass
+class Thread:
+    """A conversation's session and everything needed to go on recording it."""
+
+    conversation: Conversation
+    session: Session
+    replayer: Replayer
+    path: Path
+    tapped: list[Tapped] = field(default_factory=list)
+    next_save: float = 0.0  # time.monotonic() from which the file may be written again
+    pending: bool = False  # a later save is on its way
+    dirty: bool = False  # changed since, a save is due
+
+
+class TapReplayer(Replayer):
+    """The Replayer, counting as the app does for this upstream: its verdict on the tokenizer, and control
+    strings in message text read as tokens when the upstream does so (llama.cpp)."""
+
+    def __init__(self, session: Session, engine: Engine) -> None:
+        super().__init__(session, engine.template, engine.tokenizer, engine.cache_rule)
+        self.exact = engine.exact
+        self.content_specials = bool(engine.info is not None and engine.info.kind == "llama.cpp")
+
+    def body_settings(self, record: RequestRecord, template):
+        from dataclasses import replace
+        return replace(super().body_settings(record, template), exact=self.exact,
+                       content_specials=self.content_specials)
+
+
+def stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+class Recorder:
+    def __init__(self, upstream: str, folder: Path, engine_source: Callable[[str], Engine],
+                 on_change: Callable[[str, Tapped], None] | None = None):
+        self.upstream, self.folder = upstream, folder
+        self.engine_source = engine_source  # called on the recording thread, once, with the first request's model
+        self.engine: Engine | None = None
+        self.on_change = on_change or (lambda kind, tapped: None)
+        self.conversations = Conversations()
+        self.threads: dict[int, Thread] = {}
+        self.tapped: dict[int, Tapped] = {}  # by exchange number
+        self.failures = 0
+        self.passed = 0  # requests forwarded that are not chat completions (not rendered)
+        self.prefix = f"tap-{stamp()}"
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-tap-record")
+        self._lock = threading.Lock()
+        self.prices = None
+        self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/llamacpp_cache.py)
+        self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
+        self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
+        self.secrets: list[str] = []  # credential values seen in requests: redacted from what is kept, in memory only
+
+    # -- told by the server (on the event loop: nothing here may wait) --------------------------------
+    def listen(self, kind: str, exchange: Exchange) -> None:
+        if kind == "request":
+            self._pool.submit(self._guarded, self.begin, exchange)
+        elif kind == "end":
+            self._pool.submit(self._guarded, self.finish, exchange)
+
+    def close(self, wait: bool = True) -> None:
+        """Save what is still due, and stop the recording thread."""
+        try:
+            self._pool.submit(self._guarded_flush)
+        except RuntimeError:  # closed already
+            pass
+        self._pool.shutdown(wait=wait)
+
+    def drain(self) -> None:
+        """Wait until every exchange told so far is recorded and saved (for tests and a clean exit)."""
+        self._pool.submit(self._guarded_flush).result()
+
+    def _guarded_flush(self) -> None:
+        for thread in list(self.threads.values()):
+            if thread.dirty:
+                try:
+                    self.write(thread)
+                except Exception:  # noqa: BLE001 - a disk problem is logged, the tap goes on
+                    self.failures += 1
+                    log.exception("saving %s failed", thread.path)
+
+    def _guarded(self, step: Callable[[Exchange], None], exchange: Exchange) -> None:
+        try:
+            step(exchange)
+        except Exception as exc:  # noqa: BLE001 - a recording failure is logged and shown, never raised
+            self.failures += 1
+            if isinstance(exc, ValueError):  # a body a session cannot hold: one line says why
+                log.warning("request %d not recorded: %s", exchange.number, str(exc)[:300])
+            else:
+                log.exception("recording request %d failed", exchange.number)
+            tapped = self.tapped.setdefault(exchange.number, Tapped(exchange))
+            tapped.problem = f"not recorded: {type(exc).__name__}: {str(exc)[:300]}"
+            self.on_change("problem", tapped)
+
+    # -- on the recording thread ---------------------------------------------------------------------
+    def ready_engine(self, model: str = "") -> Engine:
+        if self.engine is None:
+            self.engine = self.engine_source(model)
+            if self.engine.cache_config is not None:
+                from tui.context.llamacpp_cache import LlamaCppCache
+                self.server_cache = LlamaCppCache(self.engine.cache_config)
+        return self.engine
+
+    def server_prefix(self, thread: Thread, tapped: Tapped, record: RequestRecord, view: Any) -> Any:
+        """The cache predicted against every prompt the server may still hold (its slots and prompt cache, from
+        every conversation through the tap), as the app predicts its own requests; the record says where from."""
+        from dataclasses import replace
+
+        from tui.context.cache_predict import predict_prefix
+
+        prefix = predict_prefix(self.server_cache, view.shape, view.document, self.engine.cache_rule, time.time())
+        source = self.tapped.get(prefix.source) if prefix.source is not None else None
+        record.cache_source = None
+        if source is not None and source.record is not None:
+            if source.conversation == tapped.conversation:
+                record.cache_source = source.record.number
+            prefix.place = (f"{prefix.place} (#{prefix.source}: conversation {source.conversation}, request "
+                            f"{source.record.number})")[:250]
+        reply = source.record.reply if source is not None and source.record is not None else {}
+        if prefix.cause_class == REASONING and not (reply.get("reasoning") or reply.get("tool_calls")):
+            prefix.cause_class = REPLY  # no reasoning to blame: the generated tokens are what is not known
+            prefix.cause = (f"the reply of #{prefix.source} is not counted as reused: the tap asks for no logprobs, "
+                            "so which tokens the server generated is not known; the reuse predicted stops where "
+                            "that reply begins")
+        view = replace(view, prefix=prefix)
+        thread.replayer._views[tapped.index] = view  # noqa: SLF001 - the same rendering, the server's prediction
+        return view
+
+    def begin(self, exchange: Exchange) -> None:
+        self.remember_secrets(exchange)  # before anything of this request can be written
+        body = self.chat_body(exchange)
+        tapped = Tapped(exchange)
+        self.tapped[exchange.number] = tapped
+        if body is None:
+            self.passed += 1
+            tapped.problem = "passed through (not a chat completion: not rendered)"
+            self.on_change("passed", tapped)
+            return
+        self.check_body(body)  # a body a session file could not hold is not recorded (it was forwarded)
+        model = str(body.get("model") or "")[:200]
+        engine = self.ready_engine(model)  # an upstream that says nothing: the model's family counts
+        messages = body["messages"]
+        tapped.model = model
+        match = self.conversations.place(messages, model)
+        previous_ids = list(match.conversation.ids) if match.conversation else []
+        conversation = self.conversations.commit(match, messages, model, exchange.client)
+        thread = self.threads.get(conversation.number) or self.open_thread(conversation, engine, model, exchange)
+        tapped.conversation, tapped.index = conversation.number, len(thread.session.requests)
+        record = RequestRecord(number=len(thread.session.requests) + 1, time=_iso(exchange.started), body=body,
+                               reply={"content": "", "incomplete": True}, template=engine.template.name,
+                               tokenizer=engine.tokenizer.name, message_count=len(messages),
+                               message_ids=list(match.message_ids))
+        previous_view = thread.replayer.stored_view(tapped.index - 1) if tapped.index else None
+        record.dropped = self.client_cuts(match, previous_view, previous_ids, record.number, thread)
+        thread.session.requests.append(record)
+        try:
+            view = thread.replayer.stored_view(tapped.index)
+        except BaseException:
+            thread.session.requests.pop()  # the file keeps only requests it can replay
+            raise
+        record.document_hash = hashlib.sha256(view.document.text.encode()).hexdigest()
+        record.document_tokens, record.tokens_exact = view.sent_tokens, view.snapshot.counts.exact
+        record.keep_all_tokens = view.keep_all_tokens
+        record.cache_source = record.number - 1 if tapped.index else None
+        record.cache_place = "previous request" if tapped.index else ""
+        if self.server_cache is not None:
+            view = self.server_prefix(thread, tapped, record, view)
+            record.cache_place = view.prefix.place
+        prefix = view.prefix
+        record.predicted_cached, record.cache_cause = prefix.predicted_cached, prefix.cause[:4000]
+        record.cache_class = prefix.cause_class
+        if record.dropped:  # what the client's cut did to the cache, said in each of its ledger entries
+            view = self.with_cache_effect(thread, tapped.index, record, view)
+        tapped.record, tapped.view, tapped.previous = record, view, previous_view
+        tapped.client_cut = list(record.dropped)
+        thread.tapped.append(tapped)
+        self.let_go(thread, tapped)
+        thread.session.messages = self.messages_of(messages, match.message_ids)
+        thread.session.next_id = conversation.next_id
+        self.on_change("request", tapped)
+
+    def remember_secrets(self, exchange: Exchange) -> None:
+        for secret in exchange.secrets:
+            if secret not in self.secrets:
+                self.secrets.append(secret)
+        del self.secrets[:-MAX_SECRETS]
+        self.secrets.sort(key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        from tui.sessions.store import redact
+        return redact(text, self.secrets) if text else text
+
+    def finish(self, exchange: Exchange) -> None:
+        self.remember_secrets(exchange)
+        self.finished.append(exchange)
+        while len(self.finished) > KEEP_BYTES_OF:  # the raw bytes of older replies live on in their records
+            old = self.finished.pop(0)
+            old.chunks, old.offsets, old.body = [], [], b""
+        tapped = self.tapped.get(exchange.number)
+        if tapped is None or tapped.record is None:
+            if tapped is not None:
+                tapped.done = True
+                self.on_change("end", tapped)
+            return
+        thread = self.threads[tapped.conversation]
+        record, engine = tapped.record, self.ready_engine()
+        reply = reply_of(exchange)
+        record.reply = reply.to_record()
+        record.reply["incomplete"] = bool(reply.incomplete)
+        record.reply["stream"] = stream_record(exchange)
+        for key in ("content", "error"):  # an upstream may echo a key back: it is never kept
+            if isinstance(record.reply.get(key), str):
+                record.reply[key] = self.redact(record.reply[key])
+        record.reply["stream"]["raw"] = self.redact(record.reply["stream"]["raw"])
+        record.reply["stream"]["error"] = self.redact(record.reply["stream"]["error"])
+        record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
+        if tapped.view is not None:  # (a reply that outlasted KEEP_VIEWS newer requests keeps its figures only)
+            self.settle(record, thread.session, tapped.view, reply, engine, exchange)
+        if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone \
+                and tapped.view is not None:
+            from dataclasses import replace
+
+            from tui.context.cache_predict import held_prompt
+
+            # The tap never asks for logprobs (it changes nothing), so which tokens the server generated is not
+            # known: the reply's reuse is not assumed, the prediction covers the prompts held.
+            held = held_prompt(exchange.number, tapped.view.shape, record.reply, reply.usage, reply.timings,
+                               exchange.started)
+            self.server_cache.record(replace(held, reply_known=reply.generated is not None))
+        reply_id = thread.conversation.answered(record.reply if exchange.status == 200 else None)
+        if reply_id is not None and tapped.index == len(thread.session.requests) - 1:
+            thread.session.messages.append(Message("assistant", reply.content, tool_calls=reply.tool_calls or None,
+                                                   provenance=Provenance("model", True), id=reply_id,
+                                                   incomplete=reply.incomplete))
+            thread.session.next_id = thread.conversation.next_id
+        thread.session.updated = _iso(time.time())
+        self.save(thread)
+        tapped.done = True
+        self.on_change("end", tapped)
+
+    # -- pieces ---------------------------------------------------------------------------------------
+    @staticmethod
+    def chat_body(exchange: Exchange) -> dict | None:
+        path = exchange.path.split("?", 1)[0].rstrip("/")
+        if exchange.method != "POST" or not path.endswith(CHAT_PATHS):
+            return None
+        try:
+            body = json.loads(exchange.body)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+            return None
+        return body
+
+    def let_go(self, thread: Thread, tapped: Tapped) -> None:
+        """Memory stays bounded however long the tap runs: a conversation keeps the rendering of its last two
+        requests (the next one is compared with the last), and only the latest KEEP_VIEWS requests keep
+        theirs for the view; every request stays whole in its session file."""
+        views = thread.replayer._views  # noqa: SLF001
+        for index in [i for i in views if i < tapped.index - 1]:
+            del views[index]
+        self.with_views.append(tapped)
+        while len(self.with_views) > KEEP_VIEWS:
+            old = self.with_views.pop(0)
+            old.view = old.previous = None
+            old.problem = old.problem or "let go from memory: open its session file (replay) to see it again"
+
+    def check_body(self, body: dict) -> None:
+        """The checks a session file's request body must pass (tui/sessions/schema.py), and its messages'."""
+        from tui.sessions.schema import Body, check_tools, conform
+
+        conform(body, Body, ".body")
+        check_tools(body.get("tools"), ".body.tools")
+        self.messages_of(body["messages"], [f"m{i}" for i in range(len(body["messages"]))])
+
+    def open_thread(self, conversation: Conversation, engine: Engine, model: str, exchange: Exchange) -> Thread:
+        from tui.controller.workbench import template_spec
+
+        client = exchange.client.split(" ")[0][:40] or "client"
+        session = Session(id=f"{self.prefix}-{conversation.number}", title=f"tap {conversation.number}: {client} · "
+                          f"{model or 'model'}", base_url=self.upstream, model=model,
+                          template=template_spec(engine.template), tokenizer=engine.tokenizer.name,
+                          policy=asdict(PolicySettings("keep-all")), fences=False)
+        replayer = TapReplayer(session, engine)
+        thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json")
+        self.threads[conversation.number] = thread
+        return thread
+
+    @staticmethod
+    def messages_of(wire: list, ids: list[str]) -> list[Message]:
+        messages = []
+        for index, item in enumerate(wire):
+            message = message_from_dict({**item, "id": ids[index]} if isinstance(item, dict) else item, index)
+            messages.append(message)
+        return messages
+
+    @staticmethod
+    def client_cuts(match: Match, previous_view: Any, previous_ids: list[str], number: int,
+                    thread: Thread) -> list[dict]:
+        """The client's own ledger: each message the previous request carried and this one does not."""
+        if previous_view is None or not match.vanished:
+            return []
+        tokens: dict[str, int] = {}
+        for ident, _kind, _start, _end, count in previous_view.shape.spans:
+            tokens[ident] = tokens.get(ident, 0) + count
+        entries = []
+        for gone in match.vanished:
+            if gone.rewritten:
+                reason = (f"the client rewrote its system prompt: the text request {number - 1} carried "
+                          f"({tokens.get(gone.message_id, 0)} tokens) is gone")
+            else:
+                reason = (f"the client left it out: request {number - 1} carried it, request {number} does not "
+                          "(the client trimmed or compacted its history)")
+            entries.append(asdict(LedgerEntry(gone.index, gone.message_id, gone.role, tokens.get(gone.message_id, 0),
+                                              REWRITTEN if gone.rewritten else TRIMMED, reason, number)))
+        return entries
+
+    @staticmethod
+    def with_cache_effect(thread: Thread, index: int, record: RequestRecord, view: Any) -> Any:
+        from dataclasses import replace
+
+        from tui.sessions.replay import _ledger
+
+        prefix = view.prefix
+        effect = (f"; the cache: {prefix.predicted_cached} of {view.sent_tokens} tokens can be reused "
+                  f"({prefix.cause})")
+        for entry in record.dropped:
+            entry["reason"] = (entry["reason"] + effect)[:4000]
+        view = replace(view, ledger=_ledger(record))
+        thread.replayer._views[index] = view  # noqa: SLF001 - the same view, its ledger's reasons completed
+        return view
+
+    def settle(self, record: RequestRecord, session: Session, view: Any, reply: Any, engine: Engine,
+               exchange: Exchange) -> None:
+        from tui.client.figures import receipt_after, reported_from_reply
+        from tui.sessions.price_files import load_prices
+        from tui.sessions.receipts import settle
+
+        if exchange.status != 200:
+            return
+        if self.prices is None:
+            self.prices = load_prices()[0]
+        try:
+            receipt = receipt_after(view, reply, engine.info, int(record.body.get("max_tokens") or 0))
+        except Exception:  # noqa: BLE001 - odd figures: nothing to compare
+            receipt = None
+        settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
+
+    def save(self, thread: Thread) -> None:
+        """Save the conversation's file now, or once its pause is over: a busy client's requests cost one write a
+        moment, not one each. The pause is SAVE_EVERY, or ten times the last write when that took longer (the file
+        grows with the conversation): writing takes at most a tenth of the recording thread's time."""
+        thread.dirty = True
+        wait = thread.next_save - time.monotonic()
+        if wait <= 0:
+            self.write(thread)
+        elif not thread.pending:
+            thread.pending = True
+            timer = threading.Timer(wait, self._save_later)
+            timer.daemon = True
+            timer.start()
+
+    def _save_later(self) -> None:
+        try:
+            self._pool.submit(self._guarded_flush)
+        except RuntimeError:  # the recorder closed meanwhile: close() saved what was due
+            pass
+
+    def write(self, thread: Thread) -> None:
+        from tui.sessions.store import save_session
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        thread.dirty = thread.pending = False
+        started = time.monotonic()
+        save_session(thread.session, thread.path, self.secrets)
+        took = time.monotonic() - started
+        thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+

@@ -1,0 +1,75 @@
+"""What came back from the upstream, read for the recording: the bytes (decompressed), the reply, the stream.
+
+Read with ctxpane's own checked reader (tui/client), streamed (SSE) or whole; anything odd is recorded as
+what it is (an incomplete reply with the reason), never raised.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from .server import Exchange
+
+MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
+MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
+
+
+def decoded(exchange: Exchange) -> bytes:
+    raw = b"".join(exchange.chunks)
+    encoding = exchange.content_encoding
+    if encoding in ("gzip", "deflate"):
+        try:
+            return zlib.decompressobj(47 if encoding == "gzip" else zlib.MAX_WBITS).decompress(raw, 64 * 2 ** 20)
+        except zlib.error:
+            return b""
+    return b"" if encoding not in ("", "identity") else raw
+
+
+def reply_of(exchange: Exchange):
+    """The reply the upstream sent, read with ctxpane's own checked reader (streamed or whole)."""
+    from tui.client.reply import Reply, ReplyAssembler, reply_from_response
+    from tui.client.schemas import Chunk, decode
+    from tui.client.sse import SSEParser
+
+    raw = decoded(exchange)
+    if exchange.status != 200:
+        text = raw.decode("utf-8", "replace")[:4000]
+        return Reply(incomplete=True, error=exchange.error or f"the upstream answered {exchange.status}: {text}")
+    if "text/event-stream" not in exchange.content_type:
+        try:
+            reply = reply_from_response(decode(raw, Chunk, "the reply"))
+        except Exception as exc:  # noqa: BLE001 - an odd reply is recorded as what it is
+            return Reply(incomplete=True, error=f"the reply could not be read: {exc}"[:4000])
+        reply.incomplete = bool(exchange.error)
+        reply.error = exchange.error or None
+        return reply
+    assembler, parser, done = ReplyAssembler(), SSEParser(), False
+    problem = ""
+    for event in list(parser.feed(raw)) + list(parser.close()):
+        data = event.data.strip()
+        if data == "[DONE]":
+            done = True
+            break
+        try:
+            assembler.apply(decode(data, Chunk, "a streamed chunk"))
+        except Exception as exc:  # noqa: BLE001
+            problem = f"a chunk could not be read: {exc}"[:4000]
+    reply = assembler.reply
+    reply.incomplete = not done or bool(exchange.error)
+    reply.error = exchange.error or problem or (None if done else "the stream ended without [DONE]")
+    return reply
+
+
+def stream_record(exchange: Exchange) -> dict:
+    """The reply as it streamed: its raw text, and when each piece was forwarded (seconds after the request)."""
+    raw = b"".join(exchange.chunks).decode("utf-8", "replace") if not exchange.content_encoding else ""
+    return {"status": exchange.status, "content_type": exchange.content_type, "chunks": len(exchange.chunks),
+            "bytes": exchange.forwarded_bytes, "first_byte": _rounded(exchange.first_byte),
+            "duration": _rounded(exchange.duration),
+            "offsets": [_rounded(o) for o in exchange.offsets[:MAX_OFFSETS]],
+            "raw": raw[:MAX_RAW_KEPT], "raw_cut": len(raw) > MAX_RAW_KEPT or exchange.cut_kept,
+            "client_gone": exchange.client_gone, "error": exchange.error[:4000]}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

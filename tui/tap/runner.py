@@ -1,0 +1,48 @@
+"""A running tap: the proxy and the recorder together, for the headless command, the app and the tests."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .recorder import Recorder, Tapped
+from .server import DEFAULT_MAX_BODY, TapServer
+
+SWITCH_INTERVAL = 0.0005  # seconds
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Tap:
+    def __init__(self, upstream: str, folder: Path, host: str = "127.0.0.1", port: int = 8089,
+                 max_body: int = DEFAULT_MAX_BODY, on_change: Callable[[str, Tapped], None] | None = None,
+                 engine_source=None):
+        from .engine import learn_engine
+
+        self.server = TapServer(upstream, host, port, max_body)
+        source = engine_source or (lambda model: learn_engine(upstream, model))
+        self.recorder = Recorder(self.server.upstream, folder, source, on_change)
+        self.server.listeners.append(self.recorder.listen)
+
+    async def start(self) -> str:
+        # The recorder renders and counts on its own thread: a short switch interval lets the event loop take
+        # the interpreter back within a fraction of a millisecond when a chunk arrives (the default is 5 ms).
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
+        return await self.server.start()
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    async def close(self) -> None:
+        await self.server.close()
+        self.recorder.close(wait=True)

@@ -1,0 +1,261 @@
+"""The tap's reverse proxy: every request goes to the upstream unchanged, its answer comes back as it arrives.
+
+aiohttp's web server takes the client's requests (one dependency, asyncio-native, streamed responses,
+and it cancels a handler whose client went away); httpx sends them on. The bytes are forwarded first:
+each exchange is only *told* to the listeners (the recorder, the app), who copy what they need and do
+their work elsewhere. A listener that fails is logged and never stops the traffic.
+
+Safety: credential headers are forwarded and never kept on an exchange; a body over `max_body` bytes is
+refused with 413 before it is read whole; an unreachable upstream is a 502 whose body says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlsplit
+
+import httpx
+from aiohttp import web
+
+log = logging.getLogger("ctxpane.tap")
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024  # bytes of one request body
+MAX_KEPT_REPLY = 32 * 1024 * 1024  # bytes of one reply kept for the recording (all of it is forwarded)
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+                        "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"})
+# `expect: 100-continue` is answered by the tap's own server; the body is sent upstream whole
+CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie",
+                         "x-goog-api-key", "openai-organization", "openai-project", "anthropic-api-key"})
+
+Listener = Callable[[str, "Exchange"], None]
+
+
+class UpstreamError(ValueError):
+    """An --upstream the tap cannot use."""
+
+
+@dataclass
+class Exchange:
+    """One request through the tap and what came back; never holds a credential header."""
+
+    number: int
+    method: str
+    path: str  # the path and query as the client sent them
+    client: str  # its User-Agent (cut short) and address: for the list, never trusted
+    body: bytes
+    request_type: str = ""
+    started: float = field(default_factory=time.time)
+    status: int | None = None
+    content_type: str = ""
+    content_encoding: str = ""
+    chunks: list[bytes] = field(default_factory=list)  # the reply's bytes as they arrived (up to MAX_KEPT_REPLY)
+    offsets: list[float] = field(default_factory=list)  # seconds after `started` each chunk was forwarded
+    kept_bytes: int = 0
+    forwarded_bytes: int = 0
+    cut_kept: bool = False  # the reply outgrew MAX_KEPT_REPLY: forwarded whole, kept in part
+    first_byte: float | None = None
+    ended: float | None = None
+    error: str = ""  # upstream unreachable, cut mid-stream, client gone
+    client_gone: bool = False
+    secrets: list[str] = field(default_factory=list, repr=False)  # credential values: to redact, never to keep
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.ended is None else self.ended - self.started
+
+    def add(self, chunk: bytes) -> None:
+        self.forwarded_bytes += len(chunk)
+        if self.first_byte is None:
+            self.first_byte = time.time() - self.started
+        if self.kept_bytes + len(chunk) > MAX_KEPT_REPLY:
+            self.cut_kept = True
+            return
+        self.chunks.append(chunk)
+        self.offsets.append(time.time() - self.started)
+        self.kept_bytes += len(chunk)
+
+
+def upstream_parts(url: str) -> tuple[str, str]:
+    """(origin, base path) of an --upstream URL: http(s) with a host; no credentials in it."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UpstreamError(f"--upstream must be an http(s) URL with a host (got {url[:80]!r})")
+    if parts.username or parts.password:
+        raise UpstreamError("--upstream must not hold a user or password: the client's own headers are forwarded")
+    if parts.query or parts.fragment:
+        raise UpstreamError("--upstream takes no query or fragment")
+    return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+
+
+def upstream_target(origin: str, base: str, raw_path: str) -> str:
+    """Where a client's path goes: as it is when it is under the upstream's path, else under that path."""
+    path = raw_path if raw_path.startswith("/") else "/" + raw_path
+    if not base or path == base or path.startswith(base + "/") or path.startswith(base + "?"):
+        return origin + path
+    return origin + base + path
+
+
+def credential_values(headers: list[tuple[str, str]]) -> list[str]:
+    """The secrets in credential headers (a whole value, the token after its scheme, each cookie's value):
+    what must be taken out of anything recorded, should an upstream echo it back."""
+    found: set[str] = set()
+    for key, value in headers:
+        if key.lower() not in CREDENTIALS:
+            continue
+        pieces = [value, value.split(" ", 1)[-1]]
+        if key.lower() == "cookie":
+            pieces += [part.split("=", 1)[-1].strip() for part in value.split(";")]
+        found.update(piece.strip() for piece in pieces if len(piece.strip()) >= 8)
+    return sorted(found, key=len, reverse=True)  # the longest first: a value before the token inside it
+
+
+def error_body(status: int, message: str, kind: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
+
+
+class TapServer:
+    def __init__(self, upstream: str, host: str = "127.0.0.1", port: int = 8089, max_body: int = DEFAULT_MAX_BODY,
+                 read_timeout: float = 600.0, connect_timeout: float = 10.0):
+        self.upstream = upstream.strip().rstrip("/")
+        self.origin, self.base = upstream_parts(upstream)
+        self.host, self.port, self.max_body = host, port, max_body
+        self.listeners: list[Listener] = []
+        self.count = 0
+        self.active = 0
+        self._runner: web.AppRunner | None = None
+        self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=read_timeout, pool=None)
+        self.http: httpx.AsyncClient | None = None
+        self._closing: set[asyncio.Future] = set()  # upstream answers being closed after their client left
+
+    # -- life ---------------------------------------------------------------------------------------
+    async def start(self) -> str:
+        """Listen; returns the base URL clients use (…/v1 when the upstream's path is /v1)."""
+        self.http = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, trust_env=False,
+                                      limits=httpx.Limits(max_connections=None, max_keepalive_connections=20))
+        self.http.headers.clear()  # only the client's own headers go upstream (no httpx defaults added)
+        app = web.Application(client_max_size=self.max_body)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        sockets = [s for s in (site._server.sockets if site._server else [])]  # noqa: SLF001 - the bound port
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        return self.url
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{self.base}"
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.http is not None:
+            await self.http.aclose()
+            self.http = None
+
+    def tell(self, kind: str, exchange: Exchange) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(kind, exchange)
+            except Exception:  # noqa: BLE001 - recording never stops the traffic
+                log.exception("a tap listener failed on %s of request %d", kind, exchange.number)
+
+    # -- one request --------------------------------------------------------------------------------
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.content_length is not None and request.content_length > self.max_body:
+            return self.too_large(request.content_length)
+        body = await self.read_body(request)
+        if body is None:
+            return self.too_large(None)
+        self.count += 1
+        user_agent = request.headers.get("User-Agent", "")[:60]
+        exchange = Exchange(self.count, request.method, request.raw_path, f"{user_agent or '?'} {request.remote or ''}"
+                            .strip(), body, request.headers.get("Content-Type", "")[:200])
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+        exchange.secrets = credential_values(headers)
+        target = upstream_target(self.origin, self.base, request.raw_path)
+        self.active += 1
+        try:
+            return await self.forward(request, exchange, target, headers)
+        finally:
+            exchange.ended = time.time()
+            self.tell("end", exchange)
+            self.active -= 1
+
+    async def read_body(self, request: web.Request) -> bytes | None:
+        """The whole body, or None once it passes max_body (a chunked body has no length to check first)."""
+        pieces, size = [], 0
+        async for piece in request.content.iter_any():
+            size += len(piece)
+            if size > self.max_body:
+                return None
+            pieces.append(piece)
+        return b"".join(pieces)
+
+    def too_large(self, size: int | None) -> web.Response:
+        said = f" ({size:,} bytes)" if size is not None else ""
+        return web.Response(status=413, content_type="application/json", body=error_body(
+            413, f"ctxpane tap: the request body{said} is over the tap's limit of {self.max_body:,} bytes "
+                 "(raise it with --max-body)", "request_too_large"))
+
+    async def forward(self, request: web.Request, exchange: Exchange, target: str, headers: list) -> web.StreamResponse:
+        assert self.http is not None
+        self.tell("request", exchange)
+        try:
+            upstream = await self.http.send(self.http.build_request(request.method, target, headers=headers,
+                                                                    content=exchange.body), stream=True)
+        except httpx.HTTPError as exc:
+            exchange.status, exchange.error = 502, f"the upstream could not be reached: {type(exc).__name__}: {exc}"
+            return web.Response(status=502, content_type="application/json", body=error_body(
+                502, f"ctxpane tap: the upstream {self.upstream} could not be reached ({type(exc).__name__}: "
+                     f"{str(exc)[:300]})", "upstream_unreachable"))
+        try:
+            exchange.status = upstream.status_code
+            exchange.content_type = upstream.headers.get("content-type", "")[:200]
+            exchange.content_encoding = upstream.headers.get("content-encoding", "")[:100].lower()
+            response = web.StreamResponse(status=upstream.status_code, reason=upstream.reason_phrase or None)
+            for key, value in upstream.headers.multi_items():
+                if key.lower() not in HOP_BY_HOP or (key.lower() == "content-length" and not self.chunked(upstream)):
+                    response.headers.add(key, value)
+            self.tell("head", exchange)
+            await response.prepare(request)
+            async for chunk in upstream.aiter_raw():
+                await response.write(chunk)
+                exchange.add(chunk)
+                self.tell("chunk", exchange)
+            await response.write_eof()
+            return response
+        except httpx.HTTPError as exc:  # the upstream broke off mid-reply: the client sees the same cut
+            exchange.error = f"the upstream broke off mid-reply: {type(exc).__name__}: {str(exc)[:300]}"
+            if request.transport is not None:
+                request.transport.close()
+            return response
+        except (ConnectionResetError, asyncio.CancelledError) as exc:
+            exchange.client_gone, exchange.error = True, "the client went away mid-reply: the upstream request " \
+                                                         "was cancelled"
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return response
+        finally:
+            await self.close_upstream(upstream)
+
+    async def close_upstream(self, upstream: httpx.Response) -> None:
+        """Close the upstream's answer (an unfinished one closes its connection: the upstream stops). Shielded: a
+        second cancellation (the client gone) must not leave the upstream talking to a socket nobody reads."""
+        closing = asyncio.ensure_future(upstream.aclose())
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+        await asyncio.shield(closing)  # cancelled meanwhile: the close goes on by itself (`_closing` holds it)
+
+    @staticmethod
+    def chunked(upstream: httpx.Response) -> bool:
+        return "chunked" in upstream.headers.get("transfer-encoding", "").lower()
