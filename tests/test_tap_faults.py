@@ -292,3 +292,16 @@ def test_a_busy_conversation_is_written_a_few_times_not_once_a_request(tap, monk
     assert 1 <= writes.count(path) < 12
     from tui.sessions.store import load_session
     assert len(load_session(path).session.requests) == 12  # the last write holds every request
+
+
+def test_an_upstream_that_says_nothing_gets_no_system_turn_the_client_did_not_send():
+    """Down (nothing listens on the port): the family's template for a known model, else plain ChatML with no
+    default system prompt; counts are estimates."""
+    from conftest import free_port
+    from tui.tap.engine import learn_engine
+    down = f"http://127.0.0.1:{free_port()}/v1"
+    for model, name in (("gpt-4o", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):
+        engine = learn_engine(down, model)
+        text = engine.template.render([{"role": "user", "content": "hi"}], add_generation_prompt=True)
+        assert engine.template.name == name and "<|im_start|>system" not in text and "You are Qwen" not in text
+        assert not engine.exact and "estimates" in engine.note

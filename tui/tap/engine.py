@@ -1,8 +1,8 @@
 """What renders and counts the upstream's requests: learned from the upstream as the app learns it.
 
 llama.cpp gives its own template and tokenizer (/props, /tokenize); another server gives what it can;
-an upstream that does not answer (or wants a key the tap never holds) leaves the built-in ChatML and
-the model's shipped tokenizer: estimates, said so in the note.
+an upstream that does not answer (or wants a key the tap never holds) leaves the family's built-in
+template (plain ChatML for an unknown one) and the model's shipped tokenizer: estimates, said so in the note.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ LEARN_TIMEOUT = 15.0  # seconds for the whole probe: an upstream that trickles n
 
 def learn_engine(upstream: str, model: str = "") -> Engine:
     """Ask the upstream (without any key) for its template and tokenizer; run it off the event loop."""
+    from tui.client.connect import plain_chatml
     from tui.client.endpoint import Endpoint
     from tui.context.registry import cache_rule, tokenizer_for_model
 
@@ -31,7 +32,7 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
                       f"the upstream did not say its template ({type(exc).__name__}: {str(exc)[:200]}): "
                       f"built-in {template.name} and {name}, estimates", False)
     info = connection.info
-    template = connection.template or builtin_template("chatml")
+    template = connection.template or connection.assumed or plain_chatml()  # the server's, else assumed
     rule = cache_rule(info.kind, info.model)
     if connection.on_server:
         from tui.client.server_tokenizer import ServerTokenizer
@@ -43,7 +44,9 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
 
 
 def fallback_template(model: str):
-    """The built-in template of the model's family (ChatML when the model is not known)."""
+    """The built-in template of the model's family (ChatML with no default system turn when it is not known:
+    nothing the client did not send is shown as sent)."""
+    from tui.client.connect import plain_chatml
     from tui.context.registry import family_for_model
     from tui.context.template_library import TemplateNotFound
 
@@ -53,7 +56,7 @@ def fallback_template(model: str):
             return builtin_template(name)
         except TemplateNotFound:
             continue
-    return builtin_template("chatml")
+    return plain_chatml()
 
 
 def hosted_kind(upstream: str) -> str:
