@@ -11,62 +11,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import msgspec
 from msgspec import Meta, Struct, field
 
 from tui.context.budget import POLICIES
-from tui.context.messages import ROLES, SOURCES
+from tui.context.messages import SOURCES
 
-MAX_TEXT = 32 * 1024 * 1024  # characters in one message, reply or document
-MAX_TEMPLATE = 1024 * 1024
-MAX_MESSAGES = 100_000
-MAX_REQUESTS = 100_000
-MAX_TOOL_CALLS = 1_000
-MAX_PARTS = 10_000
-MAX_TOOLS = 1_000
-MAX_VARIABLES = 1_000
-BIG = 10 ** 12  # token counts and costs
-MAX_NEXT_ID = 10 ** 12  # the message id counter (tui.sessions.model.MAX_NEXT_ID)
-
-# Names the engine passes to a template itself: a variable with one of these names would collide.
-RESERVED_VARIABLES = frozenset({"messages", "source", "render", "specials", "text", "origin", "name"})
-
-
-def Str(limit: int) -> Any:  # noqa: N802 - reads as a type in the annotations below
-    return Annotated[str, Meta(max_length=limit)]
-
-
-def Int(low: int, high: int) -> Any:  # noqa: N802
-    return Annotated[int, Meta(ge=low, le=high)]
-
-
-def List(item: Any, limit: int) -> Any:  # noqa: N802
-    return Annotated[list[item], Meta(max_length=limit)]
-
-
-Text = Str(MAX_TEXT)
-Id = Str(200)
-Name = Str(256)
-Label = Str(500)
-Note = Str(4000)
-PathText = Str(4096)
-Time = Str(64)
-Key = Str(256)
-Wire = Str(4096)  # names and ids a server chose (tool call ids and names, finish reasons): its own bound
-Free = dict[Key, Any]  # any JSON object; depth and numbers are bounded by the file-wide pass
-VarName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")]
-SessionId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]  # it names files
-Hash = Annotated[str, Meta(pattern=r"^([0-9a-f]{64})?$")]
-Role = Literal[ROLES]
-Number = Annotated[float, Meta(ge=0, le=1e15)]
-
-
-def conform(value: Any, shape: Any, where: str) -> None:
-    """Check `value` against `shape`; raise ValueError that msgspec turns into a located error."""
-    try:
-        msgspec.convert(value, shape)
-    except msgspec.ValidationError as exc:
-        raise ValueError(f"{exc} - at `${where}`") from None
+from .receipt_schema import CostIn, FitIn, ReceivedIn
+from .schema_types import (  # noqa: F401 - re-exported: callers read the bounds here
+    BIG, Free, Hash, Id, Int, Key, Label, List, MAX_MESSAGES, MAX_NEXT_ID, MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE,
+    MAX_TEXT, MAX_TOOLS, MAX_TOOL_CALLS, MAX_VARIABLES, Name, Note, Number, PathText, RESERVED_VARIABLES, Role,
+    SessionId, Str, Text, Time, VarName, Wire, conform)
 
 
 # -- shapes of wire objects (checked, kept as dicts) -------------------------------------------------------
@@ -220,121 +174,6 @@ class DroppedIn(Struct):
     policy: Name
     reason: Note
     since_request: Int(0, MAX_REQUESTS)
-
-
-# -- what the server did with a request, and what it cost (tui/context/received.py, costs.py) ----------
-class WindowIn(Struct):
-    tokens: Int(1, 10 ** 8)
-    source: Name = "default"
-    detail: Note = ""
-
-
-class FitIn(Struct):
-    """The check made before sending: does the request fit the server's window."""
-
-    fits: bool | None = None
-    prompt_tokens: Int(0, BIG) = 0
-    max_tokens: Int(0, BIG) = 0
-    window: WindowIn | None = None
-    over_by: Int(0, BIG) = 0
-    reply_room: Int(0, BIG) | None = None
-    consequence: Note = ""
-    message: Note = ""
-
-
-class AffectedIn(Struct):
-    message_id: Id
-    role: Name = ""
-    tokens: Int(0, BIG) = 0
-    lost: Int(0, BIG) = 0
-    text_tokens: Int(0, BIG) = 0
-    text_lost: Int(0, BIG) = 0
-
-
-class ReceivedIn(Struct):
-    """Sent against received, after the reply."""
-
-    sent: Int(0, BIG)
-    verdict: Literal["match", "dropped", "added", "refused", "unknown"]
-    exact: bool = False
-    received: Int(0, BIG) | None = None
-    source: Name = ""
-    difference: Int(-BIG, BIG) = 0
-    where: Literal["front", "middle", "end"] | None = None
-    where_basis: Note = ""
-    who: Note = ""
-    who_detail: Note = ""
-    affected: List(AffectedIn, MAX_MESSAGES) = []
-    window: WindowIn | None = None
-    truncated_flag: bool | None = None
-    reply_cut: bool = False
-    shifted: bool = False
-    observed_window: Int(1, 10 ** 8) | None = None
-    notes: List(Note, 50) = []
-    summary: Note = ""
-    images_estimate: Int(0, BIG) = 0  # image tokens estimated (tui/context/image_tokens.py)
-    images_reconciled: Int(-BIG, BIG) | None = None  # what the server's count leaves for the images
-
-
-class PriceIn(Struct):
-    model: Str(1000) = ""
-    input: Number = 0
-    cached_input: Number = 0
-    cache_write: Number = 0
-    output: Number = 0
-    unit: Name = "USD per 1M tokens"
-    source: Note = ""
-    table_date: Time = ""
-    origin: PathText = ""
-
-
-Money = Number | None
-
-
-class FiguresIn(Struct):
-    """Tokens and amounts (dollars; null for a model without a price), of a request or of a running total."""
-
-    input_tokens: Int(0, BIG) = 0
-    cached_tokens: Int(0, BIG) = 0
-    cache_write_tokens: Int(0, BIG) = 0
-    output_tokens: Int(0, BIG) = 0
-    lost_tokens: Int(0, BIG) = 0
-    keep_all_tokens: Int(0, BIG) = 0
-    paid: Money = None
-    saved_by_cache: Money = None
-    lost_to_cache_break: Money = None
-    keep_all_paid: Money = None
-    keep_all_cached_paid: Money = None
-
-
-TOTAL = BIG * MAX_REQUESTS  # a running total: up to MAX_REQUESTS figures of up to BIG each
-Sum = Annotated[float, Meta(ge=0, le=1e15 * MAX_REQUESTS)] | None
-
-
-class TotalsIn(FiguresIn):
-    requests: Int(0, MAX_REQUESTS) = 0
-    priced_requests: Int(0, MAX_REQUESTS) = 0
-    input_tokens: Int(0, TOTAL) = 0
-    cached_tokens: Int(0, TOTAL) = 0
-    cache_write_tokens: Int(0, TOTAL) = 0
-    output_tokens: Int(0, TOTAL) = 0
-    lost_tokens: Int(0, TOTAL) = 0
-    keep_all_tokens: Int(0, TOTAL) = 0
-    paid: Sum = None
-    saved_by_cache: Sum = None
-    lost_to_cache_break: Sum = None
-    keep_all_paid: Sum = None
-    keep_all_cached_paid: Sum = None
-
-
-class CostIn(FiguresIn):
-    """One request's cost, and the session's running totals up to it (`cumulative`)."""
-
-    model: Str(1000) = ""
-    priced: bool = False
-    price: PriceIn | None = None
-    cached_from: Literal["reported", "predicted"] = "reported"
-    cumulative: TotalsIn | None = None
 
 
 class RequestIn(Struct):
