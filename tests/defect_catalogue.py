@@ -10,7 +10,7 @@ GROUPS: dict[str, tuple[list[str], list[tuple]]] = {}
 
 GROUPS["policy, cache, fences"] = (
     ["tests/test_budget.py", "tests/test_cache.py", "tests/test_fences.py", "tests/test_render_policies.py",
-     "tests/test_incremental.py"],
+     "tests/test_incremental.py", "tests/test_cache_rules.py", "tests/test_cache_causes.py"],
     [
     ('tui/context/budget.py', 'return None if self.context_window is None else self.context_window - self.max_tokens', 'return None if self.context_window is None else self.context_window', 'budget ignores the reserved output'),
     ('tui/context/budget.py', 'total = overhead + sum(costs)', 'total = sum(costs)', "budget off by the template's own tokens"),
@@ -22,12 +22,12 @@ GROUPS["policy, cache, fences"] = (
     ('tui/context/budget.py', 'for unit in reversed(units):', 'for unit in units:', 'drops the newest instead of the oldest'),
     ('tui/context/budget.py', 'first_kept = users[-turns]', 'first_kept = users[-turns - 1]', 'keep-last-n keeps one turn too many'),
     ('tui/context/budget.py', 'previous.get(ids[i], request_number)) for i in sorted(dropped)]', 'request_number) for i in sorted(dropped)]', 'the ledger forgets since when a message is dropped'),
-    ('tui/context/cache.py', 'return 0 if prefix_tokens < 1024 else', 'return 0 if prefix_tokens <= 1024 else', 'OpenAI rule: 1,024 exactly is not cached'),
-    ('tui/context/cache.py', '(prefix_tokens - 1024) // 128 * 128', '(prefix_tokens - 1024) // 64 * 64', 'OpenAI rule: 64-token steps'),
+    ('tui/context/cache_rules.py', '    if shared < minimum or shared <= 0:', '    if shared <= minimum or shared <= 0:', 'OpenAI rule: 1,024 exactly is not cached'),
+    ('tui/context/cache_rules.py', 'minimum=1024, step=128', 'minimum=1024, step=64', 'OpenAI rule: 64-token steps'),
     ('tui/context/cache.py', 'return max(0, min(prefix_tokens, total_tokens - 1))', 'return max(0, min(prefix_tokens, total_tokens))', 'llama.cpp rule: the last token not re-evaluated'),
     ('tui/context/tokens.py', 'return self.before[index] + max(0, bisect_right(starts, offset) - 1)', 'return self.before[index] + max(0, bisect_right(starts, offset))', 'the token straddling the boundary counted as shared'),
-    ('tui/context/cache.py', 'what = "changed system prompt" if role in ("system", "developer") else', 'what = "changed system prompt" if role in ("developer",) else', 'a system prompt edit reported as a message edit'),
-    ('tui/context/cache.py', 'if (previous.tools or None) != (current.tools or None)', 'if (previous.tools or None) == (current.tools or None)', 'tool list changes not recognised'),
+    ('tui/context/cache_causes.py', '        if role in ("system", "developer"):\n            return SYSTEM_PROMPT', '        if role in ("developer",):\n            return SYSTEM_PROMPT', 'a system prompt edit reported as a message edit'),
+    ('tui/context/cache_causes.py', 'if not _same(earlier.tools or None, current.tools or None)', 'if _same(earlier.tools or None, current.tools or None)', 'tool list changes not recognised'),
     ('tui/context/fences.py', 'body, escaped = neutralise(trim(text, style), pattern)', 'body, escaped = (lambda r: (trim(r[0], style), r[1]))(neutralise(text, pattern))', 'escape applied before trimming'),
     ('tui/context/fences.py', '"|": "¦", "｜": "¦"})', '"｜": "¦"})', "'|' left out of the look-alikes"),
     ('tui/context/fences.py', 'RULE_BLOCK_SHAPE.format(ws=ws), CONTROL_SHAPES,', 'CONTROL_SHAPES,', 'rule blocks <<system id=..>> left unescaped'),
@@ -61,8 +61,8 @@ GROUPS["attribution, fences, visible, tokens"] = (
     ('tui/context/fences.py', 'RULE_BLOCK_SHAPE.format(ws=ws), CONTROL_SHAPES,', 'RULE_BLOCK_SHAPE.format(ws=""), CONTROL_SHAPES,', 'spaced rule blocks (< <system>>) left unescaped'),
     ('tui/context/fences.py', 'found = template_control_strings(template_source) | set(template_specials) | tokenizer_specials', 'found = set(template_specials)', 'fences escape only the hand-kept template specials'),
     ('tui/context/request.py', 'return control_strings(template.source, tuple(template.special_strings()), all_special_tokens(tokenizer))', 'return frozenset(template.special_strings())', "build_request ignores the tokenizer's added tokens"),
-    ('tui/context/tokens.py', '        return self._all\n', '        return frozenset(self._specials)\n', "harmony's reserved special tokens not listed"),
-    ('tui/context/tokens.py', 'r"""\\p{N}{1,3}""", r""" ?[', 'r"""\\p{N}{1,4}""", r""" ?[', "o200k split pattern differs from tiktoken's"),
+    ('tui/context/tokenizers.py', '        return self._all\n', '        return frozenset(self._specials)\n', "harmony's reserved special tokens not listed"),
+    ('tui/context/tokenizers.py', 'r"""\\p{N}{1,3}""", r""" ?[', 'r"""\\p{N}{1,4}""", r""" ?[', "o200k split pattern differs from tiktoken's"),
     ('tui/context/safety.py', 'WHOLE_PLANES = ((0x40000, 0x10FFFF),)', 'WHOLE_PLANES = ((0xF0000, 0x10FFFF),)', 'visible() misses Unicode tag characters (plane 14 left out)'),
     ('tui/context/safety.py', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs"})', 'visible() misses line and paragraph separators (Zl, Zp)'),
     ('tui/context/safety.py', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})', 'HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Cs", "Zl", "Zp"})', 'visible() misses private-use characters of plane 0 (Co)'),
@@ -85,7 +85,7 @@ GROUPS["attribution, fences, visible, tokens"] = (
     ('tui/context/divergence.py', 'if match.group(1).lower() in unsafe:', 'if match.group(1) in unsafe:', 'unsafe tokens compared by case (an upper-cased copy passes)'),
     ('tui/context/divergence.py', 'if not pieces and number not in claimed:', 'if not pieces:', 'a field of a claimed string moved out of its claim'),
     ('tui/context/document.py', 'message, kind = None, UNATTRIBUTED', 'message, kind = None, "marker"', "text found for no field counted as the template's own"),
-    ('tui/context/tokens.py', r'_SAFE_CUT = re.compile(r"(?<=\S) ")', r'_SAFE_CUT = re.compile(r" ")', 'long text cut for tiktoken inside a run of spaces (tokens change)'),
+    ('tui/context/tokenizers.py', r'_SAFE_CUT = re.compile(r"(?<=\S) ")', r'_SAFE_CUT = re.compile(r" ")', 'long text cut for tiktoken inside a run of spaces (tokens change)'),
     ])
 
 GROUPS["client: SSE parser, key scoping, redaction, server data"] = (
@@ -157,7 +157,7 @@ GROUPS["template sandbox: deadline, memory ceiling, sizes, depth, attributes"] =
 
 GROUPS["app: the one way to the screen, key scope, counting, summaries"] = (
     ["tests/test_hostile_sinks.py", "tests/test_app_key_scope.py", "tests/test_app_summary.py",
-     "tests/test_budget.py"],
+     "tests/test_budget.py", "tests/test_summary_budget.py"],
     [
     ("tui/app/shown.py", "    return visible(text)\n\n\ndef one_line", "    return text\n\n\ndef one_line",
      "outside text reaches widgets without visible()"),
@@ -171,7 +171,7 @@ GROUPS["app: the one way to the screen, key scope, counting, summaries"] = (
      "    return [value for value in values]", "table cells parsed as markup"),
     ("tui/context/request.py", "    if untrusted and style.enabled:", "    if False:",
      "a summary of untrusted turns sent unfenced"),
-    ("tui/controller/workbench.py", "            if m.provenance.trusted:\n", "            if True:\n",
+    ("tui/context/summary_call.py", "        if message.provenance.trusted:\n", "        if True:\n",
      "the summary call gets untrusted turns unfenced"),
     ("tui/app/themes.py", "    if not re.fullmatch(", "    if False and not re.fullmatch(",
      "theme names from files reach the palette unchecked"),
