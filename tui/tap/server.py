@@ -12,6 +12,7 @@ refused with 413 before it is read whole; an unreachable upstream is a 502 whose
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import json
 import logging
 import time
@@ -33,6 +34,25 @@ CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key", "x-a
                          "x-goog-api-key", "openai-organization", "openai-project", "anthropic-api-key"})
 
 Listener = Callable[[str, "Exchange"], None]
+
+
+class NoCookies(http.cookiejar.CookiePolicy):
+    """The tap's client keeps no cookie: a Set-Cookie goes back to the client that got it, and nothing the
+    upstream set is ever added to a later request (of that client or another)."""
+
+    netscape, rfc2965, hide_cookie2 = True, False, False
+
+    def set_ok(self, cookie, request) -> bool:
+        return False
+
+    def return_ok(self, cookie, request) -> bool:
+        return False
+
+    def domain_return_ok(self, domain, request) -> bool:
+        return False
+
+    def path_return_ok(self, path, request) -> bool:
+        return False
 
 
 class UpstreamError(ValueError):
@@ -136,6 +156,7 @@ class TapServer:
     async def start(self) -> str:
         """Listen; returns the base URL clients use (…/v1 when the upstream's path is /v1)."""
         self.http = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, trust_env=False,
+                                      cookies=http.cookiejar.CookieJar(policy=NoCookies()),
                                       limits=httpx.Limits(max_connections=None, max_keepalive_connections=20))
         self.http.headers.clear()  # only the client's own headers go upstream (no httpx defaults added)
         app = web.Application(client_max_size=self.max_body)
