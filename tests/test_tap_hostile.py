@@ -35,3 +35,20 @@ def test_a_cookie_the_upstream_sets_is_never_sent_on_by_the_tap(tap):
         assert not [k for k, _v in seen["headers"] if k.lower() == "cookie"], seen["headers"]
     own = httpx.get(f"{tap.url}/echo/three", headers={"Cookie": "mine=1"}).json()
     assert [v for k, v in own["headers"] if k.lower() == "cookie"] == ["mine=1"]
+
+
+def test_a_key_in_the_query_string_goes_upstream_but_is_never_shown_or_kept(tap, upstream):
+    secret, google = "azure-query-secret-0123456789", "AIzaQuerySecret+/987654"
+    events = len(tap.events)
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", params={"api-version": "2024-01", "api-key": secret,
+                        "key": google}, json={"model": "loop-model", "messages": [
+                            {"role": "user", "content": f"say {secret}"}], "stream": True})
+    assert answer.status_code == 200 and "data: [DONE]" in answer.text
+    assert secret in upstream.seen[-1]["path"]  # forwarded as sent
+    assert upstream.seen[-1]["path"] == answer.request.url.raw_path.decode()
+    tap.settle()
+    number = max(n for _kind, n in tap.events[events:])
+    shown = tap.recorder.tapped[number].exchange.path
+    assert shown == "/ok/v1/chat/completions?api-version=2024-01&api-key=***&key=***"
+    recorded = "".join(p.read_text() for p in tap.folder.iterdir())
+    assert "say ***" in recorded and secret not in recorded and "AIzaQuerySecret" not in recorded

@@ -18,7 +18,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 import httpx
 from aiohttp import web
@@ -32,6 +32,9 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 # `expect: 100-continue` is answered by the tap's own server; the body is sent upstream whole
 CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie",
                          "x-goog-api-key", "openai-organization", "openai-project", "anthropic-api-key"})
+# query parameters that carry a key (Gemini's `key`, Azure's `api-key`, …): forwarded, never shown or kept
+CREDENTIAL_PARAMS = frozenset({"key", "api-key", "api_key", "apikey", "x-api-key", "access_token", "token",
+                               "auth", "password", "secret", "client_secret", "sig", "signature"})
 
 Listener = Callable[[str, "Exchange"], None]
 
@@ -65,7 +68,7 @@ class Exchange:
 
     number: int
     method: str
-    path: str  # the path and query as the client sent them
+    path: str  # the path and query as the client sent them, a key in the query as *** (shown_path)
     client: str  # its User-Agent (cut short) and address: for the list, never trusted
     body: bytes
     request_type: str = ""
@@ -134,6 +137,22 @@ def credential_values(headers: list[tuple[str, str]]) -> list[str]:
     return sorted(found, key=len, reverse=True)  # the longest first: a value before the token inside it
 
 
+def shown_path(raw_path: str) -> tuple[str, list[str]]:
+    """The path and query as they may be shown and kept (each credential parameter's value as ***), and those
+    values (as sent and decoded): forwarded unchanged, redacted from anything recorded."""
+    path, mark, query = raw_path.partition("?")
+    if not mark:
+        return raw_path, []
+    secrets, pairs = [], []
+    for pair in query.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals and value and unquote_plus(name).strip().lower() in CREDENTIAL_PARAMS:
+            secrets += [piece for piece in {value, unquote_plus(value)} if len(piece) >= 4]
+            pair = f"{name}=***"
+        pairs.append(pair)
+    return f"{path}?{'&'.join(pairs)}", secrets
+
+
 def error_body(status: int, message: str, kind: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
 
@@ -199,10 +218,11 @@ class TapServer:
             return self.too_large(None)
         self.count += 1
         user_agent = request.headers.get("User-Agent", "")[:60]
-        exchange = Exchange(self.count, request.method, request.raw_path, f"{user_agent or '?'} {request.remote or ''}"
+        path, in_query = shown_path(request.raw_path)
+        exchange = Exchange(self.count, request.method, path, f"{user_agent or '?'} {request.remote or ''}"
                             .strip(), body, request.headers.get("Content-Type", "")[:200])
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-        exchange.secrets = credential_values(headers)
+        exchange.secrets = sorted(set(credential_values(headers) + in_query), key=len, reverse=True)
         target = upstream_target(self.origin, self.base, request.raw_path)
         self.active += 1
         try:
