@@ -52,3 +52,10 @@ def test_a_key_in_the_query_string_goes_upstream_but_is_never_shown_or_kept(tap,
     assert shown == "/ok/v1/chat/completions?api-version=2024-01&api-key=***&key=***"
     recorded = "".join(p.read_text() for p in tap.folder.iterdir())
     assert "say ***" in recorded and secret not in recorded and "AIzaQuerySecret" not in recorded
+
+
+def test_an_upstream_url_that_does_not_parse_is_a_usage_error_not_a_traceback(cli_in_process):
+    for url in ("http://127.0.0.1:abc/v1", "http://[::1/v1", "http://127.0.0.1:99999/v1", "http://@127.0.0.1:1/v1"):
+        result = cli_in_process("tap", "--upstream", url, "--no-ui")
+        assert result.returncode == 2 and "--upstream" in result.stderr, (url, result.stderr)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr

@@ -105,10 +105,14 @@ class Exchange:
 
 def upstream_parts(url: str) -> tuple[str, str]:
     """(origin, base path) of an --upstream URL: http(s) with a host; no credentials in it."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - a port that is not a number (or out of range) raises here
+    except ValueError as exc:
+        raise UpstreamError(f"--upstream is not a URL the tap can use ({exc}; got {url[:80]!r})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UpstreamError(f"--upstream must be an http(s) URL with a host (got {url[:80]!r})")
-    if parts.username or parts.password:
+    if parts.username or parts.password or "@" in parts.netloc:
         raise UpstreamError("--upstream must not hold a user or password: the client's own headers are forwarded")
     if parts.query or parts.fragment:
         raise UpstreamError("--upstream takes no query or fragment")
