@@ -76,3 +76,38 @@ def test_a_long_reply_in_many_pieces_is_recorded_in_linear_time(tap):
     record = tap.recorder.tapped[number].record
     assert record is not None and len(record.reply["content"]) == pieces * size and not record.reply["incomplete"]
     assert took < 5, f"recording a 12 MB reply took {took:.1f} s"
+
+
+def test_an_upstream_header_or_reason_with_a_control_character_is_left_out_and_the_answer_still_comes(tap_for_raw):
+    answer = httpx.post(f"{tap_for_raw.url}/v1/chat/completions", json={"model": "m", "messages": [
+        {"role": "user", "content": "hi"}]})
+    assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "fine"
+    assert "x-evil" not in answer.headers and answer.headers["x-good"] == "kept"
+
+
+RAW_REPLY = b'{"id":"r","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant",' \
+            b'"content":"fine"},"finish_reason":"stop"}]}'
+
+
+@pytest.fixture(scope="module")
+def tap_for_raw(tmp_path_factory):
+    """A tap in front of an upstream that writes its answer by hand (what aiohttp would never send)."""
+    import asyncio
+
+    from tap_helpers import LoopThread
+
+    async def answer(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 O\x1bK\r\nContent-Type: application/json\r\nX-Evil: a\x1b]0;title\x07b\r\n"
+                     b"X-Good: kept\r\nContent-Length: %d\r\n\r\n%s" % (len(RAW_REPLY), RAW_REPLY))
+        await writer.drain()
+        writer.close()
+
+    loop = LoopThread()
+    server = loop.run(asyncio.start_server(answer, "127.0.0.1", 0))
+    port = server.sockets[0].getsockname()[1]
+    running = RunningTap(f"http://127.0.0.1:{port}", tmp_path_factory.mktemp("raw-sessions"))
+    yield running
+    running.stop()
+    server.close()
+    loop.stop()

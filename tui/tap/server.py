@@ -15,6 +15,7 @@ import asyncio
 import http.cookiejar
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -35,6 +36,7 @@ CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key", "x-a
 # query parameters that carry a key (Gemini's `key`, Azure's `api-key`, …): forwarded, never shown or kept
 CREDENTIAL_PARAMS = frozenset({"key", "api-key", "api_key", "apikey", "x-api-key", "access_token", "token",
                                "auth", "password", "secret", "client_secret", "sig", "signature"})
+UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in a header: what aiohttp refuses to write
 
 Listener = Callable[[str, "Exchange"], None]
 
@@ -267,8 +269,13 @@ class TapServer:
             exchange.status = upstream.status_code
             exchange.content_type = upstream.headers.get("content-type", "")[:200]
             exchange.content_encoding = upstream.headers.get("content-encoding", "")[:100].lower()
-            response = web.StreamResponse(status=upstream.status_code, reason=upstream.reason_phrase or None)
+            reason = upstream.reason_phrase if not UNSENDABLE.search(upstream.reason_phrase or "") else None
+            response = web.StreamResponse(status=upstream.status_code, reason=reason or None)
             for key, value in upstream.headers.multi_items():
+                if UNSENDABLE.search(key) or UNSENDABLE.search(value):  # aiohttp would refuse the whole answer
+                    log.warning("request %d: left out a header of the upstream's answer holding a control "
+                                "character: %s", exchange.number, ascii(key[:60]))
+                    continue
                 if key.lower() not in HOP_BY_HOP or (key.lower() == "content-length" and not self.chunked(upstream)):
                     response.headers.add(key, value)
             self.tell("head", exchange)
