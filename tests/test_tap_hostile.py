@@ -111,3 +111,15 @@ def tap_for_raw(tmp_path_factory):
     running.stop()
     server.close()
     loop.stop()
+
+
+def test_a_session_dir_that_cannot_hold_files_is_refused_before_listening(cli_in_process, tmp_path):
+    import os
+    fifo, plain = tmp_path / "fifo", tmp_path / "file"
+    os.mkfifo(fifo)
+    plain.write_text("x")
+    for folder in (fifo, plain, plain / "below"):
+        result = cli_in_process("tap", "--upstream", "http://127.0.0.1:1/v1", "--no-ui", "--port", "0",
+                                "--session-dir", str(folder))
+        assert result.returncode == 2 and "--session-dir" in result.stderr, (folder, result.stderr)
+        assert "listening" not in result.stdout and result.stderr.count("\n") == 1
