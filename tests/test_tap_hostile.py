@@ -123,3 +123,17 @@ def test_a_session_dir_that_cannot_hold_files_is_refused_before_listening(cli_in
                                 "--session-dir", str(folder))
         assert result.returncode == 2 and "--session-dir" in result.stderr, (folder, result.stderr)
         assert "listening" not in result.stdout and result.stderr.count("\n") == 1
+
+
+def test_the_path_and_query_reach_the_upstream_byte_for_byte(tap, upstream):
+    import socket
+    from urllib.parse import urlsplit
+    raw = '/echo/a/./b/../c%zz/x|y^z?q={"a":1}&r=%2F&s=a+b&t=[1]'
+    where = urlsplit(tap.url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
+        conn.sendall(f"GET {raw} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert upstream.seen[-1]["path"] == raw

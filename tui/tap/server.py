@@ -129,6 +129,12 @@ def upstream_target(origin: str, base: str, raw_path: str) -> str:
     return origin + base + path
 
 
+def request_target(target: str, origin: str) -> bytes:
+    """The request line's target as the client wrote it (httpx would drop `.` and `..` segments and
+    percent-encode characters such as `{` or `"`: a changed path, and a broken signature over it)."""
+    return target[len(origin):].encode("utf-8", "surrogateescape")
+
+
 def credential_values(headers: list[tuple[str, str]]) -> list[str]:
     """The secrets in credential headers (a whole value, the token after its scheme, each cookie's value):
     what must be taken out of anything recorded, should an upstream echo it back."""
@@ -258,8 +264,9 @@ class TapServer:
         assert self.http is not None
         self.tell("request", exchange)
         try:
-            upstream = await self.http.send(self.http.build_request(request.method, target, headers=headers,
-                                                                    content=exchange.body), stream=True)
+            upstream = await self.http.send(self.http.build_request(
+                request.method, target, headers=headers, content=exchange.body,
+                extensions={"target": request_target(target, self.origin)}), stream=True)
         except httpx.HTTPError as exc:
             exchange.status, exchange.error = 502, f"the upstream could not be reached: {type(exc).__name__}: {exc}"
             return web.Response(status=502, content_type="application/json", body=error_body(
