@@ -137,3 +137,16 @@ def test_the_path_and_query_reach_the_upstream_byte_for_byte(tap, upstream):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200")
     assert upstream.seen[-1]["path"] == raw
+
+
+def test_a_key_in_the_request_body_is_forwarded_but_not_kept_in_the_session_file(tap, upstream):
+    secret = "sk-body-secret-0123456789abcdef"
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", json={
+        "model": "loop-model", "api_key": secret, "messages": [{"role": "user", "content": "a key in my body"}],
+        "stream": True})
+    assert answer.status_code == 200 and "data: [DONE]" in answer.text
+    assert secret.encode() in upstream.seen[-1]["body"]  # forwarded unchanged
+    tap.settle()
+    files = [p.read_text() for p in tap.folder.iterdir()]
+    assert any("a key in my body" in text for text in files)
+    assert not any(secret in text for text in files)

@@ -39,6 +39,8 @@ CHAT_PATHS = ("/chat/completions",)
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
+BODY_CREDENTIALS = frozenset({"api_key", "apikey", "x_api_key", "access_token", "auth_token", "token", "secret",
+                              "password", "client_secret"})  # top-level body fields that hold a key
 MAX_SECRETS = 200  # distinct credential values remembered for redaction
 
 
@@ -201,8 +203,11 @@ class Recorder:
         return view
 
     def begin(self, exchange: Exchange) -> None:
-        self.remember_secrets(exchange)  # before anything of this request can be written
         body = self.chat_body(exchange)
+        if body is not None:  # a key some clients put in the body: forwarded, redacted from the file
+            exchange.secrets += [value for name, value in body.items() if name.lower().replace("-", "_") in
+                                 BODY_CREDENTIALS and isinstance(value, str) and len(value) >= 4]
+        self.remember_secrets(exchange)  # before anything of this request can be written
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
         if body is None:
