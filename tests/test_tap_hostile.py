@@ -150,3 +150,13 @@ def test_a_key_in_the_request_body_is_forwarded_but_not_kept_in_the_session_file
     files = [p.read_text() for p in tap.folder.iterdir()]
     assert any("a key in my body" in text for text in files)
     assert not any(secret in text for text in files)
+
+
+def test_header_values_that_are_not_ascii_go_upstream_byte_for_byte(tap, upstream):
+    title = "Café agent ‮ 日本".encode()
+    answer = httpx.get(f"{tap.url}/echo/utf8", headers={"User-Agent": title, "X-Title": title,
+                                                       "X-Latin": b"caf\xe9"})
+    assert answer.status_code == 200
+    seen = upstream.seen[-1]["headers"]
+    assert ("X-Title", title.decode()) in seen and ("User-Agent", title.decode()) in seen
+    assert [k for k, _v in seen if k == "X-Latin"]

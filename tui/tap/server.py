@@ -233,8 +233,10 @@ class TapServer:
         path, in_query = shown_path(request.raw_path)
         exchange = Exchange(self.count, request.method, path, f"{user_agent or '?'} {request.remote or ''}"
                             .strip(), body, request.headers.get("Content-Type", "")[:200])
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-        exchange.secrets = sorted(set(credential_values(headers) + in_query), key=len, reverse=True)
+        # the header bytes as received (httpx would refuse a str value that is not ASCII: a UTF-8 X-Title)
+        headers = [(k, v) for k, v in request.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
+        exchange.secrets = sorted(set(credential_values(list(request.headers.items())) + in_query), key=len,
+                                  reverse=True)
         target = upstream_target(self.origin, self.base, request.raw_path)
         self.active += 1
         try:
