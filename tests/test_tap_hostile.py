@@ -160,3 +160,35 @@ def test_header_values_that_are_not_ascii_go_upstream_byte_for_byte(tap, upstrea
     seen = upstream.seen[-1]["headers"]
     assert ("X-Title", title.decode()) in seen and ("User-Agent", title.decode()) in seen
     assert [k for k, _v in seen if k == "X-Latin"]
+
+
+def test_the_headless_command_says_each_request_once_even_when_it_cannot_be_recorded(upstream, tmp_path):
+    import json
+
+    from tap_helpers import LoopThread
+    from tui.commands.tap import request_line
+    from tui.tap.runner import Tap
+
+    lines: list[str] = []
+    loop = LoopThread()
+    tap = Tap(upstream.url, tmp_path, port=0, on_change=lambda kind, t: lines.append(request_line(kind, t) or ""))
+    url = loop.run(tap.start())
+    try:
+        for body in ({"model": "m", "messages": [1, 2]},
+                     {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}):
+            answer = httpx.post(f"{url}/ok/v1/chat/completions", content=json.dumps(body))
+            assert answer.status_code == 200
+        while tap.server.active:
+            loop.run(asyncio_sleep())
+        tap.recorder.drain()
+    finally:
+        loop.run(tap.close())
+        loop.stop()
+    said = [line for line in lines if line]
+    assert [line.split(" ")[0] for line in said] == ["#1", "#2"], said
+    assert "not recorded" in said[0] and "-> 200" in said[0]
+
+
+async def asyncio_sleep() -> None:
+    import asyncio
+    await asyncio.sleep(0.01)

@@ -94,8 +94,9 @@ def default_folder() -> Path:
 
 
 def request_line(kind: str, tapped) -> str | None:
-    """One line for a finished request (None for the other events)."""
-    if kind not in ("end", "problem"):
+    """One line for a finished request (None for the other events, and for a problem found before its end:
+    the line at its end says it)."""
+    if kind != "end" and not (kind == "problem" and tapped.done):
         return None
     ex = tapped.exchange
     parts = [f"#{ex.number} {ex.method} {ex.path[:120]} -> {ex.status or '-'}"]

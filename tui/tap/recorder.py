@@ -166,6 +166,8 @@ class Recorder:
                 log.exception("recording request %d failed", exchange.number)
             tapped = self.tapped.setdefault(exchange.number, Tapped(exchange))
             tapped.problem = f"not recorded: {type(exc).__name__}: {str(exc)[:300]}"
+            if step == self.finish:  # its end is the problem: there is no other "end" to come
+                tapped.done = True
             self.on_change("problem", tapped)
 
     # -- on the recording thread ---------------------------------------------------------------------
