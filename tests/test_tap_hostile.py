@@ -192,3 +192,31 @@ def test_the_headless_command_says_each_request_once_even_when_it_cannot_be_reco
 async def asyncio_sleep() -> None:
     import asyncio
     await asyncio.sleep(0.01)
+
+
+async def test_the_apps_request_tab_shows_a_key_in_the_body_as_stars(upstream, tmp_path):
+    from textual.widgets import OptionList
+
+    from tui.app.context_pane import ContextPane
+    from tui.app.request_view import RequestView
+    from tui.app.tap_app import TapApp
+
+    secret = "sk-shown-body-secret-0123456789"
+    app = TapApp(upstream.url, tmp_path, port=0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        while not hasattr(app, "url"):
+            await pilot.pause(0.05)
+        async with httpx.AsyncClient() as http:
+            answer = await http.post(f"{app.url}/ok/v1/chat/completions", json={
+                "model": "m", "api_key": secret, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+        assert answer.status_code == 200
+        listing = app.query_one("#tap-list", OptionList)
+        for _ in range(200):
+            if listing.option_count and app.tap.recorder.tapped[1].done:
+                break
+            await pilot.pause(0.05)
+        pane = app.query_one(ContextPane)
+        pane.query_one("#tabs").active = "request"
+        await pilot.pause(0.3)
+        shown = pane.query_one(RequestView).text
+        assert '"api_key": "***"' in shown and secret not in shown

@@ -207,8 +207,7 @@ class Recorder:
     def begin(self, exchange: Exchange) -> None:
         body = self.chat_body(exchange)
         if body is not None:  # a key some clients put in the body: forwarded, redacted from the file
-            exchange.secrets += [value for name, value in body.items() if name.lower().replace("-", "_") in
-                                 BODY_CREDENTIALS and isinstance(value, str) and len(value) >= 4]
+            exchange.secrets += self.body_keys(body)
         self.remember_secrets(exchange)  # before anything of this request can be written
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
@@ -320,6 +319,18 @@ class Recorder:
         self.on_change("end", tapped)
 
     # -- pieces ---------------------------------------------------------------------------------------
+    @staticmethod
+    def body_keys(body: dict) -> list[str]:
+        """The values of a body's top-level key fields (api_key, token, …): forwarded, never kept or shown."""
+        return [value for name, value in body.items() if isinstance(name, str) and
+                name.lower().replace("-", "_") in BODY_CREDENTIALS and isinstance(value, str) and len(value) >= 4]
+
+    @staticmethod
+    def shown_body(body: dict) -> dict:
+        """The body as the app shows it: each top-level key field's value as ***."""
+        return {name: "***" if isinstance(value, str) and isinstance(name, str) and
+                name.lower().replace("-", "_") in BODY_CREDENTIALS else value for name, value in body.items()}
+
     @staticmethod
     def chat_body(exchange: Exchange) -> dict | None:
         path = exchange.path.split("?", 1)[0].rstrip("/")
