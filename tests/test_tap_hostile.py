@@ -220,3 +220,18 @@ async def test_the_apps_request_tab_shows_a_key_in_the_body_as_stars(upstream, t
         await pilot.pause(0.3)
         shown = pane.query_one(RequestView).text
         assert '"api_key": "***"' in shown and secret not in shown
+
+
+def test_the_bytes_of_finished_replies_held_in_memory_are_bounded_in_total(tap, monkeypatch):
+    import tui.tap.recorder as recorder
+    monkeypatch.setattr(recorder, "KEEP_BYTES_TOTAL", 300_000, raising=False)
+    for _ in range(4):  # four replies of ~200 KB: the bytes of the latest one only stay in memory
+        answer = httpx.post(f"{tap.url}/flood/v1/chat/completions", params={"n": 100, "size": 2000}, json={
+            "model": "loop-model", "messages": [{"role": "user", "content": "bounded bytes"}], "stream": True})
+        assert answer.status_code == 200 and len(answer.content) > 200_000
+    tap.settle()
+    held = [e for e in tap.recorder.finished if e.chunks or e.body]
+    assert sum(e.kept_bytes + len(e.body) for e in held) <= 300_000 and len(held) == 1
+    ours = [t for t in tap.recorder.tapped.values() if t.record and t.record.body["messages"][0]["content"] ==
+            "bounded bytes"]
+    assert len(ours) == 4 and all(len(t.record.reply["content"]) == 200_000 for t in ours)  # all on record

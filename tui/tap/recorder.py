@@ -38,6 +38,7 @@ log = logging.getLogger("ctxpane.tap")
 CHAT_PATHS = ("/chat/completions",)
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
+KEEP_BYTES_TOTAL = 96 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
 BODY_CREDENTIALS = frozenset({"api_key", "apikey", "x_api_key", "access_token", "auth_token", "token", "secret",
                               "password", "client_secret"})  # top-level body fields that hold a key
@@ -273,7 +274,8 @@ class Recorder:
     def finish(self, exchange: Exchange) -> None:
         self.remember_secrets(exchange)
         self.finished.append(exchange)
-        while len(self.finished) > KEEP_BYTES_OF:  # the raw bytes of older replies live on in their records
+        while len(self.finished) > KEEP_BYTES_OF or len(self.finished) > 1 and sum(
+                e.kept_bytes + len(e.body) for e in self.finished) > KEEP_BYTES_TOTAL:  # (they live on in the records)
             old = self.finished.pop(0)
             old.chunks, old.offsets, old.body = [], [], b""
         tapped = self.tapped.get(exchange.number)
