@@ -235,3 +235,28 @@ def test_the_bytes_of_finished_replies_held_in_memory_are_bounded_in_total(tap, 
     ours = [t for t in tap.recorder.tapped.values() if t.record and t.record.body["messages"][0]["content"] ==
             "bounded bytes"]
     assert len(ours) == 4 and all(len(t.record.reply["content"]) == 200_000 for t in ours)  # all on record
+
+
+def test_a_key_stays_redacted_in_its_file_however_many_other_keys_come_through(tap, monkeypatch):
+    import tui.tap.recorder as recorder
+    monkeypatch.setattr(recorder, "MAX_SECRETS", 5)
+    key = "sk-first-conversation-key-0123456789"
+    history = [{"role": "user", "content": f"my key is {key}"}]
+
+    def send(messages, auth):
+        answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", headers={"Authorization": f"Bearer {auth}"},
+                            json={"model": "loop-model", "messages": messages, "stream": True})
+        assert answer.status_code == 200
+
+    send(history, key)
+    for n in range(8):  # other clients, other keys: the first key leaves the recent list
+        send([{"role": "user", "content": f"other {n}"}], f"sk-other-key-{n:04d}-abcdefgh")
+    tap.settle()
+    history += [{"role": "assistant", "content": "one two three"}, {"role": "user", "content": "again"}]
+    send(history, "sk-other-key-0000-abcdefgh")  # the first conversation goes on (its file is written again)
+    tap.settle()
+    assert key not in tap.recorder.secrets
+    files = [p.read_text() for p in tap.folder.iterdir()]
+    assert not any(key in text for text in files), "key in clear"
+    assert any("again" in text and "my key is ***" in text for text in files)
+    assert not any(key in text for text in files)

@@ -86,6 +86,7 @@ class Thread:
     next_save: float = 0.0  # time.monotonic() from which the file may be written again
     pending: bool = False  # a later save is on its way
     dirty: bool = False  # changed since, a save is due
+    secrets: set[str] = field(default_factory=set, repr=False)  # its own requests' keys: redacted at every save
 
 
 class TapReplayer(Replayer):
@@ -255,6 +256,7 @@ class Recorder:
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
         tapped.client_cut = list(record.dropped)
         thread.tapped.append(tapped)
+        thread.secrets.update(exchange.secrets)  # however many keys other requests bring, this file's stay known
         self.let_go(thread, tapped)
         thread.session.messages = self.messages_of(messages, match.message_ids)
         thread.session.next_id = conversation.next_id
@@ -466,7 +468,8 @@ class Recorder:
         self.folder.mkdir(parents=True, exist_ok=True)
         thread.dirty = thread.pending = False
         started = time.monotonic()
-        save_session(thread.session, thread.path, self.secrets)
+        secrets = sorted(set(self.secrets) | thread.secrets, key=len, reverse=True)
+        save_session(thread.session, thread.path, secrets)
         took = time.monotonic() - started
         thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
 
