@@ -260,3 +260,19 @@ def test_a_key_stays_redacted_in_its_file_however_many_other_keys_come_through(t
     assert not any(key in text for text in files), "key in clear"
     assert any("again" in text and "my key is ***" in text for text in files)
     assert not any(key in text for text in files)
+
+
+def test_a_client_that_leaves_before_the_upstream_answers_cancels_it_and_is_recorded_so(tap, upstream):
+    upstream.loop.run(_reset(upstream))
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{tap.url}/late/v1/chat/completions", timeout=httpx.Timeout(5, read=0.5), json={
+            "model": "loop-model", "messages": [{"role": "user", "content": "never answered"}], "stream": True})
+    assert upstream.client_left(10)  # the upstream request was cancelled with the client
+    tap.settle()
+    tapped = tap.recorder.tapped[max(tap.recorder.tapped)]
+    assert tapped.exchange.client_gone and "client went away" in tapped.exchange.error
+    assert tapped.record is not None and "client went away" in tapped.record.reply["error"]
+
+
+async def _reset(upstream) -> None:
+    upstream.left.clear()

@@ -269,6 +269,10 @@ class TapServer:
             upstream = await self.http.send(self.http.build_request(
                 request.method, target, headers=headers, content=exchange.body,
                 extensions={"target": request_target(target, self.origin)}), stream=True)
+        except asyncio.CancelledError:  # the client left before the upstream answered: its request is cancelled
+            exchange.client_gone, exchange.error = True, ("the client went away before the upstream answered: the "
+                                                          "upstream request was cancelled")
+            raise
         except httpx.HTTPError as exc:
             exchange.status, exchange.error = 502, f"the upstream could not be reached: {type(exc).__name__}: {exc}"
             return web.Response(status=502, content_type="application/json", body=error_body(
