@@ -276,3 +276,26 @@ def test_a_client_that_leaves_before_the_upstream_answers_cancels_it_and_is_reco
 
 async def _reset(upstream) -> None:
     upstream.left.clear()
+
+
+def test_a_client_that_stalls_mid_body_gets_408_and_blocks_no_one(upstream, tmp_path):
+    import socket
+    import time
+
+    from tap_helpers import LoopThread
+    from tui.tap.server import TapServer
+
+    loop = LoopThread()
+    server = TapServer(upstream.url, port=0, read_timeout=0.5)
+    url = loop.run(server.start())
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as stalled:
+            stalled.sendall(b"POST /echo/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            started = time.monotonic()
+            assert httpx.get(f"{url}/echo/meanwhile").status_code == 200  # others go on
+            answer = stalled.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 408") and b"stopped arriving" in answer
+            assert time.monotonic() - started < 5
+    finally:
+        loop.run(server.close())
+        loop.stop()

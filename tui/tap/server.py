@@ -174,7 +174,7 @@ class TapServer:
                  read_timeout: float = 600.0, connect_timeout: float = 10.0):
         self.upstream = upstream.strip().rstrip("/")
         self.origin, self.base = upstream_parts(upstream)
-        self.host, self.port, self.max_body = host, port, max_body
+        self.host, self.port, self.max_body, self.read_timeout = host, port, max_body, read_timeout
         self.listeners: list[Listener] = []
         self.count = 0
         self.active = 0
@@ -225,7 +225,12 @@ class TapServer:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.content_length is not None and request.content_length > self.max_body:
             return self.too_large(request.content_length)
-        body = await self.read_body(request)
+        try:
+            body = await self.read_body(request)
+        except TimeoutError:  # a client that stalls mid-body holds nothing for ever
+            return web.Response(status=408, content_type="application/json", body=error_body(
+                408, f"ctxpane tap: the request body stopped arriving (nothing for {self.read_timeout:g} s)",
+                "request_timeout"))
         if body is None:
             return self.too_large(None)
         self.count += 1
@@ -247,9 +252,14 @@ class TapServer:
             self.active -= 1
 
     async def read_body(self, request: web.Request) -> bytes | None:
-        """The whole body, or None once it passes max_body (a chunked body has no length to check first)."""
+        """The whole body, or None once it passes max_body (a chunked body has no length to check first);
+        TimeoutError when nothing of it comes for read_timeout seconds."""
         pieces, size = [], 0
-        async for piece in request.content.iter_any():
+        while True:
+            async with asyncio.timeout(self.read_timeout):
+                piece = await request.content.readany()
+            if not piece:
+                break
             size += len(piece)
             if size > self.max_body:
                 return None
