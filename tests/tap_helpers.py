@@ -3,7 +3,8 @@
 The openai SDK, curl and httpx talk to them over real loopback sockets, as any program would.
 `LoopbackUpstream` is an aiohttp server whose first path segment picks the behaviour:
 /echo (what arrived: method, path, headers, body digest), /slow (a stream that goes on until the
-client leaves, noting when it does), /cut (a stream broken off mid-reply), /ok (a short stream).
+client leaves, noting when it does), /cut (a stream broken off mid-reply), /ok (a short stream), /flood (?n= pieces of ?size= characters, fast),
+/late (no answer until the client leaves).
 """
 
 from __future__ import annotations
@@ -116,6 +117,21 @@ class LoopbackUpstream:
                 {"index": 0, "message": {"role": "assistant", "content": "squeezed " * 50}, "finish_reason": "stop"}]})
             answer.enable_compression()
             return answer
+        if scenario == "late":  # no answer at all until the client leaves (a long prompt being processed)
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                self.left.set()
+                raise
+        if scenario == "flood":  # ?n= pieces of ?size= characters, as fast as they go
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            text = "w" * int(request.query.get("size", "100"))
+            for _ in range(int(request.query.get("n", "10"))):
+                await response.write(sse(piece(text)))
+            await response.write(sse(piece("", "stop")) + b"data: [DONE]\n\n")
+            await response.write_eof()
+            return response
         if scenario not in ("ok", "cut", "slow"):
             return web.json_response({"error": {"message": "no such scenario"}}, status=404)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})

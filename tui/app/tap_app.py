@@ -222,7 +222,7 @@ class TapApp(App):
         messages = recorder.messages_of(record.body.get("messages", []), record.message_ids)
         data = PaneData(summary, messages, None, previous, window, int(record.body.get("max_tokens") or 0),
                         self.query_one(ContextPane).roles, requests, costs,
-                        self.tap.server.upstream + "/chat/completions", record.body)
+                        self.tap.server.upstream + "/chat/completions", recorder.shown_body(record.body))
         self.query_one(ContextPane).show(tapped.view, data)
 
     @staticmethod

@@ -58,6 +58,7 @@ def run(argv: list[str]) -> int | TapInApp:
                        "reaches it can use your upstream (with the keys their requests carry) and their requests "
                        "are recorded here"), file=sys.stderr)
     folder = Path(args.session_dir).expanduser() if args.session_dir else default_folder()
+    usable_folder(folder)
     if args.no_ui:
         return asyncio.run(headless(args.upstream, args.host, args.port, folder, args.max_body))
     return TapInApp(args.upstream, args.host, args.port, folder, args.max_body)
@@ -74,14 +75,28 @@ def forwards_to_itself(upstream: str, host: str, port: int) -> bool:
     return target == host or (is_loopback(target) and (is_loopback(host) or host in ("0.0.0.0", "::")))
 
 
+def usable_folder(folder: Path) -> None:
+    """The sessions folder exists (made if need be) and can be written to; else a usage error before listening
+    (found later, every request would be forwarded and none recorded)."""
+    import os
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--session-dir {folder}: cannot make it a folder ({exc.strerror or exc})") from None
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--session-dir {folder}: not a folder this user can write to")
+
+
 def default_folder() -> Path:
     from tui.sessions.store import sessions_dir
     return sessions_dir()
 
 
 def request_line(kind: str, tapped) -> str | None:
-    """One line for a finished request (None for the other events)."""
-    if kind not in ("end", "problem"):
+    """One line for a finished request (None for the other events, and for a problem found before its end:
+    the line at its end says it)."""
+    if kind != "end" and not (kind == "problem" and tapped.done):
         return None
     ex = tapped.exchange
     parts = [f"#{ex.number} {ex.method} {ex.path[:120]} -> {ex.status or '-'}"]

@@ -38,7 +38,10 @@ log = logging.getLogger("ctxpane.tap")
 CHAT_PATHS = ("/chat/completions",)
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
+KEEP_BYTES_TOTAL = 96 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
+BODY_CREDENTIALS = frozenset({"api_key", "apikey", "x_api_key", "access_token", "auth_token", "token", "secret",
+                              "password", "client_secret"})  # top-level body fields that hold a key
 MAX_SECRETS = 200  # distinct credential values remembered for redaction
 
 
@@ -83,6 +86,7 @@ class Thread:
     next_save: float = 0.0  # time.monotonic() from which the file may be written again
     pending: bool = False  # a later save is on its way
     dirty: bool = False  # changed since, a save is due
+    secrets: set[str] = field(default_factory=set, repr=False)  # its own requests' keys: redacted at every save
 
 
 class TapReplayer(Replayer):
@@ -164,6 +168,8 @@ class Recorder:
                 log.exception("recording request %d failed", exchange.number)
             tapped = self.tapped.setdefault(exchange.number, Tapped(exchange))
             tapped.problem = f"not recorded: {type(exc).__name__}: {str(exc)[:300]}"
+            if step == self.finish:  # its end is the problem: there is no other "end" to come
+                tapped.done = True
             self.on_change("problem", tapped)
 
     # -- on the recording thread ---------------------------------------------------------------------
@@ -201,8 +207,10 @@ class Recorder:
         return view
 
     def begin(self, exchange: Exchange) -> None:
-        self.remember_secrets(exchange)  # before anything of this request can be written
         body = self.chat_body(exchange)
+        if body is not None:  # a key some clients put in the body: forwarded, redacted from the file
+            exchange.secrets += self.body_keys(body)
+        self.remember_secrets(exchange)  # before anything of this request can be written
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
         if body is None:
@@ -248,6 +256,7 @@ class Recorder:
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
         tapped.client_cut = list(record.dropped)
         thread.tapped.append(tapped)
+        thread.secrets.update(exchange.secrets)  # however many keys other requests bring, this file's stay known
         self.let_go(thread, tapped)
         thread.session.messages = self.messages_of(messages, match.message_ids)
         thread.session.next_id = conversation.next_id
@@ -267,7 +276,8 @@ class Recorder:
     def finish(self, exchange: Exchange) -> None:
         self.remember_secrets(exchange)
         self.finished.append(exchange)
-        while len(self.finished) > KEEP_BYTES_OF:  # the raw bytes of older replies live on in their records
+        while len(self.finished) > KEEP_BYTES_OF or len(self.finished) > 1 and sum(
+                e.kept_bytes + len(e.body) for e in self.finished) > KEEP_BYTES_TOTAL:  # (they live on in the records)
             old = self.finished.pop(0)
             old.chunks, old.offsets, old.body = [], [], b""
         tapped = self.tapped.get(exchange.number)
@@ -313,6 +323,18 @@ class Recorder:
         self.on_change("end", tapped)
 
     # -- pieces ---------------------------------------------------------------------------------------
+    @staticmethod
+    def body_keys(body: dict) -> list[str]:
+        """The values of a body's top-level key fields (api_key, token, …): forwarded, never kept or shown."""
+        return [value for name, value in body.items() if isinstance(name, str) and
+                name.lower().replace("-", "_") in BODY_CREDENTIALS and isinstance(value, str) and len(value) >= 4]
+
+    @staticmethod
+    def shown_body(body: dict) -> dict:
+        """The body as the app shows it: each top-level key field's value as ***."""
+        return {name: "***" if isinstance(value, str) and isinstance(name, str) and
+                name.lower().replace("-", "_") in BODY_CREDENTIALS else value for name, value in body.items()}
+
     @staticmethod
     def chat_body(exchange: Exchange) -> dict | None:
         path = exchange.path.split("?", 1)[0].rstrip("/")
@@ -446,7 +468,8 @@ class Recorder:
         self.folder.mkdir(parents=True, exist_ok=True)
         thread.dirty = thread.pending = False
         started = time.monotonic()
-        save_session(thread.session, thread.path, self.secrets)
+        secrets = sorted(set(self.secrets) | thread.secrets, key=len, reverse=True)
+        save_session(thread.session, thread.path, secrets)
         took = time.monotonic() - started
         thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
 

@@ -25,9 +25,40 @@ def decoded(exchange: Exchange) -> bytes:
     return b"" if encoding not in ("", "identity") else raw
 
 
+def _assembler():
+    """ctxpane's ReplyAssembler, its text kept in pieces and joined once: a reply of many megabytes in many
+    chunks is read in linear time (growing one string chunk by chunk copies it again each time)."""
+    from tui.client.reply import ReplyAssembler
+
+    class Joined(ReplyAssembler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts: dict[str, list[str]] = {"content": [], "reasoning": []}
+            self.arguments: dict[int, list[str]] = {}
+
+        def apply(self, chunk) -> str:
+            added = super().apply(chunk)
+            for name, parts in self.parts.items():
+                parts.append(getattr(self.reply, name))
+                setattr(self.reply, name, "")
+            for index, call in self._calls.items():
+                self.arguments.setdefault(index, []).append(call["function"]["arguments"])
+                call["function"]["arguments"] = ""
+            return added
+
+        def joined(self):
+            for name, parts in self.parts.items():
+                setattr(self.reply, name, "".join(parts))
+            for index, parts in self.arguments.items():
+                self._calls[index]["function"]["arguments"] = "".join(parts)
+            return self.reply
+
+    return Joined()
+
+
 def reply_of(exchange: Exchange):
     """The reply the upstream sent, read with ctxpane's own checked reader (streamed or whole)."""
-    from tui.client.reply import Reply, ReplyAssembler, reply_from_response
+    from tui.client.reply import Reply, reply_from_response
     from tui.client.schemas import Chunk, decode
     from tui.client.sse import SSEParser
 
@@ -43,7 +74,7 @@ def reply_of(exchange: Exchange):
         reply.incomplete = bool(exchange.error)
         reply.error = exchange.error or None
         return reply
-    assembler, parser, done = ReplyAssembler(), SSEParser(), False
+    assembler, parser, done = _assembler(), SSEParser(), False
     problem = ""
     for event in list(parser.feed(raw)) + list(parser.close()):
         data = event.data.strip()
@@ -54,7 +85,7 @@ def reply_of(exchange: Exchange):
             assembler.apply(decode(data, Chunk, "a streamed chunk"))
         except Exception as exc:  # noqa: BLE001
             problem = f"a chunk could not be read: {exc}"[:4000]
-    reply = assembler.reply
+    reply = assembler.joined()
     reply.incomplete = not done or bool(exchange.error)
     reply.error = exchange.error or problem or (None if done else "the stream ended without [DONE]")
     return reply

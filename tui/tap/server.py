@@ -12,12 +12,14 @@ refused with 413 before it is read whole; an unreachable upstream is a 502 whose
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 import httpx
 from aiohttp import web
@@ -31,8 +33,31 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 # `expect: 100-continue` is answered by the tap's own server; the body is sent upstream whole
 CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie",
                          "x-goog-api-key", "openai-organization", "openai-project", "anthropic-api-key"})
+# query parameters that carry a key (Gemini's `key`, Azure's `api-key`, …): forwarded, never shown or kept
+CREDENTIAL_PARAMS = frozenset({"key", "api-key", "api_key", "apikey", "x-api-key", "access_token", "token",
+                               "auth", "password", "secret", "client_secret", "sig", "signature"})
+UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in a header: what aiohttp refuses to write
 
 Listener = Callable[[str, "Exchange"], None]
+
+
+class NoCookies(http.cookiejar.CookiePolicy):
+    """The tap's client keeps no cookie: a Set-Cookie goes back to the client that got it, and nothing the
+    upstream set is ever added to a later request (of that client or another)."""
+
+    netscape, rfc2965, hide_cookie2 = True, False, False
+
+    def set_ok(self, cookie, request) -> bool:
+        return False
+
+    def return_ok(self, cookie, request) -> bool:
+        return False
+
+    def domain_return_ok(self, domain, request) -> bool:
+        return False
+
+    def path_return_ok(self, path, request) -> bool:
+        return False
 
 
 class UpstreamError(ValueError):
@@ -45,7 +70,7 @@ class Exchange:
 
     number: int
     method: str
-    path: str  # the path and query as the client sent them
+    path: str  # the path and query as the client sent them, a key in the query as *** (shown_path)
     client: str  # its User-Agent (cut short) and address: for the list, never trusted
     body: bytes
     request_type: str = ""
@@ -82,10 +107,14 @@ class Exchange:
 
 def upstream_parts(url: str) -> tuple[str, str]:
     """(origin, base path) of an --upstream URL: http(s) with a host; no credentials in it."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - a port that is not a number (or out of range) raises here
+    except ValueError as exc:
+        raise UpstreamError(f"--upstream is not a URL the tap can use ({exc}; got {url[:80]!r})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UpstreamError(f"--upstream must be an http(s) URL with a host (got {url[:80]!r})")
-    if parts.username or parts.password:
+    if parts.username or parts.password or "@" in parts.netloc:
         raise UpstreamError("--upstream must not hold a user or password: the client's own headers are forwarded")
     if parts.query or parts.fragment:
         raise UpstreamError("--upstream takes no query or fragment")
@@ -98,6 +127,12 @@ def upstream_target(origin: str, base: str, raw_path: str) -> str:
     if not base or path == base or path.startswith(base + "/") or path.startswith(base + "?"):
         return origin + path
     return origin + base + path
+
+
+def request_target(target: str, origin: str) -> bytes:
+    """The request line's target as the client wrote it (httpx would drop `.` and `..` segments and
+    percent-encode characters such as `{` or `"`: a changed path, and a broken signature over it)."""
+    return target[len(origin):].encode("utf-8", "surrogateescape")
 
 
 def credential_values(headers: list[tuple[str, str]]) -> list[str]:
@@ -114,6 +149,22 @@ def credential_values(headers: list[tuple[str, str]]) -> list[str]:
     return sorted(found, key=len, reverse=True)  # the longest first: a value before the token inside it
 
 
+def shown_path(raw_path: str) -> tuple[str, list[str]]:
+    """The path and query as they may be shown and kept (each credential parameter's value as ***), and those
+    values (as sent and decoded): forwarded unchanged, redacted from anything recorded."""
+    path, mark, query = raw_path.partition("?")
+    if not mark:
+        return raw_path, []
+    secrets, pairs = [], []
+    for pair in query.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals and value and unquote_plus(name).strip().lower() in CREDENTIAL_PARAMS:
+            secrets += [piece for piece in {value, unquote_plus(value)} if len(piece) >= 4]
+            pair = f"{name}=***"
+        pairs.append(pair)
+    return f"{path}?{'&'.join(pairs)}", secrets
+
+
 def error_body(status: int, message: str, kind: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
 
@@ -123,7 +174,7 @@ class TapServer:
                  read_timeout: float = 600.0, connect_timeout: float = 10.0):
         self.upstream = upstream.strip().rstrip("/")
         self.origin, self.base = upstream_parts(upstream)
-        self.host, self.port, self.max_body = host, port, max_body
+        self.host, self.port, self.max_body, self.read_timeout = host, port, max_body, read_timeout
         self.listeners: list[Listener] = []
         self.count = 0
         self.active = 0
@@ -136,6 +187,7 @@ class TapServer:
     async def start(self) -> str:
         """Listen; returns the base URL clients use (…/v1 when the upstream's path is /v1)."""
         self.http = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, trust_env=False,
+                                      cookies=http.cookiejar.CookieJar(policy=NoCookies()),
                                       limits=httpx.Limits(max_connections=None, max_keepalive_connections=20))
         self.http.headers.clear()  # only the client's own headers go upstream (no httpx defaults added)
         app = web.Application(client_max_size=self.max_body)
@@ -173,15 +225,23 @@ class TapServer:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.content_length is not None and request.content_length > self.max_body:
             return self.too_large(request.content_length)
-        body = await self.read_body(request)
+        try:
+            body = await self.read_body(request)
+        except TimeoutError:  # a client that stalls mid-body holds nothing for ever
+            return web.Response(status=408, content_type="application/json", body=error_body(
+                408, f"ctxpane tap: the request body stopped arriving (nothing for {self.read_timeout:g} s)",
+                "request_timeout"))
         if body is None:
             return self.too_large(None)
         self.count += 1
         user_agent = request.headers.get("User-Agent", "")[:60]
-        exchange = Exchange(self.count, request.method, request.raw_path, f"{user_agent or '?'} {request.remote or ''}"
+        path, in_query = shown_path(request.raw_path)
+        exchange = Exchange(self.count, request.method, path, f"{user_agent or '?'} {request.remote or ''}"
                             .strip(), body, request.headers.get("Content-Type", "")[:200])
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-        exchange.secrets = credential_values(headers)
+        # the header bytes as received (httpx would refuse a str value that is not ASCII: a UTF-8 X-Title)
+        headers = [(k, v) for k, v in request.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
+        exchange.secrets = sorted(set(credential_values(list(request.headers.items())) + in_query), key=len,
+                                  reverse=True)
         target = upstream_target(self.origin, self.base, request.raw_path)
         self.active += 1
         try:
@@ -192,9 +252,14 @@ class TapServer:
             self.active -= 1
 
     async def read_body(self, request: web.Request) -> bytes | None:
-        """The whole body, or None once it passes max_body (a chunked body has no length to check first)."""
+        """The whole body, or None once it passes max_body (a chunked body has no length to check first);
+        TimeoutError when nothing of it comes for read_timeout seconds."""
         pieces, size = [], 0
-        async for piece in request.content.iter_any():
+        while True:
+            async with asyncio.timeout(self.read_timeout):
+                piece = await request.content.readany()
+            if not piece:
+                break
             size += len(piece)
             if size > self.max_body:
                 return None
@@ -211,8 +276,13 @@ class TapServer:
         assert self.http is not None
         self.tell("request", exchange)
         try:
-            upstream = await self.http.send(self.http.build_request(request.method, target, headers=headers,
-                                                                    content=exchange.body), stream=True)
+            upstream = await self.http.send(self.http.build_request(
+                request.method, target, headers=headers, content=exchange.body,
+                extensions={"target": request_target(target, self.origin)}), stream=True)
+        except asyncio.CancelledError:  # the client left before the upstream answered: its request is cancelled
+            exchange.client_gone, exchange.error = True, ("the client went away before the upstream answered: the "
+                                                          "upstream request was cancelled")
+            raise
         except httpx.HTTPError as exc:
             exchange.status, exchange.error = 502, f"the upstream could not be reached: {type(exc).__name__}: {exc}"
             return web.Response(status=502, content_type="application/json", body=error_body(
@@ -222,8 +292,13 @@ class TapServer:
             exchange.status = upstream.status_code
             exchange.content_type = upstream.headers.get("content-type", "")[:200]
             exchange.content_encoding = upstream.headers.get("content-encoding", "")[:100].lower()
-            response = web.StreamResponse(status=upstream.status_code, reason=upstream.reason_phrase or None)
+            reason = upstream.reason_phrase if not UNSENDABLE.search(upstream.reason_phrase or "") else None
+            response = web.StreamResponse(status=upstream.status_code, reason=reason or None)
             for key, value in upstream.headers.multi_items():
+                if UNSENDABLE.search(key) or UNSENDABLE.search(value):  # aiohttp would refuse the whole answer
+                    log.warning("request %d: left out a header of the upstream's answer holding a control "
+                                "character: %s", exchange.number, ascii(key[:60]))
+                    continue
                 if key.lower() not in HOP_BY_HOP or (key.lower() == "content-length" and not self.chunked(upstream)):
                     response.headers.add(key, value)
             self.tell("head", exchange)

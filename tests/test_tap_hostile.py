@@ -1,0 +1,301 @@
+"""The tap against hostile clients and upstreams: what a proxy must never add, keep or show.
+
+Found by review: cookies the upstream set were kept by the tap's own HTTP client and sent on every later
+request of every client; keys in a query string reached the request list and the headless lines.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tap_helpers import LoopbackUpstream, RunningTap
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    server = LoopbackUpstream()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def tap(upstream, tmp_path_factory):
+    running = RunningTap(upstream.url, tmp_path_factory.mktemp("hostile-sessions"))
+    yield running
+    running.stop()
+
+
+def test_a_cookie_the_upstream_sets_is_never_sent_on_by_the_tap(tap):
+    first = httpx.get(f"{tap.url}/echo/one")  # the upstream answers with Set-Cookie: upstream-session=abc
+    assert first.status_code == 200 and first.headers["set-cookie"] == "upstream-session=abc"
+    # another client (no cookie of its own) and the same one: the upstream sees only what each sent
+    for _ in range(2):
+        seen = httpx.get(f"{tap.url}/echo/two").json()
+        assert not [k for k, _v in seen["headers"] if k.lower() == "cookie"], seen["headers"]
+    own = httpx.get(f"{tap.url}/echo/three", headers={"Cookie": "mine=1"}).json()
+    assert [v for k, v in own["headers"] if k.lower() == "cookie"] == ["mine=1"]
+
+
+def test_a_key_in_the_query_string_goes_upstream_but_is_never_shown_or_kept(tap, upstream):
+    secret, google = "azure-query-secret-0123456789", "AIzaQuerySecret+/987654"
+    events = len(tap.events)
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", params={"api-version": "2024-01", "api-key": secret,
+                        "key": google}, json={"model": "loop-model", "messages": [
+                            {"role": "user", "content": f"say {secret}"}], "stream": True})
+    assert answer.status_code == 200 and "data: [DONE]" in answer.text
+    assert secret in upstream.seen[-1]["path"]  # forwarded as sent
+    assert upstream.seen[-1]["path"] == answer.request.url.raw_path.decode()
+    tap.settle()
+    number = max(n for _kind, n in tap.events[events:])
+    shown = tap.recorder.tapped[number].exchange.path
+    assert shown == "/ok/v1/chat/completions?api-version=2024-01&api-key=***&key=***"
+    recorded = "".join(p.read_text() for p in tap.folder.iterdir())
+    assert "say ***" in recorded and secret not in recorded and "AIzaQuerySecret" not in recorded
+
+
+def test_an_upstream_url_that_does_not_parse_is_a_usage_error_not_a_traceback(cli_in_process):
+    for url in ("http://127.0.0.1:abc/v1", "http://[::1/v1", "http://127.0.0.1:99999/v1", "http://@127.0.0.1:1/v1"):
+        result = cli_in_process("tap", "--upstream", url, "--no-ui")
+        assert result.returncode == 2 and "--upstream" in result.stderr, (url, result.stderr)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_a_long_reply_in_many_pieces_is_recorded_in_linear_time(tap):
+    import time
+    pieces, size = 12000, 1000  # 12 MB of content in 12,000 chunks: joined piece by piece it took ~15 s
+    with httpx.stream("POST", f"{tap.url}/flood/v1/chat/completions", params={"n": pieces, "size": size},
+                      json={"model": "loop-model", "messages": [{"role": "user", "content": "flood"}],
+                            "stream": True}, timeout=60) as answer:
+        got = sum(len(chunk) for chunk in answer.iter_raw())
+    assert answer.status_code == 200 and got > pieces * size
+    started = time.monotonic()
+    tap.settle(60)
+    took = time.monotonic() - started
+    number = max(tap.recorder.tapped)
+    record = tap.recorder.tapped[number].record
+    assert record is not None and len(record.reply["content"]) == pieces * size and not record.reply["incomplete"]
+    assert took < 5, f"recording a 12 MB reply took {took:.1f} s"
+
+
+def test_an_upstream_header_or_reason_with_a_control_character_is_left_out_and_the_answer_still_comes(tap_for_raw):
+    answer = httpx.post(f"{tap_for_raw.url}/v1/chat/completions", json={"model": "m", "messages": [
+        {"role": "user", "content": "hi"}]})
+    assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "fine"
+    assert "x-evil" not in answer.headers and answer.headers["x-good"] == "kept"
+
+
+RAW_REPLY = b'{"id":"r","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant",' \
+            b'"content":"fine"},"finish_reason":"stop"}]}'
+
+
+@pytest.fixture(scope="module")
+def tap_for_raw(tmp_path_factory):
+    """A tap in front of an upstream that writes its answer by hand (what aiohttp would never send)."""
+    import asyncio
+
+    from tap_helpers import LoopThread
+
+    async def answer(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 O\x1bK\r\nContent-Type: application/json\r\nX-Evil: a\x1b]0;title\x07b\r\n"
+                     b"X-Good: kept\r\nContent-Length: %d\r\n\r\n%s" % (len(RAW_REPLY), RAW_REPLY))
+        await writer.drain()
+        writer.close()
+
+    loop = LoopThread()
+    server = loop.run(asyncio.start_server(answer, "127.0.0.1", 0))
+    port = server.sockets[0].getsockname()[1]
+    running = RunningTap(f"http://127.0.0.1:{port}", tmp_path_factory.mktemp("raw-sessions"))
+    yield running
+    running.stop()
+    server.close()
+    loop.stop()
+
+
+def test_a_session_dir_that_cannot_hold_files_is_refused_before_listening(cli_in_process, tmp_path):
+    import os
+    fifo, plain = tmp_path / "fifo", tmp_path / "file"
+    os.mkfifo(fifo)
+    plain.write_text("x")
+    for folder in (fifo, plain, plain / "below"):
+        result = cli_in_process("tap", "--upstream", "http://127.0.0.1:1/v1", "--no-ui", "--port", "0",
+                                "--session-dir", str(folder))
+        assert result.returncode == 2 and "--session-dir" in result.stderr, (folder, result.stderr)
+        assert "listening" not in result.stdout and result.stderr.count("\n") == 1
+
+
+def test_the_path_and_query_reach_the_upstream_byte_for_byte(tap, upstream):
+    import socket
+    from urllib.parse import urlsplit
+    raw = '/echo/a/./b/../c%zz/x|y^z?q={"a":1}&r=%2F&s=a+b&t=[1]'
+    where = urlsplit(tap.url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
+        conn.sendall(f"GET {raw} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert upstream.seen[-1]["path"] == raw
+
+
+def test_a_key_in_the_request_body_is_forwarded_but_not_kept_in_the_session_file(tap, upstream):
+    secret = "sk-body-secret-0123456789abcdef"
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", json={
+        "model": "loop-model", "api_key": secret, "messages": [{"role": "user", "content": "a key in my body"}],
+        "stream": True})
+    assert answer.status_code == 200 and "data: [DONE]" in answer.text
+    assert secret.encode() in upstream.seen[-1]["body"]  # forwarded unchanged
+    tap.settle()
+    files = [p.read_text() for p in tap.folder.iterdir()]
+    assert any("a key in my body" in text for text in files)
+    assert not any(secret in text for text in files)
+
+
+def test_header_values_that_are_not_ascii_go_upstream_byte_for_byte(tap, upstream):
+    title = "Café agent ‮ 日本".encode()
+    answer = httpx.get(f"{tap.url}/echo/utf8", headers={"User-Agent": title, "X-Title": title,
+                                                       "X-Latin": b"caf\xe9"})
+    assert answer.status_code == 200
+    seen = upstream.seen[-1]["headers"]
+    assert ("X-Title", title.decode()) in seen and ("User-Agent", title.decode()) in seen
+    assert [k for k, _v in seen if k == "X-Latin"]
+
+
+def test_the_headless_command_says_each_request_once_even_when_it_cannot_be_recorded(upstream, tmp_path):
+    import json
+
+    from tap_helpers import LoopThread
+    from tui.commands.tap import request_line
+    from tui.tap.runner import Tap
+
+    lines: list[str] = []
+    loop = LoopThread()
+    tap = Tap(upstream.url, tmp_path, port=0, on_change=lambda kind, t: lines.append(request_line(kind, t) or ""))
+    url = loop.run(tap.start())
+    try:
+        for body in ({"model": "m", "messages": [1, 2]},
+                     {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}):
+            answer = httpx.post(f"{url}/ok/v1/chat/completions", content=json.dumps(body))
+            assert answer.status_code == 200
+        while tap.server.active:
+            loop.run(asyncio_sleep())
+        tap.recorder.drain()
+    finally:
+        loop.run(tap.close())
+        loop.stop()
+    said = [line for line in lines if line]
+    assert [line.split(" ")[0] for line in said] == ["#1", "#2"], said
+    assert "not recorded" in said[0] and "-> 200" in said[0]
+
+
+async def asyncio_sleep() -> None:
+    import asyncio
+    await asyncio.sleep(0.01)
+
+
+async def test_the_apps_request_tab_shows_a_key_in_the_body_as_stars(upstream, tmp_path):
+    from textual.widgets import OptionList
+
+    from tui.app.context_pane import ContextPane
+    from tui.app.request_view import RequestView
+    from tui.app.tap_app import TapApp
+
+    secret = "sk-shown-body-secret-0123456789"
+    app = TapApp(upstream.url, tmp_path, port=0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        while not hasattr(app, "url"):
+            await pilot.pause(0.05)
+        async with httpx.AsyncClient() as http:
+            answer = await http.post(f"{app.url}/ok/v1/chat/completions", json={
+                "model": "m", "api_key": secret, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+        assert answer.status_code == 200
+        listing = app.query_one("#tap-list", OptionList)
+        for _ in range(200):
+            if listing.option_count and app.tap.recorder.tapped[1].done:
+                break
+            await pilot.pause(0.05)
+        pane = app.query_one(ContextPane)
+        pane.query_one("#tabs").active = "request"
+        await pilot.pause(0.3)
+        shown = pane.query_one(RequestView).text
+        assert '"api_key": "***"' in shown and secret not in shown
+
+
+def test_the_bytes_of_finished_replies_held_in_memory_are_bounded_in_total(tap, monkeypatch):
+    import tui.tap.recorder as recorder
+    monkeypatch.setattr(recorder, "KEEP_BYTES_TOTAL", 300_000, raising=False)
+    for _ in range(4):  # four replies of ~200 KB: the bytes of the latest one only stay in memory
+        answer = httpx.post(f"{tap.url}/flood/v1/chat/completions", params={"n": 100, "size": 2000}, json={
+            "model": "loop-model", "messages": [{"role": "user", "content": "bounded bytes"}], "stream": True})
+        assert answer.status_code == 200 and len(answer.content) > 200_000
+    tap.settle()
+    held = [e for e in tap.recorder.finished if e.chunks or e.body]
+    assert sum(e.kept_bytes + len(e.body) for e in held) <= 300_000 and len(held) == 1
+    ours = [t for t in tap.recorder.tapped.values() if t.record and t.record.body["messages"][0]["content"] ==
+            "bounded bytes"]
+    assert len(ours) == 4 and all(len(t.record.reply["content"]) == 200_000 for t in ours)  # all on record
+
+
+def test_a_key_stays_redacted_in_its_file_however_many_other_keys_come_through(tap, monkeypatch):
+    import tui.tap.recorder as recorder
+    monkeypatch.setattr(recorder, "MAX_SECRETS", 5)
+    key = "sk-first-conversation-key-0123456789"
+    history = [{"role": "user", "content": f"my key is {key}"}]
+
+    def send(messages, auth):
+        answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", headers={"Authorization": f"Bearer {auth}"},
+                            json={"model": "loop-model", "messages": messages, "stream": True})
+        assert answer.status_code == 200
+
+    send(history, key)
+    for n in range(8):  # other clients, other keys: the first key leaves the recent list
+        send([{"role": "user", "content": f"other {n}"}], f"sk-other-key-{n:04d}-abcdefgh")
+    tap.settle()
+    history += [{"role": "assistant", "content": "one two three"}, {"role": "user", "content": "again"}]
+    send(history, "sk-other-key-0000-abcdefgh")  # the first conversation goes on (its file is written again)
+    tap.settle()
+    assert key not in tap.recorder.secrets
+    files = [p.read_text() for p in tap.folder.iterdir()]
+    assert not any(key in text for text in files), "key in clear"
+    assert any("again" in text and "my key is ***" in text for text in files)
+    assert not any(key in text for text in files)
+
+
+def test_a_client_that_leaves_before_the_upstream_answers_cancels_it_and_is_recorded_so(tap, upstream):
+    upstream.loop.run(_reset(upstream))
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{tap.url}/late/v1/chat/completions", timeout=httpx.Timeout(5, read=0.5), json={
+            "model": "loop-model", "messages": [{"role": "user", "content": "never answered"}], "stream": True})
+    assert upstream.client_left(10)  # the upstream request was cancelled with the client
+    tap.settle()
+    tapped = tap.recorder.tapped[max(tap.recorder.tapped)]
+    assert tapped.exchange.client_gone and "client went away" in tapped.exchange.error
+    assert tapped.record is not None and "client went away" in tapped.record.reply["error"]
+
+
+async def _reset(upstream) -> None:
+    upstream.left.clear()
+
+
+def test_a_client_that_stalls_mid_body_gets_408_and_blocks_no_one(upstream, tmp_path):
+    import socket
+    import time
+
+    from tap_helpers import LoopThread
+    from tui.tap.server import TapServer
+
+    loop = LoopThread()
+    server = TapServer(upstream.url, port=0, read_timeout=0.5)
+    url = loop.run(server.start())
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as stalled:
+            stalled.sendall(b"POST /echo/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            started = time.monotonic()
+            assert httpx.get(f"{url}/echo/meanwhile").status_code == 200  # others go on
+            answer = stalled.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 408") and b"stopped arriving" in answer
+            assert time.monotonic() - started < 5
+    finally:
+        loop.run(server.close())
+        loop.stop()
