@@ -212,3 +212,25 @@ def test_the_lock_never_admits_two_writers_across_processes(tmp_path):
         for process in (holder, racer):
             process.wait(timeout=30)
     assert holder.stdout.read().strip() == "LOCKED"
+
+
+def test_a_builtin_template_keeps_the_defaults_it_was_used_with(tmp_path):
+    """Plain ChatML (no default system turn: an assumed template) is saved as the built-in and its changed default;
+    reopened, it renders as it did, so replay matches; a default named like the engine's own arguments is refused."""
+    from tui.client.connect import plain_chatml
+    from tui.controller.workbench import template_spec
+    from tui.sessions.session_template import template_from_session
+    from tui.sessions.store import save_session
+    path = tmp_path / "plain.ctxpane.json"
+    save_session(Session(title="plain", template=template_spec(plain_chatml()),
+                         messages=[Message("user", "hi", id="u1")]), path)
+    stored = json.loads(path.read_text())["template"]
+    assert stored == {"name": "chatml", "origin": "builtin", "defaults": {"default_system": ""}}
+    again = template_from_session(load_session(path).session.template)
+    assert again.render([{"role": "user", "content": "hi"}]) == plain_chatml().render([{"role": "user", "content": "hi"}])
+    assert "You are Qwen" not in again.render([{"role": "user", "content": "hi"}])
+    data = json.loads(path.read_text())
+    data["template"]["defaults"] = {"messages": "x"}
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionFileError, match="defaults"):
+        load_session(path)

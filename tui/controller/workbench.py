@@ -22,7 +22,7 @@ from tui.context.request import RequestSettings, RequestView, build_request, emp
 from tui.context.template_library import ChatTemplate
 from tui.context.tokens import SegmentCache, Tokenizer
 from tui.sessions.model import RequestRecord, Session, now_iso
-from tui.sessions.session_template import template_from_session  # noqa: F401 - the app imports it from here
+from tui.sessions.session_template import builtin_defaults, template_from_session  # noqa: F401 - the app imports it here
 
 DRAFT_ID = "draft"
 
@@ -43,8 +43,9 @@ class CharEstimate:
 
 
 def template_spec(template: ChatTemplate) -> dict:
-    if template.origin == "builtin":
-        return {"name": template.name, "origin": "builtin"}
+    if template.origin == "builtin":  # by name; with the defaults it was given (plain ChatML: no default system)
+        changed = {k: v for k, v in template.defaults.items() if builtin_defaults(template.name).get(k) != v}
+        return {"name": template.name, "origin": "builtin", **({"defaults": changed} if changed else {})}
     return {"name": template.name, "origin": template.origin, "text": template.source or "",
             "defaults": template.defaults}
 

@@ -19,8 +19,19 @@ def template_from_session(spec: dict) -> ChatTemplate:
         defaults = {k: v for k, v in (spec.get("defaults") or {}).items() if v is not None}
         return ChatTemplate(name, origin, text, defaults)
     try:
-        return builtin_template(name)
+        template = builtin_template(name)
     except TemplateNotFound:
         where = f" (from {origin[:200]})" if origin != "builtin" else ""
         raise TemplateNotFound(f"the session's template {name[:80]!r}{where} has no stored text and is not "
                                f"built in: choose one with --template (built-in: {', '.join(BUILTINS)})") from None
+    # The defaults it was used with (plain ChatML has default_system ''): checked names, bounded by the schema.
+    template.defaults.update({k: v for k, v in (spec.get("defaults") or {}).items() if v is not None})
+    return template
+
+
+def builtin_defaults(name: str) -> dict:
+    """A built-in template's own defaults ({} for a name that is not built in)."""
+    try:
+        return dict(builtin_template(name).defaults)
+    except TemplateNotFound:
+        return {}
