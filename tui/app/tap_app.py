@@ -21,6 +21,7 @@ from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui.context.budget import PolicySettings, cost_series
+from tui.tap.client_cuts import messages_of
 
 from .context_pane import ContextPane, PaneData
 from .shown import one_line, shown, shown_line
@@ -219,7 +220,7 @@ class TapApp(App):
         summary = summary_text(tapped.view, policy, previous is not None,
                                prefix=f"conversation {tapped.conversation} · request {tapped.index + 1}: ")
         costs = cost_series([(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in requests])
-        messages = recorder.messages_of(record.body.get("messages", []), record.message_ids)
+        messages = messages_of(record.body.get("messages", []), record.message_ids)
         data = PaneData(summary, messages, None, previous, window, int(record.body.get("max_tokens") or 0),
                         self.query_one(ContextPane).roles, requests, costs,
                         self.tap.server.upstream + "/chat/completions", recorder.shown_body(record.body))

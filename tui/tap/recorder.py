@@ -18,20 +18,21 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from tui.context.budget import LedgerEntry, PolicySettings
+from tui.context.budget import PolicySettings
 from tui.context.cache_causes import REASONING, REPLY
-from tui.context.messages import Message, Provenance, message_from_dict
+from tui.context.messages import Message, Provenance
 from tui.sessions.model import RequestRecord, Session
-from tui.sessions.replay import Replayer
 
-from .conversations import REWRITTEN, TRIMMED, Conversation, Conversations, Match
+from .client_cuts import client_cuts, messages_of, with_cache_effect
+from .conversations import Conversation, Conversations
 from .replies import reply_of, stream_record
 from .server import Exchange
+from .state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
 
 log = logging.getLogger("ctxpane.tap")
 
@@ -43,65 +44,6 @@ SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
 BODY_CREDENTIALS = frozenset({"api_key", "apikey", "x_api_key", "access_token", "auth_token", "token", "secret",
                               "password", "client_secret"})  # top-level body fields that hold a key
 MAX_SECRETS = 200  # distinct credential values remembered for redaction
-
-
-@dataclass
-class Engine:
-    """What renders and counts for the upstream: learned from it as the app learns it (tui/client/connect.py)."""
-
-    template: Any
-    tokenizer: Any
-    cache_rule: str = "llama.cpp"
-    info: Any = None
-    note: str = ""
-    exact: bool | None = None
-    cache_config: Any = None  # llama.cpp's cache settings: its slots and prompt cache are then modelled
-
-
-@dataclass
-class Tapped:
-    """One recorded request as the view shows it: where it belongs and what it says."""
-
-    exchange: Exchange
-    conversation: int = 0
-    index: int = 0  # its place in the conversation's session (0-based)
-    model: str = ""
-    record: RequestRecord | None = None
-    view: Any = None  # the engine's RequestView of the exact body
-    previous: Any = None  # the view of the conversation's request before it
-    client_cut: list[dict] = field(default_factory=list)  # the client's own ledger entries
-    problem: str = ""  # why it is not (fully) recorded
-    done: bool = False
-
-
-@dataclass
-class Thread:
-    """A conversation's session and everything needed to go on recording it."""
-
-    conversation: Conversation
-    session: Session
-    replayer: Replayer
-    path: Path
-    tapped: list[Tapped] = field(default_factory=list)
-    next_save: float = 0.0  # time.monotonic() from which the file may be written again
-    pending: bool = False  # a later save is on its way
-    dirty: bool = False  # changed since, a save is due
-    secrets: set[str] = field(default_factory=set, repr=False)  # its own requests' keys: redacted at every save
-
-
-class TapReplayer(Replayer):
-    """The Replayer, counting as the app does for this upstream: its verdict on the tokenizer, and control
-    strings in message text read as tokens when the upstream does so (llama.cpp)."""
-
-    def __init__(self, session: Session, engine: Engine) -> None:
-        super().__init__(session, engine.template, engine.tokenizer, engine.cache_rule)
-        self.exact = engine.exact
-        self.content_specials = bool(engine.info is not None and engine.info.kind == "llama.cpp")
-
-    def body_settings(self, record: RequestRecord, template):
-        from dataclasses import replace
-        return replace(super().body_settings(record, template), exact=self.exact,
-                       content_specials=self.content_specials)
 
 
 def stamp() -> str:
@@ -184,7 +126,6 @@ class Recorder:
     def server_prefix(self, thread: Thread, tapped: Tapped, record: RequestRecord, view: Any) -> Any:
         """The cache predicted against every prompt the server may still hold (its slots and prompt cache, from
         every conversation through the tap), as the app predicts its own requests; the record says where from."""
-        from dataclasses import replace
 
         from tui.context.cache_predict import predict_prefix
 
@@ -233,7 +174,7 @@ class Recorder:
                                tokenizer=engine.tokenizer.name, message_count=len(messages),
                                message_ids=list(match.message_ids))
         previous_view = thread.replayer.stored_view(tapped.index - 1) if tapped.index else None
-        record.dropped = self.client_cuts(match, previous_view, previous_ids, record.number, thread)
+        record.dropped = client_cuts(match, previous_view, previous_ids, record.number, thread)
         thread.session.requests.append(record)
         try:
             view = thread.replayer.stored_view(tapped.index)
@@ -252,13 +193,13 @@ class Recorder:
         record.predicted_cached, record.cache_cause = prefix.predicted_cached, prefix.cause[:4000]
         record.cache_class = prefix.cause_class
         if record.dropped:  # what the client's cut did to the cache, said in each of its ledger entries
-            view = self.with_cache_effect(thread, tapped.index, record, view)
+            view = with_cache_effect(thread, tapped.index, record, view)
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
         tapped.client_cut = list(record.dropped)
         thread.tapped.append(tapped)
         thread.secrets.update(exchange.secrets)  # however many keys other requests bring, this file's stay known
         self.let_go(thread, tapped)
-        thread.session.messages = self.messages_of(messages, match.message_ids)
+        thread.session.messages = messages_of(messages, match.message_ids)
         thread.session.next_id = conversation.next_id
         self.on_change("request", tapped)
 
@@ -302,8 +243,7 @@ class Recorder:
             self.settle(record, thread.session, tapped.view, reply, engine, exchange)
         if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone \
                 and tapped.view is not None:
-            from dataclasses import replace
-
+    
             from tui.context.cache_predict import held_prompt
 
             # The tap never asks for logprobs (it changes nothing), so which tokens the server generated is not
@@ -367,7 +307,7 @@ class Recorder:
 
         conform(body, Body, ".body")
         check_tools(body.get("tools"), ".body.tools")
-        self.messages_of(body["messages"], [f"m{i}" for i in range(len(body["messages"]))])
+        messages_of(body["messages"], [f"m{i}" for i in range(len(body["messages"]))])
 
     def open_thread(self, conversation: Conversation, engine: Engine, model: str, exchange: Exchange) -> Thread:
         from tui.controller.workbench import template_spec
@@ -381,50 +321,6 @@ class Recorder:
         thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json")
         self.threads[conversation.number] = thread
         return thread
-
-    @staticmethod
-    def messages_of(wire: list, ids: list[str]) -> list[Message]:
-        messages = []
-        for index, item in enumerate(wire):
-            message = message_from_dict({**item, "id": ids[index]} if isinstance(item, dict) else item, index)
-            messages.append(message)
-        return messages
-
-    @staticmethod
-    def client_cuts(match: Match, previous_view: Any, previous_ids: list[str], number: int,
-                    thread: Thread) -> list[dict]:
-        """The client's own ledger: each message the previous request carried and this one does not."""
-        if previous_view is None or not match.vanished:
-            return []
-        tokens: dict[str, int] = {}
-        for ident, _kind, _start, _end, count in previous_view.shape.spans:
-            tokens[ident] = tokens.get(ident, 0) + count
-        entries = []
-        for gone in match.vanished:
-            if gone.rewritten:
-                reason = (f"the client rewrote its system prompt: the text request {number - 1} carried "
-                          f"({tokens.get(gone.message_id, 0)} tokens) is gone")
-            else:
-                reason = (f"the client left it out: request {number - 1} carried it, request {number} does not "
-                          "(the client trimmed or compacted its history)")
-            entries.append(asdict(LedgerEntry(gone.index, gone.message_id, gone.role, tokens.get(gone.message_id, 0),
-                                              REWRITTEN if gone.rewritten else TRIMMED, reason, number)))
-        return entries
-
-    @staticmethod
-    def with_cache_effect(thread: Thread, index: int, record: RequestRecord, view: Any) -> Any:
-        from dataclasses import replace
-
-        from tui.sessions.replay import _ledger
-
-        prefix = view.prefix
-        effect = (f"; the cache: {prefix.predicted_cached} of {view.sent_tokens} tokens can be reused "
-                  f"({prefix.cause})")
-        for entry in record.dropped:
-            entry["reason"] = (entry["reason"] + effect)[:4000]
-        view = replace(view, ledger=_ledger(record))
-        thread.replayer._views[index] = view  # noqa: SLF001 - the same view, its ledger's reasons completed
-        return view
 
     def settle(self, record: RequestRecord, session: Session, view: Any, reply: Any, engine: Engine,
                exchange: Exchange) -> None:
