@@ -165,9 +165,11 @@ def test_a_server_reporting_more_cached_tokens_than_prompt_tokens_is_held_to_the
     assert cost["lost_tokens"] == 0
 
 
-def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price():
-    """Anthropic bills writing a marked prefix at 1.25x input (5m): the cache model predicts the write, so the
-    cost before any reply must carry it (Sonnet 4.5 in the shipped table: $3 input, $3.75 write, $15 output)."""
+@pytest.mark.parametrize("ttl, write_price", [(None, "3.75"), ("5m", "3.75"), ("1h", "6.00")])
+def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price(ttl, write_price):
+    """Anthropic bills writing a marked prefix at 1.25x input for 5 minutes (the default) and 2x for an hour: the
+    cache model predicts the write, so the cost before any reply must carry it (Sonnet 4.5 in the shipped table:
+    $3 input, $3.75 write (5m); a 1-hour write is 2 x $3 = $6.00)."""
     from tui.context.budget import PolicySettings
     from tui.context.messages import Message, Provenance
     from tui.context.provider_cache import ProviderCache
@@ -176,8 +178,8 @@ def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price():
     from tui.context.tokens import get_tokenizer
     from tui.sessions.receipts import cost_of
 
-    system = [{"type": "text", "text": " ".join(f"rule{i} stays" for i in range(900)),
-               "cache_control": {"type": "ephemeral"}}]
+    control = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+    system = [{"type": "text", "text": " ".join(f"rule{i} stays" for i in range(900)), "cache_control": control}]
     messages = [Message("system", system, provenance=Provenance("system_prompt", True), id="sys"),
                 Message("user", "hello", provenance=Provenance("user", True), id="u1")]
     parts = template_from_text("{% for m in messages %}<{{ m.role }}>{% if m.content is string %}{{ m.content }}"
@@ -189,7 +191,8 @@ def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price():
     assert written >= 1024 and view.prefix.predicted_cached == 0  # nothing held yet: the marked prefix is written
     cost = cost_of(view, None, shipped_prices(), "claude-sonnet-4-5", None, "anthropic")
     assert cost["cache_write_tokens"] == written
-    by_hand = (Decimal(view.sent_tokens - written) * Decimal("3.00") + Decimal(written) * Decimal("3.75")) / 10**6
+    assert view.prefix.write_lifetime == (ttl or "5m")
+    by_hand = (Decimal(view.sent_tokens - written) * Decimal("3.00") + Decimal(written) * Decimal(write_price)) / 10**6
     assert Decimal(repr(cost["paid"])) == by_hand
 
 

@@ -53,6 +53,7 @@ class CachePrefix:
     diverges: str = ""  # the new prompt's text at the first divergent token
     diverged: str = ""  # the source's text there
     write: int = 0  # tokens a breakpoint rule writes to the cache (Anthropic)
+    write_lifetime: str = ""  # the lifetime it writes them for ("5m", "1h"): a 1-hour write costs more
     best_effort: bool = False  # the provider may reuse less: the prediction is an upper bound
     candidates: list = field(default_factory=list)  # every prompt held: (request, place, shared tokens)
     notes: list[str] = field(default_factory=list)

@@ -29,12 +29,12 @@ def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape,
         found = server.predict(current)
         source = (found.source.shared, found.source.place) if found.source else None
         candidates = [(c.number, c.place, c.shared.tokens) for c in found.candidates]
-        cached, write, best_effort = found.cached, 0, False
+        cached, write, best_effort, lifetime = found.cached, 0, False, ""
     else:
         found = server.predict(current, now)
         source = (found.source.shared, "provider cache") if found.source else None
         candidates = [(c.number, "provider cache", c.shared.tokens) for c in found.candidates]
-        cached, write, best_effort = found.cached, found.write, found.best_effort
+        cached, write, best_effort, lifetime = found.cached, found.write, found.best_effort, found.write_lifetime
     held = _held(server)
     source = source if cached > 0 else None  # a prompt sharing nothing reusable is no source
     shared, place = source if source else (_best(candidates, held, current), "")
@@ -44,7 +44,7 @@ def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape,
         notes.append(f"nothing is reused; compared with request {shared.number}, the held prompt closest to it")
         prefix.source = None
     prefix.place, prefix.candidates, prefix.notes = place, candidates, notes
-    prefix.write, prefix.best_effort = write, best_effort
+    prefix.write, prefix.write_lifetime, prefix.best_effort = write, lifetime, best_effort
     return prefix
 
 

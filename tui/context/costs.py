@@ -33,6 +33,8 @@ class RequestTokens:
     keep_all_tokens: int = 0  # what keep-all would have sent
     keep_all_reusable: int = 0  # what the cache would have served keep-all (its previous request is a prefix)
     cached_from: str = "reported"  # or "predicted" (the engine's cache prediction, before the reply)
+    write_multiplier: float | None = None  # writes priced at this multiple of input (a 1-hour write: 2x), not
+    #                                        at the table's cache_write price (the 5-minute one)
 
 
 def reusable(rule: str, previous_tokens: int | None, tokens: int) -> int:
@@ -47,12 +49,13 @@ def _usd(tokens: int, price: Decimal) -> Decimal:
 def amounts(t: RequestTokens, price: ModelPrice) -> dict[str, Decimal]:
     cached = min(t.cached_tokens, t.input_tokens)
     written = min(t.cache_write_tokens, t.input_tokens - cached)
+    write_price = price.input * Decimal(str(t.write_multiplier)) if t.write_multiplier else price.cache_write
     fresh = t.input_tokens - cached - written
     discount = price.input - price.cached_input
     output = _usd(t.output_tokens, price.output)
     keep_all_cached = min(t.keep_all_reusable, t.keep_all_tokens)
     return {
-        "paid": _usd(fresh, price.input) + _usd(cached, price.cached_input) + _usd(written, price.cache_write)
+        "paid": _usd(fresh, price.input) + _usd(cached, price.cached_input) + _usd(written, write_price)
         + output,
         "saved_by_cache": _usd(cached, discount),
         "lost_to_cache_break": _usd(max(0, t.reusable_tokens - cached), discount),

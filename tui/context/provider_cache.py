@@ -28,6 +28,7 @@ class ProviderPrediction:
     cached: int
     source: Reuse | None
     write: int = 0
+    write_lifetime: str = ""  # of the breakpoint that writes (its cache_control ttl)
     best_effort: bool = False
     candidates: list[Reuse] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -100,7 +101,9 @@ class ProviderCache:
         usage = breakpoint_usage(ends, marked, live, current.tokens.total, minimum, self.rule)
         source = next((h for h in alive if h.number == live.get(usage.read)), None) if usage.read else None
         reuse = Reuse(source.number, shared_prefix(source, current, 0)) if source is not None else None
-        return ProviderPrediction(usage.read, reuse, usage.write, notes=[usage.problem] if usage.problem else [])
+        lifetime = current.blocks[max(marked)][1] if marked and usage.write else ""  # the last breakpoint writes
+        return ProviderPrediction(usage.read, reuse, usage.write, lifetime,
+                                  notes=[usage.problem] if usage.problem else [])
 
     def _entries(self, alive: list[HeldPrompt], now: float | None) -> dict[tuple[int, str], int]:
         """Cache entries the earlier prompts wrote at their breakpoints and that are still alive."""

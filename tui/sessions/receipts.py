@@ -68,7 +68,18 @@ def request_tokens(view: "RequestView", reported: Reported | None, previous: dic
     return RequestTokens(tokens, reused if reused is not None else view.prefix.predicted_cached, written,
                          (reported.completion_tokens or 0) if reported else 0, reusable(rule, earlier_in, tokens),
                          view.keep_all_tokens, reusable(rule, earlier_all, view.keep_all_tokens),
-                         "reported" if reused is not None else "predicted")
+                         "reported" if reused is not None else "predicted",
+                         longer_write(rule, view.prefix.write_lifetime) if written else None)
+
+
+def longer_write(rule: str, lifetime: str) -> float | None:
+    """The write price's multiple of input for a lifetime longer than the table's own (Anthropic's 1-hour
+    writes: 2x, where cache_write is the 5-minute 1.25x); None: the table's cache_write price applies."""
+    from tui.context.cache_rules import RULES
+    lifetimes = RULES[rule].lifetimes if rule in RULES else ()
+    multiples = [life.write_multiplier for life in lifetimes if life.write_multiplier]
+    chosen = next((life.write_multiplier for life in lifetimes if life.label == lifetime), None)
+    return chosen if chosen and multiples and chosen != min(multiples) else None
 
 
 def cost_of(view: "RequestView", reported: Reported | None, prices: PriceTable, model: str,
