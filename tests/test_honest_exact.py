@@ -106,3 +106,19 @@ async def test_a_server_that_shows_no_template_gets_no_system_turn_the_user_did_
             line = summary_text(pane.view, pane.policy, False, assumed=True).plain
             assert "(assumed)" in line and "exact" not in line.split("·")[0], line
             made.ctl.close()
+
+
+def test_with_no_template_chosen_nothing_shows_a_system_turn_the_user_did_not_write(tmp_path, cli_in_process):
+    """No server, no choice: a new session and `render` without --template use ChatML without Qwen 2.5's default
+    system prompt; asking for `--template chatml` (Qwen 2.5's) still gets it."""
+    import json as json_module
+
+    from tui.controller.workbench import template_from_session
+    messages = tmp_path / "m.json"
+    messages.write_text(json_module.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    plain = cli_in_process("render", str(messages))
+    assert plain.returncode == 0 and "<|im_start|>system" not in plain.stdout and "<|im_start|>user\nhi" in plain.stdout
+    qwen25 = cli_in_process("render", str(messages), "--template", "chatml")
+    assert "You are Qwen, created by Alibaba Cloud" in qwen25.stdout
+    fresh = template_from_session(Session().template).render([{"role": "user", "content": "hi"}])
+    assert "<|im_start|>system" not in fresh

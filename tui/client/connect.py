@@ -9,7 +9,7 @@ import httpx
 
 from tui.context.identity import SERVER, SHIPPED
 from tui.context.registry import checked_on_server, template_for_model, tokenizer_for_model
-from tui.context.template_library import ChatTemplate, builtin_template, template_from_text
+from tui.context.template_library import ChatTemplate, builtin_template, plain_chatml, template_from_text  # noqa: F401
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 
 from .endpoint import Endpoint
@@ -101,13 +101,6 @@ async def connect(endpoint: Endpoint) -> Connection:
     assumed, assumption = assumed_template(info)  # the server does not show its template: one is assumed
     return Connection(client, info, None, name, False, f"{info.kind}: counts are estimates ({name}; {assumption})",
                       assumed=assumed, assumption=assumption)
-
-
-def plain_chatml() -> ChatTemplate:
-    """Built-in ChatML with no default system prompt: for a server whose own template cannot be seen."""
-    template = builtin_template("chatml")
-    template.defaults["default_system"] = ""
-    return template
 
 
 def assumed_template(info: ServerInfo) -> tuple[ChatTemplate, str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tui.context import assemble, builtin_template
+from tui.context import assemble
 from tui.context.document import first_difference
 from tui.context.identity import SERVER
-from tui.context.template_library import ChatTemplate, template_from_text
+from tui.context.template_library import ChatTemplate, plain_chatml, template_from_text
 from tui.context.templates import TemplateRenderError
 
 from .doctor_gateway import check_gateway_errors, check_replies, check_stream, hidden, upstream_text
@@ -64,7 +64,7 @@ def server_template(info: ServerInfo) -> tuple[ChatTemplate, bool]:
         defaults = {"bos_token": info.bos_token, "eos_token": info.eos_token}
         return template_from_text(info.chat_template or "", f"server:{info.kind}", "server", kind=SERVER,
                                   **defaults), True
-    return builtin_template("chatml"), False
+    return plain_chatml(), False  # assumed: no default system turn the server may not add
 
 
 async def prompt_tokens(client: OpenAIClient, messages: list[dict], tools: list | None = None) -> int | None:

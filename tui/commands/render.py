@@ -16,6 +16,7 @@ from tui.context.cache import RULES
 from tui.context.fences import FenceStyle
 from tui.context.registry import tokenizer_for_family
 from tui.context.request import RequestSettings, RequestView, build_request
+from tui.context.template_library import plain_chatml
 from tui.context.templates import TemplateRenderError
 from tui.errors import UsageError, one_line
 
@@ -71,7 +72,7 @@ def engine(args: argparse.Namespace, conversation: Conversation):
     if session is not None:
         template, tokenizer = session_engine(session, args.template, args.tokenizer)
         return template, tokenizer, {**session.variables, **parse_vars(args.var)}
-    template = open_template(args.template or "chatml")
+    template = open_template(args.template) if args.template else plain_chatml()  # no system turn not written
     tokenizer = open_tokenizer(args.tokenizer or tokenizer_for_family(template.identity.family))
     return template, tokenizer, parse_vars(args.var)
 

@@ -133,6 +133,14 @@ def builtin_template(name: str) -> ChatTemplate:
     return ChatTemplate(key, "builtin", text, dict(spec.defaults), kind=SHIPPED)
 
 
+def plain_chatml() -> ChatTemplate:
+    """Built-in ChatML with no default system turn: what ctxpane assumes when nobody chose a template and the
+    server shows none (Qwen 2.5's ChatML, the `chatml` built-in, adds a system prompt the user did not write)."""
+    template = builtin_template("chatml")
+    template.defaults["default_system"] = ""
+    return template
+
+
 def template_from_text(text: str, origin: str, name: str = "custom", *, kind: str = MODEL_FILE,
                        **defaults: Any) -> ChatTemplate:
     """A template from text; `kind` is where it came from (SERVER for a server's own, else a model file)."""

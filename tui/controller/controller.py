@@ -20,7 +20,7 @@ from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message
 from tui.context.request import RequestView
 from tui.context.safety import visible
-from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template
+from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template, plain_chatml
 from tui.sessions.model import Session
 
 from .compute import SKIPPED, ComputeWorker
@@ -49,7 +49,7 @@ class Controller:
     def __init__(self, settings: Any, runtime: Runtime, listener: Callable[[Event], None] = lambda event: None,
                  sessions_folder: Path | None = None) -> None:
         self.settings, self.runtime, self.listener = settings, runtime, listener
-        self.wb = Workbench(Session(), builtin_template("chatml"))
+        self.wb = Workbench(Session(), plain_chatml())
         self.link = Link(settings)
         self.file = SessionFile(lambda: self.wb.session, runtime, self.notify, lambda: self.link.client,
                                 settings.api_key_env, sessions_folder)
@@ -331,7 +331,7 @@ class Controller:
                 template_from_session(session.template)
         except (TemplateNotFound, OSError) as exc:
             self.notify(visible(str(exc)), severity="error")
-            template = builtin_template("chatml")
+            template = plain_chatml()
         tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
         self.wb = Workbench(session, template, tokenizer, draft=draft, content_specials=self.wb.content_specials)
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer

@@ -82,7 +82,9 @@ class Session:
     updated: str = field(default_factory=now_iso)
     base_url: str = ""
     model: str = ""
-    template: dict = field(default_factory=lambda: {"name": "chatml", "origin": "builtin"})
+    # Nobody chose one yet: ChatML with no default system turn (see plain_chatml), saved with its default.
+    template: dict = field(default_factory=lambda: {"name": "chatml", "origin": "builtin",
+                                                    "defaults": {"default_system": ""}})
     tokenizer: str = ""
     policy: dict = field(default_factory=lambda: asdict(PolicySettings()))
     fences: bool = True
