@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -88,3 +89,18 @@ async def summarised(made: "Harness", text: str = "what now?") -> None:
     ctl.refresh()
     ctl.submit(text)
     await made.idle(0.1)
+
+
+@asynccontextmanager
+async def summarised_on_a_server(tmp_path):
+    """Connected to a loopback server, a history too long for the window sent under the summarise policy: yields
+    (harness, server) once the summary is made; the controller is closed after."""
+    from fault_server import FaultServer
+    with FaultServer(delay=0.01) as server:
+        made = await connected(tmp_path, server.url + "/ok")
+        try:
+            await summarised(made)
+            assert made.ctl.wb.session.policy["summary"] == "whole reply"
+            yield made, server
+        finally:
+            made.ctl.close()

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 
@@ -159,3 +160,11 @@ class LoopbackUpstream:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    """A loopback upstream for one test module (imported by the modules that use it)."""
+    server = LoopbackUpstream()
+    yield server
+    server.stop()

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from controller_helpers import Harness, connected, harness, summarised  # noqa: F401 - harness is a fixture
+from controller_helpers import Harness, connected, harness, summarised_on_a_server  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
 from tui.context.template_library import template_from_text
 from tui.controller.events import (ChatChanged, Notice, ReplyEnded, ReplyProgress, ReplyStarted,
@@ -149,14 +149,9 @@ async def test_resend_from_a_message_drops_what_follows_and_sends(tmp_path, monk
 
 async def test_summarise_makes_a_summary_before_sending(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.01) as server:
-        made = await connected(tmp_path, server.url + "/ok")
-        ctl = made.ctl
-        await summarised(made)
-        assert ctl.wb.session.policy["summary"] == "whole reply"
+    async with summarised_on_a_server(tmp_path) as (made, server):
         assert any("summary made" in e.text for e in made.of(StatusChanged))
         assert any("whole reply" in m["content"] for m in server.requests[-1]["body"]["messages"])
-        ctl.close()
 
 
 # -- the real server --------------------------------------------------------------------------------------------

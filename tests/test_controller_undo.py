@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from controller_helpers import Session, connected, harness, summarised  # noqa: F401 - harness is a fixture
+from controller_helpers import Session, connected, harness, summarised_on_a_server  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
 from tui.controller.events import Notice
 from tui.sessions.store import load_session
@@ -87,15 +87,11 @@ async def test_resend_is_undone_and_the_dropped_messages_come_back(tmp_path, mon
 
 async def test_a_summary_is_undone_without_losing_the_turn_sent_with_it(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FaultServer(delay=0.01) as server:
-        made = await connected(tmp_path, server.url + "/ok")
+    async with summarised_on_a_server(tmp_path) as (made, _server):
         ctl = made.ctl
-        await summarised(made)
-        assert ctl.wb.session.policy["summary"] == "whole reply"
         sent = texts(ctl)
         assert ctl.history.next_label.startswith("summary of ") and ctl.history.undo()
         assert ctl.wb.session.policy["summary"] is None and texts(ctl) == sent
-        ctl.close()
 
 
 async def test_a_stale_stopped_status_goes_with_the_next_reply(tmp_path, monkeypatch):

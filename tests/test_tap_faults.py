@@ -21,16 +21,9 @@ import openai
 import pytest
 
 from conftest import ROOT, free_port
-from tap_helpers import LoopbackUpstream, RunningTap
+from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
 
 KEY = "sk-fault-secret-abcdefghijkl"
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    server = LoopbackUpstream()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

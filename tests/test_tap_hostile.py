@@ -9,14 +9,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tap_helpers import LoopbackUpstream, RunningTap
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    server = LoopbackUpstream()
-    yield server
-    server.stop()
+from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
 
 
 @pytest.fixture(scope="module")
