@@ -125,6 +125,7 @@ async def test_notifications_status_and_titles_with_hostile_text(sessions, tmp_p
         for kind, text in HOSTILE.items():
             app.notify(text, title=text)
             app.screen.notify(text, severity="error")
+            app.notify(text, markup=True)  # a caller asking for markup still gets text
         app.notify(BIG)
         app.sub_title = ALL
         await settle(pilot, app)

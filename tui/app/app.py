@@ -135,9 +135,10 @@ class CtxpaneApp(App):
     # -- the one way to the screen -------------------------------------------------------------
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = False) -> None:
-        """Every notification (app, screens, widgets) lands here: shown as text, never parsed as markup."""
-        super().notify(bounded(message, 4000), title=one_line(title), severity=severity, timeout=timeout,
-                       markup=False)
+        """Every notification (app, screens, widgets) lands here: shown as text, never parsed as markup
+        (`markup` is taken for Textual's signature and ignored: no caller can turn markup on)."""
+        text = bounded(message, 4000)
+        super().notify(text, title=one_line(title), severity=severity, timeout=timeout, markup=False)
 
     def format_title(self, title: str, sub_title: str) -> Content:
         return super().format_title(one_line(title, 120), one_line(sub_title, 120))
