@@ -93,25 +93,25 @@ class Attaching:
         if not text.strip():
             ctl.notify(f"not attached: {visible(str(path))} is empty", severity="warning")
             return
+        if not self._can_land(wb, path):
+            return
+        wb.add_document(text, PREFIX + path.name)
+        ctl.changed()
+        ctl.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")
+
+    def _can_land(self, wb, path: Path) -> bool:
+        """A file read off the loop lands only in the session it was asked for, and not under a streaming reply."""
+        ctl = self.ctl
         if ctl.wb is not wb:  # read while another session was opened: not into that one
             ctl.notify(f"{visible(path.name)} was not attached: another session was opened meanwhile",
                        severity="warning")
-            return
-        if ctl.answering():
-            return
-        wb.add_document(text, PREFIX + path.name)
-        if ctl.wb is wb:
-            ctl.changed()
-            ctl.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")
+            return False
+        return not ctl.answering()
 
     def _landed(self, wb, path: Path, part: dict) -> None:
         """An image read off the loop lands as a user message of one image part (untrusted, like any file)."""
         ctl = self.ctl
-        if ctl.wb is not wb:
-            ctl.notify(f"{visible(path.name)} was not attached: another session was opened meanwhile",
-                       severity="warning")
-            return
-        if ctl.answering():
+        if not self._can_land(wb, path):
             return
         wb.add_image(part, PREFIX + path.name)
         ctl.changed()
