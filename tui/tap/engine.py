@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 
-from tui.context.template_library import builtin_template
 from tui.context.tokens import get_tokenizer
 
 from .recorder import Engine
@@ -44,19 +43,11 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
 
 
 def fallback_template(model: str):
-    """The built-in template of the model's family (ChatML with no default system turn when it is not known:
-    nothing the client did not send is shown as sent)."""
-    from tui.client.connect import plain_chatml
-    from tui.context.registry import family_for_model
-    from tui.context.template_library import TemplateNotFound
-
-    found = family_for_model(model)
-    for name in (found.templates if found else ()):
-        try:
-            return builtin_template(name)
-        except TemplateNotFound:
-            continue
-    return plain_chatml()
+    """The template the app assumes for this model when the server shows none (tui/client/connect.py): the
+    family's built-in, or ChatML with no default system turn; nothing the client did not send is shown as sent."""
+    from tui.client.connect import assumed_template
+    from tui.client.server_info import ServerInfo
+    return assumed_template(ServerInfo(model=model))[0]
 
 
 def hosted_kind(upstream: str) -> str:
