@@ -84,11 +84,16 @@ def _claims(answer: Any, *keys: str) -> bool:
     return isinstance(answer, dict) and any(key in answer for key in keys)
 
 
+def hosted_kind(host: str) -> str:
+    """The hosted API a host name belongs to ("openai", "openrouter", …), else "openai-compatible"."""
+    host = host.lower()
+    return next((kind for suffix, kind in HOSTED.items() if host.endswith(suffix)), "openai-compatible")
+
+
 async def probe(client: OpenAIClient, model: str = "") -> ServerInfo:
     """Ask the server what it is. Raises ClientError if /v1/models cannot be had, or an answer is malformed."""
     info = ServerInfo()
-    host = client.endpoint.host.split(":")[0]
-    info.kind = next((kind for suffix, kind in HOSTED.items() if host.endswith(suffix)), info.kind)
+    info.kind = hosted_kind(client.endpoint.host.split(":")[0])
     listing = await _models(client)
     info.models = [entry.id for entry in listing.data]
     info.model = model or client.endpoint.model or (info.models[0] if info.models else "")

@@ -27,7 +27,7 @@ def learn_engine(upstream: str, model: str = "") -> Engine:
         connection = asyncio.run(_connect(endpoint))
     except Exception as exc:  # noqa: BLE001 - any failure: the estimates below, and why
         name, template = tokenizer_for_model(model), fallback_template(model)
-        return Engine(template, get_tokenizer(name), cache_rule(hosted_kind(upstream), model), None,
+        return Engine(template, get_tokenizer(name), cache_rule(upstream_kind(upstream), model), None,
                       f"the upstream did not say its template ({type(exc).__name__}: {str(exc)[:200]}): "
                       f"built-in {template.name} and {name}, estimates", False)
     info = connection.info
@@ -50,12 +50,11 @@ def fallback_template(model: str):
     return assumed_template(ServerInfo(model=model))[0]
 
 
-def hosted_kind(upstream: str) -> str:
+def upstream_kind(upstream: str) -> str:
     from urllib.parse import urlsplit
 
-    from tui.client.server_info import HOSTED
-    host = (urlsplit(upstream).hostname or "").lower()
-    return next((kind for suffix, kind in HOSTED.items() if host.endswith(suffix)), "openai-compatible")
+    from tui.client.server_info import hosted_kind
+    return hosted_kind(urlsplit(upstream).hostname or "")
 
 
 async def _connect(endpoint):
