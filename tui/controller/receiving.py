@@ -48,22 +48,24 @@ def server_window(ctl: "Controller") -> tuple[WindowSize | None, str]:
     return connection.info.window, connection.info.kind
 
 
-def fit_now(ctl: "Controller", view: "RequestView", body: dict) -> FitCheck | None:
-    """The request as it stands (draft included) against the server's window, for the pane's header;
-    None until a server has said its window."""
+def fit_to_server(ctl: "Controller", view: "RequestView", body: dict) -> FitCheck:
+    """The request (its tokens and the reply it reserves) against the server's window, if it has said one."""
     window, kind = server_window(ctl)
-    if window is None:
-        return None
     return fit_check(view.sent_tokens, reply_reserve(body), window, kind)
+
+
+def fit_now(ctl: "Controller", view: "RequestView", body: dict) -> FitCheck | None:
+    """The request as it stands (draft included), for the pane's header; None until a server has said its window."""
+    fit = fit_to_server(ctl, view, body)
+    return fit if fit.window is not None else None
 
 
 def check_before_sending(ctl: "Controller", record: "RequestRecord", view: "RequestView", body: dict) -> FitCheck:
     """Record whether the request fits the server's window, and warn when it will not."""
-    window, kind = server_window(ctl)
-    fit = fit_check(view.sent_tokens, reply_reserve(body), window, kind)
+    fit = fit_to_server(ctl, view, body)
     record_fit(record, fit)
     if fit.fits is False:
-        ctl.status(visible(f"⚠ will not fit: {fit.message} ({window_said(window)})"), "red")
+        ctl.status(visible(f"⚠ will not fit: {fit.message} ({window_said(fit.window)})"), "red")
     return fit
 
 
