@@ -16,9 +16,8 @@ from textual.widgets import Footer, Header, Static
 
 from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message, message_from_dict
-from tui.context.budget import cost_series
 from tui.sessions.model import Session
-from tui.sessions.receipts import cost_line, fit_line, received_line
+from tui.sessions.receipts import cost_line, fit_line, received_line, request_series
 from tui.sessions.replay import Replayer, Step
 
 from .context_pane import ContextPane, PaneData
@@ -144,8 +143,7 @@ class ReplayScreen(Screen):
 
     def _costs(self) -> list[dict]:
         """The Cost tab's rows for the requests up to this step, as the chat computed them when they were sent."""
-        done = self.session.requests[:self.index + 1]
-        return cost_series([(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in done])
+        return request_series(self.session.requests[:self.index + 1])
 
     @staticmethod
     def _stored_message(item: object, index: int) -> Message:

@@ -20,7 +20,8 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.context.budget import PolicySettings, cost_series
+from tui.context.budget import PolicySettings
+from tui.sessions.receipts import request_series
 from tui.tap.client_cuts import messages_of
 
 from .context_pane import ContextPane, PaneData
@@ -219,7 +220,7 @@ class TapApp(App):
         previous = tapped.previous.shape if tapped.previous is not None else None
         summary = summary_text(tapped.view, policy, previous is not None,
                                prefix=f"conversation {tapped.conversation} · request {tapped.index + 1}: ")
-        costs = cost_series([(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in requests])
+        costs = request_series(requests)
         messages = messages_of(record.body.get("messages", []), record.message_ids)
         data = PaneData(summary, messages, None, previous, window, int(record.body.get("max_tokens") or 0),
                         self.query_one(ContextPane).roles, requests, costs,

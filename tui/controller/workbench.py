@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tui.client.reply import Reply
-from tui.context.budget import PolicySettings, cost_series
+from tui.context.budget import PolicySettings
 from tui.context.cache import RequestShape
 from tui.context.fences import FenceStyle
 from tui.context.incremental import splice_message
@@ -22,6 +22,7 @@ from tui.context.request import RequestSettings, RequestView, build_request, emp
 from tui.context.template_library import ChatTemplate
 from tui.context.tokens import SegmentCache, Tokenizer
 from tui.sessions.model import RequestRecord, Session, now_iso
+from tui.sessions.receipts import request_series
 from tui.sessions.session_template import builtin_defaults, template_from_session  # noqa: F401 - the app imports it here
 
 DRAFT_ID = "draft"
@@ -322,5 +323,4 @@ class Workbench:
         self.set_policy(summary=text.strip(), summary_cost=cost, summary_of=[m.id for m in messages])
 
     def costs(self) -> list[dict]:
-        rows = [(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in self.session.requests]
-        return cost_series(rows)
+        return request_series(self.session.requests)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tui.context.budget import cost_series
 from tui.context.costs import RequestTokens, add_totals, request_cost, reusable
 from tui.context.prices import PriceTable
 from tui.context.received import Receipt, Reported
@@ -142,3 +143,8 @@ def fit_line(fit: dict | None) -> str:
     if not fit or fit.get("fits") is not False:
         return ""
     return " · " + one_line(f"before sending: {fit.get('message') or 'it did not fit the window'}", 300)
+
+
+def request_series(requests: list[RequestRecord]) -> list[dict]:
+    """The Cost tab's per-request rows for recorded requests: sent, and what keep-all would have sent."""
+    return cost_series([(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in requests])
