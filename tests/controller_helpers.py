@@ -47,6 +47,19 @@ class Harness:
         if writer is not None:
             await asyncio.to_thread(writer.wait_idle, 10)
 
+    async def until_replied(self, step: float = 0.1, tries: int = 300) -> None:
+        """Wait until no reply streams any more (what a send started is over)."""
+        for _ in range(tries):
+            await self.idle(step)
+            if not self.ctl.streaming:
+                return
+        raise AssertionError("the reply never ended")
+
+    async def send(self, text: str) -> None:
+        """Send `text` as the user would, and wait for the whole reply."""
+        assert self.ctl.submit(text)
+        await self.until_replied()
+
     def of(self, kind) -> list:
         return [event for event in self.events if isinstance(event, kind)]
 

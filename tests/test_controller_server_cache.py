@@ -8,15 +8,6 @@ from tui.controller.events import StatusChanged
 from tui.sessions.model import Session
 
 
-async def send(made: Harness, text: str) -> None:
-    assert made.ctl.submit(text)
-    for _ in range(300):
-        await made.idle(0.1)
-        if not made.ctl.sending.streaming:
-            return
-    raise AssertionError("the reply never ended")
-
-
 async def test_returning_to_an_earlier_conversation_is_predicted_from_the_host_cache(llama_server, tmp_path,
                                                                                      monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -28,18 +19,18 @@ async def test_returning_to_an_earlier_conversation_is_predicted_from_the_host_c
     await made.idle(0.5)
     ctl = made.ctl
     assert ctl.sending.cache.model is not None, [e.text for e in made.of(StatusChanged)]
-    await send(made, "Name three rivers in Europe, briefly.")
-    await send(made, "Which of them is the longest?")
+    await made.send("Name three rivers in Europe, briefly.")
+    await made.send("Which of them is the longest?")
     ctl.adopt(Session(params=dict(params)), None)  # another conversation takes the slot
     await made.idle(0.3)
-    await send(made, "Write a haiku about snow and pine trees.")
+    await made.send("Write a haiku about snow and pine trees.")
     ctl.adopt(first, None)  # and back to the first one
     await made.idle(0.3)
     ctl.set_draft("And the shortest?")
     await made.idle(0.3)
     shown = ctl.pane_state().view.prefix  # the pane predicts from the server's cache before anything is sent
     assert shown.source == 2 and shown.tokens > 20, (shown.source, shown.tokens, shown.place)
-    await send(made, "And the shortest?")
+    await made.send("And the shortest?")
     ctl.close()
     back = first.requests[-1]
     assert back.cached_reported and back.cached_reported > 20  # the server reused the earlier prompt
@@ -64,16 +55,16 @@ async def test_going_back_inside_one_conversation_is_predicted_from_the_request_
     made.ctl.connect()
     await made.idle(0.5)
     ctl = made.ctl
-    await send(made, "What is the capital of Portugal?")
+    await made.send("What is the capital of Portugal?")
     kept = list(session.messages)
     session.messages = [Message("system", "Reply only in French.", provenance=Provenance("system_prompt", True),
                                 id="s2"), *kept[1:]]
     ctl.changed()
-    await send(made, "And of Spain?")
+    await made.send("And of Spain?")
     session.messages = kept  # the first system prompt back, the French turn gone
     ctl.changed()
     await made.idle(0.3)
-    await send(made, "And of Italy?")
+    await made.send("And of Italy?")
     ctl.close()
     back = session.requests[-1]
     assert back.cached_reported and back.cached_reported > 20, back.cached_reported
@@ -88,7 +79,7 @@ async def test_llama_requests_ask_for_the_generated_tokens_cheaply(llama_server,
     made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 8}), None)
     made.ctl.connect()
     await made.idle(0.5)
-    await send(made, "Say one word.")
+    await made.send("Say one word.")
     made.ctl.close()
     record = made.ctl.wb.session.requests[-1]
     assert record.body["logprobs"] is True and record.body["top_logprobs"] == 1  # 1: not every alternative
@@ -104,7 +95,7 @@ async def test_odd_figures_in_a_stored_record_do_not_spoil_the_cache_model(llama
     made.ctl.adopt(session, None)
     made.ctl.connect()
     await made.idle(0.5)
-    await send(made, "Name a river.")
+    await made.send("Name a river.")
     made.ctl.close()
     session.requests[-1].timings = {"predicted_n": "lots", "prompt_n": [1], "cache_n": True}
     again = Harness(tmp_path / "again", base_url=llama_server, tokenizer="")
@@ -112,7 +103,7 @@ async def test_odd_figures_in_a_stored_record_do_not_spoil_the_cache_model(llama
     again.ctl.connect()
     await again.idle(0.5)
     assert again.ctl.sending.cache.model is not None
-    await send(again, "And another?")
+    await again.send("And another?")
     record = session.requests[-1]
     assert record.cached_reported > 0
     assert abs(record.predicted_cached - record.cached_reported) <= 1, (record.predicted_cached, record.cached_reported)

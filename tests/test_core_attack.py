@@ -25,11 +25,7 @@ async def _first_progress(made: Harness) -> None:
 
 
 async def _until_done(made: Harness) -> None:
-    for _ in range(300):
-        await made.idle(0.05)
-        if not made.ctl.streaming:
-            return
-    raise AssertionError("the reply never ended")
+    await made.until_replied(step=0.05)
 
 
 @pytest.mark.parametrize("how", ["new session", "open file"])

@@ -20,14 +20,6 @@ from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
 
 
-async def send(made: Harness, text: str) -> None:
-    assert made.ctl.submit(text)
-    for _ in range(300):
-        await made.idle(0.1)
-        if not made.ctl.sending.streaming:
-            return
-
-
 def system(text: str) -> Message:
     return Message("system", text, provenance=Provenance("system_prompt", True), id="s")
 
@@ -47,7 +39,7 @@ async def main(url: str) -> None:
     for session, text in plan:
         if made.ctl.wb.session is not session:
             made.ctl.adopt(session, None); await made.idle(0.3)
-        await send(made, text)
+        await made.send(text)
         r = session.requests[-1]
         rows.append((("A" if session is a else "B") + str(len(session.requests)), r.predicted_cached, r.cached_reported,
                      r.cache_source, (r.received or {}).get("verdict")))
