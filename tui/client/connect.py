@@ -9,7 +9,7 @@ import httpx
 
 from tui.context.identity import SERVER, SHIPPED
 from tui.context.registry import checked_on_server, template_for_model, tokenizer_for_model
-from tui.context.template_library import ChatTemplate, builtin_template, plain_chatml, template_from_text  # noqa: F401
+from tui.context.template_library import ChatTemplate, builtin_template, plain_chatml, template_from_text
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 
 from .endpoint import Endpoint

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 async def connect(ctl: "Controller") -> None:
     """Find the server (the URL given, else a local one), connect, and take what it offers: its template,
     its context window, and the tokenizer that counts as it does. Said in the status line at each step."""
-    from tui.client.connect import connect as open_connection, plain_chatml, scan_local
+    from tui.client.connect import connect as open_connection, scan_local
+    from tui.context.template_library import plain_chatml
     from tui.client.endpoint import EndpointError
     from tui.context.registry import cache_rule
     from tui.context.tokens import get_tokenizer

@@ -18,7 +18,7 @@ LEARN_TIMEOUT = 15.0  # seconds for the whole probe: an upstream that trickles n
 
 def learn_engine(upstream: str, model: str = "") -> Engine:
     """Ask the upstream (without any key) for its template and tokenizer; run it off the event loop."""
-    from tui.client.connect import plain_chatml
+    from tui.context.template_library import plain_chatml
     from tui.client.endpoint import Endpoint
     from tui.context.registry import cache_rule, tokenizer_for_model
 
