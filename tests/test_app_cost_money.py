@@ -36,7 +36,8 @@ async def cost_tab(tmp_path, model: str) -> tuple[str, list]:
             await send(pilot, app, "second question")
             app.query_one("#tabs").active = "cost"
             await settle(pilot, app)
-            app.save_screenshot(f"cost-{model}.svg", "/tmp/wire12-shots")
+            app.save_screenshot(f"cost-{model}.svg", str(tmp_path))
+            assert (tmp_path / f"cost-{model}.svg").stat().st_size > 0
             return plain(app.query_one(CostView)), list(app.controller.wb.session.requests)
 
 

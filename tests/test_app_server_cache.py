@@ -39,5 +39,5 @@ async def test_cache_tab_names_the_request_reused_and_agrees_with_the_server(ses
         assert "reused from request 2 (slot 0)" in shown, shown
         assert records[-1].cache_source == 1 and abs(records[-1].predicted_cached - records[-1].cached_reported) <= 1
         assert "#1 slot 0" in shown, shown
-        Path("/tmp/wire12-shots").mkdir(exist_ok=True)
-        app.save_screenshot("cache.svg", "/tmp/wire12-shots")
+        app.save_screenshot("cache.svg", str(tmp_path))
+        assert (tmp_path / "cache.svg").stat().st_size > 0
