@@ -335,6 +335,9 @@ class CtxpaneApp(App):
     def action_copy_code(self) -> None:
         self.copier.copy_code()
 
+    def action_copy_exact(self) -> None:
+        self.copier.copy_exact()
+
     def action_copy_document(self) -> None:
         self.copier.copy_document()
 
@@ -371,7 +374,10 @@ class CtxpaneApp(App):
             ("Copy reply", "the selected message (else the last reply) as Markdown text", self.action_copy_reply),
             ("Copy code block", "a code block of the selected message or last reply (again: the next)",
              self.action_copy_code),
-            ("Copy document", "the exact rendered document the model is sent", self.action_copy_document),
+            ("Copy exact text", "the selected message (else the last reply) with its control characters: asks first",
+             self.action_copy_exact),
+            ("Copy document", "the rendered document the model is sent (control characters made visible)",
+             self.action_copy_document),
             ("Copy request as curl", "the key as its $VARIABLE, never the key", self.action_copy_curl),
             ("Help", "all keys", self.action_help),
         ]

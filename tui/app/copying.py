@@ -4,6 +4,11 @@ The text goes to the terminal's clipboard with Textual's `App.copy_to_clipboard`
 refuse OSC 52 (or ask first) and the app cannot tell, so the same text is also written, off the loop, to
 `$XDG_CACHE_HOME/ctxpane/clipboard.txt` (readable by the user only), and the notice says both. The curl
 command names the key by its variable (`$OPENAI_API_KEY`): the key itself is never copied or written.
+
+What is copied comes from outside (a model's reply, a tool result) and will be pasted into another program, a
+shell most often: it is made safe to paste first (`paste_safe`: an ESC ending a bracketed paste would run the
+rest as typed), and the notice says how many characters became stand-ins. The palette's "Copy exact text"
+copies the bytes as they are, after a confirmation that says why that is dangerous.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from typing import TYPE_CHECKING
 
 from platformdirs import user_cache_dir
 
-from .request_view import curl_command
+from tui.context.safety import paste_safe
+from tui.sessions.transfer import curl_command
+
+from .confirm_screen import ConfirmScreen
 
 if TYPE_CHECKING:
     from .app import CtxpaneApp
@@ -46,21 +54,27 @@ class Copier:
         self.app = app
         self._next_block: tuple[str, int] = ("", 0)  # (message id, block) that `y` copies next
 
-    def copy(self, what: str, text: str) -> None:
-        """To the clipboard (OSC 52), and to the fallback file; the notice says what and where."""
+    def copy(self, what: str, text: str, exact: bool = False) -> None:
+        """To the clipboard (OSC 52), and to the fallback file; the notice says what and where, and how many
+        characters were made visible to keep the paste safe (none when `exact`)."""
+        changed = 0
+        if not exact:
+            text, changed = paste_safe(text)
         self.app.copy_to_clipboard(text)
         path = clipboard_file()
+        made_safe = (f"; {changed:,} control character{'s' if changed != 1 else ''} made visible so that pasting "
+                     "runs nothing (palette: Copy exact text)") if changed else ""
 
         def write() -> None:
             try:
                 _write_private(path, text)
                 note = f"also in {path} (if your terminal refuses clipboard writes, OSC 52)"
-                severity = "information"
+                severity = "warning" if exact else "information"
             except OSError as exc:
                 note = f"could not also write {path}: {exc.strerror or exc}"
                 severity = "warning"
-            self.app.call_from_thread(self.app.notify, f"Copied {what} ({len(text):,} characters); {note}",
-                                      title="Copied", severity=severity)
+            self.app.call_from_thread(self.app.notify, f"Copied {what} ({len(text):,} characters){made_safe}; "
+                                      f"{note}", title="Copied", severity=severity)
         self.app.run_worker(write, thread=True, group="copy", exit_on_error=False)
 
     def _reply(self):
@@ -99,12 +113,35 @@ class Copier:
         label = f"code block {at + 1} of {len(blocks)}" + (f" ({language})" if language else "")
         self.copy(f"{label} of message #{index}", code)
 
+    def copy_exact(self) -> None:
+        """The selected message (or the last reply) byte for byte, after a confirmation: its control characters
+        reach the clipboard too, and a terminal or shell that it is pasted into may act on them."""
+        found = self._reply()
+        if found is None:
+            self.app.notify("Nothing to copy: no reply yet", severity="warning", markup=False)
+            return
+        index, message = found
+        text = message.text()
+        unsafe = paste_safe(text)[1]
+        if not unsafe:
+            self.copy(f"{message.role} message #{index}", text)
+            return
+        question = (f"Copy {message.role} message #{index} exactly, with its {unsafe:,} control character"
+                    f"{'s' if unsafe != 1 else ''}? Pasted into a terminal, an escape sequence in it can end a "
+                    "bracketed paste and run the rest as a command. Copy the exact text only to paste it into an "
+                    "editor or a file.")
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.copy(f"{message.role} message #{index} exactly, control characters included", text, exact=True)
+        self.app.push_screen(ConfirmScreen(question), done)
+
     def copy_document(self) -> None:
         view = self.app.controller.wb.view
         if view is None:
             self.app.notify("The document is not ready yet", severity="warning", markup=False)
             return
-        self.copy("the exact document", view.document.text)
+        self.copy("the document", view.document.text)
 
     def copy_curl(self) -> None:
         pane = self.app.controller.pane_state()

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import json
-import shlex
+
+from tui.sessions.transfer import curl_command
 
 from .safe_inputs import SafeTextArea
-
-
-def curl_command(url: str, body: dict, key_env: str) -> str:
-    """A curl command for the body; the key is referenced by its variable, never written out."""
-    return (f"curl {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
-            f"  -H \"Authorization: Bearer ${key_env}\" \\\n  -d {shlex.quote(json.dumps(body, ensure_ascii=False))}")
 
 
 DATA_SHOWN = 48  # characters of a data: URL shown; an image's base64 is never put on screen whole

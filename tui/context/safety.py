@@ -94,3 +94,27 @@ def visible(text: str) -> str:
     characters, fillers), private-use or surrogate character shown as a visible stand-in (`␛`,
     `<U+E0041>`); tab and newline are kept, and so is an emoji's presentation selector."""
     return hidden_pattern().sub(_show, text)
+
+
+# Text that leaves ctxpane for another program (the clipboard, a curl command a shell will run) must not be
+# able to steer that program. A pasted ESC [ 2 0 1 ~ ends a shell's bracketed paste and the rest runs as typed;
+# C1 controls (U+009B is a one-character CSI) and carriage returns do the same in some terminals; BiDi
+# controls and line/paragraph separators make code read differently from how it runs (Trojan Source).
+_PASTE_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def paste_safe(text: str) -> tuple[str, int]:
+    """`text` made safe to paste into a terminal, and how many characters were changed: every control
+    character other than tab and newline, and every BiDi control, becomes its visible stand-in (`␛`,
+    `<U+009B>`); a CRLF line end becomes a newline."""
+    changed = text.count("\r\n")
+    text = text.replace("\r\n", "\n")
+    safe, replaced = _PASTE_UNSAFE.subn(_show, text)
+    return safe, changed + replaced
+
+
+def json_paste_safe(text: str) -> str:
+    """A JSON text with every paste-unsafe character inside its strings written as a `\\uXXXX` escape:
+    the same JSON value, and no byte that a terminal or shell acts on (JSON's structure is ASCII, so every
+    such character stands inside a string)."""
+    return _PASTE_UNSAFE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)

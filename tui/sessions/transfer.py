@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tui.context.image_tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
+from tui.context.safety import json_paste_safe, paste_safe
 
 from .safe_io import about
 from .model import RequestRecord, Session, SessionFormatError, now_iso, session_from_dict
@@ -159,11 +160,17 @@ def export_request(session: Session, step: int | None) -> str:
     return json.dumps(step_record(session, step).body, ensure_ascii=False, indent=2)
 
 
+def curl_command(url: str, body: dict, key_env: str) -> str:
+    """The request as a curl command a shell can run and a terminal can paste: the key named by its variable,
+    never written out; no control character in it (the JSON keeps its value, the URL gets stand-ins)."""
+    data = json_paste_safe(json.dumps(body, ensure_ascii=False))
+    return paste_safe(f"curl {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
+                      f"  -H \"Authorization: Bearer ${key_env}\" \\\n  -d {shlex.quote(data)}")[0]
+
+
 def export_curl(session: Session, step: int | None, key_env: str = "OPENAI_API_KEY") -> str:
-    body = step_record(session, step).body
     url = (session.base_url or "http://127.0.0.1:8080/v1").rstrip("/") + "/chat/completions"
-    return (f"curl {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
-            f"  -H \"Authorization: Bearer ${key_env}\" \\\n  -d {shlex.quote(json.dumps(body, ensure_ascii=False))}")
+    return curl_command(url, step_record(session, step).body, key_env)
 
 
 def new_title(session: Session, suffix: str) -> str:
