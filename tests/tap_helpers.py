@@ -4,7 +4,7 @@ The openai SDK, curl and httpx talk to them over real loopback sockets, as any p
 `LoopbackUpstream` is an aiohttp server whose first path segment picks the behaviour:
 /echo (what arrived: method, path, headers, body digest), /slow (a stream that goes on until the
 client leaves, noting when it does), /cut (a stream broken off mid-reply), /ok (a short stream), /flood (?n= pieces of ?size= characters, fast),
-/late (no answer until the client leaves).
+/late (no answer until the client leaves), /echokey (a stream whose error event quotes the request's headers).
 """
 
 from __future__ import annotations
@@ -113,6 +113,14 @@ class LoopbackUpstream:
                                       "headers": [[k, v] for k, v in request.headers.items()],
                                       "length": len(body), "sha256": hashlib.sha256(body).hexdigest()},
                                      headers={"X-Upstream": "loop", "Set-Cookie": "upstream-session=abc"})
+        if scenario == "echokey":  # a stream whose error event quotes every header it was sent, as some do
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            await response.write(sse(piece("before the error ")))
+            quoted = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
+            await response.write(sse({"error": {"message": f"refused, you sent {quoted}"}}))
+            await response.write_eof()
+            return response
         if scenario == "gz":  # a whole reply, compressed when the client accepts it
             answer = web.json_response({"id": "g", "object": "chat.completion", "model": "loop-model", "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": "squeezed " * 50}, "finish_reason": "stop"}]})

@@ -164,6 +164,9 @@ def test_redact_masks_whole_and_partial_keys():
     assert endpoint.redact(f"x{KEY[:10]}-tail") == "x***-tail"
     assert endpoint.redact("sk-test") == "sk-test"  # a run shorter than 8 says nothing: left as it is
     assert Endpoint("http://h:1").redact("anything") == "anything"
-    placeholder = Endpoint("http://h:1", "m", "X", "x", "flag")  # a dummy key for a local server
-    assert placeholder.redact("max tokens exceeded") == "max tokens exceeded" and placeholder.secrets == []
+    for dummy in ("x", "anything", "sk-1234", "not-a-real-key"):  # placeholder keys for local servers
+        placeholder = Endpoint("http://h:1", "m", "X", dummy, "flag")
+        text = f"max tokens exceeded; {dummy} is not {dummy}s"
+        assert placeholder.redact(text) == text and not placeholder.key_searchable
+        assert placeholder.secrets == [dummy]  # still never written where a key is carried
     assert endpoint.secrets == [KEY]

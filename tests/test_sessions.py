@@ -30,14 +30,17 @@ def test_round_trip_keeps_everything(tmp_path):
     assert again.requests[-1].body["messages"] and again.requests[-1].document_hash
 
 
-def test_keys_never_saved(tmp_path):
-    session = Session(messages=[Message("user", "my key is sk-live-SECRET1234567890")])
-    session.requests.append(RequestRecord(1, "t", {"note": "Bearer abcdefghijklmnop1234"}))
+def test_keys_never_saved_where_they_are_carried_and_words_kept(tmp_path):
+    key = "sk-live-SECRET1234567890"
+    session = Session(messages=[Message("user", f"my key is {key}")])  # the user's words: kept as written
+    session.requests.append(RequestRecord(1, "t", {"api_key": "short", "messages": []},
+                                          reply={"error": f"bad key {key}; Bearer abcdefghijklmnop1234"}))
     path = tmp_path / "s.ctxpane.json"
-    save_session(session, path, secrets=["sk-live-SECRET1234567890"])
-    text = path.read_text()
-    assert "SECRET1234567890" not in text and "abcdefghijklmnop1234" not in text
-    assert "api_key" not in text.lower()
+    save_session(session, path, secrets=[key])
+    loaded = load_session(path).session
+    assert loaded.messages[0].content == f"my key is {key}"
+    assert loaded.requests[0].body["api_key"] == "***"
+    assert loaded.requests[0].reply["error"] == "bad key ***; Bearer ***"
 
 
 def test_atomic_save_leaves_old_file_when_the_write_fails(tmp_path, monkeypatch):

@@ -13,12 +13,13 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from tui.context.redaction import Redactor, searchable
+
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # Where a base URL may come from for the key to go with it. Anything else is a suggestion.
 KEY_SOURCES = frozenset({"flag", "env", "config", "user"})
 SUGGESTED_SOURCES = frozenset({"session", "import", "server", "scan"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_MIN_PART = 8  # a run of the key's first characters this long is masked too (a key cut off or quoted in part)
 
 
 class EndpointError(ValueError):
@@ -116,12 +117,14 @@ class Endpoint:
 
     @property
     def secrets(self) -> list[str]:
-        """What must never be written anywhere (for session and export redaction).
+        """What must never be written anywhere (for session and export redaction). Whether free text is searched
+        for it is the redactor's rule (tui/context/redaction.py): a placeholder such as "x" or "anything" is not."""
+        return [self._key] if self._key else []
 
-        A placeholder key shorter than 8 characters ("x", "none") is no secret: masking it would
-        rewrite every "x" in the text.
-        """
-        return [self._key] if self._key and len(self._key) >= _MIN_PART else []
+    @property
+    def key_searchable(self) -> bool:
+        """Does the key look like a secret, so that texts may be searched for it without rewriting words?"""
+        return bool(self._key) and searchable(self._key)
 
     def may_carry_key(self, url: str) -> bool:
         """The key goes with a request only to this endpoint's own origin, and only if allowed."""
@@ -132,20 +135,9 @@ class Endpoint:
         return {"Authorization": f"Bearer {self._key}"} if self.may_carry_key(url or self.base_url) else {}
 
     def redact(self, text: str) -> str:
-        """Remove the key from any text before it is shown, logged or saved, even a cut-off start of it."""
-        key = self._key
-        if not key or len(key) < _MIN_PART or not text:
-            return text
-        text = text.replace(key, "***")
-        head = key[:_MIN_PART]
-        out, start = [], 0
-        while (found := text.find(head, start)) != -1:
-            end = found + len(head)
-            while end < len(text) and end - found < len(key) and text[end] == key[end - found]:
-                end += 1
-            out += [text[start:found], "***"]
-            start = end
-        return "".join(out) + text[start:] if out else text
+        """Remove the key from a server's text before it is shown, logged or saved, even a cut-off start of it
+        (only a key that looks like a secret: a placeholder key is an ordinary word)."""
+        return Redactor(self.secrets).text(text)
 
 
 def endpoint_for(base_url: str, source: str, model: str = "", key_env: str | None = None) -> Endpoint:

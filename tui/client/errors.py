@@ -7,7 +7,6 @@ not parse markup in it). The client scrubs the key from every error before it le
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from tui.context.safety import visible
@@ -42,8 +41,16 @@ class ClientError(Exception):
         self.args = (self.message,)
         body = getattr(self, "body", None)
         if body:
-            self.body = json.loads(redact(json.dumps(body)))
+            self.body = _each_string(body, redact)  # on the decoded values: a key made of JSON syntax breaks nothing
         return self
+
+
+def _each_string(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, dict):
+        return {key: _each_string(item, change) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_each_string(item, change) for item in value]
+    return change(value) if isinstance(value, str) else value
 
 
 class ConnectionFailed(ClientError):

@@ -77,6 +77,7 @@ async def connect(ctl: "Controller") -> None:
     ctl.link.status_line = (f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
                             f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
     ctl.status(ctl.link.status_line)
+    _say_placeholder_key(ctl, endpoint)
     ctl.changed(save=False)
     ctl.runtime.spawn(ctl.sending.cache.connected, "cache")  # llama.cpp: its slots and prompt cache, modelled
     ctl.runtime.spawn(ctl.sending.load_prices, "prices")
@@ -87,6 +88,16 @@ async def connect(ctl: "Controller") -> None:
         else:
             tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
             ctl.use_tokenizer(tokenizer, connection.exact)
+
+
+def _say_placeholder_key(ctl: "Controller", endpoint) -> None:
+    """Once a run: a key that looks like a placeholder ("anything", "sk-1234") is never looked for in texts."""
+    if not endpoint.has_key or endpoint.key_searchable or ctl.link.placeholder_said:
+        return
+    ctl.link.placeholder_said = True
+    ctl.notify(f"${ctl.settings.api_key_env} looks like a placeholder, not a secret: it is sent and never saved "
+               "where a key goes, but no text is searched for it (that would rewrite ordinary words)",
+               title="Placeholder key")
 
 
 def _default_template(template) -> bool:

@@ -23,6 +23,7 @@ class Link:
         self.connection = None  # what connecting found (tui.client.connect.Connection)
         self.trusted_urls: set[str] = set()  # URLs from files the user agreed to send the key to
         self.refused = False  # the server refused to talk without (or with this) key: its counts were never seen
+        self.placeholder_said = False  # the notice that a placeholder key is not searched for was shown
         self.status_line = ""  # what the status line says while all is well (the endpoint, once connected)
 
     @property

@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,16 +60,12 @@ def load_session(path: Path) -> Opened:
     return Opened(session, path)
 
 
-def redact(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return re.sub(r"(Bearer\s+)[A-Za-z0-9._\-]{12,}", r"\1***", text)
-
-
 def session_text(session: Session, secrets: list[str] | None = None) -> str:
-    """The file's text, keys redacted: made where the session lives, written anywhere (write_atomic)."""
-    return redact(json.dumps(session.to_dict(), ensure_ascii=False, indent=1), secrets or [])
+    """The file's text, keys out (on the decoded values, never in anybody's words: tui/sessions/redacted.py):
+    made where the session lives, written anywhere (write_atomic)."""
+    from .redacted import redacted_session
+
+    return json.dumps(redacted_session(session.to_dict(), secrets or []), ensure_ascii=False, indent=1)
 
 
 def save_session(session: Session, path: Path, secrets: list[str] | None = None) -> None:

@@ -26,7 +26,9 @@ from typing import Any, Callable
 from tui.context.budget import PolicySettings
 from tui.context.cache_causes import REASONING, REPLY
 from tui.context.messages import Message, Provenance
+from tui.context.redaction import Redactor, credential_name
 from tui.sessions.model import RequestRecord, Session
+from tui.sessions.redacted import BODY_WORDS
 
 from .client_cuts import client_cuts, messages_of, with_cache_effect
 from .conversations import Conversation, Conversations
@@ -41,9 +43,6 @@ KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
 KEEP_BYTES_TOTAL = 96 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
-BODY_CREDENTIALS = frozenset({"api_key", "apikey", "x_api_key", "access_token", "auth_token", "token", "secret",
-                              "password", "client_secret"})  # top-level body fields that hold a key
-MAX_SECRETS = 200  # distinct credential values remembered for redaction
 
 
 def stamp() -> str:
@@ -69,7 +68,6 @@ class Recorder:
         self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/llamacpp_cache.py)
         self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
         self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
-        self.secrets: list[str] = []  # credential values seen in requests: redacted from what is kept, in memory only
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
     def listen(self, kind: str, exchange: Exchange) -> None:
@@ -151,7 +149,6 @@ class Recorder:
         body = self.chat_body(exchange)
         if body is not None:  # a key some clients put in the body: forwarded, redacted from the file
             exchange.secrets += self.body_keys(body)
-        self.remember_secrets(exchange)  # before anything of this request can be written
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
         if body is None:
@@ -203,19 +200,7 @@ class Recorder:
         thread.session.next_id = conversation.next_id
         self.on_change("request", tapped)
 
-    def remember_secrets(self, exchange: Exchange) -> None:
-        for secret in exchange.secrets:
-            if secret not in self.secrets:
-                self.secrets.append(secret)
-        del self.secrets[:-MAX_SECRETS]
-        self.secrets.sort(key=len, reverse=True)
-
-    def redact(self, text: str) -> str:
-        from tui.sessions.store import redact
-        return redact(text, self.secrets) if text else text
-
     def finish(self, exchange: Exchange) -> None:
-        self.remember_secrets(exchange)
         self.finished.append(exchange)
         while len(self.finished) > KEEP_BYTES_OF or len(self.finished) > 1 and sum(
                 e.kept_bytes + len(e.body) for e in self.finished) > KEEP_BYTES_TOTAL:  # (they live on in the records)
@@ -233,11 +218,10 @@ class Recorder:
         record.reply = reply.to_record()
         record.reply["incomplete"] = bool(reply.incomplete)
         record.reply["stream"] = stream_record(exchange)
-        for key in ("content", "error"):  # an upstream may echo a key back: it is never kept
-            if isinstance(record.reply.get(key), str):
-                record.reply[key] = self.redact(record.reply[key])
-        record.reply["stream"]["raw"] = self.redact(record.reply["stream"]["raw"])
-        record.reply["stream"]["error"] = self.redact(record.reply["stream"]["error"])
+        server_text = Redactor(thread.secrets | set(exchange.secrets))  # an upstream may echo a key in its error
+        for part, key in ((record.reply, "error"), (record.reply["stream"], "error"), (record.reply["stream"], "raw")):
+            if isinstance(part.get(key), str):
+                part[key] = server_text.text(part[key])
         record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
         if tapped.view is not None:  # (a reply that outlasted KEEP_VIEWS newer requests keeps its figures only)
             self.settle(record, thread.session, tapped.view, reply, engine, exchange)
@@ -265,15 +249,27 @@ class Recorder:
     # -- pieces ---------------------------------------------------------------------------------------
     @staticmethod
     def body_keys(body: dict) -> list[str]:
-        """The values of a body's top-level key fields (api_key, token, …): forwarded, never kept or shown."""
-        return [value for name, value in body.items() if isinstance(name, str) and
-                name.lower().replace("-", "_") in BODY_CREDENTIALS and isinstance(value, str) and len(value) >= 4]
+        """The values of a body's credential fields (api_key, metadata.session_token, …) outside its messages:
+        forwarded, never kept or shown (redacted.py masks them by name; these are looked for in replies)."""
+        found: list[str] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, dict):
+                for name, item in value.items():
+                    if isinstance(item, str) and isinstance(name, str) and credential_name(name):
+                        found.append(item)
+                    else:
+                        walk(item)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item)
+        walk({name: value for name, value in body.items() if name not in BODY_WORDS})
+        return found
 
     @staticmethod
     def shown_body(body: dict) -> dict:
-        """The body as the app shows it: each top-level key field's value as ***."""
-        return {name: "***" if isinstance(value, str) and isinstance(name, str) and
-                name.lower().replace("-", "_") in BODY_CREDENTIALS else value for name, value in body.items()}
+        """The body as the app shows it: each credential field's value as ***, the messages as they are."""
+        return Redactor().value(body, lambda path: len(path) == 1 and path[0] in BODY_WORDS, by_name=True)
 
     @staticmethod
     def chat_body(exchange: Exchange) -> dict | None:
@@ -364,8 +360,7 @@ class Recorder:
         self.folder.mkdir(parents=True, exist_ok=True)
         thread.dirty = thread.pending = False
         started = time.monotonic()
-        secrets = sorted(set(self.secrets) | thread.secrets, key=len, reverse=True)
-        save_session(thread.session, thread.path, secrets)
+        save_session(thread.session, thread.path, sorted(thread.secrets))  # its own requests' keys, no others
         took = time.monotonic() - started
         thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
 

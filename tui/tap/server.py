@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import unquote_plus, urlsplit
 
+from tui.context.redaction import credential_name
+
 import httpx
 from aiohttp import web
 
@@ -31,11 +33,17 @@ MAX_KEPT_REPLY = 32 * 1024 * 1024  # bytes of one reply kept for the recording (
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"})
 # `expect: 100-continue` is answered by the tap's own server; the body is sent upstream whole
-CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie",
-                         "x-goog-api-key", "openai-organization", "openai-project", "anthropic-api-key"})
-# query parameters that carry a key (Gemini's `key`, Azure's `api-key`, …): forwarded, never shown or kept
-CREDENTIAL_PARAMS = frozenset({"key", "api-key", "api_key", "apikey", "x-api-key", "access_token", "token",
-                               "auth", "password", "secret", "client_secret", "sig", "signature"})
+# Which headers and query parameters carry a credential is a rule on their names (credential_name: `x-api-key`,
+# `x-litellm-api-key`, `X-Amz-Security-Token`, Gemini's `key`, …) and on the shape of their values (a scheme and
+# a token, a known key prefix); these are forwarded unchanged, never shown or kept.
+CREDENTIAL_HEADERS = frozenset({"proxy-authorization", "set-cookie", "openai-organization", "openai-project"})
+KEY_SHAPES = re.compile(r"^(?:(?:bearer|basic|token|digest|aws4-hmac-sha256)\s+\S{8,}|sk-[A-Za-z0-9_\-]{8,}|"
+                        r"sk-ant-\S{8,}|xox[abprs]-\S{8,}|gh[pousr]_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,})",
+                        re.IGNORECASE)
+
+
+def credential_header(name: str, value: str) -> bool:
+    return name.lower() in CREDENTIAL_HEADERS or credential_name(name) or bool(KEY_SHAPES.match(value.strip()))
 UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in a header: what aiohttp refuses to write
 
 Listener = Callable[[str, "Exchange"], None]
@@ -140,7 +148,7 @@ def credential_values(headers: list[tuple[str, str]]) -> list[str]:
     what must be taken out of anything recorded, should an upstream echo it back."""
     found: set[str] = set()
     for key, value in headers:
-        if key.lower() not in CREDENTIALS:
+        if not credential_header(key, value):
             continue
         pieces = [value, value.split(" ", 1)[-1]]
         if key.lower() == "cookie":
@@ -156,13 +164,13 @@ def shown_path(raw_path: str) -> tuple[str, list[str]]:
     if not mark:
         return raw_path, []
     secrets, pairs = [], []
-    for pair in query.split("&"):
+    for pair in re.split(r"([&;])", query):
         name, equals, value = pair.partition("=")
-        if equals and value and unquote_plus(name).strip().lower() in CREDENTIAL_PARAMS:
+        if equals and value and credential_name(unquote_plus(name)):
             secrets += [piece for piece in {value, unquote_plus(value)} if len(piece) >= 4]
             pair = f"{name}=***"
         pairs.append(pair)
-    return f"{path}?{'&'.join(pairs)}", secrets
+    return f"{path}?{''.join(pairs)}", secrets
 
 
 def error_body(status: int, message: str, kind: str) -> bytes:
