@@ -108,7 +108,7 @@ def test_lookup_by_alias_prefix_and_date_suffix():
     ("[models.m]\ninput = 1\noutput = 1\n", "date"),
     ("date = 'soon'\n", "date"),
     ("not toml [", "not valid TOML"),
-    ("date = 2026-12-01\n# " + "x" * 300_000, "more than a price table may have"),
+    ("date = 2026-12-01\n# " + "x" * 300_000, "over the 262,144 bytes allowed"),
 ])
 def test_a_bad_table_is_one_line_naming_the_field(text, needle):
     with pytest.raises(PriceTableError) as caught:

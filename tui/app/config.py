@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tui.context.outside_files import FileProblem, read_toml
 
 from platformdirs import user_config_dir
 
@@ -37,9 +38,9 @@ def read_config(path: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        data = read_toml(path)
+    except FileProblem as exc:  # too deep, too large, not TOML, a FIFO: one line, and the defaults
+        raise ConfigError(str(exc)) from None
     for key in ("keys", "policy", "params"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{path}: [{key}] must be a table")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from tui.context.outside_files import FileProblem, parse_toml, read_bounded
 from tui.shipped import shipped_folder
 
 COLOR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel", "warning",
@@ -21,6 +21,8 @@ DEFAULT_ROLES = {"system": "magenta", "developer": "magenta", "user": "green", "
                  "tool": "yellow", "marker": "grey50", "fence": "dark_orange", "dropped": "grey39",
                  "cache": "dark_cyan", "forged": "red", "draft": "green_yellow"}
 DEFAULT_THEME = "ctxpane-dark"
+MAX_THEME_BYTES = 64 * 1024  # a theme is a few dozen lines
+MAX_THEME_FILES = 100  # theme files read from the user's folder
 
 
 class ThemeFileError(ValueError):
@@ -43,11 +45,11 @@ def _color(value: object, where: str) -> str:
         raise ThemeFileError(f"{where}: {value!r} is not a colour") from None
 
 
-def parse_theme(text: str, origin: str) -> PaneTheme:
+def parse_theme(text: str | bytes, origin: str) -> PaneTheme:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ThemeFileError(f"{origin}: not valid TOML ({exc})") from None
+        data = parse_toml(text, origin, MAX_THEME_BYTES)
+    except FileProblem as exc:
+        raise ThemeFileError(str(exc)) from None
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ThemeFileError(f"{origin}: a theme needs a name")
@@ -83,11 +85,14 @@ def load_themes(user_folder: Path | None) -> tuple[dict[str, PaneTheme], list[st
     errors: list[str] = []
     sources = [(f"themes/{name}", text) for name, text in shipped_theme_texts()]
     if user_folder is not None and user_folder.is_dir():
-        for path in sorted(user_folder.glob("*.toml")):
+        found = sorted(user_folder.glob("*.toml"))
+        if len(found) > MAX_THEME_FILES:
+            errors.append(f"{user_folder}: {len(found):,} theme files, only the first {MAX_THEME_FILES} are read")
+        for path in found[:MAX_THEME_FILES]:
             try:
-                sources.append((str(path), path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError) as exc:
-                errors.append(f"{path}: cannot read ({exc})")
+                sources.append((str(path), read_bounded(path, MAX_THEME_BYTES)))
+            except FileProblem as exc:  # a FIFO is refused, not waited on
+                errors.append(str(exc))
     for origin, text in sources:
         try:
             pane_theme = parse_theme(text, origin)

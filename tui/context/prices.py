@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import re
-import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Annotated
@@ -18,6 +17,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta, Struct
 
+from .outside_files import FileProblem, parse_toml
 from .safety import visible
 
 MAX_BYTES = 256 * 1024
@@ -113,16 +113,11 @@ def _field_line(error: msgspec.ValidationError, prefix: str = "") -> str:
 
 def parse_price_table(text: str | bytes, origin: str) -> PriceTable:
     """A table from TOML text; raises PriceTableError with one line (`origin` names the file)."""
-    raw = text.encode("utf-8") if isinstance(text, str) else text
-    if len(raw) > MAX_BYTES:
-        raise PriceTableError(f"{origin}: {len(raw):,} bytes, more than a price table may have ({MAX_BYTES:,})")
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = parse_toml(text, origin, MAX_BYTES)
         table = msgspec.convert(data, TableIn)
-    except UnicodeDecodeError:
-        raise PriceTableError(f"{origin}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PriceTableError(f"{origin}: not valid TOML: {str(exc).splitlines()[0][:200]}") from None
+    except FileProblem as exc:  # too large, too deep, not TOML: one line
+        raise PriceTableError(str(exc)) from None
     except msgspec.ValidationError as exc:
         raise PriceTableError(f"{origin}: {_field_line(exc)[:300]}") from None
     if table.currency != "USD":  # amounts are shown and stored as dollars, and added to the shipped ones

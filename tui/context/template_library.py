@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .harmony import SPECIAL_TOKENS as HARMONY_TOKENS
+from .outside_files import FileProblem, read_json
 from .harmony import render_harmony
 from .errors import TemplateNotFound, TemplateRenderError
 from .identity import MODEL_FILE, SHIPPED, Identity, display_name
 from .registry import family_for_template
 
+MAX_TOKENIZER_CONFIG = 64 * 1024 * 1024  # a tokenizer_config.json (some embed their vocabulary's added tokens)
 # Strings that look like a template's control tokens: <|im_start|>, <｜User｜>, [INST], <start_of_turn>...
 SPECIAL_PATTERN = re.compile(
     r"<\|[A-Za-z0-9_./:-]{1,40}\|>|<\|[A-Za-z0-9_]{1,30}>|<[A-Za-z0-9_]{1,30}\|>"
@@ -162,7 +164,12 @@ def _token_text(value: Any) -> str | None:
 
 
 def load_tokenizer_config(path: Path, variant: str | None = None) -> ChatTemplate:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = read_json(path, MAX_TOKENIZER_CONFIG)
+    except FileProblem as exc:
+        raise TemplateNotFound(str(exc)) from None
+    if not isinstance(data, dict):
+        raise TemplateNotFound(f"{path} is not a tokenizer_config.json (not a JSON object)")
     raw = data.get("chat_template")
     if raw is None:
         raise TemplateNotFound(f"{path} has no chat_template")

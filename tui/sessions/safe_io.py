@@ -15,10 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tui.context.outside_files import MAX_DEPTH, FileProblem, nesting_problem, read_bounded
 from tui.errors import schema_error_line
 
-MAX_DEPTH = 64  # nesting of arrays and objects, the whole file counted from its top level
-MAX_INT = 2 ** 63  # integers anywhere, free-form fields too
 BOM = b"\xef\xbb\xbf"
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
@@ -35,39 +34,9 @@ def about(subject: object, problem: str) -> str:
 def read_regular_file(path: Path, limit: int) -> bytes:
     """The bytes of `path` if it is a regular file of at most `limit` bytes; never blocks on a FIFO."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise SessionFileError(f"no such file: {path}") from None
-    except PermissionError:
-        raise SessionFileError(f"cannot read {path}: permission denied") from None
-    except OSError as exc:
-        raise SessionFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError:  # a NUL byte in the name
-        raise SessionFileError(f"cannot read {path!r}: not a usable file name") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise SessionFileError(f"{path} is a directory, not a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise SessionFileError(f"{path} is not a regular file (a FIFO, device or socket): not read")
-        if info.st_size > limit:
-            raise SessionFileError(f"{path} is {info.st_size // (1024 * 1024)} MiB, over the "
-                                   f"{limit // (1024 * 1024)} MiB allowed")
-        return _read_at_most(fd, path, limit)
-    except OSError as exc:
-        raise SessionFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-
-
-def _read_at_most(fd: int, path: Path, limit: int) -> bytes:
-    chunks, total = [], 0
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > limit:  # the file grew after fstat
-            raise SessionFileError(f"{path} is over the {limit // (1024 * 1024)} MiB allowed")
-    return b"".join(chunks)
+        return read_bounded(path, limit)
+    except FileProblem as exc:
+        raise SessionFileError(str(exc)) from None
 
 
 def text_problem(raw: bytes) -> str | None:
@@ -163,20 +132,11 @@ def structure_problem(raw: bytes) -> tuple[Any, str | None]:
 
 
 def _shape_problem(data: Any) -> str | None:
-    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
-    while stack:
-        value, depth, where = stack.pop()
-        if isinstance(value, (dict, list)):
-            if depth > MAX_DEPTH:
-                return f"is nested too deeply: more than {MAX_DEPTH} levels at `{where[:120].lstrip('.')}`"
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            for key, item in items:
-                if isinstance(item, (dict, list, int)):
-                    step = f".{key}" if isinstance(value, dict) else f"[{key}]"
-                    stack.append((item, depth + 1, where + step if len(where) < 200 else where))
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_INT:
-            return f"field `{where.lstrip('.')[:120]}`: integer out of range (at most 2**63)"
-    return None
+    problem = nesting_problem(data)
+    if problem and problem.startswith("has an integer out of range"):
+        where = problem.split("`")[1] if "`" in problem else ""
+        return f"field `{where}`: integer out of range (at most 2**63)"
+    return problem
 
 
 def write_private(path: Path, text: str) -> None:
