@@ -159,19 +159,22 @@ def shells(tmp_path):
         shell.close()
 
 
+def hostile_reply(marker) -> str:
+    return HOSTILE_REPLY.format(marker=marker) + "\x9b201~; touch " + str(marker) + "\n"
+
+
 async def test_a_copied_reply_pasted_into_a_bracketed_paste_shell_runs_nothing(tmp_path, monkeypatch, shells):
-    marker = tmp_path / "pasted-and-ran"
-    reply = HOSTILE_REPLY.format(marker=marker) + "\x9b201~; touch " + str(marker) + "\n"
     # The control: the raw reply pasted into such a shell runs the command (so the test can fail).
+    ran_raw = tmp_path / "raw-pasted-and-ran"
     raw = shells("raw")
-    raw.paste(reply, tmp_path / "raw.txt")
+    raw.paste(hostile_reply(ran_raw), tmp_path / "raw.txt")
     deadline = time.monotonic() + 10
-    while not marker.exists():
+    while not ran_raw.exists():
         assert time.monotonic() < deadline, f"the raw paste should have run the command:\n{raw.screen()}"
         time.sleep(0.05)
-    marker.unlink()
+    marker = tmp_path / "copy-pasted-and-ran"
     isolated(monkeypatch, tmp_path)
-    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, reply))
+    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, hostile_reply(marker)))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
         await app.run_action("copy_reply")

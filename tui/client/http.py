@@ -14,6 +14,8 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import httpx
 
+from tui.context.request_bytes import request_bytes
+
 from .endpoint import Endpoint
 from .errors import ClientError, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TooLarge
 from .failures import status_error, transport_error
@@ -98,7 +100,7 @@ class OpenAIClient:
         """The body of a successful answer, read within the size and time bounds; else a typed error."""
         async with self._guard(None):
             async with asyncio.timeout(self.limits.read):  # however slowly it trickles in
-                async with self._http.stream(method, url, json=body) as response:
+                async with self._http.stream(method, url, **_json_content(body)) as response:
                     await self._fail_on_status(response, url)
                     return await self._read_bounded(response, self.limits.max_answer, url)
 
@@ -168,12 +170,12 @@ class OpenAIClient:
 
     async def _stream(self, body: dict, assembler: ReplyAssembler, on_delta: DeltaCallback | None) -> Reply:
         url = self.endpoint.base_url + "/chat/completions"
-        body = {**body, "stream": True}
-        body.setdefault("stream_options", {"include_usage": True})
+        if not body.get("stream") or "stream_options" not in body:  # (the app's bodies have both: sent as built)
+            body = {"stream_options": {"include_usage": True}, **body, "stream": True}
         reply = assembler.reply
         try:
             async with self._guard(reply):
-                async with self._http.stream("POST", url, json=body) as response:
+                async with self._http.stream("POST", url, **_json_content(body)) as response:
                     await self._fail_on_status(response, url)
                     done = await read_stream(response, assembler, on_delta, self.limits, self.endpoint)
         except ClientError as exc:
@@ -213,3 +215,10 @@ class _TransportGuard:
         if self.partial is not None:
             self.partial.incomplete = True
         raise transport_error(exc, self.client.endpoint, self.partial) from None
+
+
+def _json_content(body: Any) -> dict:
+    """A JSON body as the bytes request_bytes makes (what curl and exports show), or nothing to send."""
+    if body is None:
+        return {}
+    return {"content": request_bytes(body), "headers": {"Content-Type": "application/json"}}

@@ -102,7 +102,6 @@ class Sending:
                 note = ""
                 return
             body = wb.request_body(view)
-            self.cache.prepare(body)
             sent_at = time.time()
             self.prices = await load_prices_once(ctl, self.prices)
             record = wb.start_record(body, view)

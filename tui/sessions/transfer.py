@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.context.image_tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
-from tui.context.safety import json_paste_safe, paste_safe
+from tui.context.request_bytes import request_text
+from tui.context.safety import paste_safe
 
 from .safe_io import about
 from .model import RequestRecord, Session, SessionFormatError, now_iso, session_from_dict
@@ -157,13 +157,14 @@ def _fence(text: str, language: str = "text") -> str:
 
 
 def export_request(session: Session, step: int | None) -> str:
-    return json.dumps(step_record(session, step).body, ensure_ascii=False, indent=2)
+    """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it)."""
+    return request_text(step_record(session, step).body)
 
 
 def curl_command(url: str, body: dict, key_env: str) -> str:
     """The request as a curl command a shell can run and a terminal can paste: the key named by its variable,
     never written out; no control character in it (the JSON keeps its value, the URL gets stand-ins)."""
-    data = json_paste_safe(json.dumps(body, ensure_ascii=False))
+    data = request_text(body)  # the bytes the app sends
     return paste_safe(f"curl {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
                       f"  -H \"Authorization: Bearer ${key_env}\" \\\n  -d {shlex.quote(data)}")[0]
 
