@@ -75,9 +75,30 @@ async def test_a_refusal_for_size_is_said_with_the_servers_figures(tmp_path, mon
         ctl.close()
     record = ctl.wb.session.requests[-1]
     assert record.received["verdict"] == "refused" and record.received["observed_window"] == 300
-    note = ctl.notes[ctl.wb.session.messages[-1].id]
+    question = ctl.wb.session.messages[-1]
+    assert question.role == "user" and question.content == "Which fruit came first?"  # no empty reply after it
+    note = ctl.notes[question.id]
     assert "✗ the server refused the request as larger than its context window" in note, note
     assert "window 300" in note
+
+
+async def test_a_refused_request_leaves_no_empty_assistant_message_to_send_next_time(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("vllm", n_ctx=300) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        ctl.wb.set_policy(name="drop-oldest")
+        before = [m.role for m in ctl.wb.session.messages]
+        assert ctl.sending.submit(" ".join(f"pear{i}" for i in range(400)))  # a paste far over the window
+        await made.until_replied()
+        assert ctl.wb.session.requests[-1].received["verdict"] == "refused"
+        assert [m.role for m in ctl.wb.session.messages] == before + ["user"]
+        assert ctl.sending.submit("a short question")
+        await made.until_replied()
+        ctl.close()
+    for record in ctl.wb.session.requests:
+        assert not [m for m in record.body["messages"] if m["role"] == "assistant" and not m.get("content")]
+    assert record.body["messages"][0]["role"] != "assistant"
 
 
 async def test_the_pane_header_warns_before_sending_while_the_draft_grows_past_the_window(tmp_path, monkeypatch):

@@ -174,8 +174,11 @@ async def test_a_key_variable_set_in_the_app_keeps_that_key_out_of_the_file(harn
     monkeypatch.setenv("OTHER_KEY", secret)
     ctl = await harness.ready()
     assert ctl.tuning.apply(form(ctl, api_key_env="OTHER_KEY")) == {}
-    ctl.set_system_prompt(f"my key is {secret}")
+    ctl.set_system_prompt(f"my key is {secret}")  # the user's words: kept as written
+    from tui.sessions.model import RequestRecord
+    ctl.wb.session.requests.append(RequestRecord(1, "t", {"messages": []}, reply={"error": f"bad key {secret}"}))
     ctl.file.autosave(now=True)
     await harness.idle(0.5)
     text = ctl.file.session_file.read_text()
-    assert secret not in text and "OTHER_KEY" not in ctl.tuning.values()["base_url"]
+    assert text.count(secret) == 1 and f"my key is {secret}" in text  # in the words, nowhere else
+    assert '"error": "bad key ***"' in text and "OTHER_KEY" not in ctl.tuning.values()["base_url"]

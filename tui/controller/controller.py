@@ -378,9 +378,9 @@ class Controller:
 
     def reply_ended(self, note: str) -> None:
         self.emit(ReplyEnded())
-        if note:  # the error stays under the reply it cut short, and in the status line
+        if note:  # the error stays under the reply it cut short (or the question, if none came), and in the status
             self.status(note, "yellow" if note.startswith("■") else "red")
             last = self.wb.session.messages[-1] if self.wb.session.messages else None
-            if last is not None and last.role == "assistant":
+            if last is not None:
                 self.notes[last.id] = note
         self.changed(save=False)

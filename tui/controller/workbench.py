@@ -259,7 +259,9 @@ class Workbench:
     def finish_reply(self, record: RequestRecord, reply: Reply) -> None:
         self.update_record(record, reply, final=True)
         message = reply.to_message()
-        if message["content"] or message.get("tool_calls") or reply.incomplete:
+        # A reply that brought nothing (refused, failed before its first token) adds no message: an empty
+        # assistant turn would be sent with every later request. Its note goes under the question.
+        if message["content"] or message.get("tool_calls") or message.get("reasoning_content"):
             self.session.messages.append(Message("assistant", message["content"], tool_calls=message.get("tool_calls"),
                                                  reasoning_content=message.get("reasoning_content"),
                                                  provenance=Provenance("model", True), id=self.new_id(),
