@@ -11,9 +11,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.context.drop_notes import drop_notes
 from tui.context.reader import TURN_OPENERS
 from tui.context.request import RequestView
-from tui.context.safety import visible
 
 from .doc_layout import DocLayout, Note
 from .shown import drawn
@@ -27,13 +27,8 @@ def note_lines(view: RequestView, session_messages: list, draft_index: int | Non
     for span in document.spans:
         if span.message is not None:
             first_offset.setdefault(view.origin[span.message], span.start)
-    notes: list[tuple[int, Note]] = []
-    for entry in view.ledger:
-        later = [first_offset[i] for i in first_offset if i > entry.message]
-        where = min(later) if later else len(document.text)
-        excerpt = visible(session_messages[entry.message].text()[:70].replace("\n", " "))
-        notes.append((where, Note(f"✂ {entry.role} #{entry.message} dropped ({entry.tokens} tokens, "
-                                  f"{entry.policy}: {entry.reason}) — {excerpt}", "dropped")))
+    notes: list[tuple[int, Note]] = [(note.offset, Note(note.text, "dropped"))
+                                     for note in drop_notes(view, session_messages)]
     prefix = view.prefix
     if previous_exists:
         cached, new = prefix.tokens, prefix.total_tokens - prefix.tokens

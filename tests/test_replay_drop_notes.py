@@ -1,0 +1,53 @@
+"""Replay shows each step with its own messages and never crashes (issue 18).
+
+Before: `ctxpane replay FILE --step N` on a session whose requests dropped messages and that got shorter since
+exited with IndexError (tui/app/document_view.py): a step's ledger names messages by their place in the session
+when the request was made, and the notes were looked up in the session as it is now; in tap recordings and
+replays the "✂ dropped" notes quoted another message's text.
+"""
+
+from __future__ import annotations
+
+from app_helpers import document_rows, isolated, make_app, settle
+from tui.app.replay_screen import ReplayScreen
+from tui.context.messages import Message
+from tui.sessions.model import RequestRecord, Session
+from tui.sessions.store import save_session
+
+WORDS = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel", "iris", "juniper"]
+
+
+def shrunk_session() -> Session:
+    """Ten messages, two requests that left the oldest out, then all but the last three messages deleted."""
+    messages = [Message("user" if i % 2 == 0 else "assistant", f"{word} " * 6, id=f"m{i}")
+                for i, word in enumerate(WORDS)]
+    session = Session(title="shrunk", messages=messages, policy={"name": "drop-oldest"})
+    for number, (first_kept, count) in enumerate([(4, 7), (6, 10)], start=1):
+        sent = messages[first_kept:count]
+        dropped = [{"message": i, "message_id": f"m{i}", "role": messages[i].role, "tokens": 9,
+                    "policy": "drop-oldest", "reason": "over the window", "since_request": 1}
+                   for i in range(first_kept)]
+        session.requests.append(RequestRecord(number, "2026-12-01T00:00:00+00:00",
+                                              {"model": "m", "messages": [m.to_wire() for m in sent]},
+                                              message_count=count, message_ids=[m.id for m in sent],
+                                              dropped=dropped))
+    session.messages = [messages[0], messages[8], messages[9]]  # deleted since: m1..m7
+    return session
+
+
+async def test_replaying_a_step_of_a_shrunk_session_quotes_each_dropped_message_by_id(tmp_path, monkeypatch):
+    isolated(monkeypatch, tmp_path)
+    path = tmp_path / "shrunk.ctxpane.json"
+    save_session(shrunk_session(), path)
+    app = make_app(tmp_path, offline=True, file=path, replay=True, replay_step=2)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        assert isinstance(app.screen, ReplayScreen)
+        rows = "\n".join(document_rows(app))
+    notes = [row for row in rows.splitlines() if "✂" in row]
+    assert len(notes) == 6, rows
+    assert "#0 dropped" in notes[0] and "apple apple" in notes[0]  # still in the session: quoted, its place now
+    for note, ident in zip(notes[1:], ["m1", "m2", "m3", "m4", "m5"]):
+        assert f"{ident} dropped" in note and "(no longer" in note, note  # (the row wraps after it)
+    for word in WORDS[1:6]:  # never a neighbour's words
+        assert not any(word in note for note in notes), notes

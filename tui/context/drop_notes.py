@@ -1,0 +1,48 @@
+"""Where each dropped message stood in a request's document, and what it said: the pane's "✂ dropped" notes.
+
+A ledger entry names the message by its id and by its place in the session *when the request was made*; a
+session read later (replay, a tap recording) may have fewer or other messages at that place. So a note finds
+its message by id, is placed before the first message still in the document that came after it, and says its
+place in the chat as it is now; a message deleted since is said to be gone, never quoted from its neighbour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .messages import Message
+from .request import RequestView
+from .safety import visible
+
+EXCERPT = 70  # characters of a dropped message quoted in its note
+
+
+@dataclass(frozen=True)
+class DropNote:
+    offset: int  # the document character the note stands before
+    text: str
+
+
+def drop_notes(view: RequestView, messages: list[Message]) -> list[DropNote]:
+    """A note for each ledger entry of `view`, with `messages` the session's messages as they are now."""
+    place = {message.id: index for index, message in enumerate(messages) if message.id}
+    first_offset: dict[int, int] = {}  # document message -> where its first span starts
+    for span in view.document.spans:
+        if span.message is not None:
+            first_offset.setdefault(span.message, span.start)
+    kept = [(place.get(ident, -1), first_offset[n]) for n, ident in enumerate(view.shape.message_ids)
+            if n in first_offset]
+    notes = []
+    for entry in view.ledger:
+        now = place.get(entry.message_id)
+        order = now if now is not None else entry.message
+        later = [offset for position, offset in kept if position > order]
+        where = min(later) if later else len(view.document.text)
+        if now is not None:
+            excerpt = visible(messages[now].text()[:EXCERPT].replace("\n", " "))
+            name = f"#{now}"
+        else:
+            excerpt, name = "(no longer in the session)", f"{entry.message_id}"
+        notes.append(DropNote(where, f"✂ {entry.role} {name} dropped ({entry.tokens} tokens, {entry.policy}: "
+                                     f"{entry.reason}) — {excerpt}"))
+    return notes
