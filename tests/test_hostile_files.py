@@ -108,3 +108,34 @@ def test_the_tap_records_every_request_with_a_deep_user_price_table(upstream, tm
         assert len(list((tmp_path / "sessions").glob("*.json"))) == 3
     finally:
         tap.stop()
+
+
+# Found by a fresh-eyes review: shapes that got past the first scan, and an error it did not catch.
+SLOW_TOML = {
+    "dotted digits": "x = " + ".".join(["1"] * 20_000) + "\n",
+    "after a multi-line literal closed with extra quotes": "a = '''x''''\n" + ".".join(["b"] * 20_000) + " = 1\n",
+    "after an escaped quote in a multi-line basic string": 'a = """\\""""\n' + ".".join(["b"] * 20_000) + " = 1\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SLOW_TOML))
+def test_no_toml_shape_reaches_the_slow_parser(shape, monkeypatch):
+    import tomllib
+
+    def never(text):
+        raise AssertionError("tomllib was given a text the scan should have refused")
+    monkeypatch.setattr(tomllib, "loads", never)
+    with pytest.raises(FileProblem, match="nested too deeply"):
+        parse_toml(SLOW_TOML[shape], "theme.toml")
+
+
+def test_a_huge_integer_is_one_line_not_a_traceback():
+    with pytest.raises(FileProblem, match="theme.toml is not usable TOML"):
+        parse_toml("x = " + "1" * 5000, "theme.toml")
+
+
+def test_legitimate_toml_is_still_read():
+    texts = ['a = "x.y.z" # c.d.e\n', 'x = 1.5\nt = 12:00:00.5\n', "a = '''x''''\nb = 1\n", 'a = """\\""""\nb = 2\n',
+             "x = {" + ", ".join(f"a{i}.b = {i}" for i in range(100)) + "}\n"]
+    for text in texts:
+        assert parse_toml(text, "ok.toml")

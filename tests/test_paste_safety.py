@@ -184,3 +184,23 @@ async def test_a_copied_reply_pasted_into_a_bracketed_paste_shell_runs_nothing(t
     safe.type_after()
     assert not marker.exists(), safe.screen()
     assert "ls␛[201~; touch" in safe.screen()  # the paste arrived, as text on the command line
+
+
+async def test_ctrl_c_in_an_editor_copies_the_selection_made_safe(tmp_path, monkeypatch):
+    """Found by review: Textual's TextArea copies its selection with App.copy_to_clipboard, past the Copier."""
+    from tui.app.request_view import RequestView
+    isolated(monkeypatch, tmp_path)
+    reply = "csi \x9b201~ esc \x1b[201~ bidi \u202e end"
+    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, reply))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        app.query_one("#tabs").active = "request"
+        await settle(pilot, app)
+        area = app.query_one(RequestView)
+        area.focus()
+        area.select_all()
+        await pilot.press("ctrl+c")
+        await settle(pilot, app)
+        assert app.clipboard and not UNSAFE & set(app.clipboard)
+        app.copy_to_clipboard(reply)  # any other widget's copy goes the same way
+        assert app.clipboard == paste_safe(reply)[0]

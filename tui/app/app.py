@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
 from textual import work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
@@ -26,6 +26,7 @@ from tui.controller import Controller
 from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                                    SessionChanged, StatusChanged)
 
+from .clipboard import SafeClipboard
 from .chat_panel import ChatPanel
 from .composer import Composer
 from .config import config_dir, resolve
@@ -53,7 +54,7 @@ class LaunchOptions:
     sessions_folder: Path | None = None
 
 
-class CtxpaneApp(App):
+class CtxpaneApp(SafeClipboard):
     TITLE = "ctxpane"
     CSS = """
     #main { height: 1fr; }

@@ -58,9 +58,11 @@ class Copier:
         """To the clipboard (OSC 52), and to the fallback file; the notice says what and where, and how many
         characters were made visible to keep the paste safe (none when `exact`)."""
         changed = 0
-        if not exact:
+        if exact:
+            self.app.copy_exact(text)
+        else:
             text, changed = paste_safe(text)
-        self.app.copy_to_clipboard(text)
+            self.app.copy_to_clipboard(text)
         path = clipboard_file()
         made_safe = (f"; {changed:,} control character{'s' if changed != 1 else ''} made visible so that pasting "
                      "runs nothing (palette: Copy exact text)") if changed else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from tui.context.safety import json_paste_safe
 from tui.sessions.transfer import curl_command
 
 from .safe_inputs import SafeTextArea
@@ -33,7 +34,8 @@ class RequestView(SafeTextArea):
 
     def show(self, url: str, body: dict, key_env: str, what_if: str = "") -> None:
         body, cut = without_data(body)
-        text = json.dumps(body, ensure_ascii=False, indent=2) + "\n\n# as curl\n" + curl_command(url, body, key_env)
+        shown = json_paste_safe(json.dumps(body, ensure_ascii=False, indent=2))  # a selection copied is safe too
+        text = shown + "\n\n# as curl\n" + curl_command(url, body, key_env)
         if cut:
             many = cut > 1
             text = (f"# {cut} image data URL{'s' if many else ''} shortened here: the request sends "

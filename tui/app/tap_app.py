@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -24,6 +24,7 @@ from tui.context.budget import PolicySettings
 from tui.sessions.receipts import request_series
 from tui.tap.client_cuts import messages_of
 
+from .clipboard import SafeClipboard
 from .context_pane import ContextPane, PaneData
 from .shown import one_line, shown, shown_line
 from .summary import summary_text
@@ -50,7 +51,7 @@ def request_label(tapped) -> Text:
                       f"(pred. {record.predicted_cached}) · {state}{cut}{error}", style)
 
 
-class TapApp(App):
+class TapApp(SafeClipboard):
     TITLE = "ctxpane tap"
     BINDINGS = [
         Binding("q,ctrl+q", "quit", "Quit", priority=True),

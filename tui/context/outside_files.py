@@ -95,38 +95,61 @@ def nesting_problem(data: Any) -> str | None:
 
 
 def toml_too_deep(text: str) -> bool:
-    """Does this TOML text nest past MAX_DEPTH, by brackets or by the parts of a dotted key? A scan of the text
-    outside strings and comments, in linear time, before tomllib sees it: tomllib recurses once per bracket,
-    and takes time quadratic in the parts of a dotted key (60,000 parts: over a minute)."""
-    depth = dots = 0
+    """Does this TOML text nest past MAX_DEPTH, by brackets or by the parts of one dotted key? A scan of the
+    text outside strings and comments, in linear time, before tomllib sees it: tomllib recurses once per
+    bracket, and takes time quadratic in the parts of a dotted key (60,000 parts: over a minute).
+
+    A key's parts are counted from the last `=`, `,`, `{`, `[` or line end, digits or not: a dotted run in a
+    value (`1.1.1…`) is no valid TOML, so counting it too only refuses what tomllib would refuse slowly."""
+    depth = parts = 0
     index, size = 0, len(text)
     while index < size:
         char = text[index]
-        if char in "\"'":
-            quote = text[index:index + 3] if text.startswith(char * 3, index) else char
-            end = text.find(quote, index + len(quote))
-            while quote == '"' and end != -1 and _escaped(text, end):
-                end = text.find(quote, end + 1)
-            if end == -1:
-                return False  # an unclosed string: tomllib says so
-            index = end + len(quote)
+        if char in QUOTES:
+            index = _after_string(text, index)
+            if index < 0:
+                return False  # an unclosed string: tomllib says so, quickly
             continue
         if char == "#":
             newline = text.find("\n", index)
             index = size if newline == -1 else newline
             continue
         if char in "[{":
-            depth += 1
+            depth, parts = depth + 1, 0
         elif char in "]}":
             depth = max(depth - 1, 0)
-        elif char == "\n":
-            dots = 0
-        elif char == "." and not (text[index - 1:index].isdigit() and text[index + 1:index + 2].isdigit()):
-            dots += 1
-        if depth > MAX_DEPTH or dots >= MAX_DEPTH:
+        elif char in "=,\n":
+            parts = 0
+        elif char == ".":
+            parts += 1
+        if depth > MAX_DEPTH or parts >= MAX_DEPTH:
             return True
         index += 1
     return False
+
+
+QUOTES = "\"'"
+
+
+def _after_string(text: str, start: int) -> int:
+    """Where the string opened at `start` ends (the index after it), or -1 when it is not closed. A basic string
+    (double quotes) honours backslash escapes; a multi-line one may end with one or two quotes more."""
+    quote = text[start]
+    multi = text.startswith(quote * 3, start)
+    delimiter = quote * 3 if multi else quote
+    at = start + len(delimiter)
+    while True:
+        end = text.find(delimiter, at)
+        if end == -1:
+            return -1
+        if quote == '"' and _escaped(text, end):
+            at = end + 1
+            continue
+        end += len(delimiter)
+        extra = 0
+        while multi and extra < 2 and end < len(text) and text[end] == quote:
+            end, extra = end + 1, extra + 1
+        return end
 
 
 def _escaped(text: str, at: int) -> bool:
@@ -146,6 +169,8 @@ def parse_toml(raw: bytes | str, origin: str, limit: int = 1024 * 1024) -> dict:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FileProblem(f"{origin} is not valid TOML: {str(exc).splitlines()[0][:200]}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise FileProblem(f"{origin} is not usable TOML: {str(exc).splitlines()[0][:200]}") from None
     except RecursionError:
         raise FileProblem(f"{origin} is nested too deeply (more than {MAX_DEPTH} levels of arrays and tables)") \
             from None
