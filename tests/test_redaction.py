@@ -250,3 +250,64 @@ async def test_a_session_chatted_with_a_word_as_key_keeps_every_word(tmp_path, m
     assert "***" not in json.dumps(data)
     assert sessions is not None
     assert len(said) == 1 and "OPENAI_API_KEY" in said[0]
+
+
+# -- found by a fresh-eyes review ---------------------------------------------------------------------------
+def test_camel_case_digits_and_brackets_are_read_as_words_and_tokenizer_tokens_are_not_keys():
+    for name in ("accessToken", "authToken", "clientSecret", "sessionToken", "secretKey", "privateKey", "xApiKey",
+                 "awsSecretAccessKey", "api_key[]", "api_key2", "jwt", "passphrase", "pwd", "APIKey"):
+        assert credential_name(name), name
+    for name in ("eos_token", "bos_token", "pad_token", "max_token", "auth_method", "signature_version", "keys",
+                 "sort_key", "token_count"):
+        assert not credential_name(name), name
+
+
+def test_whatever_a_credential_field_holds_is_masked_and_key_shaped_values_too():
+    body = {"model": "m", "messages": [{"role": "user", "content": "sk-proj-0123456789abcdef in my words"}],
+            "api_key": ["k1"], "auth": {"bearer": "k2"}, "credentials": {"value": "k3"},
+            "metadata": {"note": "sk-proj-0123456789abcdef", "accessToken": "k4", "n": 3}}
+    out = Redactor().value(body, lambda path: len(path) == 1 and path[0] == "messages", by_name=True)
+    assert out["api_key"] == out["auth"] == out["credentials"] == "***"
+    assert out["metadata"] == {"note": "***", "accessToken": "***", "n": 3}
+    assert out["messages"] == body["messages"]
+
+
+def test_a_key_escaped_in_raw_json_is_masked_whole():
+    key = "sk-é/TAILSECRET-abcdefghijkl"
+    raw = "data: " + json.dumps({"error": {"message": f"you sent {key}"}}) + "\n" + \
+        "data: " + json.dumps({"error": {"message": f"you sent {key}"}}).replace("/", "\\/") + "\n"
+    masked = Redactor([key]).text(raw)
+    assert "TAILSECRET" not in masked and masked.count("***") == 2
+
+
+def test_urls_lose_a_token_standing_as_the_user_name():
+    assert redact_url("https://TOKEN0123456789@gw.example/v1") == "https://***@gw.example/v1"
+    assert redact_url("https://gw.example/v1?q=sk-abcdefghijklmnop") == "https://gw.example/v1?q=***"
+
+
+def test_another_clients_key_can_never_make_a_recording_unreadable(tmp_path):
+    session = session_with("hello", "server text")
+    session.id = "tap-20261202-013038-1"
+    path = tmp_path / "s.ctxpane.json"
+    # a key that equals the start of the session's id, its hashes or its field names
+    save_session(session, path, secrets=["tap-202612-zzzzzzzzzzzz", "tap-20261202-013038-1", "document_hash",
+                                         session.requests[0].document_hash or "0" * 64])
+    loaded = load_session(path).session
+    assert loaded.id == session.id and loaded.messages[0].content == "hello"
+
+
+def test_import_leaves_out_a_parameter_that_holds_a_credential(tmp_path):
+    from tui.sessions.transfer import import_file
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "accessToken": "k",
+            "metadata": {"session_token": "t"}, "temperature": 0.5}
+    imported = import_file(tmp_path / "b.json", json.dumps(body).encode())
+    assert imported.session.params == {"temperature": 0.5}
+    assert any("accessToken" in item for item in imported.left_out)
+    assert any("metadata" in item for item in imported.left_out)
+
+
+def test_path_parameters_and_key_shaped_query_values_are_masked_in_the_tap_list():
+    from tui.tap.server import shown_path
+    shown, secrets = shown_path("/v1;api_key=PATHKEY/chat/completions?accessToken=AAAA&jwt=BBBB&q=sk-abcdefghijklmnop")
+    assert shown == "/v1;api_key=***/chat/completions?accessToken=***&jwt=***&q=***"
+    assert {"PATHKEY", "AAAA", "BBBB", "sk-abcdefghijklmnop"} <= set(secrets)

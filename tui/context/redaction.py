@@ -21,28 +21,49 @@ MASK = "***"
 MIN_SEARCHED = 16  # characters a secret needs before free text is searched for it
 ALWAYS_SEARCHED = 32  # from this length any value counts as secret-shaped
 MIN_PREFIX = 10  # a cut-off start of a searched secret this long is masked too (past a prefix such as "sk-proj-")
-# Names that carry a credential, as a rule rather than a list: normalised (lower case, `-` as `_`), a name is a
-# credential when one of its words says so (`x-litellm-api-key`, `X-Amz-Security-Token`, `session_token`).
-_CREDENTIAL_WORDS = re.compile(
-    r"(?:^|_)(?:api_?key|apikey|key|token|secret|password|passwd|auth|authorization|credential|credentials|"
-    r"signature|sig|cookie)(?:_|$)")
-_NOT_CREDENTIALS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens", "total_tokens",
-                              "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
-                              "cached_tokens", "n_tokens", "num_tokens", "top_k", "key_env", "session_id",
-                              "prompt_cache_key", "cache_key", "idempotency_key", "thinking_tokens",
-                              "budget_tokens", "reasoning_tokens", "token_count", "tokens"})
+# Names that carry a credential, as a rule rather than a list: a name is cut into words (`x-litellm-api-key`,
+# `X-Amz-Security-Token`, `accessToken`, `api_key2`) and is a credential when one of them says so.
+_CREDENTIAL_WORDS = frozenset({"apikey", "key", "token", "secret", "password", "passwd", "passphrase", "pwd",
+                               "auth", "authorization", "credential", "credentials", "signature", "sig", "cookie",
+                               "jwt", "bearer"})
+# ...unless it names a count, a kind or a place of such a thing, or a tokenizer's own tokens
+_NOT_LAST = frozenset({"tokens", "count", "method", "type", "version", "mode", "scheme", "url", "uri", "endpoint",
+                       "name", "id", "env", "header", "format", "kind", "len", "length", "limit", "budget"})
+_NOT_AFTER = frozenset({"max", "eos", "bos", "pad", "unk", "sep", "cls", "mask", "cache", "prompt_cache",
+                        "idempotency", "partition", "sort", "primary", "foreign", "hot", "top"})
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+KEY_SHAPES = re.compile(r"^(?:(?:bearer|basic|token|digest|aws4-hmac-sha256)\s+\S{8,}|sk-[A-Za-z0-9_\-]{8,}|"
+                        r"sk-ant-\S{8,}|xox[abprs]-\S{8,}|gh[pousr]_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}|"
+                        r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})$", re.IGNORECASE)
 
 
-def normalised(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
+def name_words(name: str) -> list[str]:
+    """`X-Amz-Security-Token` -> x, amz, security, token; `accessToken` -> access, token; `api_key2` -> api, key."""
+    words = [word.lower() for word in _WORD.findall(name) if not word.isdigit()]
+    joined = []
+    for word in words:  # "api" "key" is one word, as "apikey" is
+        if word == "key" and joined and joined[-1] == "api":
+            joined[-1] = "apikey"
+        else:
+            joined.append(word)
+    return joined
 
 
 def credential_name(name: str) -> bool:
     """Does a header, query parameter or field of this name carry a credential?"""
-    name = normalised(name)
-    if name in _NOT_CREDENTIALS or name.endswith(("_tokens", "_count")):
+    words = name_words(name)
+    if not words or words[-1] in _NOT_LAST:
         return False
-    return bool(_CREDENTIAL_WORDS.search(name))
+    for at, word in enumerate(words):
+        if word in _CREDENTIAL_WORDS and not (at and words[at - 1] in _NOT_AFTER) and not (
+                at > 1 and "_".join(words[at - 2:at]) in _NOT_AFTER):
+            return True
+    return False
+
+
+def key_shaped(value: str) -> bool:
+    """Does a value look like a credential whatever its name (`Bearer …`, `sk-…`, a JWT)?"""
+    return len(value) < 4096 and bool(KEY_SHAPES.match(value.strip()))
 
 
 def searchable(secret: str) -> bool:
@@ -65,31 +86,49 @@ class Redactor:
         found = {secret for secret in secrets if isinstance(secret, str) and secret}
         self.searched = sorted((s for s in found if searchable(s)), key=len, reverse=True)
         self.unsearched = sorted(found.difference(self.searched))  # too short or too plain to look for in text
+        # raw JSON text (a stream's bytes) may carry a secret escaped: `\u00e9`, `\/`, `\"`
+        self._forms = sorted({form for secret in self.searched for form in _escaped_forms(secret)}, key=len,
+                             reverse=True)
 
     def text(self, text: str) -> str:
-        """Free text that is nobody's words (a server error, raw stream bytes): every searched secret, and every
-        cut-off start of one (MIN_PREFIX characters or more), as `***`."""
-        if not text or not self.searched:
+        """Free text that is nobody's words (a server error, raw stream bytes): every searched secret, as written
+        or JSON-escaped, and every cut-off start of one (MIN_PREFIX characters or more), as `***`."""
+        if not text or not self._forms:
             return text
-        for secret in self.searched:
-            text = _mask_with_prefixes(text, secret)
+        for form in self._forms:
+            text = _mask_with_prefixes(text, form)
         return text
 
     def value(self, value: Any, skip: Callable[[tuple], bool] = lambda path: False, by_name: bool = False,
               path: tuple = ()) -> Any:
-        """A copy of a decoded JSON value with the secrets out of its strings (`text`); with `by_name`, a
-        credential-named field's string is `***` whatever it holds. Subtrees where `skip(path)` (people's words)
-        are kept as they are."""
+        """A copy of a decoded JSON value with the secrets out of its strings (`text`). With `by_name`, what a
+        credential-named field holds (a string, a list, an object) is `***`, and so is a string shaped like a key
+        (`Bearer …`, `sk-…`). Subtrees where `skip(path)` (people's words) are kept as they are."""
         if skip(path):
             return value
         if isinstance(value, dict):
-            return {key: (MASK if by_name and isinstance(item, str) and isinstance(key, str) and credential_name(key)
+            return {key: (MASK if by_name and isinstance(key, str) and credential_name(key) and _holds(item)
                           else self.value(item, skip, by_name, path + (key,))) for key, item in value.items()}
         if isinstance(value, list):
             return [self.value(item, skip, by_name, path + (index,)) for index, item in enumerate(value)]
         if isinstance(value, str):
-            return self.text(value)
+            return MASK if by_name and key_shaped(value) else self.text(value)
         return value
+
+
+def _holds(item: Any) -> bool:
+    """Anything but a number, a flag or nothing: `api_key: [K]` and `auth: {bearer: K}` hold a key too."""
+    return isinstance(item, (str, list, dict))
+
+
+def _escaped_forms(secret: str) -> set[str]:
+    import json
+
+    forms = {secret}
+    for ascii_only in (True, False):
+        escaped = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
+        forms.update({escaped, escaped.replace("/", "\\/")})
+    return forms
 
 
 def _mask_with_prefixes(text: str, secret: str) -> str:
@@ -124,8 +163,8 @@ def redact_url(url: str) -> str:
     if sep:
         authority, slash, tail = rest.partition("/")
         user, at, host = authority.rpartition("@")
-        if at and ":" in user:
-            authority = f"{user.split(':', 1)[0]}:{MASK}@{host}"
+        if at:  # a password, or a token standing as the user name (https://TOKEN@host)
+            authority = f"{user.split(':', 1)[0]}:{MASK}@{host}" if ":" in user else f"{MASK}@{host}"
         url = f"{scheme}{sep}{authority}{slash}{tail}"
     base, mark, query = url.partition("?")
     if not mark:
@@ -134,5 +173,6 @@ def redact_url(url: str) -> str:
     pairs = []
     for pair in re.split(r"([&;])", query):
         name, equals, value = pair.partition("=")
-        pairs.append(f"{name}={MASK}" if equals and value and credential_name(unquote_plus(name)) else pair)
+        secret = equals and value and (credential_name(unquote_plus(name)) or key_shaped(unquote_plus(value)))
+        pairs.append(f"{name}={MASK}" if secret else pair)
     return f"{base}?{''.join(pairs)}{hash_mark}{fragment}"

@@ -1,10 +1,11 @@
 """A session as it may be written to a file: secrets out, by the rules of tui/context/redaction.py.
 
-What people wrote is kept as written: the messages, the title made from them, the tools and variables a
-harness wrote, and inside each request the messages (or input, system, instructions …) of its body, the reply's
-content, reasoning and tool calls, and the ledger's quotes. Everything else is searched for secret-shaped keys;
-a request body's credential-named fields (`api_key`, `metadata.session_token`) and the URL's credentials are
-masked whatever they hold.
+What people wrote is kept as written: the messages, the title made from them, the tools a harness wrote, and
+inside each request the messages (or input, system, instructions …) of its body and the reply's content,
+reasoning and tool calls. A request body's credential fields (`api_key`, `metadata.session_token`, whatever
+they hold) and key-shaped values are masked, and so are the URL's credentials. Known keys are searched for
+only in the texts a server wrote (a reply's error, the raw bytes of its stream): never in a field the session
+schema constrains (ids, hashes, names), so no key of any shape can make a file unreadable.
 """
 
 from __future__ import annotations
@@ -13,40 +14,43 @@ from typing import Any, Iterable
 
 from tui.context.redaction import Redactor, bearer_tokens_masked, redact_url
 
-WORDS = frozenset({"title", "messages", "tools", "variables"})
 BODY_WORDS = frozenset({"messages", "input", "instructions", "system", "prompt", "contents", "tools", "functions",
                         "response_format", "tool_choice"})
-REPLY_WORDS = frozenset({"content", "reasoning", "reasoning_content", "tool_calls", "refusal"})
-REQUEST_WORDS = frozenset({"dropped"})
+SERVER_TEXTS = (("error",), ("stream", "raw"), ("stream", "error"))  # in a request's reply
 
 
-def _is_words(path: tuple) -> bool:
-    if len(path) == 1:
-        return path[0] in WORDS
-    if len(path) >= 3 and path[0] == "requests":
-        part = path[2]
-        if part in REQUEST_WORDS:
-            return True
-        if len(path) == 4 and part == "body":
-            return path[3] in BODY_WORDS
-        if len(path) == 4 and part == "reply":
-            return path[3] in REPLY_WORDS
-    return False
+def outside_words(path: tuple) -> bool:
+    """For Redactor.value over a request body: skip its words (the messages, the tools)."""
+    return len(path) == 1 and path[0] in BODY_WORDS
 
 
 def redacted_session(data: dict[str, Any], secrets: Iterable[str]) -> dict[str, Any]:
-    """A copy of a session's dict (Session.to_dict) with its secrets out and its words untouched."""
+    """A copy of a session's dict (Session.to_dict) with its secrets out and its words untouched; what it
+    does not change is shared with `data`, never modified."""
     redactor = Redactor(secrets)
-    out = redactor.value(data, _is_words)
-    endpoint = out.get("endpoint")
+    out = dict(data)
+    endpoint = data.get("endpoint")
     if isinstance(endpoint, dict) and isinstance(endpoint.get("base_url"), str):
-        endpoint["base_url"] = redact_url(endpoint["base_url"])
-    out["params"] = redactor.value(data.get("params") or {}, by_name=True)
-    for request in out.get("requests") or []:
-        if isinstance(request.get("body"), dict):
-            request["body"] = redactor.value(request["body"], lambda path: len(path) == 1 and path[0] in BODY_WORDS,
-                                             by_name=True)
-        reply = request.get("reply")
-        if isinstance(reply, dict) and isinstance(reply.get("error"), str):
-            reply["error"] = bearer_tokens_masked(reply["error"])
+        out["endpoint"] = {**endpoint, "base_url": redact_url(endpoint["base_url"])}
+    if isinstance(data.get("params"), dict):
+        out["params"] = redactor.value(data["params"], by_name=True)
+    out["requests"] = [_request(request, redactor) for request in data.get("requests") or []]
     return out
+
+
+def _request(request: dict, redactor: Redactor) -> dict:
+    request = dict(request)
+    if isinstance(request.get("body"), dict):
+        request["body"] = redactor.value(request["body"], outside_words, by_name=True)
+    reply = request.get("reply")
+    if isinstance(reply, dict):
+        reply = request["reply"] = dict(reply)
+        if isinstance(reply.get("stream"), dict):
+            reply["stream"] = dict(reply["stream"])
+        for path in SERVER_TEXTS:
+            holder = reply if len(path) == 1 else reply.get(path[0])
+            if isinstance(holder, dict) and isinstance(holder.get(path[-1]), str):
+                holder[path[-1]] = redactor.text(holder[path[-1]])
+        if isinstance(reply.get("error"), str):
+            reply["error"] = bearer_tokens_masked(reply["error"])
+    return request

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tui.context.image_tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
+from tui.context.redaction import Redactor, credential_name
 from tui.context.request_bytes import request_text
 from tui.context.safety import paste_safe
 
@@ -24,8 +25,7 @@ SESSION_FIELDS = frozenset({"messages", "tools", "model", "max_tokens"})
 # Left out: the app sets streaming itself (stream_options without stream is refused by servers), and a
 # session file never holds a credential.
 LEFT_OUT = {"stream": "the app sets it", "stream_options": "the app sets it"}
-CREDENTIALS = frozenset({"api_key", "apikey", "api-key", "key", "authorization", "access_token", "secret",
-                         "password", "token", "headers", "extra_headers", "default_headers"})
+HEADERS = frozenset({"headers", "extra_headers", "default_headers"})  # a client's headers: keys go there
 
 
 @dataclass
@@ -40,8 +40,10 @@ def body_params(body: dict) -> tuple[dict, list[str]]:
     for key, value in body.items():
         if key in SESSION_FIELDS:
             continue
-        if key.lower() in CREDENTIALS:
+        if credential_name(key) or key.lower() in HEADERS:
             left_out.append(f"{key} (may hold a credential)")
+        elif Redactor().value(value, by_name=True) != value:  # a credential inside (metadata.session_token)
+            left_out.append(f"{key} (holds a credential)")
         elif key in LEFT_OUT:
             left_out.append(f"{key} ({LEFT_OUT[key]})")
         else:

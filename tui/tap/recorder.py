@@ -26,9 +26,9 @@ from typing import Any, Callable
 from tui.context.budget import PolicySettings
 from tui.context.cache_causes import REASONING, REPLY
 from tui.context.messages import Message, Provenance
-from tui.context.redaction import Redactor, credential_name
+from tui.context.redaction import Redactor, credential_name, key_shaped
 from tui.sessions.model import RequestRecord, Session
-from tui.sessions.redacted import BODY_WORDS
+from tui.sessions.redacted import BODY_WORDS, outside_words
 
 from .client_cuts import client_cuts, messages_of, with_cache_effect
 from .conversations import Conversation, Conversations
@@ -253,23 +253,22 @@ class Recorder:
         forwarded, never kept or shown (redacted.py masks them by name; these are looked for in replies)."""
         found: list[str] = []
 
-        def walk(value: Any) -> None:
+        def walk(value: Any, credential: bool = False) -> None:
             if isinstance(value, dict):
                 for name, item in value.items():
-                    if isinstance(item, str) and isinstance(name, str) and credential_name(name):
-                        found.append(item)
-                    else:
-                        walk(item)
+                    walk(item, credential or isinstance(name, str) and credential_name(name))
             elif isinstance(value, list):
                 for item in value:
-                    walk(item)
+                    walk(item, credential)
+            elif isinstance(value, str) and (credential or key_shaped(value)):
+                found.append(value)
         walk({name: value for name, value in body.items() if name not in BODY_WORDS})
         return found
 
     @staticmethod
     def shown_body(body: dict) -> dict:
         """The body as the app shows it: each credential field's value as ***, the messages as they are."""
-        return Redactor().value(body, lambda path: len(path) == 1 and path[0] in BODY_WORDS, by_name=True)
+        return Redactor().value(body, outside_words, by_name=True)
 
     @staticmethod
     def chat_body(exchange: Exchange) -> dict | None:

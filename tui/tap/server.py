@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import unquote_plus, urlsplit
 
-from tui.context.redaction import credential_name
+from tui.context.redaction import credential_name, key_shaped
 
 import httpx
 from aiohttp import web
@@ -37,13 +37,10 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 # `x-litellm-api-key`, `X-Amz-Security-Token`, Gemini's `key`, …) and on the shape of their values (a scheme and
 # a token, a known key prefix); these are forwarded unchanged, never shown or kept.
 CREDENTIAL_HEADERS = frozenset({"proxy-authorization", "set-cookie", "openai-organization", "openai-project"})
-KEY_SHAPES = re.compile(r"^(?:(?:bearer|basic|token|digest|aws4-hmac-sha256)\s+\S{8,}|sk-[A-Za-z0-9_\-]{8,}|"
-                        r"sk-ant-\S{8,}|xox[abprs]-\S{8,}|gh[pousr]_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,})",
-                        re.IGNORECASE)
 
 
 def credential_header(name: str, value: str) -> bool:
-    return name.lower() in CREDENTIAL_HEADERS or credential_name(name) or bool(KEY_SHAPES.match(value.strip()))
+    return name.lower() in CREDENTIAL_HEADERS or credential_name(name) or key_shaped(value)
 UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in a header: what aiohttp refuses to write
 
 Listener = Callable[[str, "Exchange"], None]
@@ -161,12 +158,17 @@ def shown_path(raw_path: str) -> tuple[str, list[str]]:
     """The path and query as they may be shown and kept (each credential parameter's value as ***), and those
     values (as sent and decoded): forwarded unchanged, redacted from anything recorded."""
     path, mark, query = raw_path.partition("?")
+    if ";" in path:  # parameters in the path itself (`/v1;api_key=K/chat`) are read like the query's
+        shown, in_path = shown_path("?" + path.replace("/", "&/&"))
+        path = shown[1:].replace("&/&", "/")
+    else:
+        in_path = []
     if not mark:
-        return raw_path, []
-    secrets, pairs = [], []
+        return path, in_path
+    secrets, pairs = in_path, []
     for pair in re.split(r"([&;])", query):
         name, equals, value = pair.partition("=")
-        if equals and value and credential_name(unquote_plus(name)):
+        if equals and value and (credential_name(unquote_plus(name)) or key_shaped(unquote_plus(value))):
             secrets += [piece for piece in {value, unquote_plus(value)} if len(piece) >= 4]
             pair = f"{name}=***"
         pairs.append(pair)
