@@ -139,3 +139,21 @@ def test_legitimate_toml_is_still_read():
              "x = {" + ", ".join(f"a{i}.b = {i}" for i in range(100)) + "}\n"]
     for text in texts:
         assert parse_toml(text, "ok.toml")
+
+
+def test_a_template_or_tokenizer_that_is_a_fifo_is_refused_without_waiting(tmp_path):
+    from tui.context.errors import TemplateNotFound
+    from tui.context.template_library import load_template as open_template
+    from tui.context.tokenizers import TokenizerNotFound, get_tokenizer
+    for name in ("t.jinja", "tokenizer.json"):
+        os.mkfifo(tmp_path / name)
+    with pytest.raises(TemplateNotFound, match="not a regular file"):
+        open_template(str(tmp_path / "t.jinja"))
+    with pytest.raises(TokenizerNotFound, match="not a regular file"):
+        get_tokenizer(str(tmp_path / "tokenizer.json"))
+
+
+def test_a_tool_description_nested_50000_deep_is_compared_not_a_crash():
+    from tui.context.cache_causes import _canonical
+    deep = "[" * 50_000
+    assert _canonical({"description": deep}) == json.dumps({"description": deep}, ensure_ascii=False)

@@ -59,7 +59,15 @@ def test_a_curl_command_holds_no_control_character_and_runs_as_the_same_request(
     assert not UNSAFE & set(command.replace("\\\n", ""))
     words = shlex.split(command.replace("\\\n", " "))
     assert json.loads(words[words.index("-d") + 1]) == body
-    assert "␛[2J" in words[1]  # a hostile URL keeps its stand-in, it is not silently repaired
+    assert "␛[2J" in words[words.index("--url") + 1]  # a hostile URL keeps its stand-in, it is not silently repaired
+
+
+def test_a_curl_command_cannot_be_steered_by_its_url_or_key_variable(tmp_path):
+    marker = tmp_path / "ran"
+    command = curl_command("-o/tmp/x http://h/[1-1000000]", {"model": "m"}, f"X}}$(touch {marker})")
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[:3] == ["curl", "--globoff", "--url"] and words[3] == "-o/tmp/x http://h/[1-1000000]"
+    assert "$OPENAI_API_KEY" in command and "touch" not in command
 
 
 async def test_copying_a_hostile_reply_puts_stand_ins_on_the_clipboard_and_says_so(tmp_path, monkeypatch):

@@ -311,3 +311,31 @@ def test_path_parameters_and_key_shaped_query_values_are_masked_in_the_tap_list(
     shown, secrets = shown_path("/v1;api_key=PATHKEY/chat/completions?accessToken=AAAA&jwt=BBBB&q=sk-abcdefghijklmnop")
     assert shown == "/v1;api_key=***/chat/completions?accessToken=***&jwt=***&q=***"
     assert {"PATHKEY", "AAAA", "BBBB", "sk-abcdefghijklmnop"} <= set(secrets)
+
+
+async def test_a_key_put_in_the_sessions_parameters_is_not_shown_or_copied(tmp_path, monkeypatch):
+    from test_chat_markdown import markdown_session
+    from tui.app.request_view import RequestView
+    isolated(monkeypatch, tmp_path)
+    path = markdown_session(tmp_path, "a reply")
+    data = json.loads(path.read_text())
+    data["params"] = {"api_key": "sk-params-secret-0123456789", "temperature": 0.2}
+    path.write_text(json.dumps(data))
+    app = make_app(tmp_path, offline=True, file=path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        app.query_one("#tabs").active = "request"
+        await settle(pilot, app)
+        assert "sk-params-secret" not in app.query_one(RequestView).text
+        await app.run_action("copy_curl")
+        assert "sk-params-secret" not in app.clipboard and '"temperature":0.2' in app.clipboard
+
+
+def test_a_client_whose_user_agent_is_not_utf8_is_recorded(tap):
+    before = set(recordings(tap))
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", headers={"User-Agent": b"agent\xff\xfe/1.0"},
+                        json={"model": "loop-model", "messages": [{"role": "user", "content": "odd agent"}],
+                              "stream": True})
+    assert answer.status_code == 200
+    tap.settle()
+    assert [d for f, d in recordings(tap).items() if f not in before and d["messages"][0]["content"] == "odd agent"]

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 
 from platformdirs import user_cache_dir
 
+from tui.context.redaction import Redactor
 from tui.context.safety import paste_safe
+from tui.sessions.redacted import outside_words
 from tui.sessions.transfer import curl_command
 
 from .confirm_screen import ConfirmScreen
@@ -150,5 +152,8 @@ class Copier:
         if pane is None:
             self.app.notify("The request is not ready yet", severity="warning", markup=False)
             return
-        self.copy(f"the request as curl (the key as ${pane.key_env})",
-                  curl_command(pane.url, dict(pane.body), pane.key_env))
+        body = dict(pane.body)
+        shown = Redactor().value(body, outside_words, by_name=True)  # a key put in [params] is not copied
+        masked = " and credential fields as ***" if shown != body else ""
+        self.copy(f"the request as curl (the key as ${pane.key_env}{masked})",
+                  curl_command(pane.url, shown, pane.key_env))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+from tui.context.redaction import Redactor
 from tui.context.safety import json_paste_safe
+from tui.sessions.redacted import outside_words
 from tui.sessions.transfer import curl_command
 
 from .safe_inputs import SafeTextArea
@@ -33,6 +35,7 @@ class RequestView(SafeTextArea):
         super().__init__(read_only=True, soft_wrap=False, show_line_numbers=False, **kwargs)
 
     def show(self, url: str, body: dict, key_env: str, what_if: str = "") -> None:
+        body = Redactor().value(body, outside_words, by_name=True)  # a key put in [params] is not shown
         body, cut = without_data(body)
         shown = json_paste_safe(json.dumps(body, ensure_ascii=False, indent=2))  # a selection copied is safe too
         text = shown + "\n\n# as curl\n" + curl_command(url, body, key_env)

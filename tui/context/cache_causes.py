@@ -121,17 +121,24 @@ def _canonical(value: Any) -> str:
     return json.dumps(_parsed(value), sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _parsed(value: Any) -> Any:
+def _parsed(value: Any, depth: int = 0) -> Any:
+    """Strings that hold JSON read as JSON (a tool's arguments), to compare values, not their spelling; past
+    PARSED_DEPTH levels (a hostile tool description nested 50,000 deep) a value is compared as it is."""
+    if depth > PARSED_DEPTH:
+        return value
     if isinstance(value, str):
         try:
-            return _parsed(json.loads(value))
-        except ValueError:
+            return _parsed(json.loads(value), depth + 1)
+        except (ValueError, RecursionError):
             return value
     if isinstance(value, dict):
-        return {key: _parsed(item) for key, item in value.items()}
+        return {key: _parsed(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list):
-        return [_parsed(item) for item in value]
+        return [_parsed(item, depth + 1) for item in value]
     return value
+
+
+PARSED_DEPTH = 64
 
 
 def _same(a: Any, b: Any) -> bool:

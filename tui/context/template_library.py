@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .harmony import SPECIAL_TOKENS as HARMONY_TOKENS
-from .outside_files import FileProblem, read_json
+from .outside_files import FileProblem, read_bounded, read_json
 from .harmony import render_harmony
 from .errors import TemplateNotFound, TemplateRenderError
 from .identity import MODEL_FILE, SHIPPED, Identity, display_name
 from .registry import family_for_template
 
+MAX_TEMPLATE_FILE = 4 * 1024 * 1024  # a chat template (the largest real ones are a few dozen KB)
 MAX_TOKENIZER_CONFIG = 64 * 1024 * 1024  # a tokenizer_config.json (some embed their vocabulary's added tokens)
 # Strings that look like a template's control tokens: <|im_start|>, <｜User｜>, [INST], <start_of_turn>...
 SPECIAL_PATTERN = re.compile(
@@ -219,4 +220,10 @@ def load_template(spec: str) -> ChatTemplate:
         return load_gguf(path)
     if path.suffix == ".json":
         return load_tokenizer_config(path)
-    return template_from_text(path.read_text(encoding="utf-8"), f"file:{path}", path.stem)
+    try:  # a regular file of bounded size (a FIFO or /dev/zero named as a template is refused, not read)
+        text = read_bounded(path, MAX_TEMPLATE_FILE).decode("utf-8")
+    except FileProblem as exc:
+        raise TemplateNotFound(str(exc)) from None
+    except UnicodeDecodeError:
+        raise TemplateNotFound(f"{path} is not UTF-8 text") from None
+    return template_from_text(text, f"file:{path}", path.stem)

@@ -12,6 +12,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Protocol
 
+from .outside_files import read_bounded
 from .identity import MODEL_FILE, SHIPPED, Identity
 from .pieces import cuts_at_spaces
 from .registry import family_for_vocabulary
@@ -30,6 +31,7 @@ CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3
                   r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
 QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
                  r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+MAX_TOKENIZER_FILE = 256 * 1024 * 1024  # a tokenizer.json (large vocabularies are some tens of MB)
 HARMONY_SPECIALS = {"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002,
                     "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
                     "<|message|>": 200008, "<|call|>": 200012}
@@ -215,8 +217,8 @@ def _cached_tokenizer(spec: str) -> Tokenizer:
     if path.is_dir():
         path = path / "tokenizer.json"
     try:
-        data = path.read_bytes()
-        data = lzma.decompress(data) if path.suffix == ".xz" else data
+        data = read_bounded(path, MAX_TOKENIZER_FILE)  # a regular file only: a FIFO is refused, not waited on
+        data = lzma.LZMADecompressor().decompress(data, MAX_TOKENIZER_FILE) if path.suffix == ".xz" else data
         # the vocabulary's hash, not the file's name, says whose tokenizer this is
         return HFTokenizer(str(path), data.decode("utf-8"), vocabulary_identity(str(path), MODEL_FILE, _sha256(data)))
     except Exception as exc:  # noqa: BLE001 - any unreadable file is reported the same way

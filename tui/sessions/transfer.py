@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,8 +168,14 @@ def curl_command(url: str, body: dict, key_env: str) -> str:
     """The request as a curl command a shell can run and a terminal can paste: the key named by its variable,
     never written out; no control character in it (the JSON keeps its value, the URL gets stand-ins)."""
     data = request_text(body)  # the bytes the app sends
-    return paste_safe(f"curl {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
+    if not ENV_NAME.fullmatch(key_env):  # a name from a file or a flag: never shell syntax in the command
+        key_env = "OPENAI_API_KEY"
+    # --url: a URL that starts with "-" is not an option; --globoff: its [] and {} are not curl's globs
+    return paste_safe(f"curl --globoff --url {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
                       f"  -H \"Authorization: Bearer ${key_env}\" \\\n  -d {shlex.quote(data)}")[0]
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def export_curl(session: Session, step: int | None, key_env: str = "OPENAI_API_KEY") -> str:

@@ -307,7 +307,7 @@ class Recorder:
     def open_thread(self, conversation: Conversation, engine: Engine, model: str, exchange: Exchange) -> Thread:
         from tui.controller.workbench import template_spec
 
-        client = exchange.client.split(" ")[0][:40] or "client"
+        client = exchange.client.split(" ")[0][:40].encode("utf-8", "replace").decode("utf-8") or "client"
         session = Session(id=f"{self.prefix}-{conversation.number}", title=f"tap {conversation.number}: {client} · "
                           f"{model or 'model'}", base_url=self.upstream, model=model,
                           template=template_spec(engine.template), tokenizer=engine.tokenizer.name,
