@@ -88,11 +88,11 @@ def test_fenced_control_strings_are_text_and_not_counted_as_controls():
 async def test_a_server_that_shows_no_template_gets_no_system_turn_the_user_did_not_write(tmp_path, monkeypatch):
     """A vLLM-like server (no template to read) serving a model of no known family: the pane assumes plain ChatML,
     without Qwen 2.5's default system prompt, and says the template is assumed; a Qwen model name assumes its
-    family's template."""
+    family's template, an OpenAI one the shape of OpenAI's published accounting."""
     from tui.app.summary import summary_text
     from window_servers import WindowServer
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    for model, template in (("gpt-4o", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):
+    for model, template in (("gpt-4o", "openai"), ("mystery-model", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):
         with WindowServer("vllm", n_ctx=4096, model=model) as server:
             made = Harness(tmp_path / model.replace("/", "_"), base_url=server.url)
             await made.ready(Session(messages=[Message("user", "Hello", id="u1")]))

@@ -250,7 +250,9 @@ def test_each_builtin_templates_family_and_tokenizer(template, family, tokenizer
 
 
 def test_every_builtin_template_is_in_the_registry():
-    assert sorted(builtin_names()) == sorted(name for family in FAMILIES.values() for name in family.templates)
+    from tui.context.registry import HOSTED_TEMPLATES
+    assert sorted(builtin_names()) == sorted([*(name for family in FAMILIES.values() for name in family.templates),
+                                              *HOSTED_TEMPLATES.values()])
 
 
 @pytest.mark.parametrize("key", sorted(key for key, family in FAMILIES.items() if family.tokenizer))

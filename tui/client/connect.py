@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import httpx
 
+from tui.context.assumed import assumed_template as assumed_template_for
 from tui.context.identity import SERVER, SHIPPED
-from tui.context.registry import checked_on_server, template_for_model, tokenizer_for_model
-from tui.context.template_library import ChatTemplate, builtin_template, plain_chatml, template_from_text
+from tui.context.registry import checked_on_server, tokenizer_for_model
+from tui.context.template_library import ChatTemplate, template_from_text
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
 
 from .endpoint import Endpoint
@@ -119,10 +120,10 @@ def assumed_template(info: ServerInfo) -> tuple[ChatTemplate, str]:
         where = f"the model name {model!r}; the gateway does not say what it forwards to"
     else:
         where = f"the model name {model!r}; the server does not show its template"
-    builtin = template_for_model(model)
-    if builtin is None:
-        return plain_chatml(), f"template assumed: chatml without a default system prompt (no known family in {where})"
-    return builtin_template(builtin), f"template assumed: {builtin} (from {where})"
+    template, name = assumed_template_for(model)  # the one choice render, import and replay make too
+    if name is None:
+        return template, f"template assumed: chatml without a default system prompt (no known family in {where})"
+    return template, f"template assumed: {name} (from {where})"
 
 
 def _through_gateway(client: OpenAIClient, info: ServerInfo) -> Connection:

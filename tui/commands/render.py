@@ -14,9 +14,8 @@ from tui.commands.sessions_common import session_engine
 from tui.context.budget import POLICIES, PolicyError, PolicySettings
 from tui.context.cache import RULES
 from tui.context.fences import FenceStyle
-from tui.context.registry import tokenizer_for_family
+from tui.context.assumed import assumed_template, assumed_tokenizer, provably_exact
 from tui.context.request import RequestSettings, RequestView, build_request
-from tui.context.template_library import plain_chatml
 from tui.context.templates import TemplateRenderError
 from tui.errors import UsageError, one_line
 
@@ -72,8 +71,9 @@ def engine(args: argparse.Namespace, conversation: Conversation):
     if session is not None:
         template, tokenizer = session_engine(session, args.template, args.tokenizer)
         return template, tokenizer, {**session.variables, **parse_vars(args.var)}
-    template = open_template(args.template) if args.template else plain_chatml()  # no system turn not written
-    tokenizer = open_tokenizer(args.tokenizer or tokenizer_for_family(template.identity.family))
+    model = args.model or conversation.model  # the model the body names decides the family
+    template = open_template(args.template) if args.template else assumed_template(model)[0]
+    tokenizer = open_tokenizer(args.tokenizer or assumed_tokenizer(model, template))
     return template, tokenizer, parse_vars(args.var)
 
 
@@ -92,9 +92,11 @@ def request_settings(args: argparse.Namespace, conversation: Conversation) -> Re
     template, tokenizer, variables = engine(args, conversation)
     base = session.policy_settings() if session is not None else PolicySettings()
     fences = (session.fences if session is not None else True) and not args.no_fences
+    model = args.model or conversation.model or ""
     return RequestSettings(template, tokenizer, variables, conversation.tools, not args.no_generation_prompt,
                            policy(args, base), FenceStyle(enabled=fences), args.cache_rule,
-                           model=args.model or conversation.model or "",
+                           exact=provably_exact(model, template, chosen=bool(args.template) or session is not None),
+                           model=model,
                            base_url=session.base_url if session is not None else "")
 
 

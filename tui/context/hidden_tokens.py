@@ -153,8 +153,17 @@ def tool_regions(text: str, tools: list | None) -> list[tuple[int, int]]:
                 break
         else:
             if forms is SCHEMA_FORMS:
-                return []  # the template writes its tools some other way
+                return _tools_block(text)  # the template writes its tools some other way
     return sorted(regions)
+
+
+TOOLS_BLOCK = ("<|tools_start|>", "<|tools_end|>")  # a template that writes its tools as its own block (openai)
+
+
+def _tools_block(text: str) -> list[tuple[int, int]]:
+    start = text.find(TOOLS_BLOCK[0])
+    end = text.rfind(TOOLS_BLOCK[1])
+    return [(start, end + len(TOOLS_BLOCK[1]))] if 0 <= start < end else []
 
 
 def hidden_tokens(document: Document, origin: list[int], messages: list[Message], tokenizer: Any,

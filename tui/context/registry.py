@@ -127,12 +127,18 @@ def tokenizer_for_model(model: str) -> str:
     return tokenizer_for_family(found.key if found else None)
 
 
-def template_for_model(model: object) -> str | None:
-    """The built-in template to assume for a model id when the server's own is out of reach (a gateway), or None.
+# Hosted families whose template is not published: the built-in that frames a request as the provider's
+# published token accounting does. It names no family (its counts are never "exact": the text is assumed).
+HOSTED_TEMPLATES = {"openai-o200k": "openai", "openai-cl100k": "openai-cl100k"}
 
-    Of a family's built-ins, the one whose name the id contains ("qwen3" in "tiny-qwen3"), else its first.
-    """
+
+def template_for_model(model: object) -> str | None:
+    """The built-in template to assume for a model id when the server's own is out of reach (a gateway, a hosted
+    API, `render` of a body), or None. Of a family's built-ins, the one whose name the id contains ("qwen3" in
+    "tiny-qwen3"), else its first; a hosted family's accounting template."""
     found, key = family_for_model(model), _model_key(model)
+    if found is not None and found.key in HOSTED_TEMPLATES:
+        return HOSTED_TEMPLATES[found.key]
     if found is None or not found.templates or key is None:
         return None
     return next((name for name in found.templates if name in key), found.templates[0])

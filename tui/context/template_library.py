@@ -44,6 +44,10 @@ BUILTINS: dict[str, BuiltinSpec] = {
     "deepseek-r1": BuiltinSpec("deepseek-r1.jinja", {"bos_token": "<｜begin▁of▁sentence｜>"}, "DeepSeek-R1"),
     "phi3": BuiltinSpec("phi3.jinja", {"eos_token": "<|endoftext|>"}, "Phi-3 / 3.5"),
     "harmony": BuiltinSpec(None, {}, "gpt-oss (harmony, as openai-harmony renders it)"),
+    "openai": BuiltinSpec("openai.jinja", {"func_init": 7}, "OpenAI hosted chat, o200k models (assumed: its "
+                          "published token accounting)"),
+    "openai-cl100k": BuiltinSpec("openai.jinja", {"func_init": 10}, "OpenAI hosted chat, cl100k models (assumed: "
+                                 "its published token accounting)"),
 }
 ALIASES = {"mistral": "mistral-v3", "tekken": "mistral-tekken", "qwen2.5": "chatml", "gpt-oss": "harmony",
            "llama3.1": "llama3", "llama3.3": "llama3", "deepseek": "deepseek-r1", "phi3.5": "phi3"}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tui.context.image_tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
+from tui.context.assumed import assumed_template, assumed_tokenizer
 from tui.context.redaction import Redactor, credential_name
 from tui.context.request_bytes import request_text
 from tui.context.safety import paste_safe
@@ -80,6 +81,10 @@ def import_file(path: Path, raw: bytes) -> Imported:
     params, left_out = body_params(body)
     session = Session(title=f"Imported from {path.name}"[:1000], model=model, tools=tools, messages=messages,
                       params=params)
+    template, builtin = assumed_template(model)  # the model the body names decides the family, as everywhere
+    if builtin is not None:
+        session.template = {"name": builtin, "origin": "builtin"}
+        session.tokenizer = assumed_tokenizer(model, template)
     if max_tokens:
         session.policy = {**session.policy, "max_tokens": max_tokens}
     try:  # the gate every session file passes, so what is written here opens again (params has bounds)

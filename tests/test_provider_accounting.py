@@ -1,0 +1,85 @@
+"""Hosted models are counted by their provider's published accounting, with the model's own encoding (issue 18).
+
+Before: `ctxpane render body.json --json` with `"model": "gpt-4o"` rendered Qwen 2.5's ChatML, counted it with the
+Qwen3 tokenizer and called it exact; the OpenAI cookbook's published examples ("How to count tokens with
+tiktoken", each checked there against the API's `prompt_tokens`) came out 3 to 120 tokens off, 2.2x for tools.
+The figures below are the API's, as the cookbook prints them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+NAMES_EXAMPLE = [
+    {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate jargon "
+                                  "into plain English."},
+    {"role": "system", "name": "example_user", "content": "New synergies will help drive top-line growth."},
+    {"role": "system", "name": "example_assistant", "content": "Things working well together will increase revenue."},
+    {"role": "system", "name": "example_user", "content": "Let's circle back when we have more bandwidth to touch "
+                                                          "base on opportunities for increased leverage."},
+    {"role": "system", "name": "example_assistant", "content": "Let's talk later when we're less busy about how to "
+                                                               "do better."},
+    {"role": "user", "content": "This late pivot means we don't have time to boil the ocean for the client "
+                                "deliverable."},
+]
+TOOLS_EXAMPLE = [{"type": "function", "function": {
+    "name": "get_current_weather", "description": "Get the current weather in a given location",
+    "parameters": {"type": "object", "properties": {
+        "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
+        "unit": {"type": "string", "description": "The unit of temperature to return",
+                 "enum": ["celsius", "fahrenheit"]}},
+        "required": ["location"]}}}]
+TOOLS_MESSAGES = [{"role": "system", "content": "You are a helpful assistant that can answer to questions about "
+                                                "the weather."},
+                  {"role": "user", "content": "What's the weather like in San Francisco?"}]
+ENCODING = {"gpt-4o": "o200k_base", "gpt-4o-mini": "o200k_base", "gpt-4": "cl100k_base",
+            "gpt-3.5-turbo": "cl100k_base", "gpt-4-0613": "cl100k_base"}
+
+
+def rendered(cli_in_process, tmp_path, body: dict) -> dict:
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    result = cli_in_process("render", str(path), "--json", "--no-fences")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("model,api", [("gpt-4o", 124), ("gpt-4o-mini", 124), ("gpt-4-0613", 129), ("gpt-4", 129),
+                                       ("gpt-3.5-turbo", 129)])
+def test_the_cookbook_example_with_names_counts_what_the_api_reported(cli_in_process, tmp_path, model, api):
+    data = rendered(cli_in_process, tmp_path, {"model": model, "messages": NAMES_EXAMPLE})
+    assert data["tokens"]["total"] == api
+    assert data["tokenizer"] == ENCODING[model] and data["tokens"]["exact"] is False  # published, not proven
+
+
+@pytest.mark.parametrize("model,api", [("gpt-4o", 101), ("gpt-4o-mini", 101), ("gpt-4", 105),
+                                       ("gpt-3.5-turbo", 105)])
+def test_the_cookbook_tools_example_counts_what_the_api_reported_and_every_view_agrees(cli_in_process, tmp_path,
+                                                                                        model, api):
+    with_tools = rendered(cli_in_process, tmp_path, {"model": model, "messages": TOOLS_MESSAGES,
+                                                     "tools": TOOLS_EXAMPLE})
+    without = rendered(cli_in_process, tmp_path, {"model": model, "messages": TOOLS_MESSAGES})
+    assert with_tools["tokens"]["total"] == api
+    added = with_tools["tokens"]["total"] - without["tokens"]["total"]
+    assert with_tools["hidden_tokens"]["totals"]["tool_schema"] == added  # what the tools cost, all of it
+    turns = with_tools["hidden_tokens"]["turns"]
+    assert sum(turn["tool_schema"] for turn in turns) == added
+    assert sum(turn["total"] for turn in turns) == with_tools["tokens"]["total"]
+
+
+def test_a_body_that_names_no_model_is_an_estimate(cli_in_process, tmp_path):
+    data = rendered(cli_in_process, tmp_path, {"messages": TOOLS_MESSAGES})
+    assert data["tokens"]["exact"] is False and "You are Qwen" not in data["text"]
+
+
+def test_import_and_replay_take_the_family_from_the_body(cli_in_process, tmp_path):
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"model": "gpt-4o", "messages": NAMES_EXAMPLE}))
+    session = tmp_path / "s.ctxpane.json"
+    assert cli_in_process("import", str(body), "-o", str(session)).returncode == 0
+    stored = json.loads(session.read_text())
+    assert stored["template"]["name"] == "openai" and stored["tokenizer"] == "o200k_base"
+    result = cli_in_process("render", str(session), "--json", "--no-fences")
+    assert json.loads(result.stdout)["tokens"]["total"] == 124
