@@ -97,11 +97,12 @@ def document_text(snapshot: Snapshot) -> Text:
     return out
 
 
-def counts_title(snapshot: Snapshot) -> Text:
+def counts_title(snapshot: Snapshot, image_tokens: int = 0) -> Text:
     counts = snapshot.counts
     label = "exact" if counts.exact else "estimate"
-    return Text(visible(f"tokens: {counts.total} ({label}, {snapshot.tokenizer}, template {snapshot.template})"),
-                "bold")
+    total = (f"{counts.total + image_tokens} sent ({counts.total} in the document + {image_tokens} for images, "
+             "estimate)" if image_tokens else f"{counts.total}")
+    return Text(visible(f"tokens: {total} ({label}, {snapshot.tokenizer}, template {snapshot.template})"), "bold")
 
 
 def counts_table(snapshot: Snapshot) -> Table:
@@ -162,7 +163,7 @@ def write_summary(view: RequestView, extra: dict | None = None) -> None:
     console = Console(stderr=True, highlight=False)
     for line in summary_lines(view):
         console.print(line, soft_wrap=True)
-    console.print(counts_title(view.snapshot), soft_wrap=True)
+    console.print(counts_title(view.snapshot, view.image_tokens), soft_wrap=True)
     console.print(counts_table(view.snapshot))
     budget = f" (budget {view.budget})" if view.budget is not None else ""
     console.print(Text(f"cost: this request sends {view.sent_tokens} tokens; keep-all would send "

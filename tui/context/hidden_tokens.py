@@ -31,7 +31,7 @@ from typing import Any
 
 from .cache_causes import REASONING
 from .document import Document
-from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_size
+from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_format, part_size
 from .messages import Message, image_parts
 from .tokens import SegmentCache, TokenIndex
 
@@ -326,7 +326,7 @@ def _images(result: HiddenTokens, origin: list[int], messages: list[Message],
             size = part_size(part)
             placeholder, count = written.pop(0) if written else ("", 0)
             info = ImageInfo(session + 1, size[0] if size else None, size[1] if size else None,
-                             part["format"] if part.get("format") in FORMATS else "", part_estimate(part, family),
+                             part_format(part), part_estimate(part, family),
                              placeholder, count)
             result.images.append(info)
             row(doc_index).counts["images"] += max(0, info.estimate.tokens - count)

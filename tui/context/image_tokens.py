@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from struct import error as struct_error
 from typing import Any
 
 ESTIMATE = "estimate"
@@ -73,15 +75,41 @@ def family_for(*names: str) -> str:
 
 
 def part_size(part: dict) -> tuple[int, int] | None:
-    """The pixel size an image part carries (ours, beside or inside `image_url`), or None when unknown."""
+    """The pixel size of an image part: what it carries (ours, beside or inside `image_url`), else read from the
+    header of its data: URL (a bounded start of it, decoded once); None when neither says."""
     inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
     sizes = []
     for key in ("width", "height"):
         value = part.get(key, inner.get(key))
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIDE:
-            return None
+            url = inner.get("url") if isinstance(inner.get("url"), str) else part.get("image_url")
+            found = data_url_image(url[:HEADER_CHARS]) if isinstance(url, str) and url.startswith("data:") else None
+            return found[1:] if found else None
         sizes.append(value)
     return sizes[0], sizes[1]
+
+
+HEADER_CHARS = 128 * 1024  # base64 characters of a data: URL read for its size (96 KB: past a JPEG's metadata)
+
+
+@lru_cache(maxsize=256)
+def data_url_image(head: str) -> tuple[str, int, int] | None:
+    """The format and pixel size in the header of a base64 data: URL's start, or None (not base64, not an image
+    we read, a header that lies or is cut short: such an image is counted at the assumed size, and said so)."""
+    import base64
+    import binascii
+
+    from .image_files import ImageFileError, image_size
+
+    meta, comma, payload = head.partition(",")
+    if not comma or not meta.endswith(";base64"):
+        return None
+    payload = payload[: len(payload) - len(payload) % 4]
+    try:
+        kind, width, height = image_size(base64.b64decode(payload, validate=False))
+    except (ImageFileError, binascii.Error, ValueError, IndexError, struct_error):
+        return None
+    return (kind, width, height) if 1 <= width <= MAX_SIDE and 1 <= height <= MAX_SIDE else None
 
 
 def part_detail(part: dict) -> str:
@@ -155,9 +183,19 @@ def part_estimate(part: dict, family: str) -> ImageEstimate:
 def image_label(part: dict, family: str) -> str:
     """The short label shown for an image part instead of its data (never the base64 blob)."""
     size = part_size(part)
-    kind = part.get("format") if part.get("format") in ("PNG", "JPEG", "GIF", "WebP") else "image"
+    kind = part_format(part) or "image"
     shown = f"{size[0]}×{size[1]}" if size else "size unknown"
     return f"[image {shown} {kind}, ~{part_estimate(part, family or DEFAULT_FAMILY).tokens} tokens estimate]"
+
+
+def part_format(part: dict) -> str:
+    """PNG, JPEG, GIF or WebP: what the part says, else what its data: URL's header shows; '' when unknown."""
+    if part.get("format") in ("PNG", "JPEG", "GIF", "WebP"):
+        return part["format"]
+    inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
+    url = inner.get("url")
+    found = data_url_image(url[:HEADER_CHARS]) if isinstance(url, str) and url.startswith("data:") else None
+    return found[0] if found else ""
 
 
 def placeholders(family: str) -> tuple[str, ...]:
