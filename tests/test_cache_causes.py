@@ -42,7 +42,7 @@ def test_system_prompt_and_edited_turn():
 def test_json_key_order_of_tool_call_arguments():
     reordered = {**CALL, "function": {"name": "lookup", "arguments": {"day": 2, "city": "Paris"}}}
     prefix = pair(chat(), chat(call=reordered))
-    assert prefix.cause_class == JSON_KEY_ORDER and "c1" not in prefix.cause and "m2" in prefix.cause
+    assert prefix.cause_class == JSON_KEY_ORDER and "c1" not in prefix.cause and "#2" in prefix.cause
     assert prefix.diverges.startswith('{"day"') or "day" in prefix.diverges  # the first divergent text
     other = {**CALL, "function": {"name": "lookup", "arguments": {"city": "Rome", "day": 2}}}
     assert pair(chat(), chat(call=other)).cause_class == EDITED_TURN  # other values: an edit, not key order
@@ -65,7 +65,7 @@ def test_reasoning_re_rendered_when_a_new_user_turn_follows():
     before = chat(reasoning="I should look it up.")
     after = [*before, {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "And Rome?"}]
     prefix = pair(before, after)
-    assert prefix.cause_class == REASONING and "m2" in prefix.cause
+    assert prefix.cause_class == REASONING and "#2" in prefix.cause
     assert prefix.diverged.startswith("<think>") and prefix.diverges.startswith("<tool_call>")
 
 
@@ -95,7 +95,7 @@ def test_report_after_the_reply():
     assert agreed.agrees and agreed.explanation.startswith("as predicted")
     fewer = cache_report(prefix, 5, view.shape, view.document, reported_prompt=view.sent_tokens + 2)
     assert not fewer.agrees and fewer.difference == 5 - prefix.predicted_cached and "fewer" in fewer.explanation
-    assert fewer.where.startswith("message m0 (system)") and "counted" in fewer.notes[0]
+    assert fewer.where.startswith("message #0 (system)") and "counted" in fewer.notes[0]
     more = cache_report(prefix, view.sent_tokens - 1, view.shape, view.document)
     # the last token the server computed is the generation prompt's final newline, which no message wrote
     assert "more" in more.explanation and more.where == "no message, marker: '\\n'"

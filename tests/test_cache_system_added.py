@@ -18,4 +18,4 @@ def test_adding_a_system_prompt_is_named_as_the_cause_not_template_text(template
     first = build_request(TURNS, settings)
     system = Message("system", "Be terse.", provenance=Provenance("system_prompt", True), id="sys")
     view = build_request([system, *TURNS], settings, previous=first.shape, request_number=2)
-    assert view.prefix.cause == "system prompt added (sys)"
+    assert view.prefix.cause == "system prompt added (#0)"

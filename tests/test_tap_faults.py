@@ -293,7 +293,7 @@ def test_an_upstream_that_says_nothing_gets_no_system_turn_the_client_did_not_se
     from conftest import free_port
     from tui.tap.engine import learn_engine
     down = f"http://127.0.0.1:{free_port()}/v1"
-    for model, name in (("gpt-4o", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):
+    for model, name in (("gpt-4o", "openai"), ("mystery-model", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):
         engine = learn_engine(down, model)
         text = engine.template.render([{"role": "user", "content": "hi"}], add_generation_prompt=True)
         assert engine.template.name == name and "<|im_start|>system" not in text and "You are Qwen" not in text

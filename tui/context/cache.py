@@ -34,6 +34,7 @@ class RequestShape:
     reasoning: list[str] = field(default_factory=list)  # each message's reasoning as sent
     blocks: list[tuple[int, str]] = field(default_factory=list)  # where each message's content ends, and its
     # cache_control lifetime ("5m", "1h"; "" when unmarked): Anthropic's breakpoints
+    places: list[int] = field(default_factory=list)  # each message's place in the chat (#N); -1: the summary
 
 
 @dataclass

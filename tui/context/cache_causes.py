@@ -44,10 +44,10 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     if boundary >= tail:
         return Cause(APPENDED, "none: the whole previous request is reused (new turns follow)")
     message, kind = _span_at(document, boundary)
-    newly_dropped = sorted(current.dropped - earlier.dropped)
+    newly_dropped = current.dropped - earlier.dropped
     if newly_dropped:
-        return Cause(TRUNCATION, f"truncation shift: {', '.join(newly_dropped)} dropped since the previous request",
-                     message, kind)
+        names = ", ".join(name for _place, name in sorted(_place_of(earlier, ident) for ident in newly_dropped))
+        return Cause(TRUNCATION, f"truncation shift: {names} dropped since the previous request", message, kind)
     if not _same(earlier.tools or None, current.tools or None) and (message is None or kind == "marker"):
         found = _tools_cause(earlier.tools or [], current.tools or [])
         return Cause(found[0], found[1], message, kind)
@@ -64,6 +64,16 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     return Cause(OTHER, f"changed text in {kind or 'the document'}", message, kind)
 
 
+def _place_of(shape: Any, ident: str) -> tuple[float, str]:
+    """A message as the chat names it (#N, its place), with its place to sort by; its id if the shape has none."""
+    places = getattr(shape, "places", None) or []
+    try:
+        place = places[shape.message_ids.index(ident)]
+    except (ValueError, IndexError):
+        return float("inf"), ident
+    return (place, f"#{place}") if place >= 0 else (float("inf"), "the summary")
+
+
 def _span_at(document: Document, boundary: int) -> tuple[int | None, str | None]:
     if not document.spans or boundary >= len(document.text):
         return None, None
@@ -77,23 +87,24 @@ def _message_cause(earlier: Any, current: Any, message: int | None, kind: str | 
         return None
     message_id, role = current.message_ids[message], current.message_roles[message]
     old = {mid: index for index, mid in enumerate(earlier.message_ids)}
+    name = _place_of(current, message_id)[1]  # said as the chat says it: #N
     if message_id not in old and role in ("system", "developer"):
-        return SYSTEM_PROMPT, f"system prompt added ({message_id})"  # its header differs first: not the template
+        return SYSTEM_PROMPT, f"system prompt added ({name})"  # its header differs first: not the template
     if message_id not in old:
-        return (EDITED_TURN, f"new message {message_id} where the previous request had other text") \
+        return (EDITED_TURN, f"new message {name} where the previous request had other text") \
             if kind != "marker" else None
     before = old[message_id]
     if earlier.message_texts[before] != current.message_texts[message]:
         if role in ("system", "developer"):
-            return SYSTEM_PROMPT, f"changed system prompt ({message_id})"
-        return EDITED_TURN, f"edited {role} message ({message_id})"
+            return SYSTEM_PROMPT, f"changed system prompt ({name})"
+        return EDITED_TURN, f"edited {role} message ({name})"
     calls_then, calls_now = _item(earlier.calls, before), _item(current.calls, message)
     if not _same(calls_then, calls_now):
         if _json_equal(calls_then, calls_now):
-            return JSON_KEY_ORDER, f"tool call arguments of {message_id} written with their keys in another order"
-        return EDITED_TURN, f"edited tool call in {message_id}"
+            return JSON_KEY_ORDER, f"tool call arguments of {name} written with their keys in another order"
+        return EDITED_TURN, f"edited tool call in {name}"
     if role == "assistant" and (_item(earlier.reasoning, before) or _item(current.reasoning, message)):
-        return REASONING, (f"reasoning of {message_id} re-rendered: the template writes this earlier turn "
+        return REASONING, (f"reasoning of {name} re-rendered: the template writes this earlier turn "
                            "differently now (it drops or moves its reasoning)")
     return None
 

@@ -167,7 +167,9 @@ def _where(current: RequestShape, document: Document, token: int) -> str:
     if not spans:
         return f"character {at}"
     span = spans[max(0, bisect_right([s.start for s in spans], at) - 1)]
+    places = current.places or []
     owner = "no message" if span.message is None else \
-        f"message {current.message_ids[span.message]} ({current.message_roles[span.message]})" \
-        if span.message < len(current.message_ids) else f"message {span.message}"
+        f"message #{places[span.message]} ({current.message_roles[span.message]})" \
+        if span.message < min(len(places), len(current.message_roles)) and places[span.message] >= 0 else \
+        f"message {span.message}"
     return f"{owner}, {span.kind}: {excerpt(current.text, at)!r}"

@@ -35,7 +35,6 @@ from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_est
 from .messages import Message, image_parts
 from .tokens import SegmentCache, TokenIndex
 
-FORMATS = ("PNG", "JPEG", "GIF", "WebP")
 CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 # Tool calls as templates wrap them in an assistant turn (Qwen, Hermes; Kimi and DeepSeek's sections).
