@@ -77,10 +77,10 @@ async def test_the_tokens_tab_shows_reasoning_per_turn_and_what_the_template_dro
         tokens = plain(app.query_one("#tokens-view"))
         first, last = (next(t for t in app.wb.view.hidden.turns if t.message_id == i) for i in ("m1", "m3"))
         assert first.reasoning_dropped > 0 and first.counts["reasoning"] == 0 and last.counts["reasoning"] > 0
-        row = next(line for line in tokens.splitlines() if line.strip().startswith("#2 ")).split()
+        row = next(line for line in tokens.splitlines() if line.strip().startswith("#1 ")).split()
         assert row[-1] == str(first.reasoning_dropped)  # the dropped column, last
-        last_row = next(line for line in tokens.splitlines() if line.strip().startswith("#4 ")).split()
+        last_row = next(line for line in tokens.splitlines() if line.strip().startswith("#3 ")).split()
         assert str(last.counts["reasoning"]) in last_row
-        assert f"the template dropped {first.reasoning_dropped} reasoning tokens of turn #2 (m1)" in tokens
+        assert f"the template dropped {first.reasoning_dropped} reasoning tokens of turn #1:" in tokens
         assert "reasoning re-rendered" in tokens
         assert "per turn (text" in tokens and "images: estimate" not in tokens  # no image: no image rule named

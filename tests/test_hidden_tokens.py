@@ -87,12 +87,12 @@ def test_qwen3_drops_earlier_reasoning_and_it_is_counted_per_turn(source):
     text = view.document.text
     assert kept.counts["reasoning"] == raw_in(text, text.index("<think>"), text.index("</think>") + 8)
     [note] = [n for n in view.hidden.notes if "dropped" in n]
-    assert f"dropped {dropped.reasoning_dropped} reasoning tokens of turn #3 (a1)" in note and REASONING in note
+    assert f"dropped {dropped.reasoning_dropped} reasoning tokens of turn #2:" in note and REASONING in note
 
 
 def test_the_dropped_reasoning_breaks_the_cache_prefix_at_that_turn():
     """Request 1 ends with the tool result (a2's reasoning written); once the user asks again, a2's
-    reasoning is dropped: the document changes at turn #5 and the prefix breaks there, classed as such."""
+    reasoning is dropped: the document changes at turn #4 and the prefix breaks there, classed as such."""
     template = builtin_template("qwen3")
     messages = conversation()
     first = build_request(messages, settings(template))
@@ -102,8 +102,8 @@ def test_the_dropped_reasoning_breaks_the_cache_prefix_at_that_turn():
     assert TOOL_THOUGHT not in second.document.text
     assert turn_of(second, "a2").reasoning_dropped == raw_count(TOOL_THOUGHT)
     assert second.prefix.cause_class == REASONING
-    assert second.origin[second.prefix.message] == 4  # session index of a2: turn #5
-    assert any("turn #5 (a2)" in note for note in second.hidden.notes)
+    assert second.origin[second.prefix.message] == 4  # session index of a2: turn #4
+    assert any("turn #4:" in note for note in second.hidden.notes)
 
 
 def test_tool_schemas_calls_and_results_are_counted_apart():
@@ -180,8 +180,8 @@ def test_render_json_carries_the_per_turn_figures(cli_in_process, tmp_path):
     data = json.loads(result.stdout)
     hidden = data["hidden_tokens"]
     turns = {turn["turn"]: turn for turn in hidden["turns"]}
-    assert turns[3]["reasoning_dropped"] == raw_count(FIRST_THOUGHT) and turns[3]["reasoning"] == 0
-    assert turns[5]["reasoning"] > 0 and turns[5]["tool_calls"] > 0 and turns[6]["tool_results"] > 0
+    assert turns[2]["reasoning_dropped"] == raw_count(FIRST_THOUGHT) and turns[2]["reasoning"] == 0
+    assert turns[4]["reasoning"] > 0 and turns[4]["tool_calls"] > 0 and turns[5]["tool_results"] > 0
     assert sum(turn["total"] for turn in hidden["turns"]) == data["sent_tokens"]
     assert hidden["reasoning_dropped"] == raw_count(FIRST_THOUGHT) and hidden["images_label"] == "estimate"
 

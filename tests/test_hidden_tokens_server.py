@@ -63,10 +63,10 @@ def test_reasoning_per_turn_matches_the_servers_tokens(root):
     # the kept reasoning: the server's tokens of the prompt that start inside the <think> block
     starts = server_starts(root, prompt)
     low, high = prompt.index("<think>"), prompt.index("</think>") + len("</think>")
-    assert turns[4].counts["reasoning"] == sum(1 for s in starts if low <= s < high) > 0
+    assert turns[3].counts["reasoning"] == sum(1 for s in starts if low <= s < high) > 0
     # the dropped reasoning: what the server makes of it as text
     dropped = len(post(root, "/tokenize", {"content": EARLIER})["tokens"])
-    assert turns[2].reasoning_dropped == dropped > 0 and turns[2].counts["reasoning"] == 0
+    assert turns[1].reasoning_dropped == dropped > 0 and turns[1].counts["reasoning"] == 0
     # and every token of the prompt is in one category of one turn: the server's own count
     usage = post(root, "/v1/chat/completions", {**body, "max_tokens": 1, "temperature": 0})["usage"]
     assert sum(turn.total for turn in view.hidden.turns) == view.sent_tokens == usage["prompt_tokens"]

@@ -79,7 +79,7 @@ def hidden_parts(hidden: HiddenTokens, exact: bool, reconciled: str = "") -> lis
         table.add_column(name, justify="left" if name in ("turn", "role") else "right", no_wrap=True)
     shown_turns = hidden.turns[-MAX_TURN_ROWS:]
     for turn in shown_turns:
-        name = f"#{turn.turn}" if turn.turn else ("summary" if turn.message_id == "summary" else "-")
+        name = f"#{turn.turn}" if turn.turn >= 0 else ("summary" if turn.message_id == "summary" else "-")
         values = [turn.counts[key] or "" for key, _short in TURN_COLUMNS]
         table.add_row(*text_cells([name, turn.role, *values, turn.reasoning_dropped or ""]))
     table.add_row(*text_cells(["all", "", *(hidden.total(key) for key, _short in TURN_COLUMNS),

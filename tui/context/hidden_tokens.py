@@ -35,6 +35,7 @@ from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_est
 from .messages import Message, image_parts
 from .tokens import SegmentCache, TokenIndex
 
+NO_MESSAGE = -1  # the turn of text no message wrote
 CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 # Tool calls as templates wrap them in an assistant turn (Qwen, Hermes; Kimi and DeepSeek's sections).
@@ -46,7 +47,7 @@ _PLACEHOLDER = re.compile("|".join(map(re.escape, sorted(ANY_PLACEHOLDER, key=le
 
 @dataclass
 class ImageInfo:
-    turn: int  # session message index + 1
+    turn: int  # the message's place in the chat (#N)
     width: int | None
     height: int | None
     format: str
@@ -68,7 +69,8 @@ class ImageInfo:
 
 @dataclass
 class TurnTokens:
-    turn: int  # session message index + 1; 0: text of no message (tool schemas, the generation prompt)
+    turn: int  # the message's place in the chat (#N); -1: text of no message (tool schemas, the generation
+    # prompt) or the summary
     message_id: str
     role: str
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
@@ -183,11 +185,11 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
         if key not in rows:
             session = origin[doc_index] if doc_index is not None and doc_index < len(origin) else None
             if session is None:
-                rows[key] = TurnTokens(0, "", "none")
+                rows[key] = TurnTokens(NO_MESSAGE, "", "none")
             elif session < 0:
-                rows[key] = TurnTokens(0, "summary", "user")
+                rows[key] = TurnTokens(NO_MESSAGE, "summary", "user")
             else:
-                rows[key] = TurnTokens(session + 1, messages[session].id, messages[session].role)
+                rows[key] = TurnTokens(session, messages[session].id, messages[session].role)
         return rows[key]
 
     text = document.text
@@ -235,7 +237,7 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
             turn.counts["tool_results" if role == "tool" else "text"] += left - used
     _images(result, origin, messages, placeholders, family, row)
     _dropped(result, origin, messages, rendered_reasoning, tokenizer, row, cache)
-    result.turns = sorted(rows.values(), key=lambda t: (t.turn == 0 and t.role == "none", t.turn))
+    result.turns = sorted(rows.values(), key=lambda t: (t.turn == NO_MESSAGE and t.role == "none", t.turn))
     return result
 
 
@@ -324,13 +326,13 @@ def _images(result: HiddenTokens, origin: list[int], messages: list[Message],
         for part in parts:
             size = part_size(part)
             placeholder, count = written.pop(0) if written else ("", 0)
-            info = ImageInfo(session + 1, size[0] if size else None, size[1] if size else None,
+            info = ImageInfo(session, size[0] if size else None, size[1] if size else None,
                              part_format(part), part_estimate(part, family),
                              placeholder, count)
             result.images.append(info)
             row(doc_index).counts["images"] += max(0, info.estimate.tokens - count)
             if not placeholder:
-                result.notes.append(f"the template wrote no placeholder for the image of turn #{session + 1}: its "
+                result.notes.append(f"the template wrote no placeholder for the image of turn #{session}: its "
                                     f"~{info.estimate.tokens} tokens (estimate) are added beyond the document")
 
 
@@ -345,6 +347,6 @@ def _dropped(result: HiddenTokens, origin: list[int], messages: list[Message], r
         turn = row(doc_index)
         turn.reasoning_dropped = plain_count(tokenizer, reasoning, cache)
         result.notes.append(
-            f"the template dropped {turn.reasoning_dropped} reasoning tokens of turn #{turn.turn} "
-            f"({turn.message_id}): the document changes at that turn between requests, so the cache prefix "
+            f"the template dropped {turn.reasoning_dropped} reasoning tokens of turn #{turn.turn}: the document "
+            "changes at that turn between requests, so the cache prefix "
             f"breaks there (cache cause: {REASONING})")
