@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
@@ -87,8 +89,15 @@ async def test_placeholder_key_does_not_rewrite_the_session_and_a_real_key_is_ne
             await settle(pilot, app)
             await pilot.press(*f"my key is {KEY}", "enter")
             await settle(pilot, app)
-            saved = app.session_file.read_text()
-            assert KEY not in saved and "my key is" in saved
+            saved = json.loads(app.session_file.read_text())
+            # the user's words are kept as written (and said so); the key is nowhere else, not in the title either
+            assert any(m["content"] == f"my key is {KEY}" for m in saved["messages"])
+            saved["messages"] = []
+            for record in saved["requests"]:
+                record["body"]["messages"] = []
+                record["reply"]["content"] = ""
+            assert KEY not in json.dumps(saved) and saved["title"] == "my key is ***"
+            assert any("your message holds the key" in n.message for n in app._notifications)
 
 
 async def test_app_export_is_private_and_a_session_tokenizer_path_is_never_opened(sessions, tmp_path):

@@ -55,6 +55,11 @@ class Sending:
             ctl.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
                        severity="warning")
             return False
+        endpoint = ctl.client.endpoint
+        if endpoint.key_searchable and endpoint.secrets[0] in text:  # kept as written: the user's own words
+            ctl.notify(f"your message holds the key from ${endpoint.key_env}: it is sent to the model and kept in "
+                       "the session as you wrote it (delete the message to remove it)", severity="warning",
+                       title="Your API key is in your message")
         ctl.wb.commit_text(text)
         if name_if_untitled(ctl.wb.session):
             announce(ctl)

@@ -1,11 +1,12 @@
 """A session as it may be written to a file: secrets out, by the rules of tui/context/redaction.py.
 
-What people wrote is kept as written: the messages, the title made from them, the tools a harness wrote, and
+What people wrote is kept as written: the messages, the tools a harness wrote, and
 inside each request the messages (or input, system, instructions …) of its body and the reply's content,
 reasoning and tool calls. A request body's credential fields (`api_key`, `metadata.session_token`, whatever
 they hold) and key-shaped values are masked, and so are the URL's credentials. Known keys are searched for
 only in the texts a server wrote (a reply's error, the raw bytes of its stream): never in a field the session
-schema constrains (ids, hashes, names), so no key of any shape can make a file unreadable.
+schema constrains (ids, hashes, names), so no key of any shape can make a file unreadable; and in the title,
+which is made from the first message but shown on every screen.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def redacted_session(data: dict[str, Any], secrets: Iterable[str]) -> dict[str, 
         out["endpoint"] = {**endpoint, "base_url": redact_url(endpoint["base_url"])}
     if isinstance(data.get("params"), dict):
         out["params"] = redactor.value(data["params"], by_name=True)
+    if isinstance(data.get("title"), str):  # made from the first message, but shown everywhere: no key in it
+        out["title"] = redactor.text(data["title"])
     out["requests"] = [_request(request, redactor) for request in data.get("requests") or []]
     return out
 
