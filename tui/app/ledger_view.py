@@ -44,11 +44,8 @@ class LedgerView(Vertical):
             for entry in view.ledger:
                 table.add_row(*cells([f"#{entry.message}", entry.role, entry.tokens, entry.policy,
                                       f"request {entry.since_request}", entry.reason]), style="strike")
-        if view.summary_cost or -1 in view.origin:
-            cost = f"the summary cost {view.summary_cost} tokens to make" if view.summary_cost else \
-                "the summary is pending a model call (made when you send)"
-            table = Group(table, Text(f"summarise: {len(view.ledger)} messages replaced by one summary; {cost}",
-                                      style="bold"))
+        if view.summary_line():
+            table = Group(table, Text(view.summary_line(), style="bold"))
         received = received_lines(requests)
         self.query_one("#ledger-table", Static).update(Group(received, table) if received.plain else table)
         self._search(self.query_one("#ledger-search", Input).value)

@@ -72,6 +72,19 @@ class RequestView:
     image_tokens: int  # image tokens beyond the placeholders the document counts (an estimate)
     summary_cost: int = 0
     hidden: HiddenTokens = field(default_factory=HiddenTokens)  # per turn: reasoning, tools, images
+    summarised: int = 0  # dropped messages the summary in the document stands for (0: none, or it is pending)
+
+    def summary_line(self) -> str:
+        """What the summarise policy did, in one line ('' when no summary stands in the document)."""
+        if -1 not in self.origin:
+            return ""
+        if not self.summarised:
+            return (f"summarise: {len(self.ledger)} messages left out, the summary is pending a model call (made when "
+                    "you send)")
+        rest = len(self.ledger) - self.summarised
+        more = f"; {rest} more left out, not in the summary yet (summarised at the next send)" if rest > 0 else ""
+        return (f"summarise: {self.summarised} messages replaced by one summary{more}; the summary cost "
+                f"{self.summary_cost} tokens to make")
 
     @property
     def document(self) -> Document:
@@ -322,9 +335,11 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         prefix = predict_prefix(server, shape, document, settings.cache_rule, now)
     else:
         prefix = cache_prefix(previous, shape, document, settings.cache_rule)
+    covered = _summary_covers(settings.policy)
+    summarised = len(covered) if -1 in origin and covered and covered <= {e.message_id for e in plan.ledger} else 0
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document), prefix, shape,
                        full.counts.total + sum(images), settings.policy.budget,
-                       hidden.image_extra, settings.policy.summary_cost, hidden)
+                       hidden.image_extra, settings.policy.summary_cost, hidden, summarised)
 
 
 def empty_view(settings: RequestSettings) -> RequestView:
