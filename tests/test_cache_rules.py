@@ -16,7 +16,7 @@ from tui.context.registry import cache_rule
 
 def test_every_rule_says_where_its_figures_come_from():
     for rule in RULES.values():
-        assert rule.key == "none" or rule.sources, rule.key
+        assert rule.key in ("none", "unknown") or rule.sources, rule.key
         assert rule.read_multiplier is None or 0 < rule.read_multiplier < 1
 
 
@@ -127,7 +127,8 @@ def test_hosted_servers_get_their_provider_rule():
     assert cache_rule("anthropic", "claude-sonnet-4-5") == "anthropic"
     assert cache_rule("openai-compatible", "claude-opus-4-5") == "anthropic"  # a gateway serving Claude
     assert cache_rule("gemini", "gemini-2.5-pro") == "gemini" and cache_rule("deepseek", "deepseek-chat") == "deepseek"
-    assert cache_rule("vllm", "deepseek-r1-distill") == "openai"  # an open model on another server: not DeepSeek's API
+    assert cache_rule("vllm", "deepseek-r1-distill") == "unknown"  # an open model on another server: not guessed
+    assert cache_rule("litellm", "mystery") == "unknown"  # a gateway: its upstream's rule is not guessed either
     assert cache_rule("openai", "gpt-4o") == "openai"
 
 
@@ -165,3 +166,20 @@ def test_anthropic_prediction_names_where_the_prompts_part():
     # 1,500 read from request 1's entry; the prompts part at character 1,500, in the user's message
     assert (prefix.predicted_cached, prefix.source, prefix.chars, prefix.message) == (1500, 1, 1500, 1)
     assert prefix.diverges.startswith("v") and prefix.diverged.startswith("u")
+
+
+def test_a_server_whose_rule_is_not_known_gets_no_prediction_and_the_report_says_so():
+    """Behind a gateway the Cache tab predicted with OpenAI's rule ("openai would reuse 0") while the server reused
+    19, and nothing said the rule was a guess (issue 18)."""
+    from tui.context.cache_predict import RULE_UNKNOWN, cache_report
+    from tui.context.cache_rules import rule_known
+    from tui.context.request import RequestSettings, build_request
+    from tui.context.messages import Message
+    from tui.context.template_library import builtin_template
+    from tui.context.tokenizers import get_tokenizer
+    settings = RequestSettings(builtin_template("qwen3"), get_tokenizer("qwen3"), cache_rule=cache_rule("litellm", "x"))
+    view = build_request([Message("user", "hello there " * 20, id="u1")], settings)
+    assert not rule_known(view.prefix.rule)
+    report = cache_report(view.prefix, 19, view.shape, view.document)
+    assert report.cause_class == RULE_UNKNOWN and "reused 19" in report.explanation and "nothing was predicted" in \
+        report.explanation

@@ -266,7 +266,7 @@ def test_stop_tokens_and_cache_rules():
     assert "<|return|>" in FAMILIES["gpt-oss"].stop_tokens and "<end_of_turn>" in FAMILIES["gemma"].stop_tokens
     assert cache_rule("llama.cpp", "gpt-4o") == "llama.cpp"
     assert cache_rule("openai", "gpt-4o-mini") == "openai"
-    assert cache_rule("vllm", "Qwen/Qwen3-8B") == "openai"
+    assert cache_rule("vllm", "Qwen/Qwen3-8B") == "unknown"
 
 
 # --- names from servers and session files are hostile ----------------------------------------------------------
@@ -281,7 +281,7 @@ def test_hostile_model_ids_fall_back_to_an_estimate(name):
     assert family_for_model(name) is None
     assert tokenizer_for_model(name) == "o200k_base"
     assert context_window(name) is None
-    assert cache_rule("vllm", name) == "openai"
+    assert cache_rule("vllm", name) == "unknown"
 
 
 @pytest.mark.parametrize("name", HOSTILE + ["server:127.0.0.1:8080", "/dev/zero", "~/models/tokenizer.json",

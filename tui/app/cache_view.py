@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.context.cache_rules import rule_known
 from tui.context.request import RequestView
 from tui.context.safety import visible
 
@@ -18,8 +19,10 @@ class CacheView(Static):
 
     def show(self, view: RequestView, requests: list) -> None:
         prefix = view.prefix
-        head = Text(f"next request: {prefix.tokens} of {prefix.total_tokens} tokens unchanged; "
-                    f"{prefix.rule} would reuse {prefix.predicted_cached}\n", style="bold")
+        reuse = f"{prefix.rule} would reuse {prefix.predicted_cached}" if rule_known(prefix.rule) else \
+            "the server's cache rule is not known: nothing is predicted, the reported figures are its own"
+        head = Text(f"next request: {prefix.tokens} of {prefix.total_tokens} tokens unchanged; {reuse}\n",
+                    style="bold")
         if prefix.source is not None:  # the server's cache modelled: which earlier prompt it will reuse, and where
             head.append(f"reused from request {prefix.source} ({visible(prefix.place)})\n")
         head.append(f"where it breaks: {visible(prefix.cause)}\n")

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from .cache import CachePrefix, RequestShape, token_start
 from .cache_causes import APPENDED, FIRST, REASONING, REPLY, Cause, classify, excerpt
 from .cache_history import HeldPrompt, Shared
+from .cache_rules import rule_known
 from .document import Document
 from .llamacpp_cache import LlamaCppCache
 from .provider_cache import ProviderCache
 
 UNMODELLED = "server state not modelled"  # a report's class when the server held more or less than modelled
+RULE_UNKNOWN = "cache rule not known"  # a report's class when there was no rule to predict with
 
 
 def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape, document: Document,
@@ -137,6 +139,10 @@ def cache_report(prefix: CachePrefix, reported: int | None, current: RequestShap
     if reported is None:
         return CacheReport(prefix.predicted_cached, None, False, "", "the server did not report cached tokens",
                            notes=notes)
+    if not rule_known(prefix.rule):
+        return CacheReport(prefix.predicted_cached, reported, False, RULE_UNKNOWN,
+                           f"the server reused {reported} tokens; its cache rule is not known, so nothing was "
+                           "predicted", reported, _where(current, document, reported), notes)
     where = _where(current, document, reported)
     difference = reported - prefix.predicted_cached
     if abs(difference) <= 1:

@@ -16,6 +16,7 @@ PREFIX = "prefix"  # automatic: the longest common prefix with an earlier prompt
 BREAKPOINTS = "breakpoints"  # explicit: only prefixes ending at a marked block are written and read
 UNITS = "units"  # automatic: only whole stored prefix units are read (DeepSeek)
 NOTHING = "none"
+UNKNOWN = "unknown"  # the rule of a server nobody knows: no prediction is made
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,18 @@ RULES: dict[str, CacheRule] = {rule.key: rule for rule in (
                      "stated, not applied", "lifetime: 'hours to days', best effort; cached-input price varies "
                      "by model and date")),
     CacheRule("none", "no prompt cache", NOTHING),
+    CacheRule(UNKNOWN, "not known (a gateway, or a server whose cache ctxpane does not model): nothing is "
+                       "predicted; the cached figures are the server's own", NOTHING),
 )}
 
 
 def rule_for(key: str) -> CacheRule:
     return RULES.get(key, RULES["none"])
+
+
+def rule_known(key: str) -> bool:
+    """Is there a rule to predict with (not `unknown`)? A prediction made without one is no prediction."""
+    return key != UNKNOWN
 
 
 def minimum_for(rule: CacheRule, model: object = None) -> int:

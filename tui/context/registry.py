@@ -168,11 +168,12 @@ SERVER_CACHE_RULES = {"llama.cpp": "llama.cpp", "openai": "openai", "anthropic":
 
 def cache_rule(server_kind: str, model: object = None) -> str:
     """The cache rule to predict with: the server's own (llama.cpp, a provider's API), else the rule of the
-    provider that alone serves the model's family, else OpenAI's (the common automatic prefix rule)."""
+    provider that alone serves the model's family, else `unknown`: a gateway or another server's rule is not
+    guessed (OpenAI's rule predicted 0 where a gateway's llama.cpp reused 19)."""
     if server_kind in SERVER_CACHE_RULES:
         return SERVER_CACHE_RULES[server_kind]
     found = family_for_model(model)
-    return found.cache_rule if found and found.cache_rule else "openai"
+    return found.cache_rule if found and found.cache_rule else "unknown"
 
 
 def recorded_tokenizer(name: object) -> Identity:

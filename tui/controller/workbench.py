@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tui.client.reply import Reply
+from tui.context.cache_rules import rule_known
 from tui.context.budget import PolicySettings
 from tui.context.cache import RequestShape
 from tui.context.fences import FenceStyle
@@ -233,7 +234,8 @@ class Workbench:
             reply={"content": "", "incomplete": True},
             document_hash=hashlib.sha256(view.document.text.encode()).hexdigest(),
             document_tokens=view.sent_tokens, tokens_exact=view.snapshot.counts.exact,
-            dropped=[asdict(e) for e in view.ledger], predicted_cached=view.prefix.predicted_cached,
+            dropped=[asdict(e) for e in view.ledger],
+            predicted_cached=view.prefix.predicted_cached if rule_known(view.prefix.rule) else None,
             cache_cause=view.prefix.cause, keep_all_tokens=view.keep_all_tokens,
             template=self.template.name, tokenizer=self.tokenizer.name, message_count=len(self.session.messages),
             message_ids=list(view.shape.message_ids))

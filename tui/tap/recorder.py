@@ -26,6 +26,7 @@ from typing import Any, Callable
 from tui.context.budget import PolicySettings
 from tui.context.cache_causes import REASONING, REPLY
 from tui.context.messages import Message, Provenance
+from tui.context.cache_rules import rule_known
 from tui.context.redaction import Redactor, credential_name, key_shaped
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.redacted import BODY_WORDS, outside_words
@@ -187,7 +188,8 @@ class Recorder:
             view = self.server_prefix(thread, tapped, record, view)
             record.cache_place = view.prefix.place
         prefix = view.prefix
-        record.predicted_cached, record.cache_cause = prefix.predicted_cached, prefix.cause[:4000]
+        record.predicted_cached = prefix.predicted_cached if rule_known(prefix.rule) else None
+        record.cache_cause = prefix.cause[:4000]
         record.cache_class = prefix.cause_class
         if record.dropped:  # what the client's cut did to the cache, said in each of its ledger entries
             view = with_cache_effect(thread, tapped.index, record, view)
