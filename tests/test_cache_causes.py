@@ -108,3 +108,25 @@ def test_token_start_finds_each_token():
     assert starts == sorted(starts) and starts[0] == 0 and len(set(starts)) == index.total
     for k in range(index.total):  # the token starting there is the k-th: k tokens end at or before it
         assert index.tokens_before(starts[k]) == k
+
+
+def test_a_template_switch_or_fences_toggled_is_named_as_such():
+    """Before: 'template text changed' after a template switch, 'edited tool message' after toggling fences."""
+    from tui.context.cache_causes import SWITCHED
+    from tui.context.fences import FenceStyle
+    from tui.context.messages import Message, Provenance
+    from tui.context.request import RequestSettings, build_request
+    from tui.context.template_library import builtin_template
+    from tui.context.tokenizers import get_tokenizer
+    messages = [Message("user", "hi", id="u1"), Message("assistant", "hello", id="a1"),
+                Message("tool", "a result", id="t1", provenance=Provenance("tool", False)), Message("user", "n", id="u2")]
+    qwen = get_tokenizer("qwen3")
+    first = build_request(messages, RequestSettings(builtin_template("chatml"), qwen))
+    switched = build_request(messages, RequestSettings(builtin_template("qwen3"), qwen), first.shape, 2)
+    assert (switched.prefix.cause_class, switched.prefix.cause) == (SWITCHED, "template switched (chatml -> qwen3)")
+    unfenced = build_request(messages, RequestSettings(builtin_template("qwen3"), qwen,
+                                                       fences=FenceStyle(enabled=False)), switched.shape, 3)
+    assert unfenced.prefix.cause_class == SWITCHED and unfenced.prefix.cause.startswith("fences turned off")
+    again = build_request(messages, RequestSettings(builtin_template("qwen3"), qwen,
+                                                    fences=FenceStyle(enabled=False)), unfenced.shape, 4)
+    assert again.prefix.cause_class != SWITCHED

@@ -35,6 +35,8 @@ class RequestShape:
     blocks: list[tuple[int, str]] = field(default_factory=list)  # where each message's content ends, and its
     # cache_control lifetime ("5m", "1h"; "" when unmarked): Anthropic's breakpoints
     places: list[int] = field(default_factory=list)  # each message's place in the chat (#N); -1: the summary
+    template: str = ""  # the template's name, and whether untrusted text was fenced: a switch is its own cause
+    fenced: bool | None = None
 
 
 @dataclass

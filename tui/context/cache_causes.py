@@ -25,9 +25,10 @@ REASONING = "reasoning re-rendered"
 TRUNCATION = "truncation shift"
 JSON_KEY_ORDER = "JSON key order"
 REPLY = "reply re-rendered"
+SWITCHED = "template or fences switched"
 OTHER = "other text"
 CLASSES = (FIRST, APPENDED, EDITED_TURN, SYSTEM_PROMPT, TEMPLATE_VALUE, TOOLS, REASONING, TRUNCATION,
-           JSON_KEY_ORDER, REPLY, OTHER)
+           JSON_KEY_ORDER, REPLY, SWITCHED, OTHER)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     if newly_dropped:
         names = ", ".join(name for _place, name in sorted(_place_of(earlier, ident) for ident in newly_dropped))
         return Cause(TRUNCATION, f"truncation shift: {names} dropped since the previous request", message, kind)
+    switched = _switch(earlier, current)
+    if switched:  # the whole document is written otherwise: no turn was edited, no template value changed
+        return Cause(SWITCHED, switched, message, kind)
     if not _same(earlier.tools or None, current.tools or None) and (message is None or kind == "marker"):
         found = _tools_cause(earlier.tools or [], current.tools or [])
         return Cause(found[0], found[1], message, kind)
@@ -62,6 +66,17 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
         return Cause(TEMPLATE_VALUE, "template text changed (a date or other value the template writes)",
                      message, kind)
     return Cause(OTHER, f"changed text in {kind or 'the document'}", message, kind)
+
+
+def _switch(earlier: Any, current: Any) -> str:
+    """'template switched (chatml -> qwen3)' or 'fences turned off' between two requests, else ''."""
+    before, now = getattr(earlier, "template", ""), getattr(current, "template", "")
+    if before and now and before != now:
+        return f"template switched ({before} -> {now})"
+    fenced_then, fenced_now = getattr(earlier, "fenced", None), getattr(current, "fenced", None)
+    if fenced_then is not None and fenced_now is not None and fenced_then != fenced_now:
+        return f"fences turned {'on' if fenced_now else 'off'}: untrusted text is written otherwise"
+    return ""
 
 
 def _place_of(shape: Any, ident: str) -> tuple[float, str]:

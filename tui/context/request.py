@@ -237,7 +237,8 @@ def _shape(document: Document, messages: list[Message], wire: list[dict], origin
                           if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
                          for s in document.spans],
                         [sent(i, "tool_calls") for i in origin], [sent(i, "reasoning_content") or "" for i in origin],
-                        _blocks(document, [sent(i, "content") for i in origin]), list(origin))
+                        _blocks(document, [sent(i, "content") for i in origin]), list(origin),
+                        settings.template.name, settings.fences.enabled)
 
 
 def _blocks(document: Document, contents: list) -> list[tuple[int, str]]:

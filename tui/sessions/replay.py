@@ -128,8 +128,9 @@ class Replayer:
                              index + 1, cache=self.cache)
         ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
         # A system prompt the client rewrote (a tapped request) keeps its id: it was changed, not dropped.
+        # (rendered from the body as sent, fences already in it: whether the app fenced is not this render's)
         shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger
-                                                      if entry.policy != "client-rewrite"))
+                                                      if entry.policy != "client-rewrite"), fenced=None)
         prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
         return replace(view, ledger=ledger, shape=shape, prefix=prefix)
 
