@@ -62,3 +62,17 @@ def test_render_of_a_body_with_an_image_agrees_in_every_view(cli_in_process, tmp
     summary = cli_in_process("render", str(path))
     assert f"tokens: {data['sent_tokens']} sent ({data['tokens']['total']} in the document + 765 for images" in \
         summary.stderr, summary.stderr
+
+
+def test_the_bytes_win_over_a_stated_size_and_wrapped_or_bare_urls_are_read():
+    """Found by review: a stated 1x1 beat a 2048x2048 PNG's own header; base64 wrapped at 76 columns and the
+    string form of image_url were not read."""
+    data = png(2048, 2048)
+    lying = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(data).decode()},
+             "width": 1, "height": 1}
+    assert part_estimate(lying, "openai").tokens == estimate(2048, 2048, "openai").tokens
+    wrapped = {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
+                                                  base64.encodebytes(png(1024, 768)).decode()}}
+    assert (part_estimate(wrapped, "openai").width, part_estimate(wrapped, "openai").height) == (1024, 768)
+    bare = {"type": "image_url", "image_url": "data:image/gif;base64," + base64.b64encode(gif(64, 32)).decode()}
+    assert image_label(bare, "openai").startswith("[image 64×32 GIF,")

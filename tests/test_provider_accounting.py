@@ -83,3 +83,44 @@ def test_import_and_replay_take_the_family_from_the_body(cli_in_process, tmp_pat
     assert stored["template"]["name"] == "openai" and stored["tokenizer"] == "o200k_base"
     result = cli_in_process("render", str(session), "--json", "--no-fences")
     assert json.loads(result.stdout)["tokens"]["total"] == 124
+
+
+# -- found by a fresh-eyes review ---------------------------------------------------------------------------
+@pytest.mark.parametrize("model,template,tokenizer", [
+    ("ft:gpt-4o-mini-2024-07-18:acme::AbC123", "openai", "o200k_base"), ("openai:gpt-4o", "openai", "o200k_base"),
+    ("gpt-35-turbo", "openai-cl100k", "cl100k_base"), ("my-azure-deployment", "chatml", "o200k_base"),
+    ("", "chatml", "o200k_base")])
+def test_a_body_and_its_imported_session_render_alike_and_never_as_exact(cli_in_process, tmp_path, model, template,
+                                                                         tokenizer):
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}]}))
+    session = tmp_path / "s.ctxpane.json"
+    assert cli_in_process("import", str(body), "-o", str(session)).returncode == 0
+    for source in (body, session):
+        data = json.loads(cli_in_process("render", str(source), "--json").stdout)
+        assert (data["template"], data["tokenizer"], data["tokens"]["exact"]) == (template, tokenizer, False), source
+
+
+def test_the_app_and_render_pick_the_same_tokenizer_for_a_model_of_no_known_family():
+    from tui.context.assumed import assumed_template, assumed_tokenizer
+    from tui.context.registry import tokenizer_for_model
+    for model in ("my-azure-deployment", "", "loop-model"):
+        assert assumed_tokenizer(model, assumed_template(model)[0]) == tokenizer_for_model(model)
+
+
+def test_a_parameter_no_json_body_can_carry_is_left_out_with_one_line():
+    from types import SimpleNamespace
+    from tui.controller.tuning import config_defaults
+    import datetime
+    settings = SimpleNamespace(policy={}, params={"temperature": float("nan"), "top_p": float("inf"),
+                                                  "seed": datetime.date(1979, 5, 27), "top_k": 40})
+    _policy, params, problems = config_defaults(settings)
+    assert params == {"top_k": 40} and len(problems) == 3 and all("not a JSON value" in p for p in problems)
+
+
+def test_a_message_quoting_the_tools_markers_is_not_counted_as_the_tools(cli_in_process, tmp_path):
+    quoted = TOOLS_MESSAGES[:1] + [{"role": "user", "content": "what is <|tools_end|> here?"}]
+    with_tools = rendered(cli_in_process, tmp_path, {"model": "gpt-4o", "messages": quoted, "tools": TOOLS_EXAMPLE})
+    without = rendered(cli_in_process, tmp_path, {"model": "gpt-4o", "messages": quoted})
+    added = with_tools["tokens"]["total"] - without["tokens"]["total"]
+    assert with_tools["hidden_tokens"]["totals"]["tool_schema"] == added

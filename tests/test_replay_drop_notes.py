@@ -51,3 +51,18 @@ async def test_replaying_a_step_of_a_shrunk_session_quotes_each_dropped_message_
         assert f"{ident} dropped" in note and "(no longer" in note, note  # (the row wraps after it)
     for word in WORDS[1:6]:  # never a neighbour's words
         assert not any(word in note for note in notes), notes
+
+
+def test_a_repeated_id_never_makes_a_note_quote_another_message():
+    """Found by review: a file made elsewhere with two messages of one id; the note quoted the later one."""
+    from tui.context.drop_notes import drop_notes
+    from tui.context.budget import PolicySettings
+    from tui.context.request import RequestSettings, build_request
+    from tui.context.template_library import builtin_template
+    from tui.context.tokenizers import get_tokenizer
+    messages = [Message("user", "OLDEST question about apples", id="x"), Message("assistant", "an answer", id="x"),
+                Message("user", "LATER question about pears", id="m2")]
+    view = build_request(messages, RequestSettings(builtin_template("chatml"), get_tokenizer("qwen3"),
+                                                   policy=PolicySettings("keep-last-n", keep_last=1)))
+    notes = drop_notes(view, messages)
+    assert notes and "OLDEST question about apples" in notes[0].text and "#0" in notes[0].text

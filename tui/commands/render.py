@@ -18,6 +18,7 @@ from tui.context.assumed import assumed_template, assumed_tokenizer, provably_ex
 from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.templates import TemplateRenderError
 from tui.errors import UsageError, one_line
+from tui.sessions.model import Session
 
 __all__ = ["QuietParser", "build_parser", "run"]  # QuietParser: still importable from here
 
@@ -73,8 +74,14 @@ def engine(args: argparse.Namespace, conversation: Conversation):
         return template, tokenizer, {**session.variables, **parse_vars(args.var)}
     model = args.model or conversation.model  # the model the body names decides the family
     template = open_template(args.template) if args.template else assumed_template(model)[0]
-    tokenizer = open_tokenizer(args.tokenizer or assumed_tokenizer(model, template))
+    tokenizer = open_tokenizer(args.tokenizer or assumed_tokenizer(model, template, chosen=bool(args.template)))
     return template, tokenizer, parse_vars(args.var)
+
+
+def chose_template(session) -> bool:
+    """Did someone choose this session's template (a server's, a pick in the app), or is it the default that
+    nobody chose (a new session, an import of a body whose model names no family)?"""
+    return session is not None and session.template != Session().template
 
 
 def policy(args: argparse.Namespace, base: PolicySettings) -> PolicySettings:
@@ -95,7 +102,7 @@ def request_settings(args: argparse.Namespace, conversation: Conversation) -> Re
     model = args.model or conversation.model or ""
     return RequestSettings(template, tokenizer, variables, conversation.tools, not args.no_generation_prompt,
                            policy(args, base), FenceStyle(enabled=fences), args.cache_rule,
-                           exact=provably_exact(model, template, chosen=bool(args.template) or session is not None),
+                           exact=provably_exact(model, template, chosen=bool(args.template) or chose_template(session)),
                            model=model,
                            base_url=session.base_url if session is not None else "")
 

@@ -20,10 +20,12 @@ def assumed_template(model: object) -> tuple[ChatTemplate, str | None]:
     return builtin_template(builtin), builtin
 
 
-def assumed_tokenizer(model: object, template: ChatTemplate) -> str:
-    """The model's own tokenizer when its family has one shipped; else the template's family's; else o200k."""
-    if family_for_model(model) is not None:
-        return tokenizer_for_model(str(model))
+def assumed_tokenizer(model: object, template: ChatTemplate, chosen: bool = False) -> str:
+    """The model's own tokenizer when its family has one shipped (else the estimate tokenizer, o200k_base); for a
+    model of no known family, the family's of a template the user chose, else the estimate tokenizer: the same
+    choice the app makes when it connects (registry.tokenizer_for_model)."""
+    if family_for_model(model) is not None or not chosen:
+        return tokenizer_for_model(model if isinstance(model, str) else "")
     return tokenizer_for_family(template.identity.family)
 
 

@@ -34,7 +34,10 @@ def drop_notes(view: RequestView, messages: list[Message]) -> list[DropNote]:
             if n in first_offset]
     notes = []
     for entry in view.ledger:
-        now = place.get(entry.message_id)
+        # its place when the request was made, if the message is still there; else found by id (ids may repeat
+        # in a file made elsewhere: the place, when it holds that id, is the surer of the two)
+        held = 0 <= entry.message < len(messages) and messages[entry.message].id == entry.message_id
+        now = entry.message if held else place.get(entry.message_id)
         order = now if now is not None else entry.message
         later = [offset for position, offset in kept if position > order]
         where = min(later) if later else len(view.document.text)

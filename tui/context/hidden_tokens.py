@@ -162,9 +162,14 @@ TOOLS_BLOCK = ("<|tools_start|>", "<|tools_end|>")  # a template that writes its
 
 
 def _tools_block(text: str) -> list[tuple[int, int]]:
+    """The block from the template's tools marker to the last end marker before the first turn: the template
+    writes it ahead of every message, so a message quoting the markers is never taken for it."""
     start = text.find(TOOLS_BLOCK[0])
-    end = text.rfind(TOOLS_BLOCK[1])
-    return [(start, end + len(TOOLS_BLOCK[1]))] if 0 <= start < end else []
+    if start != 0:
+        return []
+    first_turn = text.find("<|im_start|>", start)
+    end = text.rfind(TOOLS_BLOCK[1], start, first_turn if first_turn >= 0 else len(text))
+    return [(start, end + len(TOOLS_BLOCK[1]))] if end > start else []
 
 
 def hidden_tokens(document: Document, origin: list[int], messages: list[Message], tokenizer: Any,

@@ -75,18 +75,30 @@ def family_for(*names: str) -> str:
 
 
 def part_size(part: dict) -> tuple[int, int] | None:
-    """The pixel size of an image part: what it carries (ours, beside or inside `image_url`), else read from the
-    header of its data: URL (a bounded start of it, decoded once); None when neither says."""
+    """The pixel size of an image part: read from the header of its data: URL (a bounded start of it, decoded
+    once) when it has one, since a stated size may lie; else the size it states (ours, beside or inside
+    `image_url`); None when neither says."""
+    found = data_url_image(_data_url_head(part))
+    if found:
+        return found[1:]
     inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
     sizes = []
     for key in ("width", "height"):
         value = part.get(key, inner.get(key))
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIDE:
-            url = inner.get("url") if isinstance(inner.get("url"), str) else part.get("image_url")
-            found = data_url_image(url[:HEADER_CHARS]) if isinstance(url, str) and url.startswith("data:") else None
-            return found[1:] if found else None
+            return None
         sizes.append(value)
     return sizes[0], sizes[1]
+
+
+def _data_url_head(part: dict) -> str:
+    """The start of an image part's data: URL (as `image_url.url`, or `image_url` itself), or ''."""
+    inner = part.get("image_url")
+    url = inner.get("url") if isinstance(inner, dict) else inner
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return ""
+    head = url[:HEADER_CHARS + 4096]
+    return head if "\n" not in head and "\r" not in head else "".join(head.split())[:HEADER_CHARS]
 
 
 HEADER_CHARS = 128 * 1024  # base64 characters of a data: URL read for its size (96 KB: past a JPEG's metadata)
@@ -104,6 +116,7 @@ def data_url_image(head: str) -> tuple[str, int, int] | None:
     meta, comma, payload = head.partition(",")
     if not comma or not meta.endswith(";base64"):
         return None
+    payload = payload[:HEADER_CHARS]
     payload = payload[: len(payload) - len(payload) % 4]
     try:
         kind, width, height = image_size(base64.b64decode(payload, validate=False))
@@ -192,9 +205,7 @@ def part_format(part: dict) -> str:
     """PNG, JPEG, GIF or WebP: what the part says, else what its data: URL's header shows; '' when unknown."""
     if part.get("format") in ("PNG", "JPEG", "GIF", "WebP"):
         return part["format"]
-    inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
-    url = inner.get("url")
-    found = data_url_image(url[:HEADER_CHARS]) if isinstance(url, str) and url.startswith("data:") else None
+    found = data_url_image(_data_url_head(part))
     return found[0] if found else ""
 
 

@@ -73,7 +73,7 @@ MODEL_IDS: tuple[ModelId, ...] = (
     ModelId("gpt-5", "openai-o200k", 400_000), ModelId("o1", "openai-o200k", 200_000),
     ModelId("o3", "openai-o200k", 200_000), ModelId("o4", "openai-o200k", 200_000),
     ModelId("gpt-4-turbo", "openai-cl100k", 128_000), ModelId("gpt-4", "openai-cl100k", 8_192),
-    ModelId("gpt-3.5", "openai-cl100k", 16_385), ModelId("text-embedding-3", "openai-cl100k"),
+    ModelId("gpt-3.5", "openai-cl100k", 16_385), ModelId("gpt-35", "openai-cl100k", 16_385), ModelId("text-embedding-3", "openai-cl100k"),
     ModelId("claude", "claude"), ModelId("gemini-", "gemini"),
 )
 # Families whose shipped tokenizer is compared with a server's ids when the model id names no family.
@@ -93,11 +93,17 @@ def _model_key(model: object) -> str | None:
 
 
 def model_entry(model: object) -> ModelId | None:
-    """The registry's row for a model id (the longest prefix that starts it), or None."""
+    """The registry's row for a model id (the longest prefix that starts it), or None. A colon-separated id is
+    tried whole (`qwen3:8b`, Ollama's tag), then part by part: a fine-tune `ft:gpt-4o-mini-…:org::id`, a
+    provider's `openai:gpt-4o`."""
     key = _model_key(model)
     if key is None:
         return None
-    return next((entry for entry in _LONGEST_FIRST if key.startswith(entry.prefix)), None)
+    for candidate in (key, *key.split(":")):
+        found = next((entry for entry in _LONGEST_FIRST if candidate.startswith(entry.prefix)), None)
+        if found is not None:
+            return found
+    return None
 
 
 def family_for_model(model: object) -> Family | None:

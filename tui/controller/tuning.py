@@ -106,8 +106,23 @@ def config_defaults(settings: Any) -> tuple[dict, dict, list[str]]:
     except (PolicyError, TypeError) as exc:
         problems.append(f"config.toml [policy]: {exc} (defaults used)")
         policy = {}
-    params = dict(getattr(settings, "params", {}) or {})
+    params = {}
+    for key, value in dict(getattr(settings, "params", {}) or {}).items():
+        if _sendable(value):
+            params[key] = value
+        else:  # NaN, infinity or a TOML date cannot go into a JSON body: it would fail every request
+            problems.append(f"config.toml [params]: {key} = {str(value)[:40]} is not a JSON value (ignored)")
     return policy, params, problems
+
+
+def _sendable(value: Any) -> bool:
+    """A value a JSON body can carry: finite numbers, strings, flags, null, and lists and tables of them."""
+    import json
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 class Tuning:

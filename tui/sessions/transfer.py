@@ -84,7 +84,7 @@ def import_file(path: Path, raw: bytes) -> Imported:
     template, builtin = assumed_template(model)  # the model the body names decides the family, as everywhere
     if builtin is not None:
         session.template = {"name": builtin, "origin": "builtin"}
-        session.tokenizer = assumed_tokenizer(model, template)
+    session.tokenizer = assumed_tokenizer(model, template)
     if max_tokens:
         session.policy = {**session.policy, "max_tokens": max_tokens}
     try:  # the gate every session file passes, so what is written here opens again (params has bounds)
