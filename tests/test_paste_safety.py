@@ -23,6 +23,7 @@ from tui.app.chat_view import ChatView
 from tui.app.copying import clipboard_file
 from tui.context.safety import json_paste_safe, paste_safe
 from tui.sessions.transfer import curl_command
+from tap_helpers import upstream  # noqa: F401 - a fixture
 
 HOSTILE_REPLY = "Run this to check:\n\n    ls\x1b[201~; touch {marker}\n\nthat is all.\n"
 UNSAFE = {chr(c) for c in range(0x20) if chr(c) not in "\t\n"} | {chr(c) for c in range(0x7f, 0xa0)} | set(
@@ -212,3 +213,22 @@ async def test_ctrl_c_in_an_editor_copies_the_selection_made_safe(tmp_path, monk
         assert app.clipboard and not UNSAFE & set(app.clipboard)
         app.copy_to_clipboard(reply)  # any other widget's copy goes the same way
         assert app.clipboard == paste_safe(reply)[0]
+
+
+def test_a_curl_command_for_a_large_body_runs_and_sends_that_body(upstream, tmp_path):
+    """Found by review: a body over ~96 KB (an image) was one -d argument, over Linux's 128 KiB per argument:
+    the copied command failed with 'Argument list too long'."""
+    import hashlib
+    import shutil
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    body = {"model": "m", "messages": [{"role": "user", "content": "x" * 300_000 + " 'quoted' $(not run) `no`"}]}
+    command = curl_command(f"{upstream.url}/echo/v1/chat/completions", body, "OPENAI_API_KEY")
+    script = tmp_path / "copied.sh"  # as pasted into a shell: the command is read, not passed as one argument
+    script.write_text(command + "\n")
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                            env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "k"})
+    assert result.returncode == 0, result.stderr[-500:]
+    seen = json.loads(result.stdout)
+    from tui.context.request_bytes import request_bytes
+    assert seen["sha256"] == hashlib.sha256(request_bytes(body) + b"\n").hexdigest()

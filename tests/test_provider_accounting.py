@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from tap_helpers import upstream  # noqa: F401 - a fixture
+
 NAMES_EXAMPLE = [
     {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate jargon "
                                   "into plain English."},
@@ -124,3 +126,30 @@ def test_a_message_quoting_the_tools_markers_is_not_counted_as_the_tools(cli_in_
     without = rendered(cli_in_process, tmp_path, {"model": "gpt-4o", "messages": quoted})
     added = with_tools["tokens"]["total"] - without["tokens"]["total"]
     assert with_tools["hidden_tokens"]["totals"]["tool_schema"] == added
+
+
+def test_the_tap_counts_each_request_with_its_own_models_family(upstream, tmp_path):
+    """Found by review: the tap learned one engine from the first request: a gpt-4 request after a gpt-4o one was
+    counted with o200k (124 where the API counts 129)."""
+    import httpx
+    from tap_helpers import RunningTap
+    tap = RunningTap(upstream.url, tmp_path / "tapped")
+    try:
+        for model in ("gpt-4o", "gpt-4"):
+            answer = httpx.post(f"{tap.url}/ok/v1/chat/completions",
+                                json={"model": model, "messages": NAMES_EXAMPLE, "stream": True})
+            assert answer.status_code == 200
+        tap.settle()
+        records = {t.model: t.record for t in tap.recorder.tapped.values() if t.record is not None}
+        assert (records["gpt-4o"].tokenizer, records["gpt-4"].tokenizer) == ("o200k_base", "cl100k_base")
+        assert (records["gpt-4o"].document_tokens, records["gpt-4"].document_tokens) == (124, 129)
+    finally:
+        tap.stop()
+
+
+def test_render_predicts_the_cache_with_the_models_provider_rule(cli_in_process, tmp_path):
+    first, second = tmp_path / "p1.json", tmp_path / "p2.json"
+    first.write_text(json.dumps({"model": "gpt-4o", "messages": NAMES_EXAMPLE[:3]}))
+    second.write_text(json.dumps({"model": "gpt-4o", "messages": NAMES_EXAMPLE}))
+    data = json.loads(cli_in_process("render", str(second), "--previous", str(first), "--json").stdout)
+    assert data["cache_prefix"]["rule"] == "openai" and data["cache_prefix"]["predicted_cached"] == 0  # < 1,024

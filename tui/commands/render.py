@@ -17,6 +17,7 @@ from tui.context.fences import FenceStyle
 from tui.context.assumed import assumed_template, assumed_tokenizer, provably_exact
 from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.templates import TemplateRenderError
+from tui.context.registry import family_for_model
 from tui.errors import UsageError, one_line
 from tui.sessions.model import Session
 
@@ -40,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", help="JSON list of messages, a chat-completions request body, or a session file")
     parser.add_argument("--template", default=None, help="built-in name or path (.jinja, tokenizer_config.json, "
-                                                         ".gguf); default: the session's, else chatml")
+                                                         ".gguf); default: the session's, else the model's "
+                                                         "family's, else chatml")
     parser.add_argument("--tokenizer", default=None, help="o200k_base, o200k_harmony, cl100k_base, qwen3, or a "
                                                           "tokenizer.json; default: the session's, else the template's")
     parser.add_argument("--var", action="append", default=[], metavar="KEY=VALUE",
@@ -58,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--summary", default=None, help="summary text standing in for dropped turns (summarise)")
     parser.add_argument("--no-fences", action="store_true", help="send untrusted text without fences")
     parser.add_argument("--previous", default=None, metavar="FILE", help="the previous request, for the cache prefix")
-    parser.add_argument("--cache-rule", choices=RULES, default="llama.cpp", help="provider rule for cached tokens")
+    parser.add_argument("--cache-rule", choices=RULES, default=None,
+                        help="provider rule for cached tokens (default: the model's provider's, else llama.cpp)")
     parser.add_argument("--model", default=None, help="model to price the request for (default: the body's or "
                                                       "the session's)")
     parser.add_argument("--prices", default=None, metavar="FILE",
@@ -76,6 +79,13 @@ def engine(args: argparse.Namespace, conversation: Conversation):
     template = open_template(args.template) if args.template else assumed_template(model)[0]
     tokenizer = open_tokenizer(args.tokenizer or assumed_tokenizer(model, template, chosen=bool(args.template)))
     return template, tokenizer, parse_vars(args.var)
+
+
+def default_rule(model: str) -> str:
+    """The cache rule of the provider that alone serves the model's family (OpenAI's for gpt-4o), else llama.cpp's:
+    the same table the app predicts with (registry.cache_rule)."""
+    found = family_for_model(model)
+    return found.cache_rule if found is not None and found.cache_rule else "llama.cpp"
 
 
 def chose_template(session) -> bool:
@@ -101,7 +111,7 @@ def request_settings(args: argparse.Namespace, conversation: Conversation) -> Re
     fences = (session.fences if session is not None else True) and not args.no_fences
     model = args.model or conversation.model or ""
     return RequestSettings(template, tokenizer, variables, conversation.tools, not args.no_generation_prompt,
-                           policy(args, base), FenceStyle(enabled=fences), args.cache_rule,
+                           policy(args, base), FenceStyle(enabled=fences), args.cache_rule or default_rule(model),
                            exact=provably_exact(model, template, chosen=bool(args.template) or chose_template(session)),
                            model=model,
                            base_url=session.base_url if session is not None else "")

@@ -51,7 +51,7 @@ def figures(args: argparse.Namespace, conversation: Conversation, view: RequestV
     window = planned_window(args, policy)
     data = {"window": window.to_dict() if window else None,
             "fit": fit_check(view.sent_tokens, policy.max_tokens, window).to_dict(),
-            "cost": cost_of(view, None, prices, model, before, args.cache_rule)}
+            "cost": cost_of(view, None, prices, model, before, view.prefix.rule)}  # the rule the prediction was made with
     if session is not None:
         data["session_cost"] = {"requests": records, "curve": curve(records)}
     return data, problems

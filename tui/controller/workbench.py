@@ -206,7 +206,8 @@ class Workbench:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         if self.server_cache is not None:  # llama.cpp, its cache modelled: the tokens it generates (ServerCache)
-            body["logprobs"], body["top_logprobs"] = True, 1
+            body.setdefault("logprobs", True)  # (what the user set in [params] stays as set)
+            body.setdefault("top_logprobs", 1)
         return body
 
     def commit_text(self, text: str) -> None:

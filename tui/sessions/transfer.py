@@ -176,8 +176,17 @@ def curl_command(url: str, body: dict, key_env: str) -> str:
     if not ENV_NAME.fullmatch(key_env):  # a name from a file or a flag: never shell syntax in the command
         key_env = "OPENAI_API_KEY"
     # --url: a URL that starts with "-" is not an option; --globoff: its [] and {} are not curl's globs
-    return paste_safe(f"curl --globoff --url {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
-                      f"  -H \"Authorization: Bearer ${key_env}\" \\\n  -d {shlex.quote(data)}")[0]
+    head = (f"curl --globoff --url {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
+            f"  -H \"Authorization: Bearer ${key_env}\" \\\n")
+    if len(data) <= ARGUMENT_LIMIT:
+        return paste_safe(f"{head}  -d {shlex.quote(data)}")[0]
+    # One argument may hold at most 128 KiB (Linux): a larger body (an image) is read from a here-document, which
+    # ends it with one newline more. The body is one line of JSON: it can never be the delimiter line.
+    return paste_safe(f"{head}  --data-binary @- <<'{HEREDOC}'\n{data}\n{HEREDOC}")[0]
+
+
+ARGUMENT_LIMIT = 64 * 1024  # characters of a body passed as one -d argument
+HEREDOC = "CTXPANE_REQUEST_BODY"
 
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

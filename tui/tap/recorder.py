@@ -27,6 +27,7 @@ from tui.context.budget import PolicySettings
 from tui.context.cache_causes import REASONING, REPLY
 from tui.context.messages import Message, Provenance
 from tui.context.cache_rules import rule_known
+from tui.context.identity import SHIPPED
 from tui.context.redaction import Redactor, credential_name, key_shaped
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.redacted import BODY_WORDS, outside_words
@@ -56,6 +57,7 @@ class Recorder:
         self.upstream, self.folder = upstream, folder
         self.engine_source = engine_source  # called on the recording thread, once, with the first request's model
         self.engine: Engine | None = None
+        self._assumed: dict[str, Engine] = {}  # by model family, when the engine is assumed from model names
         self.on_change = on_change or (lambda kind, tapped: None)
         self.conversations = Conversations()
         self.threads: dict[int, Thread] = {}
@@ -115,12 +117,21 @@ class Recorder:
 
     # -- on the recording thread ---------------------------------------------------------------------
     def ready_engine(self, model: str = "") -> Engine:
+        """The upstream's engine, learned once from the first request; when the upstream shows no template of its
+        own (an assumption made from the model's name), one per model family: a gpt-4 request is counted with
+        cl100k, not with the o200k of a gpt-4o request before it."""
         if self.engine is None:
             self.engine = self.engine_source(model)
+            self._assumed[_family_key(model)] = self.engine
             if self.engine.cache_config is not None:
                 from tui.context.llamacpp_cache import LlamaCppCache
                 self.server_cache = LlamaCppCache(self.engine.cache_config)
-        return self.engine
+        if not model or getattr(self.engine.template, "kind", "") != SHIPPED:
+            return self.engine  # the upstream's own template and tokenizer count for every model
+        key = _family_key(model)
+        if key not in self._assumed:
+            self._assumed[key] = self.engine_source(model)
+        return self._assumed[key]
 
     def server_prefix(self, thread: Thread, tapped: Tapped, record: RequestRecord, view: Any) -> Any:
         """The cache predicted against every prompt the server may still hold (its slots and prompt cache, from
@@ -215,7 +226,7 @@ class Recorder:
                 self.on_change("end", tapped)
             return
         thread = self.threads[tapped.conversation]
-        record, engine = tapped.record, self.ready_engine()
+        record, engine = tapped.record, thread.engine or self.ready_engine()
         reply = reply_of(exchange)
         record.reply = reply.to_record()
         record.reply["incomplete"] = bool(reply.incomplete)
@@ -315,7 +326,7 @@ class Recorder:
                           template=template_spec(engine.template), tokenizer=engine.tokenizer.name,
                           policy=asdict(PolicySettings("keep-all")), fences=False)
         replayer = TapReplayer(session, engine)
-        thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json")
+        thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json", engine=engine)
         self.threads[conversation.number] = thread
         return thread
 
@@ -364,6 +375,12 @@ class Recorder:
         save_session(thread.session, thread.path, sorted(thread.secrets))  # its own requests' keys, no others
         took = time.monotonic() - started
         thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
+
+
+def _family_key(model: str) -> str:
+    from tui.context.registry import family_for_model
+    found = family_for_model(model)
+    return found.key if found else ""
 
 
 def _iso(seconds: float) -> str:

@@ -55,6 +55,7 @@ class Thread:
     pending: bool = False  # a later save is on its way
     dirty: bool = False  # changed since, a save is due
     secrets: set[str] = field(default_factory=set, repr=False)  # its own requests' keys: redacted at every save
+    engine: Any = None  # what renders and counts its requests (the model's family's, when assumed)
 
 
 class TapReplayer(Replayer):
