@@ -47,8 +47,8 @@ async def test_replaying_a_step_of_a_shrunk_session_quotes_each_dropped_message_
     notes = [row for row in rows.splitlines() if "✂" in row]
     assert len(notes) == 6, rows
     assert "#0 dropped" in notes[0] and "apple apple" in notes[0]  # still in the session: quoted, its place now
-    for note, ident in zip(notes[1:], ["m1", "m2", "m3", "m4", "m5"]):
-        assert f"{ident} dropped" in note and "(no longer" in note, note  # (the row wraps after it)
+    for note, place in zip(notes[1:], [1, 2, 3, 4, 5]):
+        assert f"(then #{place}) dropped" in note and "— (no" in note, note  # (the row wraps after it)
     for word in WORDS[1:6]:  # never a neighbour's words
         assert not any(word in note for note in notes), notes
 
@@ -66,3 +66,14 @@ def test_a_repeated_id_never_makes_a_note_quote_another_message():
                                                    policy=PolicySettings("keep-last-n", keep_last=1)))
     notes = drop_notes(view, messages)
     assert notes and "OLDEST question about apples" in notes[0].text and "#0" in notes[0].text
+
+
+def test_the_cache_cause_of_a_replayed_step_names_messages_as_the_chat_does_now(tmp_path):
+    """Found by review: in replay the cause said '#0, #1' by the body's own order, naming other messages."""
+    from tui.context.template_library import builtin_template
+    from tui.context.tokenizers import get_tokenizer
+    from tui.sessions.replay import Replayer
+    session = shrunk_session()
+    replayer = Replayer(session, builtin_template("chatml"), get_tokenizer("qwen3"))
+    cause = replayer.stored_view(1).prefix.cause
+    assert "#0" not in cause.split("dropped")[0] and "deleted since" in cause, cause

@@ -86,6 +86,8 @@ def _place_of(shape: Any, ident: str) -> tuple[float, str]:
         place = places[shape.message_ids.index(ident)]
     except (ValueError, IndexError):
         return float("inf"), ident
+    if place == -2:  # (replay: deleted from the session since)
+        return float("inf"), "a message deleted since"
     return (place, f"#{place}") if place >= 0 else (float("inf"), "the summary")
 
 

@@ -45,7 +45,7 @@ def drop_notes(view: RequestView, messages: list[Message]) -> list[DropNote]:
             excerpt = visible(messages[now].text()[:EXCERPT].replace("\n", " "))
             name = f"#{now}"
         else:
-            excerpt, name = "(no longer in the session)", f"{entry.message_id}"
+            excerpt, name = "(no longer in the session)", f"(then #{entry.message})"
         notes.append(DropNote(where, f"✂ {entry.role} {name} dropped ({entry.tokens} tokens, {entry.policy}: "
                                      f"{entry.reason}) — {excerpt}"))
     return notes

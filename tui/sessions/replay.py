@@ -63,6 +63,9 @@ def offline_tokenizer_name(recorded: str, template: ChatTemplate | str) -> str:
     return offline_tokenizer(recorded, family)
 
 
+DELETED = -2  # the place of a message deleted from the session since the request (RequestShape.places)
+
+
 def _ledger(record: RequestRecord) -> list[LedgerEntry]:
     entries = []
     for item in record.dropped:
@@ -128,9 +131,14 @@ class Replayer:
                              index + 1, cache=self.cache)
         ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
         # A system prompt the client rewrote (a tapped request) keeps its id: it was changed, not dropped.
-        # (rendered from the body as sent, fences already in it: whether the app fenced is not this render's)
+        # (rendered from the body as sent, fences already in it: whether the app fenced is not this render's);
+        # each message named by its place in the session now (#N), a message deleted since as such
+        now = {message.id: index for index, message in enumerate(self.session.messages) if message.id}
+        places = [now.get(ident, DELETED) if place >= 0 else place
+                  for ident, place in zip(view.shape.message_ids, view.shape.places)]
         shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger
-                                                      if entry.policy != "client-rewrite"), fenced=None)
+                                                      if entry.policy != "client-rewrite"), fenced=None,
+                        places=places)
         prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
         return replace(view, ledger=ledger, shape=shape, prefix=prefix)
 
