@@ -109,9 +109,10 @@ def test_the_dropped_reasoning_breaks_the_cache_prefix_at_that_turn():
 def test_tool_schemas_calls_and_results_are_counted_apart():
     view = build_request(conversation(), settings(builtin_template("qwen3")))
     text = view.document.text
-    # the schema as the template writes it (tojson): the document's tokens that start inside it
-    start = text.index(json.dumps(WEATHER[0]))
-    assert view.hidden.total("tool_schema") == raw_in(text, start, start + len(json.dumps(WEATHER[0])))
+    # the tools' cell: all they add, their schema (as tojson writes it) and the template's text around it
+    bare = build_request(conversation(), settings(builtin_template("qwen3"), tools=None))
+    assert json.dumps(WEATHER[0]) in text
+    assert view.hidden.total("tool_schema") == view.sent_tokens - bare.sent_tokens
     start = text.rindex("<tool_call>")
     assert turn_of(view, "a2").counts["tool_calls"] == raw_in(text, start, text.index("</tool_call>", start) + 12)
     assert turn_of(view, "t1").counts["tool_results"] == raw_count("Sunny, 21 C.")

@@ -158,6 +158,34 @@ def tool_regions(text: str, tools: list | None) -> list[tuple[int, int]]:
     return sorted(regions)
 
 
+def _template_regions(document: Document, learned: tuple[tuple[str, ...], ...]) -> list[tuple[int, int]]:
+    """Where the template wrote the text it adds for the tools (tool_text.py): the first set of pieces that all
+    stand in the document, in order, as text of the template's own (marker spans), so a message quoting them is
+    never taken for them."""
+    for pieces in learned:
+        regions, at = [], 0
+        for piece in pieces:
+            found = _template_text(document, piece, at)
+            if found is None:
+                break
+            regions.append(found)
+            at = found[1]
+        else:
+            return regions
+    return []
+
+
+def _template_text(document: Document, piece: str, at: int) -> tuple[int, int] | None:
+    start = document.text.find(piece, at)
+    while start >= 0:
+        end = start + len(piece)
+        if all(span.kind in ("marker", "tool_schema") for span in document.spans
+               if span.start < end and span.end > start):
+            return start, end
+        start = document.text.find(piece, start + 1)
+    return None
+
+
 TOOLS_BLOCK = ("<|tools_start|>", "<|tools_end|>")  # a template that writes its tools as its own block (openai)
 
 
@@ -174,7 +202,7 @@ def _tools_block(text: str) -> list[tuple[int, int]]:
 
 def hidden_tokens(document: Document, origin: list[int], messages: list[Message], tokenizer: Any,
                   family: str, tools: list | None = None, index: TokenIndex | None = None,
-                  cache: SegmentCache | None = None) -> HiddenTokens:
+                  cache: SegmentCache | None = None, tool_text: tuple = ()) -> HiddenTokens:
     """Per-turn counts of the document (its spans already counted), with images estimated for `family`.
 
     `index`: the document's tokens (tokens.token_index), to split a span that a region (a `<think>` block,
@@ -199,7 +227,8 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
 
     text = document.text
     think_inner = Regions([(m.start(1), m.end(1)) for m in THINK.finditer(text)])
-    claims = [(Regions(tool_regions(text, tools)), "tool_schema", False),  # (regions, category, assistant only)
+    claims = [(Regions(_template_regions(document, tool_text) or tool_regions(text, tools)), "tool_schema", False),
+              # (regions, category, assistant only)
               (Regions([(m.start(), m.end()) for m in THINK.finditer(text)]), "reasoning", True),
               (Regions([(m.start(), m.end()) for m in TOOL_CALL.finditer(text)]), "tool_calls", True)]
     placeholders: dict[int, list[tuple[str, int]]] = {}

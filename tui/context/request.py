@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass, field, replace
 
+from .tool_text import tool_texts
 from .assemble import Snapshot, assemble, is_exact
 from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
@@ -325,7 +326,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
                    token_index(document, settings.tokenizer, specials, cache))
-    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache)
+    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache,
+                           tool_texts(settings.template, settings.tools))
     if snapshot.media_markers:
         hidden.notes.insert(0, "the template takes no content parts: rendered as llama.cpp's server does, each image "
                                f"written as its media marker {MEDIA_MARKER} in the text")

@@ -1,0 +1,59 @@
+"""One accounting (issue 18): every token of a request is in one (turn, kind) cell, and what the tools add is
+the tools' cell, all of it: their schemas and the text a template writes only because there are tools.
+
+Before: for one body with one tool, the tools added 185 tokens to the render, while `render --json` put 26
+under tool_schema (the JSON alone), the per-turn table 108 and the app's Tokens tab 53.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tui.context.fences import FenceStyle
+from tui.context.messages import Message, Provenance
+from tui.context.request import RequestSettings, build_request
+from tui.context.template_library import builtin_names, builtin_template
+from tui.context.tokenizers import get_tokenizer
+
+TOOL = {"type": "function", "function": {"name": "get_current_weather",
+                                         "description": "Get the current weather in a given location",
+                                         "parameters": {"type": "object", "properties": {
+                                             "location": {"type": "string", "description": "The city"},
+                                             "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                                             "required": ["location"]}}}
+TEMPLATES = [name for name in builtin_names()]
+WORDS = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd", "Zs", "Po")), min_size=1, max_size=40)
+
+
+def tokenizer_for(name: str):
+    return get_tokenizer("o200k_harmony" if name == "harmony" else "o200k_base" if name.startswith("openai")
+                         else "qwen3")
+
+
+@st.composite
+def conversations(draw):
+    messages = []
+    if draw(st.booleans()):
+        messages.append(Message("system", draw(WORDS), id="s"))
+    for turn in range(draw(st.integers(1, 3))):
+        messages.append(Message("user", draw(WORDS), id=f"u{turn}"))
+        if draw(st.booleans()):
+            messages.append(Message("assistant", draw(WORDS), provenance=Provenance("model", True), id=f"a{turn}"))
+    if messages[-1].role != "user":
+        messages.append(Message("user", draw(WORDS), id="last"))
+    return messages
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(TEMPLATES), messages=conversations(), tools=st.sampled_from([None, [TOOL], [TOOL, {
+    **TOOL, "function": {**TOOL["function"], "name": "get_time"}}]]))
+def test_the_cells_add_up_and_the_tools_cell_is_what_the_tools_add(name, messages, tools):
+    template, tokenizer = builtin_template(name), tokenizer_for(name)
+    fences = FenceStyle(enabled=False)
+    view = build_request(messages, RequestSettings(template, tokenizer, tools=tools, fences=fences))
+    cells = view.hidden
+    assert sum(turn.total for turn in cells.turns) == view.sent_tokens
+    assert sum(cells.total(category) for category in cells.turns[0].counts) == view.sent_tokens
+    if tools:
+        bare = build_request(messages, RequestSettings(template, tokenizer, fences=fences))
+        assert cells.total("tool_schema") == view.sent_tokens - bare.sent_tokens, name
