@@ -1,0 +1,45 @@
+"""Bursts of keys at full speed arrive whole (issue 19), in a real terminal: tmux sends each burst in one write,
+as a fast typist or a paste of keys does.
+
+Before: Textual ran an editor's own bindings (End, Backspace, Delete) when the key reached the App, after the
+editor's queue had inserted the printable keys behind it: `End BSpace 1 2` left "1", `5 BSpace 6` left "5"
+(tui/app/safe_inputs.py OrderedKeys).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tmux_driver import Tmux
+
+
+def gone(tmux, text: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while text in tmux.screen():
+        assert time.monotonic() < deadline, f"{text!r} is still on screen:\n{tmux.screen()}"
+        time.sleep(0.05)
+
+
+@pytest.fixture()
+def tmux(tmp_path):
+    terminal = Tmux(tmp_path)
+    yield terminal
+    terminal.stop()
+
+
+def test_bursts_of_editing_keys_arrive_whole_in_the_composer_and_the_settings(tmux):
+    tmux.start("--no-scan")
+    tmux.wait_for(r"offline")
+    for run in range(20):
+        base = f"run{run:02d}"
+        tmux.keys(*base, "1", "2", "3", "End", "BSpace", "BSpace", "7", "Left", "Left", "BSpace", "9", "End", "8")
+        tmux.wait_for(re.escape(f"{base[:-1]}9178"), timeout=10)  # the Backspace took the 0 before "17"
+        tmux.keys("C-a", "C-k")  # (a TextArea's own keys too: the line is cleared)
+        gone(tmux, base[:-1] + "9178")
+    tmux.keys("F8")
+    tmux.wait_for(r"Settings \(saved with the session")
+    tmux.keys("C-a", "C-k", "5", "0", "0", "0", "BSpace", "BSpace", "1", "2", "Home", "Delete", "9")
+    tmux.wait_for(r"\b9012\b", timeout=10)
