@@ -96,24 +96,37 @@ class RequestView:
         return self.snapshot.counts.total + self.image_tokens
 
     def breakdown(self, window: int | None, reserved: int) -> list[tuple[str, int]]:
-        """Tokens by what they are: each role's own text, template overhead, fences, images, reply, free."""
+        """Tokens by what they are, from the one per-turn accounting (hidden_tokens): each role's own text,
+        template overhead, the tools (all they add), fences, images, the reply's room, what is free."""
         parts: dict[str, int] = {}
-        for span in self.document.spans:
-            if span.kind == "marker":
-                key = "template overhead"
-            elif span.kind == "fence":
-                key = "fences"
-            else:
-                key = self.document.role_of(span)
-            parts[key] = parts.get(key, 0) + span.tokens
-        order = ["system", "developer", "user", "assistant", "tool", "template overhead", "fences"]
-        rows = [(key, parts.pop(key)) for key in order if key in parts] + sorted(parts.items())
-        if self.image_tokens:
-            rows.append((IMAGES_PART, self.image_tokens))
+
+        def add(key: str, count: int) -> None:
+            parts[key] = parts.get(key, 0) + count
+        for turn in self.hidden.turns:
+            for category, count in turn.counts.items():
+                if category == "tool_schema":
+                    add(TOOLS_PART, count)
+                elif category == "images":
+                    add(IMAGES_PART, count)
+                elif category == "template" or turn.role == "none":
+                    add("template overhead", count)
+                else:
+                    add(turn.role, count)
+        for span in self.document.spans:  # a fence's own text, out of its message's
+            if span.kind == "fence" and span.tokens:
+                add("fences", span.tokens)
+                add(self.document.role_of(span), -span.tokens)
+        order = ["system", "developer", "user", "assistant", "tool", "template overhead", TOOLS_PART, "fences",
+                 IMAGES_PART]
+        rows = [(key, parts.pop(key)) for key in order if parts.get(key)]
+        rows += sorted((key, count) for key, count in parts.items() if count)
         rows.append(("reserved output", reserved))
         if window:
             rows.append(("free", max(0, window - self.sent_tokens - reserved)))
         return rows
+
+
+TOOLS_PART = "tools (schemas and the template's text for them)"
 
 
 def fence_escapes(template: ChatTemplate, tokenizer: Tokenizer) -> frozenset[str]:
