@@ -130,3 +130,34 @@ def test_a_template_switch_or_fences_toggled_is_named_as_such():
     again = build_request(messages, RequestSettings(builtin_template("qwen3"), qwen,
                                                     fences=FenceStyle(enabled=False)), unfenced.shape, 4)
     assert again.prefix.cause_class != SWITCHED
+
+
+def test_an_edit_is_not_blamed_on_fences_toggled_for_other_messages():
+    """Found by review: with no untrusted text, an edit and fences turned off was named 'fences turned off'."""
+    from tui.context.cache_causes import EDITED_TURN
+    from tui.context.fences import FenceStyle
+    from tui.context.messages import Message
+    from tui.context.request import RequestSettings, build_request
+    from tui.context.template_library import builtin_template
+    from tui.context.tokenizers import get_tokenizer
+    qwen, template = get_tokenizer("qwen3"), builtin_template("qwen3")
+    before = [Message("user", "hi there friend", id="u1"), Message("assistant", "hello", id="a1"),
+              Message("user", "next", id="u2")]
+    after = [Message("user", "hi there friends", id="u1"), *before[1:]]
+    first = build_request(before, RequestSettings(template, qwen))
+    second = build_request(after, RequestSettings(template, qwen, fences=FenceStyle(enabled=False)), first.shape, 2)
+    assert second.prefix.cause_class == EDITED_TURN and "#0" in second.prefix.cause
+
+
+def test_a_switch_between_two_templates_of_one_name_is_named():
+    from tui.context.cache_causes import SWITCHED
+    from tui.context.messages import Message
+    from tui.context.request import RequestSettings, build_request
+    from tui.context.template_library import builtin_template, template_from_text
+    from tui.context.tokenizers import get_tokenizer
+    messages = [Message("user", "hi", id="u1")]
+    one = template_from_text(builtin_template("chatml").source, "file:a.jinja", "custom")
+    two = template_from_text(builtin_template("qwen3").source, "file:b.jinja", "custom")
+    first = build_request(messages, RequestSettings(one, get_tokenizer("qwen3")))
+    second = build_request(messages, RequestSettings(two, get_tokenizer("qwen3")), first.shape, 2)
+    assert second.prefix.cause_class == SWITCHED and "another custom template" in second.prefix.cause

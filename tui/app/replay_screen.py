@@ -14,6 +14,7 @@ from textual.message import Message as TextualMessage
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from tui.context.cache_rules import shown_figure
 from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message, message_from_dict
 from tui.sessions.model import Session
@@ -119,7 +120,7 @@ class ReplayScreen(Screen):
         else:
             info.append(one_line(drift_text(step.drift), 400) + "\n", style="yellow")
         info.append(f"reported cached {record.cached_reported if record.cached_reported is not None else '—'} · "
-                    f"predicted {record.predicted_cached}")
+                    f"predicted {shown_figure(record.predicted_cached)}")
         if record.incomplete:
             info.append(" · reply incomplete", style="bold yellow")
         said = (fit_line(record.fit) + received_line(record.received)).removeprefix(" · ")

@@ -19,10 +19,10 @@ class OrderedKeys:
 
     async def _on_key(self, event: events.Key) -> None:
         action = self._own_action(event.key)
-        if action is not None:
+        # An action that skips (Ctrl+C with nothing selected) leaves the key to the App (Ctrl+C: how to quit).
+        if action is not None and await self.app.run_action(action, self):  # type: ignore[attr-defined]
             event.prevent_default()
             event.stop()
-            await self.run_action(action)  # type: ignore[attr-defined]
             return
         await super()._on_key(event)  # type: ignore[misc]
 

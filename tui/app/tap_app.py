@@ -20,6 +20,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tui.context.cache_rules import shown_figure
 from tui.context.budget import PolicySettings
 from tui.sessions.receipts import request_series
 from tui.tap.client_cuts import messages_of
@@ -48,7 +49,7 @@ def request_label(tapped) -> Text:
     client = ex.client.rsplit(" ", 1)[0] if " " in ex.client else ex.client  # the address is in the detail
     return shown_line(f"#{ex.number} c{tapped.conversation}.{tapped.index + 1} {one_line(client, 24)} · "
                       f"{one_line(tapped.model, 24)} · {record.document_tokens} tok · cached {cached} "
-                      f"(pred. {record.predicted_cached}) · {state}{cut}{error}", style)
+                      f"(pred. {shown_figure(record.predicted_cached)}) · {state}{cut}{error}", style)
 
 
 class TapApp(SafeClipboard):
@@ -241,8 +242,9 @@ class TapApp(SafeClipboard):
                                  + (f" · {ex.duration:.2f} s" if ex.duration is not None else " · streaming…")))
         if record is not None:
             text.append("\n")
-            text.append(one_line(f"cache: predicted {record.predicted_cached} before the answer · reported "
-                                 f"{record.cached_reported if record.cached_reported is not None else '—'} · "
+            predicted = shown_figure(record.predicted_cached)
+            text.append(one_line(f"cache: predicted {predicted} before the answer · reported "
+                                 f"{shown_figure(record.cached_reported)} · "
                                  f"{record.cache_cause}", 300))
             for entry in record.dropped:
                 text.append("\n" + one_line(f"✂ the client cut {entry['message_id']} ({entry['role']}, "

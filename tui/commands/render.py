@@ -17,7 +17,7 @@ from tui.context.fences import FenceStyle
 from tui.context.assumed import assumed_template, assumed_tokenizer, provably_exact
 from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.templates import TemplateRenderError
-from tui.context.registry import family_for_model
+from tui.context.registry import offline_cache_rule
 from tui.errors import UsageError, one_line
 from tui.sessions.model import Session
 
@@ -81,13 +81,6 @@ def engine(args: argparse.Namespace, conversation: Conversation):
     return template, tokenizer, parse_vars(args.var)
 
 
-def default_rule(model: str) -> str:
-    """The cache rule of the provider that alone serves the model's family (OpenAI's for gpt-4o), else llama.cpp's:
-    the same table the app predicts with (registry.cache_rule)."""
-    found = family_for_model(model)
-    return found.cache_rule if found is not None and found.cache_rule else "llama.cpp"
-
-
 def chose_template(session) -> bool:
     """Did someone choose this session's template (a server's, a pick in the app), or is it the default that
     nobody chose (a new session, an import of a body whose model names no family)?"""
@@ -111,7 +104,7 @@ def request_settings(args: argparse.Namespace, conversation: Conversation) -> Re
     fences = (session.fences if session is not None else True) and not args.no_fences
     model = args.model or conversation.model or ""
     return RequestSettings(template, tokenizer, variables, conversation.tools, not args.no_generation_prompt,
-                           policy(args, base), FenceStyle(enabled=fences), args.cache_rule or default_rule(model),
+                           policy(args, base), FenceStyle(enabled=fences), args.cache_rule or offline_cache_rule(model),
                            exact=provably_exact(model, template, chosen=bool(args.template) or chose_template(session)),
                            model=model,
                            base_url=session.base_url if session is not None else "")

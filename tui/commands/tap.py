@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui.context.cache_rules import shown_figure
 from tui.commands.arguments import QuietParser, whole_number
 from tui.errors import UsageError, one_line
 
@@ -105,7 +106,7 @@ def request_line(kind: str, tapped) -> str | None:
         parts.append(f"conversation {tapped.conversation} step {tapped.index + 1}")
         parts.append(f"{record.document_tokens} tokens")
         parts.append(f"cached {record.cached_reported if record.cached_reported is not None else '?'} "
-                     f"(predicted {record.predicted_cached})")
+                     f"(predicted {shown_figure(record.predicted_cached)})")
         if record.dropped:
             parts.append(f"client cut {len(record.dropped)} messages "
                          f"({sum(d.get('tokens', 0) for d in record.dropped)} tokens)")

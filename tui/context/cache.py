@@ -35,8 +35,10 @@ class RequestShape:
     blocks: list[tuple[int, str]] = field(default_factory=list)  # where each message's content ends, and its
     # cache_control lifetime ("5m", "1h"; "" when unmarked): Anthropic's breakpoints
     places: list[int] = field(default_factory=list)  # each message's place in the chat (#N); -1: the summary
-    template: str = ""  # the template's name, and whether untrusted text was fenced: a switch is its own cause
+    template: str = ""  # the template's name and text digest, and whether untrusted text was fenced (ids of the
+    template_digest: str = ""  # messages sent fenced): a switch is its own cause
     fenced: bool | None = None
+    fenced_ids: frozenset = frozenset()
 
 
 @dataclass

@@ -52,6 +52,9 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     switched = _switch(earlier, current)
     if switched:  # the whole document is written otherwise: no turn was edited, no template value changed
         return Cause(SWITCHED, switched, message, kind)
+    toggled = _fences_toggled(earlier, current, message)
+    if toggled:  # the first difference is a message fenced in one request and not in the other
+        return Cause(SWITCHED, toggled, message, kind)
     if not _same(earlier.tools or None, current.tools or None) and (message is None or kind == "marker"):
         found = _tools_cause(earlier.tools or [], current.tools or [])
         return Cause(found[0], found[1], message, kind)
@@ -69,14 +72,29 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
 
 
 def _switch(earlier: Any, current: Any) -> str:
-    """'template switched (chatml -> qwen3)' or 'fences turned off' between two requests, else ''."""
+    """'template switched (chatml -> qwen3)' between two requests (by the template's text, not only its name),
+    else ''."""
     before, now = getattr(earlier, "template", ""), getattr(current, "template", "")
+    digests = getattr(earlier, "template_digest", ""), getattr(current, "template_digest", "")
     if before and now and before != now:
         return f"template switched ({before} -> {now})"
-    fenced_then, fenced_now = getattr(earlier, "fenced", None), getattr(current, "fenced", None)
-    if fenced_then is not None and fenced_now is not None and fenced_then != fenced_now:
-        return f"fences turned {'on' if fenced_now else 'off'}: untrusted text is written otherwise"
+    if before and all(digests) and digests[0] != digests[1]:
+        return f"template switched (another {now} template: its text differs)"
     return ""
+
+
+def _fences_toggled(earlier: Any, current: Any, message: int | None) -> str:
+    """'fences turned off' when the message where the prefix ends was sent fenced in one request and not in the
+    other, else ''."""
+    if message is None or message >= len(current.message_ids):
+        return ""
+    fenced_then, fenced_now = getattr(earlier, "fenced", None), getattr(current, "fenced", None)
+    if fenced_then is None or fenced_now is None or fenced_then == fenced_now:
+        return ""
+    ident = current.message_ids[message]
+    if (ident in getattr(earlier, "fenced_ids", frozenset())) == (ident in getattr(current, "fenced_ids", frozenset())):
+        return ""
+    return f"fences turned {'on' if fenced_now else 'off'}: {_place_of(current, ident)[1]} is written otherwise"
 
 
 def _place_of(shape: Any, ident: str) -> tuple[float, str]:

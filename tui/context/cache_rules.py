@@ -179,3 +179,8 @@ def unit_cached(units: Iterable[tuple[int, int]]) -> int:
     """The longest stored unit this request contains whole. Each unit is (its length, the prefix this
     request shares with the request that stored it): DeepSeek reads nothing of a unit only partly contained."""
     return max((length for length, shared in units if 0 < length <= shared), default=0)
+
+
+def shown_figure(value: int | None) -> str:
+    """A predicted figure as shown: '—' where nothing was predicted (the rule is not known)."""
+    return "—" if value is None else str(value)

@@ -198,3 +198,10 @@ def offline_tokenizer(recorded: object, template_family: str | None) -> str:
     """The shipped tokenizer to count a stored session with: the recorded one if shipped, else the template's."""
     identity = recorded_tokenizer(recorded)
     return identity.name if identity.source == SHIPPED else tokenizer_for_family(template_family)
+
+
+def offline_cache_rule(model: object) -> str:
+    """The cache rule for a session read without its server (render, replay, export): the rule of the provider
+    that alone serves the model's family (OpenAI's for gpt-4o), else llama.cpp's, the self-hosted default."""
+    found = family_for_model(model)
+    return found.cache_rule if found is not None and found.cache_rule else "llama.cpp"

@@ -237,7 +237,8 @@ def _tail_start(document: Document) -> int:
 
 
 def _shape(document: Document, messages: list[Message], wire: list[dict], origin: list[int],
-           settings: RequestSettings, dropped: frozenset, tokens: TokenIndex) -> RequestShape:
+           settings: RequestSettings, dropped: frozenset, tokens: TokenIndex,
+           fenced_ids: frozenset = frozenset()) -> RequestShape:
     """What later requests compare with: the text, its tokens, and each message as sent."""
     def sent(index: int, key: str, default=None):
         return wire[index].get(key, default) if index >= 0 else default
@@ -252,7 +253,8 @@ def _shape(document: Document, messages: list[Message], wire: list[dict], origin
                          for s in document.spans],
                         [sent(i, "tool_calls") for i in origin], [sent(i, "reasoning_content") or "" for i in origin],
                         _blocks(document, [sent(i, "content") for i in origin]), list(origin),
-                        settings.template.name, settings.fences.enabled)
+                        settings.template.name, settings.template.identity.digest or "", settings.fences.enabled,
+                        fenced_ids)
 
 
 def _blocks(document: Document, contents: list) -> list[tuple[int, str]]:
@@ -338,7 +340,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
-                   token_index(document, settings.tokenizer, specials, cache))
+                   token_index(document, settings.tokenizer, specials, cache),
+                   frozenset(messages[i].id for i in fenced if 0 <= i < len(messages)))
     hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache,
                            tool_texts(settings.template, settings.tools))
     if snapshot.media_markers:

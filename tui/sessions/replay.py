@@ -87,8 +87,10 @@ def body_messages(record: RequestRecord, index: int) -> list[Message]:
 
 
 class Replayer:
-    def __init__(self, session: Session, template: ChatTemplate, tokenizer: Tokenizer, cache_rule: str = "llama.cpp"):
-        self.session, self.template, self.tokenizer, self.cache_rule = session, template, tokenizer, cache_rule
+    def __init__(self, session: Session, template: ChatTemplate, tokenizer: Tokenizer, cache_rule: str | None = None):
+        from tui.context.registry import offline_cache_rule
+        self.session, self.template, self.tokenizer = session, template, tokenizer
+        self.cache_rule = cache_rule or offline_cache_rule(session.model)  # (gpt-4o: OpenAI's, not llama.cpp's)
         self.cache = SegmentCache()
         self._views: dict[int, RequestView] = {}
 
