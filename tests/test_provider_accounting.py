@@ -153,3 +153,11 @@ def test_render_predicts_the_cache_with_the_models_provider_rule(cli_in_process,
     second.write_text(json.dumps({"model": "gpt-4o", "messages": NAMES_EXAMPLE}))
     data = json.loads(cli_in_process("render", str(second), "--previous", str(first), "--json").stdout)
     assert data["cache_prefix"]["rule"] == "openai" and data["cache_prefix"]["predicted_cached"] == 0  # < 1,024
+
+
+def test_a_custom_tool_is_written_by_its_name_and_description():
+    from tui.context.template_library import builtin_template
+    text = builtin_template("openai").render([{"role": "user", "content": "hi"}], add_generation_prompt=True,
+                                             tools=[{"type": "custom", "custom": {"name": "code_exec",
+                                                                                  "description": "Run code."}}])
+    assert "code_exec:Run code<|tools_end|>" in text
