@@ -68,12 +68,12 @@ def run(argv: list[str]) -> int | TapInApp:
 def forwards_to_itself(upstream: str, host: str, port: int) -> bool:
     from urllib.parse import urlsplit
 
-    from tui.tap.runner import is_loopback
+    from tui.tap.runner import is_loopback, is_this_machine
     parts = urlsplit(upstream)
     if (parts.port or (443 if parts.scheme == "https" else 80)) != port:
         return False
     target = parts.hostname or ""
-    return target == host or (is_loopback(target) and (is_loopback(host) or host in ("0.0.0.0", "::")))
+    return target == host or (is_this_machine(target) and (is_loopback(host) or host in ("0.0.0.0", "::")))
 
 
 def usable_folder(folder: Path) -> None:

@@ -14,12 +14,34 @@ SWITCH_INTERVAL = 0.0005  # seconds
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+    """Is `host` this machine's loopback, however it is written: `localhost.`, `x.localhost`, `127.1`,
+    `0x7f.1`, `::1`, `::ffff:127.0.0.1` (no name is looked up)."""
+    address = _address(host)
+    if address is None:
+        name = host.strip().rstrip(".").lower()
+        return name == "localhost" or name.endswith(".localhost")
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
+
+
+def is_this_machine(host: str) -> bool:
+    """Loopback, or the unspecified address (0.0.0.0, ::), which a connection reaches this machine by."""
+    address = _address(host)
+    return is_loopback(host) or bool(address is not None and address.is_unspecified)
+
+
+def _address(host: str):
+    import socket
+    text = host.strip().strip("[]")
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(text)
     except ValueError:
-        return False
+        pass
+    try:  # the shorthand IPv4 forms the C library accepts: 127.1, 0x7f.1, 2130706433
+        return ipaddress.ip_address(socket.inet_aton(text)) if text and all(c in "0123456789abcdefxABCDEFX."
+                                                                              for c in text) else None
+    except OSError:
+        return None
 
 
 class Tap:
