@@ -7,7 +7,7 @@ import pytest
 
 from fault_server import FaultServer
 from tui.client.endpoint import Endpoint, EndpointError, normalise_base_url
-from tui.client.errors import (AuthFailed, ConnectionFailed, ConnectTimedOut, ContextOverflow, MalformedChunk,
+from tui.client.errors import (AuthFailed, ClientError, ConnectionFailed, ConnectTimedOut, ContextOverflow, MalformedChunk,
                                NameNotResolved, NotFound, RateLimited, ReadTimedOut, ServerFailed,
                                StreamErrorEvent, StreamIncomplete, TLSFailed)
 from tui.client.http import Limits, OpenAIClient
@@ -205,15 +205,14 @@ async def test_connect_timeout():
         listener.close()
 
 
-async def test_redirect_to_another_host_drops_the_key(server):
+async def test_a_redirect_to_another_host_is_not_followed_with_the_conversation(server):
+    """Issue 26: the chat body followed a 307 to another host (the key did not): now neither does."""
     with FaultServer(host="127.0.0.2") as other:
         server.httpd.redirect_to = other.url
         async with client_for(server.url + "/redirect") as client:
-            reply = await client.chat(BODY)
-        assert reply.content == "Hello, wörld 👋"
-        captured = other.requests[-1]
-        assert captured["path"].startswith("/capture")
-        assert "Authorization" not in captured["headers"] and "authorization" not in captured["headers"]
+            with pytest.raises(ClientError, match="not followed"):
+                await client.chat(BODY)
+        assert other.requests == []
 
 
 async def test_forbidden_names_the_variable(server):

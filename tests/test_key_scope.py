@@ -109,13 +109,14 @@ async def test_probes_redirected_to_another_port_lose_the_key(server):
         assert other.requests and authorised(other.requests) == []
 
 
-async def test_a_chat_redirected_to_another_port_loses_the_key(server):
+async def test_a_chat_redirected_to_another_port_is_not_followed(server):
+    """Issue 26: the body (the conversation) followed a 307 to another address; the key did not."""
     with FaultServer() as other:
         server.httpd.redirect_to = other.url
         async with OpenAIClient(Endpoint(server.url + "/redirect", "fault-model", "X", KEY, "flag")) as client:
-            reply = await client.chat(BODY)
-        assert reply.content == "Hello, wörld 👋"
-        assert authorised(server.requests) and other.requests and authorised(other.requests) == []
+            with pytest.raises(ClientError, match="redirected the request .* not followed"):
+                await client.chat(BODY)
+        assert authorised(server.requests) and other.requests == []
 
 
 def test_the_server_tokenizer_does_not_follow_redirects(server):

@@ -119,6 +119,11 @@ class OpenAIClient:
         return b"".join(parts)[:limit]
 
     async def _fail_on_status(self, response: httpx.Response, url: str) -> None:
+        if 300 <= response.status_code < 400:  # (a POST's redirects are not followed: see _json_content)
+            where = excerpt(response.headers.get("Location", "?"), self.endpoint.redact, 200)
+            raise ClientError(f"{url} redirected the request ({response.status_code}) to {where}: not followed, "
+                              "the conversation would go to another address (point --base-url there if you "
+                              "trust it)", status=response.status_code)
         if response.status_code >= 400:
             raw = await self._read_bounded(response, self.limits.max_error, url, strict=False)
             raise status_error(response.status_code, response.headers.get("Retry-After"), raw, url, self.endpoint)
@@ -221,4 +226,6 @@ def _json_content(body: Any) -> dict:
     """A JSON body as the bytes request_bytes makes (what curl and exports show), or nothing to send."""
     if body is None:
         return {}
-    return {"content": request_bytes(body), "headers": {"Content-Type": "application/json"}}
+    # A body is the conversation: it goes only where the user pointed, never on to where a redirect says.
+    return {"content": request_bytes(body), "headers": {"Content-Type": "application/json"},
+            "follow_redirects": False}
