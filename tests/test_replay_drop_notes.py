@@ -8,7 +8,7 @@ replays the "✂ dropped" notes quoted another message's text.
 
 from __future__ import annotations
 
-from app_helpers import document_rows, isolated, make_app, settle
+from app_helpers import document_rows, isolated, make_app, plain, settle
 from tui.app.replay_screen import ReplayScreen
 from tui.context.messages import Message
 from tui.sessions.model import RequestRecord, Session
@@ -44,6 +44,9 @@ async def test_replaying_a_step_of_a_shrunk_session_quotes_each_dropped_message_
         await settle(pilot, app)
         assert isinstance(app.screen, ReplayScreen)
         rows = "\n".join(document_rows(app))
+        app.screen.query_one("#tabs").active = "ledger"
+        await settle(pilot, app)
+        ledger = plain(app.screen.query_one("#ledger-table"))
     notes = [row for row in rows.splitlines() if "✂" in row]
     assert len(notes) == 6, rows
     assert "#0 dropped" in notes[0] and "apple apple" in notes[0]  # still in the session: quoted, its place now
@@ -51,6 +54,8 @@ async def test_replaying_a_step_of_a_shrunk_session_quotes_each_dropped_message_
         assert f"(then #{place}) dropped" in note and "— (no" in note, note  # (the row wraps after it)
     for word in WORDS[1:6]:  # never a neighbour's words
         assert not any(word in note for note in notes), notes
+    # the Ledger tab names them as the notes do: the place now, or the place then and that it is gone
+    assert "#0" in ledger and "(then #1, gone since)" in ledger and "(then #5, gone since)" in ledger, ledger
 
 
 def test_a_repeated_id_never_makes_a_note_quote_another_message():

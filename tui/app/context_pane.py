@@ -141,7 +141,7 @@ class ContextPane(Vertical):
         elif tab == "cache":
             self.query_one(CacheView).show(view, data.requests)
         elif tab == "ledger":
-            self.query_one(LedgerView).show(view, [m.text() for m in data.messages], data.requests)
+            self.query_one(LedgerView).show(view, [m.text() for m in data.messages], data.requests, data.messages)
         elif tab == "cost":
             self.query_one(CostView).show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles,
                                           data.requests)

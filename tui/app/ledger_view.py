@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
+from tui.context.drop_notes import entry_name
 from tui.context.budget import still_in_window
 from tui.context.request import RequestView
 from tui.context.safety import visible
@@ -33,7 +34,8 @@ class LedgerView(Vertical):
         yield SafeInput(placeholder="is this text still in the window? type to search", id="ledger-search")
         yield Static(id="ledger-hits")
 
-    def show(self, view: RequestView, texts: list[str], requests: list | tuple = ()) -> None:
+    def show(self, view: RequestView, texts: list[str], requests: list | tuple = (),
+             messages: list | None = None) -> None:
         self._view, self._texts = view, texts
         if not view.ledger:
             table = Text(f"nothing dropped: policy {view.plan.kept and 'keeps every message' or ''}", style="dim")
@@ -42,7 +44,8 @@ class LedgerView(Vertical):
             for column in ("message", "role", "tokens", "policy", "since", "reason"):
                 table.add_column(column)
             for entry in view.ledger:
-                table.add_row(*cells([f"#{entry.message}", entry.role, entry.tokens, entry.policy,
+                name = entry_name(entry, messages) if messages is not None else f"#{entry.message}"
+                table.add_row(*cells([name, entry.role, entry.tokens, entry.policy,
                                       f"request {entry.since_request}", entry.reason]), style="strike")
         if view.summary_line():
             table = Group(table, Text(view.summary_line(), style="bold"))

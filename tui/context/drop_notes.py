@@ -23,6 +23,23 @@ class DropNote:
     text: str
 
 
+def place_now(entry, messages: list[Message], place: dict[str, int] | None = None) -> int | None:
+    """Where a ledger entry's message stands in the session now, or None when it is gone: its place when the
+    request was made, if the message is still there; else found by id (ids may repeat in a file made elsewhere:
+    the place, when it holds that id, is the surer of the two)."""
+    if 0 <= entry.message < len(messages) and messages[entry.message].id == entry.message_id:
+        return entry.message
+    if place is None:
+        place = {message.id: index for index, message in enumerate(messages) if message.id}
+    return place.get(entry.message_id)
+
+
+def entry_name(entry, messages: list[Message], place: dict[str, int] | None = None) -> str:
+    """A ledger entry's message as the chat names it now (#N), or its place then if it is gone since."""
+    now = place_now(entry, messages, place)
+    return f"#{now}" if now is not None else f"(then #{entry.message}, gone since)"
+
+
 def drop_notes(view: RequestView, messages: list[Message]) -> list[DropNote]:
     """A note for each ledger entry of `view`, with `messages` the session's messages as they are now."""
     place = {message.id: index for index, message in enumerate(messages) if message.id}
@@ -34,10 +51,7 @@ def drop_notes(view: RequestView, messages: list[Message]) -> list[DropNote]:
             if n in first_offset]
     notes = []
     for entry in view.ledger:
-        # its place when the request was made, if the message is still there; else found by id (ids may repeat
-        # in a file made elsewhere: the place, when it holds that id, is the surer of the two)
-        held = 0 <= entry.message < len(messages) and messages[entry.message].id == entry.message_id
-        now = entry.message if held else place.get(entry.message_id)
+        now = place_now(entry, messages, place)
         order = now if now is not None else entry.message
         later = [offset for position, offset in kept if position > order]
         where = min(later) if later else len(view.document.text)
