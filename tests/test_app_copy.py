@@ -21,14 +21,24 @@ async def wait_notice(pilot, app, words: str) -> str:
     raise AssertionError(f"no notice with {words!r}: {[n.message for n in app._notifications]}")
 
 
-async def test_keys_on_the_transcript_copy_the_reply_and_each_code_block(tmp_path, monkeypatch):
+def app_on_reply(tmp_path, monkeypatch, reply: str):
+    """An offline app on a session whose message #1 is the assistant's `reply`."""
     isolated(monkeypatch, tmp_path)
-    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, REPLY))
+    return make_app(tmp_path, offline=True, file=markdown_session(tmp_path, reply))
+
+
+def select_reply(app) -> None:
+    """The transcript focused, its cursor on the reply (#1): where `c` and `y` copy from."""
+    view = app.query_one(ChatView)
+    view.focus()
+    view.select(1)
+
+
+async def test_keys_on_the_transcript_copy_the_reply_and_each_code_block(tmp_path, monkeypatch):
+    app = app_on_reply(tmp_path, monkeypatch, REPLY)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
-        view = app.query_one(ChatView)
-        view.focus()
-        view.select(1)
+        select_reply(app)
         await pilot.press("c")
         assert app.clipboard == REPLY  # the Markdown source, not the drawn rows
         notice = await wait_notice(pilot, app, "Copied assistant message #1")

@@ -16,10 +16,8 @@ import uuid
 import pytest
 from hypothesis import given, strategies as st
 
-from app_helpers import isolated, make_app, settle
-from test_app_copy import wait_notice
-from test_chat_markdown import markdown_session
-from tui.app.chat_view import ChatView
+from app_helpers import settle
+from test_app_copy import app_on_reply, select_reply, wait_notice
 from tui.app.copying import clipboard_file
 from tui.context.safety import json_paste_safe, paste_safe
 from tui.sessions.transfer import curl_command
@@ -65,21 +63,18 @@ def test_a_curl_command_holds_no_control_character_and_runs_as_the_same_request(
 
 def test_a_curl_command_cannot_be_steered_by_its_url_or_key_variable(tmp_path):
     marker = tmp_path / "ran"
-    command = curl_command("-o/tmp/x http://h/[1-1000000]", {"model": "m"}, f"X}}$(touch {marker})")
+    command = curl_command("-oX http://h/[1-1000000]", {"model": "m"}, f"X}}$(touch {marker})")
     words = shlex.split(command.replace("\\\n", " "))
-    assert words[:3] == ["curl", "--globoff", "--url"] and words[3] == "-o/tmp/x http://h/[1-1000000]"
+    assert words[:3] == ["curl", "--globoff", "--url"] and words[3] == "-oX http://h/[1-1000000]"
     assert "$OPENAI_API_KEY" in command and "touch" not in command
 
 
 async def test_copying_a_hostile_reply_puts_stand_ins_on_the_clipboard_and_says_so(tmp_path, monkeypatch):
-    isolated(monkeypatch, tmp_path)
     reply = HOSTILE_REPLY.format(marker="x")
-    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, reply))
+    app = app_on_reply(tmp_path, monkeypatch, reply)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
-        view = app.query_one(ChatView)
-        view.focus()
-        view.select(1)
+        select_reply(app)
         await pilot.press("c")
         assert app.clipboard == reply.replace("\x1b", "␛")
         notice = await wait_notice(pilot, app, "Copied assistant message #1")
@@ -90,9 +85,8 @@ async def test_copying_a_hostile_reply_puts_stand_ins_on_the_clipboard_and_says_
 
 
 async def test_copy_exact_asks_first_and_copies_the_bytes_only_on_yes(tmp_path, monkeypatch):
-    isolated(monkeypatch, tmp_path)
     reply = HOSTILE_REPLY.format(marker="x")
-    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, reply))
+    app = app_on_reply(tmp_path, monkeypatch, reply)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
         await app.run_action("copy_exact")
@@ -182,8 +176,7 @@ async def test_a_copied_reply_pasted_into_a_bracketed_paste_shell_runs_nothing(t
         assert time.monotonic() < deadline, f"the raw paste should have run the command:\n{raw.screen()}"
         time.sleep(0.05)
     marker = tmp_path / "copy-pasted-and-ran"
-    isolated(monkeypatch, tmp_path)
-    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, hostile_reply(marker)))
+    app = app_on_reply(tmp_path, monkeypatch, hostile_reply(marker))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
         await app.run_action("copy_reply")
@@ -198,9 +191,8 @@ async def test_a_copied_reply_pasted_into_a_bracketed_paste_shell_runs_nothing(t
 async def test_ctrl_c_in_an_editor_copies_the_selection_made_safe(tmp_path, monkeypatch):
     """Found by review: Textual's TextArea copies its selection with App.copy_to_clipboard, past the Copier."""
     from tui.app.request_view import RequestView
-    isolated(monkeypatch, tmp_path)
     reply = "csi \x9b201~ esc \x1b[201~ bidi \u202e end"
-    app = make_app(tmp_path, offline=True, file=markdown_session(tmp_path, reply))
+    app = app_on_reply(tmp_path, monkeypatch, reply)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
         app.query_one("#tabs").active = "request"
