@@ -13,7 +13,7 @@ from tui.app.ledger_view import LedgerView
 from tui.context.messages import Message, Provenance
 from tui.sessions.store import save_session
 from tui.sessions.model import Session
-from window_servers import WindowServer
+from window_servers import OLLAMA_KEEP, WindowServer, ollama_kept_after_keep
 
 SIZE = (160, 48)
 
@@ -44,7 +44,7 @@ async def test_a_front_cut_is_said_in_the_chat_status_and_ledger(sessions, tmp_p
                 if not app.controller.streaming:
                     break
             record = app.controller.wb.session.requests[-1]
-            lost = record.received["sent"] - 256
+            lost = record.received["sent"] - (OLLAMA_KEEP + ollama_kept_after_keep(256))
             said = f"the server dropped ~{lost} of"
             chat = app.query_one(ChatView)
             chat.scroll_end(animate=False)

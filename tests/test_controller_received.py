@@ -6,7 +6,9 @@ from __future__ import annotations
 from controller_helpers import connected
 from tui.context.messages import Message, Provenance
 from tui.controller.events import StatusChanged
-from window_servers import WindowServer
+from window_servers import OLLAMA_KEEP, WindowServer, ollama_kept_after_keep
+
+KEPT = OLLAMA_KEEP + ollama_kept_after_keep(256)  # what Ollama keeps of an overflow under num_ctx 256
 
 
 def long_turns(ctl) -> None:
@@ -35,14 +37,14 @@ async def test_ollama_front_cut_is_said_under_the_reply_and_recorded(tmp_path, m
     assert any(text.startswith("⚠ will not fit") and "server" in text for text in statuses), statuses
     record = ctl.wb.session.requests[-1]
     assert record.fit["fits"] is False
-    assert record.received["verdict"] == "dropped" and record.received["received"] == 256
-    lost = record.received["sent"] - 256
+    assert record.received["verdict"] == "dropped" and record.received["received"] == KEPT
+    lost = record.received["sent"] - KEPT
     reply_id = ctl.wb.session.messages[-1].id
     note = ctl.notes[reply_id]
     assert f"the server dropped ~{lost} tokens" in note or f"the server dropped ~{lost} of" in note, note
     assert "sys" in note and "Ollama's num_ctx" in note  # the system prompt was cut, and by whom
     assert note in statuses[-1] or statuses[-1] in note
-    assert record.cost is not None and record.cost.get("input_tokens") == 256
+    assert record.cost is not None and record.cost.get("input_tokens") == KEPT
 
 
 async def test_a_bad_price_file_is_a_notice_and_the_shipped_prices_are_used(tmp_path, monkeypatch):

@@ -50,12 +50,12 @@ def test_llamacpp_timings_count_when_usage_is_absent():
 
 
 def test_ollama_cut_the_front_after_its_four_kept_tokens():
-    # sent 100, Ollama kept 60 (its num_ctx): 40 lost from token 4 on (num_keep 4), i.e. [4, 44):
+    # sent 100, Ollama kept 60 (half its num_ctx of 116): 40 lost from token 4 on (num_keep 4), i.e. [4, 44):
     # sys [2, 22) loses 18 of 20, u1 [22, 52) loses 44 - 22 = 22 of 30
     receipt = compare(100, True, Reported(prompt_tokens=60, prompt_eval_count=60), RANGES, "ollama")
     assert receipt.verdict == DROPPED and receipt.where == "front"
     assert [(a.message_id, a.lost) for a in receipt.affected] == [("sys", 18), ("u1", 22)]
-    assert receipt.who == "Ollama's num_ctx" and receipt.observed_window == 60
+    assert receipt.who == "Ollama's num_ctx" and receipt.observed_window == 2 * (60 - 4) + 4  # its window
     assert "~40" in receipt.summary and "sys" in receipt.summary
 
 

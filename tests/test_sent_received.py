@@ -21,7 +21,7 @@ from tui.context.request import RequestSettings, build_request
 from tui.context.template_library import builtin_template
 from tui.context.tokens import get_tokenizer
 from tui.context.window import choose_window, fit_check
-from window_servers import WindowServer
+from window_servers import OLLAMA_KEEP, WindowServer, ollama_kept_after_keep
 
 SECRET = "The password is PERIWINKLE."
 
@@ -87,9 +87,11 @@ def test_ollama_front_cut_is_found_with_the_system_prompt_named(stream):
     assert info.kind == "ollama" and info.window.tokens == 256 and info.window.source == "server"
     assert not fit.fits and "front" in fit.consequence  # warned before sending
     assert view.snapshot.counts.exact and view.sent_tokens > 256
-    assert receipt.verdict == DROPPED and receipt.received == 256
-    assert receipt.sent - receipt.received == view.sent_tokens - 256
+    kept = OLLAMA_KEEP + ollama_kept_after_keep(256)  # 130: Ollama keeps half its window of an overflow
+    assert receipt.verdict == DROPPED and receipt.received == kept
+    assert receipt.sent - receipt.received == view.sent_tokens - kept
     assert receipt.where == "front" and receipt.who == "Ollama's num_ctx" and receipt.observed_window == 256
+    assert "num_ctx 256-257" in receipt.who_detail  # the window it ran with, not the 130 it kept
     assert "sys" in [a.message_id for a in receipt.affected] and SECRET.split()[-1] not in reply.content
     check_against_kept_text(receipt, reply.content)
 
@@ -99,7 +101,7 @@ def test_ollama_without_api_ps_plans_with_model_metadata_and_learns_num_ctx():
     with WindowServer("ollama", n_ctx=300, usage=False) as server:
         info, view, fit, reply, receipt = run(exchange(server.url))
     assert info.window.tokens == 40960 and info.window.source == "model" and fit.fits
-    assert receipt.source == "prompt_eval_count" and receipt.received == 300  # no usage: Ollama's own field
+    assert receipt.source == "prompt_eval_count" and receipt.received == OLLAMA_KEEP + ollama_kept_after_keep(300)  # no usage
     assert receipt.verdict == DROPPED and receipt.observed_window == 300
     check_against_kept_text(receipt, reply.content)
 
@@ -134,7 +136,7 @@ def test_a_stored_reply_gives_the_same_figures():
     with WindowServer("ollama", n_ctx=256, ps=True) as server:
         _info, _view, _fit, reply, _receipt = run(exchange(server.url))
     again = reported_from_record(reply.to_record())
-    assert again.prompt_tokens == again.prompt_eval_count == 256
+    assert again.prompt_tokens == again.prompt_eval_count == OLLAMA_KEEP + ollama_kept_after_keep(256)
     assert reported_from_record({"usage": {"prompt_tokens": "many"}, "prompt_eval_count": -1}).received() == (
         None, "")  # wrong shapes are unknown, never an error
 
@@ -149,8 +151,9 @@ def test_doctor_finds_the_silent_front_cut_of_an_ollama_like_server():
         report = run(doctor(server.url))
     check = {c.name: c for c in report.checks}["context window"]
     assert check.status == "warn" and check.data["prompt"]["outcome"] == "truncates"
-    assert check.data["prompt"]["received_prompt_tokens"] == 256
-    assert check.data["prompt"]["dropped"] == check.data["prompt"]["sent_prompt_tokens"] - 256 > 0
+    kept = OLLAMA_KEEP + ollama_kept_after_keep(256)
+    assert check.data["prompt"]["received_prompt_tokens"] == kept
+    assert check.data["prompt"]["dropped"] == check.data["prompt"]["sent_prompt_tokens"] - kept > 0
     assert "CUTS IT SILENTLY" in check.detail and report.exit_code == 1
 
 

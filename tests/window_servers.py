@@ -1,8 +1,8 @@
 """Loopback servers that cut prompts over their window the way real servers are documented to.
 
 `ollama`: answers Ollama's probes (/api/version, /api/show, optionally /api/ps) and, like Ollama's
-runner ("truncating input prompt ... keep=4"), keeps the first 4 tokens and the newest ones up to
-num_ctx, saying nothing but the smaller count (`usage.prompt_tokens`, or `prompt_eval_count` alone).
+runner ("truncating input prompt ... keep=4"), keeps the first 4 tokens and the newest half of the rest of
+num_ctx (4 + (num_ctx - 4) // 2 in all), saying nothing but the smaller count (`usage.prompt_tokens`, or `prompt_eval_count` alone).
 `lmstudio`: answers LM Studio's /api/v0/models and cuts the middle: it keeps the start up to the end
 of the first user turn and the newest tokens.
 `vllm`: answers vLLM's probes and refuses a request whose prompt and max_tokens pass max_model_len
@@ -28,6 +28,12 @@ from tokenizers import Tokenizer
 
 TOKENIZER = Path(__file__).resolve().parent.parent / "tui" / "context" / "tokenizer_files" / "qwen3-tokenizer.json.xz"
 OLLAMA_KEEP = 4
+
+
+def ollama_kept_after_keep(num_ctx: int) -> int:
+    """Tokens after num_keep that Ollama's runner keeps of a prompt over num_ctx: half the rest of the window
+    (its log: 'truncating input prompt limit=2050 prompt=8707 keep=4 new=2050' under -c 4096)."""
+    return (num_ctx - OLLAMA_KEEP) // 2
 
 
 @lru_cache(maxsize=1)
@@ -126,8 +132,8 @@ class Handler(BaseHTTPRequestHandler):
         limit = self.config["n_ctx"]
         if len(ids) <= limit:
             return ids
-        if self.config["kind"] == "ollama":  # the first num_keep tokens, then the newest
-            return ids[:OLLAMA_KEEP] + ids[len(ids) - (limit - OLLAMA_KEEP):]
+        if self.config["kind"] == "ollama":  # the first num_keep tokens, then the newest half of the rest
+            return ids[:OLLAMA_KEEP] + ids[len(ids) - ollama_kept_after_keep(limit):]
         if self.config["kind"] == "lmstudio":  # the start up to the first user turn's end, then the newest
             first_user = next(i for i, m in enumerate(messages) if m["role"] == "user")
             head = sum(1 for start, _ in offsets if start < ends[first_user])

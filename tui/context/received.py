@@ -187,10 +187,26 @@ def _side(kind: str, reused: int | None, ranges: list[MessageRange]) -> tuple[st
     return "front", "servers and proxies that cut silently usually drop the oldest tokens (an assumption)", 0
 
 
+OLLAMA_KEEP = 4  # Ollama's default num_keep
+
+
+def ollama_num_ctx(kept: int, keep: int = OLLAMA_KEEP) -> tuple[int, int]:
+    """The num_ctx an Ollama cut reveals: its runner keeps num_keep tokens and half of the rest of the window
+    (the log line 'truncating input prompt limit=2050 prompt=8707 keep=4 new=2050' was written under -c 4096),
+    so a window of 2 * (kept - keep) + keep, or one more (the half is rounded down)."""
+    if kept <= keep:
+        return kept, kept
+    low = 2 * (kept - keep) + keep
+    return low, low + 1
+
+
 def _who(kind: str, received: int, sent: int, window: WindowSize | None, truncated: bool | None) -> tuple[str, str]:
     near_window = window is not None and received >= window.tokens - max(8, window.tokens // 100)
     if kind == "ollama":
-        return ("Ollama's num_ctx", f"it kept {received} tokens, so it ran with num_ctx {received}: set num_ctx "
+        low, high = ollama_num_ctx(received)
+        ran = f"{low}" if low == high else f"{low}-{high}"
+        return ("Ollama's num_ctx", f"it kept {received} tokens: on a prompt over num_ctx, Ollama keeps num_keep "
+                f"({OLLAMA_KEEP}) and half the rest of the window, so it ran with num_ctx {ran}: set num_ctx "
                 "(Modelfile PARAMETER num_ctx, or OLLAMA_CONTEXT_LENGTH) or send less")
     if near_window:
         return ("the server's context size", f"it kept {received} tokens, the window of {window.tokens} "
@@ -287,7 +303,9 @@ def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], k
     receipt.affected = affected_messages(ranges, start, end)
     receipt.who, receipt.who_detail = _who(kind, receipt.received or 0, receipt.sent, receipt.window,
                                            reported.truncated)
-    if receipt.who in ("Ollama's num_ctx", "the server's context size", "the server's context size or a proxy"):
+    if receipt.who == "Ollama's num_ctx":  # it kept half its window: the window is about twice what it kept
+        receipt.observed_window = ollama_num_ctx(receipt.received)[0] if receipt.received else None
+    elif receipt.who in ("the server's context size", "the server's context size or a proxy"):
         receipt.observed_window = receipt.received or None  # a server that kept nothing shows no window
     receipt.summary = (f"the server dropped ~{lost} of the {receipt.sent} tokens sent, probably from the {where} "
                        f"({_names(receipt.affected)}); by {receipt.who}")

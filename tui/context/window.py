@@ -44,7 +44,8 @@ BEHAVIOUR = {
                                           "a 400 exceed_context_size_error; a reply stops when the context is full "
                                           "(with --context-shift it goes on, dropping the oldest tokens)"),
     "ollama": Overflow(FRONT, STOP, 4, "Ollama's runner logs 'truncating input prompt' and keeps the first "
-                                       "num_keep (4) tokens and the newest ones, up to num_ctx"),
+                                       "num_keep (4) tokens and the newest half of the rest of num_ctx "
+                                       "(4 + (num_ctx - 4) // 2 tokens in all)"),
     "lmstudio": Overflow(MIDDLE, UNKNOWN, 0, "LM Studio's default context overflow policy cuts the middle of the "
                                              "conversation and keeps its start and end"),
     "vllm": Overflow(REFUSE, STOP, 0, "vLLM refuses a request over max_model_len with a 400"),
