@@ -161,3 +161,14 @@ def test_a_switch_between_two_templates_of_one_name_is_named():
     first = build_request(messages, RequestSettings(one, get_tokenizer("qwen3")))
     second = build_request(messages, RequestSettings(two, get_tokenizer("qwen3")), first.shape, 2)
     assert second.prefix.cause_class == SWITCHED and "another custom template" in second.prefix.cause
+
+
+def test_turns_restored_after_drops_are_named_not_called_a_template_change():
+    """A window made larger again sends back turns an earlier request dropped: that is the cause, not 'template
+    text changed' (said before, since the first difference lies in a header the earlier request did not have)."""
+    long = [*chat(), {"role": "user", "content": "filler " * 80}, {"role": "assistant", "content": "ok " * 80},
+            {"role": "user", "content": "next"}]
+    restored = pair(long, long, first={"policy": PolicySettings("drop-oldest", context_window=250)},
+                    second={"policy": PolicySettings("drop-oldest", context_window=10_000)})
+    assert restored.cause_class == TRUNCATION, restored.cause
+    assert "back" in restored.cause and "#1" in restored.cause and "template" not in restored.cause

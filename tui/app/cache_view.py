@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.context.cache_history import SUMMARY_CALL, request_name
 from tui.context.cache_rules import rule_known
 from tui.context.request import RequestView
 from tui.context.safety import visible
@@ -24,7 +25,7 @@ class CacheView(Static):
         head = Text(f"next request: {prefix.tokens} of {prefix.total_tokens} tokens unchanged; {reuse}\n",
                     style="bold")
         if prefix.source is not None:  # the server's cache modelled: which earlier prompt it will reuse, and where
-            head.append(f"reused from request {prefix.source} ({visible(prefix.place)})\n")
+            head.append(f"reused from {request_name(prefix.source)} ({visible(prefix.place)})\n")
         head.append(f"where it breaks: {visible(prefix.cause)}\n")
         table = Table(box=None, header_style="bold")
         for column in ("#", "sent", "predicted", "reported", "from", "cause"):
@@ -36,7 +37,9 @@ class CacheView(Static):
             if record.cached_reported is not None and record.predicted_cached is not None \
                     and abs(record.cached_reported - record.predicted_cached) > 1:
                 style = "yellow"
-            source = "" if record.cache_source is None else f"#{record.cache_source} {record.cache_place}"
+            source = "" if record.cache_source is None else \
+                f"{'summary call' if record.cache_source == SUMMARY_CALL else '#' + str(record.cache_source)} " \
+                f"{record.cache_place}"
             table.add_row(*cells([record.number, record.document_tokens, predicted, reported, source,
                                   record.cache_cause]),
                           style=style)

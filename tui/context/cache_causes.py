@@ -26,9 +26,10 @@ TRUNCATION = "truncation shift"
 JSON_KEY_ORDER = "JSON key order"
 REPLY = "reply re-rendered"
 SWITCHED = "template or fences switched"
+SUMMARY = "summary call in the slot"  # ctxpane's own summary call was computed where this request is
 OTHER = "other text"
 CLASSES = (FIRST, APPENDED, EDITED_TURN, SYSTEM_PROMPT, TEMPLATE_VALUE, TOOLS, REASONING, TRUNCATION,
-           JSON_KEY_ORDER, REPLY, SWITCHED, OTHER)
+           JSON_KEY_ORDER, REPLY, SWITCHED, SUMMARY, OTHER)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     if newly_dropped:
         names = ", ".join(name for _place, name in sorted(_place_of(earlier, ident) for ident in newly_dropped))
         return Cause(TRUNCATION, f"truncation shift: {names} dropped since the previous request", message, kind)
+    restored = earlier.dropped - current.dropped
+    if restored:  # a larger window or a pin sends back what an earlier request left out: the text moves too
+        names = ", ".join(name for _place, name in sorted(_place_of(current, ident) for ident in restored))
+        return Cause(TRUNCATION, f"truncation shift: {names} back since the previous request, which dropped "
+                                 f"{'it' if len(restored) == 1 else 'them'}", message, kind)
     switched = _switch(earlier, current)
     if switched:  # the whole document is written otherwise: no turn was edited, no template value changed
         return Cause(SWITCHED, switched, message, kind)

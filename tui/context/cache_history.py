@@ -14,6 +14,14 @@ from dataclasses import dataclass
 from .cache import RequestShape, common_prefix_length
 
 
+SUMMARY_CALL = 0  # the number a summary call is held under: the session's own requests count from 1
+
+
+def request_name(number: int | None) -> str:
+    """An earlier prompt as the pane names it: 'request 3', or ctxpane's own summary call."""
+    return "ctxpane's summary call" if number == SUMMARY_CALL else f"request {number}"
+
+
 @dataclass(frozen=True)
 class HeldPrompt:
     """One earlier request as the server computed it: its prompt, then its reply's tokens."""

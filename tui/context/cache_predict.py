@@ -13,8 +13,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from .cache import CachePrefix, RequestShape, token_start
-from .cache_causes import APPENDED, FIRST, REASONING, REPLY, Cause, classify, excerpt
-from .cache_history import HeldPrompt, Shared
+from .cache_causes import APPENDED, FIRST, REASONING, REPLY, SUMMARY, Cause, classify, excerpt
+from .cache_history import SUMMARY_CALL, HeldPrompt, Shared, request_name
 from .cache_rules import rule_known
 from .document import Document
 from .llamacpp_cache import LlamaCppCache
@@ -43,7 +43,7 @@ def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape,
     prefix = _explained(held.get(shared.number) if shared else None, shared, current, document, rule, cached)
     notes = list(found.notes)
     if source is None and shared is not None:  # nothing is reused: explain against the closest prompt held
-        notes.append(f"nothing is reused; compared with request {shared.number}, the held prompt closest to it")
+        notes.append(f"nothing is reused; compared with {request_name(shared.number)}, the held prompt closest to it")
         prefix.source = None
     prefix.place, prefix.candidates, prefix.notes = place, candidates, notes
     prefix.write, prefix.write_lifetime, prefix.best_effort = write, lifetime, best_effort
@@ -71,11 +71,20 @@ def _explained(held: HeldPrompt | None, shared: Shared | None, current: RequestS
     if held is None or shared is None:
         return CachePrefix(0, 0, total, None, None, "nothing the server holds shares this prompt", cached, rule,
                            FIRST)
-    cause = _reply_cause(held, shared) or classify(held.shape, current, document, shared.chars)
+    cause = _summary_cause(held) or _reply_cause(held, shared) or classify(held.shape, current, document,
+                                                                          shared.chars)
     return CachePrefix(shared.chars, shared.tokens, total, cause.message, cause.span_kind, cause.text, cached, rule,
                        cause.kind, held.number, in_reply=shared.in_reply,
                        diverges=excerpt(current.text, at := token_start(current.tokens, shared.tokens)),
                        diverged=excerpt(held.text, at))
+
+
+def _summary_cause(held: HeldPrompt) -> Cause | None:
+    """The cause when the prompt closest to this one is ctxpane's own summary call: it took the slot."""
+    if held.number != SUMMARY_CALL:
+        return None
+    return Cause(SUMMARY, "ctxpane's own summary call was computed last in this slot: only what its prompt "
+                          "shares with this one is reused")
 
 
 def _reply_cause(held: HeldPrompt, shared: Shared) -> Cause | None:
@@ -83,12 +92,12 @@ def _reply_cause(held: HeldPrompt, shared: Shared) -> Cause | None:
     if shared.chars < len(held.shape.text) or held.generated <= 1:
         return None
     if not held.reply_known:
-        return Cause(REASONING, f"the reply of request {held.number} had reasoning or tool calls: the template "
+        return Cause(REASONING, f"the reply of {request_name(held.number)} had reasoning or tool calls: the template "
                                 "writes it back in another form than it was generated")
     kept = held.generated - 1  # what a llama.cpp slot keeps of it; a provider's unit holds it all
     if shared.in_reply >= kept:
-        return Cause(APPENDED, f"none: request {held.number} is reused whole, with its reply")
-    return Cause(REPLY, f"the reply of request {held.number} is re-sent in another form than generated "
+        return Cause(APPENDED, f"none: {request_name(held.number)} is reused whole, with its reply")
+    return Cause(REPLY, f"the reply of {request_name(held.number)} is re-sent in another form than generated "
                         f"(after {shared.in_reply} of its tokens)")
 
 
@@ -154,7 +163,7 @@ def cache_report(prefix: CachePrefix, reported: int | None, current: RequestShap
 
 def _disagreement(prefix: CachePrefix, difference: int) -> tuple[str, str]:
     if difference < 0 and prefix.in_reply and abs(-difference - prefix.in_reply) <= 1:
-        return REPLY, (f"the server did not reuse the {prefix.in_reply} tokens of request {prefix.source}'s reply: "
+        return REPLY, (f"the server did not reuse the {prefix.in_reply} tokens of {request_name(prefix.source)}'s reply: "
                        "it generated other tokens than the text re-sent (a leading space it strips, another "
                        "tokenization); asking for logprobs lets ctxpane see the tokens generated")
     if difference < 0:

@@ -53,6 +53,15 @@ class Document:
     def role_of(self, span: Span) -> str:
         return "none" if span.message is None else self.roles[span.message]
 
+    def tail_start(self) -> int:
+        """Start of the trailing text that belongs to no message (the generation prompt)."""
+        start = len(self.text)
+        for span in reversed(self.spans):
+            if span.message is not None:
+                break
+            start = span.start
+        return start
+
     def check(self) -> None:
         """Spans must tile the text: contiguous, non-empty, covering every character once."""
         position = 0

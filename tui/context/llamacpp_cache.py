@@ -20,7 +20,7 @@ import copy
 from dataclasses import dataclass, field
 
 from .cache import RequestShape
-from .cache_history import HeldPrompt, Shared, contains, shared_prefix
+from .cache_history import HeldPrompt, Shared, contains, request_name, shared_prefix
 
 MIB = 1 << 20
 
@@ -212,6 +212,6 @@ class LlamaCppCache:
 
     def _notes(self, loaded: Source | None) -> list[str]:
         if loaded is not None and not loaded.certain:
-            return [f"request {loaded.number} is older than the {self.config.cache_tokens} tokens the prompt "
+            return [f"{request_name(loaded.number)} is older than the {self.config.cache_tokens} tokens the prompt "
                     "cache surely keeps: it may have been dropped (the state size per token is not known)"]
         return []

@@ -226,16 +226,6 @@ def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) ->
         return replace(render(flat), wire=wire, media_markers=True)
 
 
-def _tail_start(document: Document) -> int:
-    """Start of the trailing text that belongs to no message (the generation prompt)."""
-    start = len(document.text)
-    for span in reversed(document.spans):
-        if span.message is not None:
-            break
-        start = span.start
-    return start
-
-
 def _shape(document: Document, messages: list[Message], wire: list[dict], origin: list[int],
            settings: RequestSettings, dropped: frozenset, tokens: TokenIndex,
            fenced_ids: frozenset = frozenset()) -> RequestShape:
@@ -247,7 +237,7 @@ def _shape(document: Document, messages: list[Message], wire: list[dict], origin
                         [messages[i].id if i >= 0 else SUMMARY_ID for i in origin],
                         [content_text(sent(i, "content")) for i in origin],  # as sent
                         [messages[i].role if i >= 0 else "user" for i in origin],
-                        settings.tools, dict(settings.variables), dropped, _tail_start(document),
+                        settings.tools, dict(settings.variables), dropped, document.tail_start(),
                         [((messages[origin[s.message]].id if origin[s.message] >= 0 else SUMMARY_ID)
                           if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
                          for s in document.spans],

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .assemble import assemble
+from .cache import RequestShape
 from .fences import FenceStyle, fence
 from .messages import Message
+from .tokens import token_index
 
 if TYPE_CHECKING:
     from .template_library import ChatTemplate
@@ -34,6 +36,21 @@ class SummaryCall:
     prompt_tokens: int  # the prompt as counted here (the server's count, when the tokenizer is its own)
     cut: bool  # some turns were shortened to fit
     reason: str = ""
+    shape: RequestShape | None = None  # the call's prompt as the server's cache will hold it
+
+
+def summary_shape(body: dict, template: "ChatTemplate", tokenizer: "Tokenizer") -> RequestShape:
+    """The summary call's prompt as a request the cache model records: the server computes it in one of its
+    slots, so the conversation's next request finds the slot holding it (and not another client's prompt)."""
+    wire = body["messages"]
+    snapshot = assemble(wire, template, tokenizer)
+    document = snapshot.document
+    ids = [f"summary-call-{index}" for index in range(len(wire))]
+    spans = [(ids[s.message] if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
+             for s in document.spans]
+    return RequestShape(document.text, token_index(document, tokenizer, template.special_strings()), ids,
+                        [m["content"] for m in wire], [m["role"] for m in wire], tail_start=document.tail_start(),
+                        spans=spans, template=template.name, template_digest=template.identity.digest or "")
 
 
 def _turns(messages: list[Message], limit: int | None, escapes: frozenset[str]) -> str:
@@ -68,7 +85,8 @@ def summary_call(messages: list[Message], template: "ChatTemplate", tokenizer: "
 
     transcript = _turns(messages, None, escapes)
     if window is None:
-        return SummaryCall(body(transcript, SUMMARY_MAX_TOKENS), count(transcript), False)
+        made = body(transcript, SUMMARY_MAX_TOKENS)
+        return SummaryCall(made, count(transcript), False, shape=summary_shape(made, template, tokenizer))
     output = max(MIN_OUTPUT, min(SUMMARY_MAX_TOKENS, window // 3))
     room = window - output - _margin(window)
     tokens, limit = count(transcript), max((len(m.text()) for m in messages), default=0)
@@ -82,4 +100,5 @@ def summary_call(messages: list[Message], template: "ChatTemplate", tokenizer: "
         tokens = count(transcript)
     if tokens > room or not kept:
         return SummaryCall(None, tokens, cut, f"the window of {window} tokens leaves no room for a summary call")
-    return SummaryCall(body(transcript, output), tokens, cut)
+    made = body(transcript, output)
+    return SummaryCall(made, tokens, cut, shape=summary_shape(made, template, tokenizer))

@@ -12,6 +12,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from tui.client.errors import ClientError
+from tui.context.cache_history import SUMMARY_CALL
 from tui.context.cache_predict import CacheReport, cache_report, held_prompt
 from tui.context.llamacpp_cache import LlamaCppCache
 from tui.context.safety import visible
@@ -20,6 +21,7 @@ from .compute import SKIPPED
 
 if TYPE_CHECKING:
     from tui.client.reply import Reply
+    from tui.context.cache import RequestShape
     from tui.context.request import RequestView
     from tui.sessions.model import RequestRecord
 
@@ -93,6 +95,14 @@ class ServerCache:
         self.model.record(held_prompt(record.number, view.shape, record.reply, reply.usage, reply.timings, sent_at))
         self._share()
         return report
+
+    def after_summary(self, shape: "RequestShape | None", reply: "Reply", sent_at: float) -> None:
+        """ctxpane's own summary call took a slot too: the model holds its prompt, so the next request is
+        predicted against it (and a miss is not blamed on another client)."""
+        if self.model is None or shape is None or reply.failure is not None:
+            return
+        self.model.record(held_prompt(SUMMARY_CALL, shape, reply.to_record(), reply.usage, reply.timings, sent_at))
+        self._share()
 
 
 def report_line(report: CacheReport | None) -> str:

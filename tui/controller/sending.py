@@ -186,12 +186,14 @@ class Sending:
         cut = " (turns cut to fit the window)" if call.cut else ""
         ctl.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", "yellow")
         try:
+            sent_at = time.time()
             reply = await ctl.client.chat(call.body)
         except ClientError as exc:
             wb.summaries_asked.discard(frozenset(m.id for m in dropped))  # failed: a later send may ask again
             ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
             return
         cost = int((reply.usage or {}).get("total_tokens") or 0)
+        self.cache.after_summary(call.shape, reply, sent_at)
         ctl.history.record(f"summary of {len(dropped)} messages", policy_only=True)
         wb.set_summary(reply.content, cost, dropped)
         ctl.generation += 1  # the policy holds the summary now: views computed before are stale

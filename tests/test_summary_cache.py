@@ -1,0 +1,43 @@
+"""ctxpane's own summary call is a request the server computes in a slot: the model of llama.cpp's cache holds it,
+so the conversation's next request is predicted against it (a miss is not blamed on another client)."""
+
+import pytest
+
+from controller_helpers import Harness, eight_turns
+from tui.context.cache_causes import SUMMARY
+from tui.context.cache_history import SUMMARY_CALL, request_name
+from tui.controller.events import StatusChanged
+from tui.sessions.model import Session
+
+
+def test_the_summary_call_is_named_as_such():
+    assert request_name(SUMMARY_CALL) == "ctxpane's summary call" and request_name(3) == "request 3"
+
+
+@pytest.mark.server
+async def test_the_request_after_a_summary_call_is_predicted_against_it(llama_server, tmp_path, monkeypatch):
+    # Before, the model still had request 1 in the slot: it predicted 3, the server reused 1 of the summary
+    # call's prompt, and the pane said "another client used its slot".
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    made = Harness(tmp_path, base_url=llama_server, tokenizer="")
+    made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 8}), None)
+    made.ctl.connect()
+    await made.idle(0.3)
+    ctl = made.ctl
+    assert ctl.client is not None and ctl.sending.cache.model is not None
+    ctl.wb.session.messages.extend(eight_turns())
+    ctl.refresh()
+    await made.send("first question?")  # the slot holds this conversation
+    ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
+    ctl.refresh()
+    await made.idle(0.2)
+    await made.send("what now?")  # a summary call first, then the request
+    record = ctl.wb.session.requests[-1]
+    assert ctl.wb.session.policy.get("summary") and len(ctl.wb.session.requests) == 2
+    assert record.cached_reported is not None and record.predicted_cached is not None
+    assert abs(record.cached_reported - record.predicted_cached) <= 1, (record.cached_reported,
+                                                                         record.predicted_cached)
+    assert record.cache_class == SUMMARY and record.cache_source == SUMMARY_CALL
+    statuses = " ".join(e.text for e in made.of(StatusChanged))
+    assert "another client" not in statuses and "summary call" in statuses
+    ctl.close()
