@@ -9,7 +9,8 @@ import pytest
 from test_cache_model import shape
 from tui.context.cache import RequestShape, predict_cached
 from tui.context.cache_history import HeldPrompt
-from tui.context.cache_rules import RULES, breakpoint_cost, breakpoint_usage, minimum_for, prefix_cached, unit_cached
+from tui.context.cache_rules import (RULES, breakpoint_cost, breakpoint_usage, disputed_for, minimum_for, prefix_cached,
+                                     unit_cached)
 from tui.context.provider_cache import ProviderCache
 from tui.context.registry import cache_rule
 
@@ -39,11 +40,18 @@ def test_llamacpp_reuses_all_but_the_last_prompt_token():
 
 @pytest.mark.parametrize("model, minimum", [
     ("claude-sonnet-4-5", 1024), ("claude-opus-4-1-20250805", 1024), ("claude-3-7-sonnet-20250219", 1024),
-    ("claude-opus-4-5-20251101", 4096), ("claude-haiku-4-5", 4096), ("anthropic/claude-sonnet-4-6", 2048),
-    ("claude-3-5-haiku-20241022", 2048), ("claude-3-haiku-20240307", 2048),
+    ("claude-opus-4-5-20251101", 4096), ("claude-haiku-4-5", 4096), ("anthropic/claude-sonnet-4-6", 1024),
+    ("claude-3-5-haiku-20241022", 2048), ("claude-3-haiku-20240307", 2048), ("claude-opus-5", 512),
+    ("claude-fable-5-20260901", 512), ("claude-opus-4-8", 1024), ("claude-opus-4-7", 4096),
 ])
 def test_anthropic_minimums_per_model(model, minimum):
     assert minimum_for(RULES["anthropic"], model) == minimum
+
+
+def test_where_published_minimums_disagree_the_table_says_so():
+    assert "2,048" in disputed_for(RULES["anthropic"], "claude-sonnet-4-6")  # gateway docs said 2,048
+    assert "third party" in disputed_for(RULES["anthropic"], "claude-fable-5")
+    assert disputed_for(RULES["anthropic"], "claude-haiku-4-5") == ""  # every source agrees: nothing to say
 
 
 def test_anthropic_write_then_read_and_what_it_costs():
@@ -183,3 +191,39 @@ def test_a_server_whose_rule_is_not_known_gets_no_prediction_and_the_report_says
     report = cache_report(view.prefix, 19, view.shape, view.document)
     assert report.cause_class == RULE_UNKNOWN and "reused 19" in report.explanation and "nothing was predicted" in \
         report.explanation
+
+
+def _sent(items: list[dict], cache: ProviderCache, number: int):
+    """A GPT-5.6 request rendered as ctxpane sends it, predicted against `cache`, then held by it."""
+    from tui.context import builtin_template, get_tokenizer, message_from_dict
+    from tui.context.request import RequestSettings, build_request
+    messages = [message_from_dict(item, i) for i, item in enumerate(items)]
+    view = build_request(messages, RequestSettings(builtin_template("openai"), get_tokenizer("o200k_base")),
+                         request_number=number, server=cache)
+    cache.record(HeldPrompt(number, view.shape, view.sent_tokens))
+    return view
+
+
+def test_gpt_5_6_caches_at_its_breakpoints_not_at_128_token_steps():
+    """GPT-5.6's managed breakpoint sits after the latest user or tool message: a changed question after a long
+    stable system prompt reads nothing (the older rule would read the system prompt in 128-token steps), a
+    growing conversation reads what the last request wrote, and a prompt_cache_breakpoint keeps the system."""
+    assert cache_rule("openai", "gpt-5.6-sol") == "openai-5.6" and cache_rule("openai", "gpt-5.5") == "openai"
+    system = {"role": "system", "content": "Rules. " + "Keep answers short and exact. " * 300}
+    cache = ProviderCache("openai-5.6", "gpt-5.6-sol")
+    first = _sent([system, {"role": "user", "content": "What is 2+2?"}], cache, 1)
+    assert first.prefix.predicted_cached == 0 and first.prefix.write > 1024  # written at the managed breakpoint
+    other = _sent([system, {"role": "user", "content": "Name a prime."}], cache, 2)
+    assert other.prefix.predicted_cached == 0, other.prefix  # no entry ends where this prompt still agrees
+    stable = other.shape.tokens.tokens_before(other.shape.blocks[0][0])  # the system prompt, shared with #1
+    old_rule = predict_cached("openai", stable, other.sent_tokens)
+    assert old_rule >= 1024 and old_rule % 128 == 0  # what the rule before GPT-5.6 would have said
+    grown = _sent([system, {"role": "user", "content": "Name a prime."}, {"role": "assistant", "content": "7"},
+                   {"role": "user", "content": "Another?"}], cache, 3)
+    assert grown.prefix.predicted_cached == other.prefix.write and grown.prefix.source == 2  # no rounding
+    kept = {"role": "system", "content": [{"type": "text", "text": system["content"],
+                                           "prompt_cache_breakpoint": {"mode": "explicit"}}]}
+    marked = ProviderCache("openai-5.6", "gpt-5.6-sol")
+    _sent([kept, {"role": "user", "content": "What is 2+2?"}], marked, 1)
+    again = _sent([kept, {"role": "user", "content": "Name a prime."}], marked, 2)
+    assert 1024 < again.prefix.predicted_cached < again.sent_tokens  # the system prompt, read at its mark

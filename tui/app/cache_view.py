@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.context.cache_history import SUMMARY_CALL, request_name
+from tui.context.cache_predict import provider_diagnosis
 from tui.context.cache_rules import rule_known
 from tui.context.request import RequestView
 from tui.context.safety import visible
@@ -40,7 +41,8 @@ class CacheView(Static):
             source = "" if record.cache_source is None else \
                 f"{'summary call' if record.cache_source == SUMMARY_CALL else '#' + str(record.cache_source)} " \
                 f"{record.cache_place}"
+            said = provider_diagnosis((record.reply or {}).get("diagnostics"))
             table.add_row(*cells([record.number, record.document_tokens, predicted, reported, source,
-                                  record.cache_cause]),
+                                  f"{record.cache_cause or ''} · {said}" if said else record.cache_cause]),
                           style=style)
         self.update(Group(head, table) if requests else Group(head, Text("no request sent yet", style="dim")))

@@ -27,6 +27,13 @@ def _details(usage: dict) -> dict:
     return details if isinstance(details, dict) else {}
 
 
+def _written(usage: dict) -> int | None:
+    """Tokens the provider says it wrote to its cache: OpenAI's cache_write_tokens (GPT-5.6 on), or Anthropic's
+    cache_creation_input_tokens as a gateway passes it on."""
+    found = lenient_count(_details(usage).get("cache_write_tokens"))
+    return found if found is not None else lenient_count(usage.get("cache_creation_input_tokens"))
+
+
 def reported_from_reply(reply: Reply) -> Reported:
     usage: Any = reply.usage if isinstance(reply.usage, dict) else {}
     timings: Any = reply.timings if isinstance(reply.timings, dict) else {}
@@ -38,6 +45,7 @@ def reported_from_reply(reply: Reply) -> Reported:
         prompt_n=prompt_n,
         cache_n=cache_n,
         cached_tokens=lenient_count(_details(usage).get("cached_tokens")),
+        cache_written=_written(usage),
         prompt_eval_count=lenient_count(reply.prompt_eval_count),
         completion_tokens=lenient_count(usage.get("completion_tokens")) if usage
         else lenient_count(timings.get("predicted_n")),

@@ -26,6 +26,7 @@ class Reply:
     truncated: bool | None = None  # llama.cpp says it cut the prompt
     prompt_eval_count: int | None = None  # Ollama's count of prompt tokens processed
     generated: list[str] | None = None  # each generated token's text, when the server sent logprobs
+    diagnostics: dict | None = None  # the provider's own word on a cache miss (Anthropic's cache_miss_reason)
     failure: Exception | None = field(default=None, repr=False, compare=False)  # the error it ended with, not saved
 
     @property
@@ -52,7 +53,7 @@ class Reply:
         record = {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
                   "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
                   "model": self.model, "incomplete": self.incomplete, "error": self.error}
-        for key in ("truncated", "prompt_eval_count"):  # only when a server said so: older records stay alike
+        for key in ("truncated", "prompt_eval_count", "diagnostics"):  # only when a server said so: older records stay alike
             if getattr(self, key) is not None:
                 record[key] = getattr(self, key)
         if self.generated is not None:  # the tokens as generated: what the server's cache holds of the reply
@@ -80,6 +81,8 @@ class ReplyAssembler:
             reply.truncated = chunk.truncated
         if chunk.prompt_eval_count is not None:
             reply.prompt_eval_count = chunk.prompt_eval_count
+        if chunk.diagnostics is not None and chunk.diagnostics.cache_miss_reason is not None:
+            reply.diagnostics = plain(chunk.diagnostics)
         added = ""
         for choice in chunk.choices or ():
             delta = choice.delta or choice.message

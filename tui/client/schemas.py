@@ -77,6 +77,7 @@ class Choice(Struct):
 
 class PromptDetails(Struct, omit_defaults=True):
     cached_tokens: Count | None = None
+    cache_write_tokens: Count | None = None  # OpenAI, from GPT-5.6 on: tokens written to the prompt cache
 
 
 class CompletionDetails(Struct, omit_defaults=True):
@@ -89,6 +90,19 @@ class Usage(Struct, omit_defaults=True):
     total_tokens: Count | None = None
     prompt_tokens_details: PromptDetails | None = None
     completion_tokens_details: CompletionDetails | None = None
+    cache_creation_input_tokens: Count | None = None  # Anthropic's figures, as gateways pass them on
+    cache_read_input_tokens: Count | None = None
+
+
+class CacheMissReason(Struct, omit_defaults=True):
+    """Anthropic's cache diagnostics: where this request first differs from the one it named."""
+
+    type: Short
+    cache_missed_input_tokens: Count | None = None
+
+
+class Diagnostics(Struct, omit_defaults=True):
+    cache_miss_reason: CacheMissReason | None = None
 
 
 class Timings(Struct, omit_defaults=True):
@@ -143,6 +157,7 @@ class Chunk(Struct):
     error: ErrorDetail | Text | None = None
     truncated: Any = None
     prompt_eval_count: Any = None
+    diagnostics: Diagnostics | None = None
 
     def __post_init__(self) -> None:
         self.truncated = self.truncated if isinstance(self.truncated, bool) else None

@@ -39,6 +39,7 @@ class RequestShape:
     template_digest: str = ""  # messages sent fenced): a switch is its own cause
     fenced: bool | None = None
     fenced_ids: frozenset = frozenset()
+    block_roles: list[str] = field(default_factory=list)  # the role of each entry of `blocks`
 
 
 @dataclass

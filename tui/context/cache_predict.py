@@ -140,11 +140,15 @@ class CacheReport:
 
 
 def cache_report(prefix: CachePrefix, reported: int | None, current: RequestShape, document: Document,
-                 reported_prompt: int | None = None) -> CacheReport:
-    """The prediction made before sending, against what the server says it reused."""
+                 reported_prompt: int | None = None, diagnostics: object = None) -> CacheReport:
+    """The prediction made before sending, against what the server says it reused (and, where the provider says
+    why it missed, its reason beside the predicted cause)."""
     notes = [] if reported_prompt in (None, current.tokens.total) else [
         f"the server counted {reported_prompt} prompt tokens, ctxpane {current.tokens.total}: "
         "token positions are off by the difference"]
+    said = provider_diagnosis(diagnostics)
+    if said:
+        notes.append(f"{said}; ctxpane's predicted cause: {prefix.cause}")
     if reported is None:
         return CacheReport(prefix.predicted_cached, None, False, "", "the server did not report cached tokens",
                            notes=notes)
@@ -159,6 +163,26 @@ def cache_report(prefix: CachePrefix, reported: int | None, current: RequestShap
                            f"as predicted: {prefix.cause}", reported, where, notes)
     kind, text = _disagreement(prefix, difference)
     return CacheReport(prefix.predicted_cached, reported, False, kind, text, reported, where, notes)
+
+
+MISS_REASONS = {  # Anthropic's cache_miss_reason types (cache diagnostics), as the pane says them
+    "model_changed": "the model changed", "system_changed": "the system prompt changed",
+    "tools_changed": "the tools changed", "messages_changed": "the messages changed",
+    "previous_message_not_found": "the previous message was not found (its fingerprint expired or was never kept)",
+    "unavailable": "its diagnostics were unavailable",
+}
+
+
+def provider_diagnosis(diagnostics: object) -> str:
+    """The provider's own word on a cache miss (`diagnostics.cache_miss_reason`), or '' when it gave none.
+    A type not in MISS_REASONS is named as unrecognised, never shown as it came."""
+    reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
+    if not isinstance(reason, dict):
+        return ""
+    text = MISS_REASONS.get(reason.get("type"), "a reason ctxpane does not know")
+    missed = reason.get("cache_missed_input_tokens")
+    tokens = f", {missed} input tokens missed" if isinstance(missed, int) and not isinstance(missed, bool) else ""
+    return f"the provider says the cache missed because {text}{tokens}"
 
 
 def _disagreement(prefix: CachePrefix, difference: int) -> tuple[str, str]:

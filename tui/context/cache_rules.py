@@ -17,6 +17,7 @@ BREAKPOINTS = "breakpoints"  # explicit: only prefixes ending at a marked block 
 UNITS = "units"  # automatic: only whole stored prefix units are read (DeepSeek)
 NOTHING = "none"
 UNKNOWN = "unknown"  # the rule of a server nobody knows: no prediction is made
+OPENAI_MARK = "breakpoint"  # the lifetime label of an OpenAI breakpoint (a prompt_cache_breakpoint, or the managed one)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class CacheRule:
     lifetimes: tuple[Lifetime, ...] = ()
     read_multiplier: float | None = None  # price of a cached token, as a multiple of the input price
     best_effort: bool = False  # the provider may miss even when the rule says hit: predictions are "up to"
+    managed_roles: tuple[str, ...] = ()  # the provider's own breakpoint: after the last message of these roles
+    disputed: tuple[tuple[str, str], ...] = ()  # model-id prefix -> where published figures disagree
     sources: tuple[str, ...] = ()
     unconfirmed: tuple[str, ...] = field(default=())
 
@@ -59,18 +62,47 @@ RULES: dict[str, CacheRule] = {rule.key: rule for rule in (
         unconfirmed=("lifetime: commonly 5-10 minutes of inactivity, up to one hour; the upper bound is used",
                      "cached-input price: varies by model, not in this table")),
     CacheRule(
+        "openai-5.6", "OpenAI GPT-5.6 and later (a managed breakpoint and prompt_cache_breakpoint marks)",
+        BREAKPOINTS, minimum=1024, max_breakpoints=4, lifetimes=(Lifetime(OPENAI_MARK, 3600, 1.25),),
+        managed_roles=("user", "tool"), best_effort=True,
+        sources=("developers.openai.com prompt-caching guide: for GPT-5.6 and later, cache writes cost 1.25x the "
+                 "uncached input rate and are reported in cache_write_tokens; explicit prompt_cache_breakpoint "
+                 "marks choose which prefixes are cached",
+                 "OpenAI's GPT-5.6 migration notes (quoted in openai/codex#35300): implicit caching places a "
+                 "managed breakpoint near the latest user or tool message and no longer rounds to 128 tokens",
+                 "langchain4j's OpenAiOfficialPromptCacheBreakpoint docs: an entry matches exactly at a "
+                 "breakpoint; up to four cache writes a request, one taken by the managed breakpoint"),
+        unconfirmed=("the 1024-token minimum of the older rule is assumed to hold",
+                     "lifetime: the older rule's upper bound of one hour is used",
+                     "an entry is read at any block boundary of the new prompt (a growing conversation hits)",
+                     "prompt_cache_options mode 'explicit' (no managed breakpoint) is not modelled")),
+    CacheRule(
         "anthropic", "Anthropic (cache_control breakpoints)", BREAKPOINTS, minimum=1024,
-        minimums=(("claude-opus-4-6", 4096), ("claude-opus-4-5", 4096), ("claude-haiku-4-5", 4096),
-                  ("claude-sonnet-4-6", 2048), ("claude-3-5-haiku", 2048), ("claude-3-haiku", 2048)),
+        minimums=(("claude-opus-5", 512), ("claude-fable-5", 512), ("claude-mythos-5", 512),
+                  ("claude-mythos-preview", 4096), ("claude-opus-4-8", 1024), ("claude-opus-4-7", 4096),
+                  ("claude-opus-4-6", 4096), ("claude-opus-4-5", 4096), ("claude-haiku-4-5", 4096),
+                  ("claude-sonnet-5", 1024), ("claude-sonnet-4-6", 1024), ("claude-3-5-haiku", 2048),
+                  ("claude-3-haiku", 2048)),
+        disputed=(("claude-opus-5", "512 was measured against the API by a third party (harn-vm, 2026-07-24); "
+                                    "no published table in the stored copies lists it"),
+                  ("claude-fable-5", "512 was measured against the API by a third party (harn-vm, 2026-07-24); "
+                                     "no published table in the stored copies lists it"),
+                  ("claude-mythos-5", "512 was measured by a third party (harn-vm); not in a published table"),
+                  ("claude-mythos-preview", "a docs cheatsheet says 4,096; a third party measured 2,048"),
+                  ("claude-opus-4-7", "a docs cheatsheet says 4,096; a third party measured 2,048"),
+                  ("claude-sonnet-4-6", "a docs cheatsheet and a measurement say 1,024; gateway docs (orq.ai) say "
+                                        "2,048")),
         max_breakpoints=4, lookback_blocks=20,
         lifetimes=(Lifetime("5m", 300, 1.25), Lifetime("1h", 3600, 2.0)), read_multiplier=0.1,
         sources=("platform.claude.com pricing: 5m cache writes 1.25x, 1h cache writes 2x, cache hits 0.1x the "
                  "base input price (e.g. Opus 4.5: $5, $6.25, $10, $0.50 per MTok)",
                  "prompt caching docs (and gateway docs quoting them): up to 4 breakpoints, 5-minute default "
                  "lifetime refreshed on use, '1h' option, tools -> system -> messages order, 20-block lookback"),
-        unconfirmed=("per-model minimums come from gateway documentation (orq.ai, nano-gpt) quoting Anthropic's "
-                     "table; the official table was not in the stored copy; 1024 is assumed for models not "
-                     "listed",)),
+        unconfirmed=("per-model minimums come from a docs cheatsheet (clawdemy.org), gateway documentation (orq.ai, "
+                     "aihubmix) and a third party's measurements (harn-vm); the official table was not in the "
+                     "stored copy; where they disagree, `disputed` says so; 1024 is assumed for models not listed",
+                     "cache_miss_reason (cache diagnostics): read from a reply that carries it and shown beside "
+                     "the predicted cause")),
     CacheRule(
         "gemini", "Gemini (implicit caching)", PREFIX, minimum=4096,
         minimums=(("gemini-2.5-flash", 2048), ("gemini-2.5-pro", 2048)), best_effort=True,
@@ -98,6 +130,15 @@ RULES: dict[str, CacheRule] = {rule.key: rule for rule in (
 
 def rule_for(key: str) -> CacheRule:
     return RULES.get(key, RULES["none"])
+
+
+def disputed_for(rule: CacheRule, model: object = None) -> str:
+    """Where published figures for this model's rule disagree ('' when they do not, or it is not listed)."""
+    if not isinstance(model, str) or not model:
+        return ""
+    name = model.replace("\\", "/").rsplit("/", 1)[-1].casefold()
+    found = [(prefix, note) for prefix, note in rule.disputed if name.startswith(prefix)]
+    return max(found, key=lambda item: len(item[0]))[1] if found else ""
 
 
 def rule_known(key: str) -> bool:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from .cache import RequestShape
 from .cache_history import HeldPrompt, Shared, shared_prefix
-from .cache_rules import BREAKPOINTS, PREFIX, UNITS, breakpoint_usage, minimum_for, prefix_cached, rule_for, unit_cached
+from .cache_rules import (BREAKPOINTS, PREFIX, UNITS, breakpoint_usage, disputed_for, minimum_for, prefix_cached,
+                          rule_for, unit_cached)
 
 KEPT = 32  # earlier prompts remembered: providers keep entries minutes to hours, a session sends few in that time
 
@@ -53,8 +54,21 @@ class ProviderCache:
             found = self._breakpoints(current, alive, now)
         else:
             found = ProviderPrediction(0, None)
-        found.best_effort, found.notes = self.rule.best_effort, notes + found.notes
+        disputed = disputed_for(self.rule, self.model)
+        found.best_effort = self.rule.best_effort
+        found.notes = notes + found.notes + ([f"this model's minimum is disputed: {disputed}"] if disputed else [])
         return found
+
+    def _marks(self, shape: RequestShape) -> list[tuple[int, str]]:
+        """Each block's end and the lifetime it is marked with under this rule ("" when not): marks of another
+        provider's kind mean nothing here; the provider's own managed breakpoint is added."""
+        labels = {life.label for life in self.rule.lifetimes}
+        marks = [(end, ttl if ttl in labels else "") for end, ttl in shape.blocks]
+        roles = shape.block_roles if len(shape.block_roles) == len(marks) else []
+        managed = max((i for i, role in enumerate(roles) if role in self.rule.managed_roles), default=None)
+        if managed is not None and not marks[managed][1]:
+            marks[managed] = (marks[managed][0], self.rule.lifetimes[0].label)
+        return marks
 
     def _alive(self, now: float | None) -> tuple[list[HeldPrompt], list[str]]:
         longest = max((life.seconds for life in self.rule.lifetimes), default=None)
@@ -91,8 +105,9 @@ class ProviderCache:
     # -- explicit breakpoints (Anthropic) ----------------------------------------------------------------
     def _breakpoints(self, current: RequestShape, alive: list[HeldPrompt], now: float | None) -> ProviderPrediction:
         entries = self._entries(alive, now)
-        ends = [current.tokens.tokens_before(end) for end, _ in current.blocks]
-        marked = [index for index, (_, ttl) in enumerate(current.blocks) if ttl]
+        blocks = self._marks(current)
+        ends = [current.tokens.tokens_before(end) for end, _ in blocks]
+        marked = [index for index, (_, ttl) in enumerate(blocks) if ttl]
         live = {}
         for (chars, digest), number in entries.items():
             if chars <= len(current.text) and _digest(current.text, chars) == digest:
@@ -101,7 +116,7 @@ class ProviderCache:
         usage = breakpoint_usage(ends, marked, live, current.tokens.total, minimum, self.rule)
         source = next((h for h in alive if h.number == live.get(usage.read)), None) if usage.read else None
         reuse = Reuse(source.number, shared_prefix(source, current, 0)) if source is not None else None
-        lifetime = current.blocks[max(marked)][1] if marked and usage.write else ""  # the last breakpoint writes
+        lifetime = blocks[max(marked)][1] if marked and usage.write else ""  # the last breakpoint writes
         return ProviderPrediction(usage.read, reuse, usage.write, lifetime,
                                   notes=[usage.problem] if usage.problem else [])
 
@@ -111,7 +126,7 @@ class ProviderCache:
         lifetimes = {life.label: life.seconds for life in self.rule.lifetimes}
         entries: dict[tuple[int, str], int] = {}
         for held in alive:
-            for end, ttl in held.shape.blocks:
+            for end, ttl in self._marks(held.shape):
                 expired = now is not None and held.sent_at is not None and now - held.sent_at > lifetimes.get(ttl, 0)
                 if ttl and not expired and held.shape.tokens.tokens_before(end) >= minimum:
                     entries[(end, _digest(held.shape.text, end))] = held.number

@@ -33,6 +33,7 @@ class Reported:
     prompt_n: int | None = None  # llama.cpp: tokens evaluated
     cache_n: int | None = None  # llama.cpp: tokens reused from the cache
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
+    cache_written: int | None = None  # tokens written to the cache (cache_write_tokens, cache_creation_input_tokens)
     prompt_eval_count: int | None = None  # Ollama's native field
     completion_tokens: int | None = None
     truncated: bool | None = None  # llama.cpp's flag

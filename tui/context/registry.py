@@ -11,6 +11,7 @@ compared with plain prefixes (no pattern is ever built from an id). What matches
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .identity import SHIPPED, Identity, estimate
@@ -177,9 +178,24 @@ def cache_rule(server_kind: str, model: object = None) -> str:
     provider that alone serves the model's family, else `unknown`: a gateway or another server's rule is not
     guessed (OpenAI's rule predicted 0 where a gateway's llama.cpp reused 19)."""
     if server_kind in SERVER_CACHE_RULES:
-        return SERVER_CACHE_RULES[server_kind]
+        return _by_generation(SERVER_CACHE_RULES[server_kind], model)
     found = family_for_model(model)
-    return found.cache_rule if found and found.cache_rule else "unknown"
+    return _by_generation(found.cache_rule, model) if found and found.cache_rule else "unknown"
+
+
+_GPT_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
+
+
+def _by_generation(rule: str, model: object) -> str:
+    """OpenAI's rule moved with GPT-5.6: breakpoints, no 128-token steps, writes billed (its family and later)."""
+    key = _model_key(model)
+    if rule != "openai" or key is None:
+        return rule
+    found = next((m for m in map(_GPT_VERSION.match, (key, *key.split(":"))) if m is not None), None)
+    if found is None:
+        return rule
+    version = (int(found.group(1)), int(found.group(2) or 0))
+    return "openai-5.6" if version >= (5, 6) else rule
 
 
 def recorded_tokenizer(name: object) -> Identity:
@@ -204,4 +220,4 @@ def offline_cache_rule(model: object) -> str:
     """The cache rule for a session read without its server (render, replay, export): the rule of the provider
     that alone serves the model's family (OpenAI's for gpt-4o), else llama.cpp's, the self-hosted default."""
     found = family_for_model(model)
-    return found.cache_rule if found is not None and found.cache_rule else "llama.cpp"
+    return _by_generation(found.cache_rule, model) if found is not None and found.cache_rule else "llama.cpp"

@@ -14,6 +14,7 @@ from .tool_text import tool_texts
 from .assemble import Snapshot, assemble, is_exact
 from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
+from .cache_rules import OPENAI_MARK
 from .document import Document, Span
 from .fences import FenceStyle, FencedText, control_strings, fence
 from .hidden_tokens import HiddenTokens, hidden_tokens
@@ -244,7 +245,13 @@ def _shape(document: Document, messages: list[Message], wire: list[dict], origin
                         [sent(i, "tool_calls") for i in origin], [sent(i, "reasoning_content") or "" for i in origin],
                         _blocks(document, [sent(i, "content") for i in origin]), list(origin),
                         settings.template.name, settings.template.identity.digest or "", settings.fences.enabled,
-                        fenced_ids)
+                        fenced_ids, _block_roles(document, [messages[i].role if i >= 0 else "user" for i in origin]))
+
+
+def _block_roles(document: Document, roles: list[str]) -> list[str]:
+    """The role of each block `_blocks` finds, in the same order."""
+    owners = sorted({span.message for span in document.spans if span.message is not None and span.kind != "marker"})
+    return [roles[index] for index in owners if index < len(roles)]
 
 
 def _blocks(document: Document, contents: list) -> list[tuple[int, str]]:
@@ -260,11 +267,16 @@ def _blocks(document: Document, contents: list) -> list[tuple[int, str]]:
 
 
 def _marked(content) -> str:
+    """The lifetime a message's parts mark: Anthropic's cache_control ttl ("5m" by default), or an OpenAI
+    prompt_cache_breakpoint; "" when unmarked."""
     if not isinstance(content, list):
         return ""
-    marks = [part.get("cache_control") for part in content if isinstance(part, dict)]
+    parts = [part for part in content if isinstance(part, dict)]
+    marks = [part.get("cache_control") for part in parts]
     found = [mark for mark in marks if isinstance(mark, dict)]
-    return str(found[-1].get("ttl") or "5m") if found else ""
+    if found:
+        return str(found[-1].get("ttl") or "5m")[:8]
+    return OPENAI_MARK if any(isinstance(part.get("prompt_cache_breakpoint"), dict) for part in parts) else ""
 
 
 def _judged(plan: Plan, sent: int, policy: PolicySettings) -> Plan:

@@ -89,7 +89,7 @@ class ServerCache:
         if self.model is None or reply.failure is not None:
             return None
         report = cache_report(view.prefix, reply.cached_tokens, view.shape, view.document,
-                              (reply.usage or {}).get("prompt_tokens"))
+                              (reply.usage or {}).get("prompt_tokens"), reply.diagnostics)
         record.cache_class, record.cache_source = view.prefix.cause_class, view.prefix.source
         record.cache_place = view.prefix.place
         self.model.record(held_prompt(record.number, view.shape, record.reply, reply.usage, reply.timings, sent_at))

@@ -47,7 +47,8 @@ def replay_cache(session: Session, replayer: Replayer, rule: str = "llama.cpp",
         prefix = predict_prefix(model, view.shape, view.document, rule, sent_at)
         prompt = (record.usage or {}).get("prompt_tokens")
         steps.append(CacheStep(record.number, prefix,
-                               cache_report(prefix, record.cached_reported, view.shape, view.document, prompt)))
+                               cache_report(prefix, record.cached_reported, view.shape, view.document, prompt,
+                                            (record.reply or {}).get("diagnostics"))))
         model.record(held_prompt(record.number, view.shape, record.reply, record.usage, record.timings, sent_at))
     return steps, model
 

@@ -65,7 +65,9 @@ def request_tokens(view: "RequestView", reported: Reported | None, previous: dic
     tokens = received if received is not None else view.sent_tokens
     earlier_in = previous.get("input_tokens") if previous else None
     earlier_all = previous.get("keep_all_tokens") if previous else None
-    written = 0 if reused is not None else view.prefix.write  # predicted writes (Anthropic's marked prefixes)
+    written = view.prefix.write if reused is None else 0  # predicted writes (marked prefixes), before a reply
+    if reported is not None and reported.cache_written is not None:  # the provider's own figure, where it gives one
+        written = reported.cache_written
     return RequestTokens(tokens, reused if reused is not None else view.prefix.predicted_cached, written,
                          (reported.completion_tokens or 0) if reported else 0, reusable(rule, earlier_in, tokens),
                          view.keep_all_tokens, reusable(rule, earlier_all, view.keep_all_tokens),
