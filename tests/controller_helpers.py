@@ -24,6 +24,7 @@ class Settings:
     template: str = ""
     tokenizer: str = "o200k_base"
     scan_local: bool = False
+    provider_count: str = ""
     source: dict = field(default_factory=lambda: {"base_url": "flag"})
 
 

@@ -27,6 +27,7 @@ class Settings:
     template: str = ""
     tokenizer: str = ""
     theme: str = ""
+    provider_count: str = ""  # openai, anthropic or gemini: its own count asked before each send; "" off
     scan_local: bool = True
     policy: dict = field(default_factory=dict)  # config.toml [policy]: new sessions take it
     params: dict = field(default_factory=dict)  # config.toml [params]: sampling parameters new sessions send
@@ -59,7 +60,7 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
                         keys={k: str(v) for k, v in config.get("keys", {}).items()},
                         scan_local=bool(config.get("scan_local", True)))
     env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
-    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme"):
+    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count"):
         if flags.get(name):
             setattr(settings, name, flags[name])
             settings.source[name] = "flag"
@@ -71,4 +72,8 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
             settings.source[name] = "config.toml"
     if flags.get("no_scan"):
         settings.scan_local = False
+    if settings.provider_count and settings.provider_count not in ("openai", "anthropic", "gemini"):
+        problems.append(f"config.toml: provider_count must be openai, anthropic or gemini, not "
+                        f"{settings.provider_count[:40]!r}: no provider count is asked")
+        settings.provider_count = ""
     return settings, problems

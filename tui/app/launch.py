@@ -17,6 +17,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", help="tokenizer: o200k_base, cl100k_base, o200k_harmony, qwen3, or a path")
     parser.add_argument("--theme", help="theme name")
     parser.add_argument("--no-scan", action="store_true", help="do not look for a local server")
+    parser.add_argument("--provider-count", choices=("openai", "anthropic", "gemini"),
+                        help="before each send, also ask the provider to count the request (its input-token "
+                             "count endpoint, on the same host, with the same key); off by default")
     parser.add_argument("--replay", action="store_true", help="open the session in replay mode")
     return parser
 
@@ -28,7 +31,7 @@ def run_app(argv: list[str]) -> int:
     options = LaunchOptions(file=Path(args.file).expanduser() if args.file else None,
                             flags={"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
                                    "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,
-                                   "no_scan": args.no_scan},
+                                   "no_scan": args.no_scan, "provider_count": args.provider_count},
                             replay=args.replay)
     return _run(CtxpaneApp(options))
 

@@ -130,9 +130,16 @@ class Endpoint:
         """The key goes with a request only to this endpoint's own origin, and only if allowed."""
         return self.has_key and self.key_allowed and origin_of(url) == self.origin
 
-    def auth_headers(self, url: str | None = None) -> dict[str, str]:
-        """The Authorization header for a request to `url` (default: this endpoint), or none."""
-        return {"Authorization": f"Bearer {self._key}"} if self.may_carry_key(url or self.base_url) else {}
+    def auth_headers(self, url: str | None = None, style: str = "") -> dict[str, str]:
+        """The key's header for a request to `url` (default: this endpoint), or none: Authorization (OpenAI's
+        and every compatible server's), or the header a provider's own API reads it from (`style`)."""
+        if not self.may_carry_key(url or self.base_url):
+            return {}
+        if style == "anthropic":
+            return {"x-api-key": self._key, "anthropic-version": "2023-06-01"}
+        if style == "gemini":
+            return {"x-goog-api-key": self._key}
+        return {"Authorization": f"Bearer {self._key}"}
 
     def redact(self, text: str) -> str:
         """Remove the key from a server's text before it is shown, logged or saved, even a cut-off start of it

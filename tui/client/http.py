@@ -12,6 +12,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, TypeVar
 
+from urllib.parse import urlsplit
+
 import httpx
 
 from tui.context.request_bytes import request_bytes
@@ -25,6 +27,7 @@ from .sse import MAX_LINE
 from .stream import DeltaCallback, read_stream
 
 StatusCallback = Callable[[str], Any]
+KEY_STYLE_HEADER = "X-Ctxpane-Key-Style"  # taken off every request before it leaves: which header carries the key
 T = TypeVar("T")
 MiB = 1024 * 1024
 
@@ -69,8 +72,10 @@ class OpenAIClient:
 
     async def _authorise(self, request: httpx.Request) -> None:
         # Called for every request, redirects included: the key goes to the endpoint's own origin only.
-        request.headers.pop("Authorization", None)
-        request.headers.update(self.endpoint.auth_headers(str(request.url)))
+        style = request.headers.pop(KEY_STYLE_HEADER, "")
+        for name in ("Authorization", "x-api-key", "x-goog-api-key"):
+            request.headers.pop(name, None)
+        request.headers.update(self.endpoint.auth_headers(str(request.url), style))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -88,19 +93,33 @@ class OpenAIClient:
         return await self._json("GET", path, None, at_root, shape)
 
     @_scrubbed
-    async def post_json(self, path: str, body: Any, at_root: bool = False, shape: type[T] = Any) -> T:
-        return await self._json("POST", path, body, at_root, shape)
+    async def post_json(self, path: str, body: Any, at_root: bool | str = False, shape: type[T] = Any,
+                        key_style: str = "") -> T:
+        """POST `body`; `key_style` names a provider whose own header carries the key (anthropic, gemini)."""
+        return await self._json("POST", path, body, at_root, shape, key_style)
 
-    async def _json(self, method: str, path: str, body: Any, at_root: bool, shape: type[T]) -> T:
-        url = (self.endpoint.root if at_root else self.endpoint.base_url) + path
-        raw = await self._fetch(method, url, body)
+    async def _json(self, method: str, path: str, body: Any, at_root: bool | str, shape: type[T],
+                    key_style: str = "") -> T:
+        url = self._base(at_root) + path
+        raw = await self._fetch(method, url, body, key_style)
         return decode(raw, shape, f"the answer of {method} {url}", self.endpoint.redact)
 
-    async def _fetch(self, method: str, url: str, body: Any) -> bytes:
+    def _base(self, at_root: bool | str) -> str:
+        """Where a path goes: under the base URL, the server root (at_root), or the origin ("origin": a
+        provider's own API beside its OpenAI-compatible one, e.g. Gemini's /v1beta/models/…)."""
+        if at_root == "origin":
+            parts = urlsplit(self.endpoint.base_url)
+            return f"{parts.scheme}://{parts.netloc}"
+        return self.endpoint.root if at_root else self.endpoint.base_url
+
+    async def _fetch(self, method: str, url: str, body: Any, key_style: str = "") -> bytes:
         """The body of a successful answer, read within the size and time bounds; else a typed error."""
+        content = _json_content(body)
+        if key_style:
+            content["headers"] = {**content.get("headers", {}), KEY_STYLE_HEADER: key_style}
         async with self._guard(None):
             async with asyncio.timeout(self.limits.read):  # however slowly it trickles in
-                async with self._http.stream(method, url, **_json_content(body)) as response:
+                async with self._http.stream(method, url, **content) as response:
                     await self._fail_on_status(response, url)
                     return await self._read_bounded(response, self.limits.max_answer, url)
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from tui.commands.arguments import CONTEXT_WINDOW, KEEP_LAST, MAX_TOKENS, QuietParser, whole_number
 from tui.commands.inputs import Conversation, open_template, open_tokenizer, parse_vars, read_conversation
+from tui.commands.provider_counting import add_arguments as add_provider_count, counted
 from tui.commands.render_figures import figures
 from tui.commands.render_output import write_document, write_json, write_summary
 from tui.commands.sessions_common import session_engine
@@ -18,6 +19,7 @@ from tui.context.assumed import assumed_template, assumed_tokenizer, provably_ex
 from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.templates import TemplateRenderError
 from tui.context.registry import offline_cache_rule
+from tui.context.safety import visible
 from tui.errors import UsageError, one_line
 from tui.sessions.model import Session
 
@@ -66,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "the session's)")
     parser.add_argument("--prices", default=None, metavar="FILE",
                         help="a price table (TOML) over the shipped one (default: prices.toml in the config folder)")
+    add_provider_count(parser)
     return parser
 
 
@@ -131,10 +134,17 @@ def run(argv: list[str]) -> int:
     extra, problems = figures(args, conversation, view, settings.policy, previous)
     for problem in problems:  # a bad prices.toml in the config folder: the shipped prices are used
         print(one_line(f"ctxpane render: {problem}"), file=sys.stderr)
+    body = {"model": settings.model, "messages": view.snapshot.wire, **({"tools": settings.tools} if settings.tools
+                                                                        else {})}
+    provider = counted(args, body, view.sent_tokens, view.snapshot.counts.exact)
+    if provider is not None:
+        extra["provider_count"] = provider.to_dict()
     if args.json:
         write_json(view, extra=extra)
         return 0
     write_document(view.snapshot)
     if not args.quiet:
         write_summary(view, extra)
+    if provider is not None:  # said even with --quiet: it was asked for
+        print(visible(provider.line()), file=sys.stderr)
     return 0

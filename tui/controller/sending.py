@@ -107,6 +107,7 @@ class Sending:
                 note = ""
                 return
             body = wb.request_body(view)
+            await self._provider_count(wb, body, view)
             sent_at = time.time()
             self.prices = await load_prices_once(ctl, self.prices)
             record = wb.start_record(body, view)
@@ -142,6 +143,18 @@ class Sending:
             elif note and ctl.wb is wb:
                 ctl.status(note, "yellow")
                 ctl.file.autosave()
+
+    async def _provider_count(self, wb: "Workbench", body: dict, view: RequestView) -> None:
+        """The provider's own count of this body, said beside ctxpane's before it is sent (when asked for)."""
+        kind, ctl = getattr(self.ctl.settings, "provider_count", ""), self.ctl
+        if not kind or ctl.client is None:
+            return
+        from tui.client.provider_count import CountKind, provider_count
+        counted = await provider_count(ctl.client, CountKind(kind), body, view.sent_tokens,
+                                       view.snapshot.counts.exact)
+        if ctl.wb is wb:  # a notice: the status line is the reply's from here on
+            ctl.notify(visible(counted.line()), severity="information" if counted.tokens is not None else "warning",
+                       timeout=12)
 
     async def _prepare(self, wb: "Workbench") -> RequestView | None:
         """The request as it stands, computed in the worker (a template from outside may be slow)."""

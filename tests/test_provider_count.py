@@ -1,0 +1,103 @@
+"""`render --provider-count`: the provider's own pre-send count, beside ctxpane's, from loopback servers that
+answer OpenAI's, Anthropic's and Gemini's count endpoints in their documented shapes (provider_count_servers)."""
+
+import base64
+import json
+
+import pytest
+
+from provider_count_servers import KEY, CountServer, anthropic, gemini, openai
+from tui.client.provider_count import CountKind, count_request
+
+PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452000000100000001008060000001ff3ff61")).decode()
+CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}
+TOOL = {"type": "function", "function": {"name": "weather", "description": "Weather for a city",
+                                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+BODY = {"model": "count-model", "tools": [TOOL], "messages": [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo? And this picture:"},
+                                 {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]},
+    {"role": "assistant", "content": "", "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "call_1", "name": "weather", "content": "Sunny, 4 C"},
+    {"role": "user", "content": "Thanks. Anything else?"}]}
+CHECK = {"openai": openai, "anthropic": lambda body: anthropic(body, {"anthropic-version": "2023-06-01"}),
+         "gemini": gemini}
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini"])
+def test_each_provider_is_asked_in_its_own_shape(kind):
+    _path, payload = count_request(CountKind(kind), BODY)
+    CHECK[kind](payload)  # the documented shape: raises if anything is off
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini"])
+def test_render_shows_the_providers_count_beside_its_own(kind, run_cli, tmp_path):
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps(BODY))
+    with CountServer(kind) as server:
+        done = run_cli("render", str(body), "--json", "--provider-count", kind, "--base-url", server.url,
+                       env={"OPENAI_API_KEY": KEY})
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    found = data["provider_count"]
+    asked = json.loads(server.seen[-1]["body"])
+    assert found["provider_tokens"] == CHECK[kind](asked)[{"gemini": "totalTokens"}.get(kind, "input_tokens")]
+    assert found["local_tokens"] == data["sent_tokens"]
+    assert found["difference"] == found["local_tokens"] - found["provider_tokens"] and found["problem"] == ""
+    headers = {name.lower(): value for name, value in server.seen[-1]["headers"].items()}
+    carried = {"openai": "authorization", "anthropic": "x-api-key", "gemini": "x-goog-api-key"}[kind]
+    assert KEY in headers[carried] and [n for n, v in headers.items() if KEY in v] == [carried]  # only there
+    assert "x-ctxpane-key-style" not in headers  # the marker never leaves the machine
+    assert KEY not in done.stdout + done.stderr
+
+
+def test_a_refused_count_is_one_line_and_the_render_goes_on(run_cli, tmp_path):
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps(BODY))
+    with CountServer("anthropic") as server:
+        done = run_cli("render", str(body), "--provider-count", "anthropic", "--base-url", server.url,
+                       env={"OPENAI_API_KEY": "sk-wrong-key-000000000000"})
+    assert done.returncode == 0 and "You are terse." in done.stdout  # the document is still written
+    line = [text for text in done.stderr.splitlines() if text.startswith("provider count")]
+    assert len(line) == 1 and "none (" in line[0] and "401" in line[0] and "sk-wrong" not in done.stderr
+
+
+def test_without_a_host_it_says_so_in_one_line(run_cli, tmp_path):
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps(BODY))
+    done = run_cli("render", str(body), "--provider-count", "openai", env={"OPENAI_BASE_URL": ""})
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "--base-url" in done.stderr
+    assert done.stdout == ""
+
+
+async def test_the_app_says_the_providers_count_before_each_send(tmp_path, monkeypatch):
+    """Configured (--provider-count, or provider_count in config.toml), the controller asks the same host, with
+    the same key, before each send, and says both figures; the chat request goes on as before."""
+    from controller_helpers import Harness
+    from tui.controller.events import Notice
+    from tui.sessions.model import Session
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with CountServer("openai") as server:
+        made = Harness(tmp_path, base_url=server.url, provider_count="openai", model="count-model")
+        made.ctl.adopt(Session(), None)
+        made.ctl.load_tokenizer()
+        made.ctl.connect()
+        await made.idle(0.3)
+        assert made.ctl.client is not None
+        await made.send("How many tokens is this?")
+        made.ctl.close()
+    paths = [seen["path"] for seen in server.seen]
+    assert paths == ["/v1/responses/input_tokens", "/v1/chat/completions"], paths  # counted, then sent
+    counted = json.loads(server.seen[0]["body"])
+    said = [n.text for n in made.of(Notice) if n.text.startswith("provider count (openai)")]
+    assert len(said) == 1 and f": {openai(counted)['input_tokens']} · ctxpane " in said[0], said
+    assert made.ctl.wb.session.messages[-1].text() == "ok"
+
+
+def test_a_provider_count_in_config_that_is_not_a_provider_is_said_and_off(tmp_path):
+    from tui.app.config import resolve
+    config = tmp_path / "config.toml"
+    config.write_text('provider_count = "everyone"\n')
+    settings, problems = resolve({}, {}, config)
+    assert settings.provider_count == "" and any("provider_count" in p for p in problems)

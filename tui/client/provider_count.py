@@ -1,0 +1,259 @@
+"""A provider's own count of a request's input tokens, asked before sending: optional, off by default.
+
+OpenAI counts a Responses API input (POST /responses/input_tokens), Anthropic a Messages API request
+(POST /messages/count_tokens), Gemini a generateContent request (POST /models/{model}:countTokens).
+Each is asked of the configured host only, with the user's key, in that provider's header; the chat
+request (chat-completions messages and tools) is rewritten into the provider's shape here. The
+answer is checked against its schema and bounded like every other answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+from urllib.parse import quote
+
+from msgspec import Struct
+
+from .errors import ClientError
+from .http import OpenAIClient
+from .schemas import Count
+
+
+
+class CountKind(Enum):
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+
+
+KINDS = tuple(kind.value for kind in CountKind)
+
+
+class InputTokens(Struct):  # OpenAI's and Anthropic's answer
+    input_tokens: Count
+
+
+class TotalTokens(Struct):  # Gemini's answer
+    totalTokens: Count
+
+
+@dataclass(frozen=True)
+class ProviderCount:
+    kind: CountKind
+    tokens: int | None  # None: the provider did not give a count (`problem` says why)
+    local: int  # ctxpane's own count of the same request
+    exact_local: bool
+    problem: str = ""
+
+    @property
+    def difference(self) -> int | None:
+        return None if self.tokens is None else self.local - self.tokens
+
+    def line(self) -> str:
+        """'provider count (anthropic): 1234 · ctxpane 1230 (4 fewer)' or why there is none."""
+        if self.tokens is None:
+            return f"provider count ({self.kind.value}): none ({self.problem})"
+        diff = self.difference or 0
+        said = "the same" if diff == 0 else f"{abs(diff)} {'more' if diff > 0 else 'fewer'}"
+        label = "exact" if self.exact_local else "estimate"
+        return f"provider count ({self.kind.value}): {self.tokens} · ctxpane {self.local} ({label}, {said})"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind.value, "provider_tokens": self.tokens, "local_tokens": self.local,
+                "difference": self.difference, "problem": self.problem}
+
+
+async def provider_count(client: OpenAIClient, kind: CountKind, body: dict, local: int,
+                         exact_local: bool = False) -> ProviderCount:
+    """The provider's count of `body` (a chat-completions body), or a ProviderCount saying why there is none."""
+    path, payload = count_request(kind, body)
+    shape = TotalTokens if kind is CountKind.GEMINI else InputTokens
+    where = "origin" if kind is CountKind.GEMINI else False  # Gemini's own API sits beside its OpenAI-compatible one
+    try:
+        answer = await client.post_json(path, payload, at_root=where, shape=shape, key_style=kind.value)
+    except ClientError as exc:
+        return ProviderCount(kind, None, local, exact_local, str(exc)[:300])
+    tokens = answer.totalTokens if isinstance(answer, TotalTokens) else answer.input_tokens
+    return ProviderCount(kind, tokens, local, exact_local)
+
+
+def count_request(kind: CountKind, body: dict) -> tuple[str, dict]:
+    """The path and body of the provider's count request for a chat-completions body: under the base URL
+    (OpenAI, Anthropic), or at the host's origin (Gemini's /v1beta/models/{model}:countTokens)."""
+    model = str(body.get("model") or "")
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    if kind is CountKind.OPENAI:
+        return "/responses/input_tokens", _openai(model, messages, tools)
+    if kind is CountKind.ANTHROPIC:
+        return "/messages/count_tokens", _anthropic(model, messages, tools)
+    name = model if model.startswith("models/") else f"models/{model}"
+    return f"/v1beta/{quote(name, safe='/')}:countTokens", {"generateContentRequest": _gemini(name, messages, tools)}
+
+
+# -- shared --------------------------------------------------------------------------------------------
+def _parts(content: Any) -> list[dict]:
+    """A message's content as typed parts: text, and images as (media type, base64 data) or a URL."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    found = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            found.append({"type": "text", "text": part["text"]})
+        elif part.get("type") == "image_url":
+            url = (part.get("image_url") or {}).get("url") if isinstance(part.get("image_url"), dict) else None
+            if isinstance(url, str):
+                found.append({"type": "image", "url": url, **_data_url(url)})
+    return found
+
+
+def _data_url(url: str) -> dict:
+    """The media type and base64 data of a data: URL ({} for another URL or a malformed one)."""
+    head, _, data = url.partition(",")
+    if not head.startswith("data:") or not head.endswith(";base64"):
+        return {}
+    try:
+        base64.b64decode(data[:64] + "=" * (-len(data[:64]) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return {}
+    return {"media_type": head[5:-7] or "image/png", "data": data}
+
+
+def _text(content: Any) -> str:
+    return "".join(p["text"] for p in _parts(content) if p["type"] == "text")
+
+
+def _arguments(call: dict) -> tuple[str, str, Any]:
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    arguments = function.get("arguments", "{}")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    return str(call.get("id") or ""), str(function.get("name") or ""), arguments
+
+
+def _function(tool: dict) -> dict:
+    return tool.get("function") if isinstance(tool.get("function"), dict) else {}
+
+
+# -- OpenAI: a Responses API input -----------------------------------------------------------------------
+def _openai(model: str, messages: list[dict], tools: list[dict]) -> dict:
+    items: list[dict] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": str(message.get("tool_call_id") or ""),
+                          "output": _text(message.get("content"))})
+            continue
+        parts = [_openai_part(part, role) for part in _parts(message.get("content"))]
+        if parts:
+            items.append({"role": role, "content": parts})
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                ident, name, arguments = _arguments(call)
+                items.append({"type": "function_call", "call_id": ident, "name": name,
+                              "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
+    payload: dict = {"model": model, "input": items}
+    if tools:
+        payload["tools"] = [{"type": "function", **_function(t)} for t in tools]
+    return payload
+
+
+def _openai_part(part: dict, role: Any) -> dict:
+    if part["type"] == "image":
+        return {"type": "input_image", "image_url": part["url"]}
+    return {"type": "output_text" if role == "assistant" else "input_text", "text": part["text"]}
+
+
+# -- Anthropic: a Messages API request ---------------------------------------------------------------------
+def _anthropic(model: str, messages: list[dict], tools: list[dict]) -> dict:
+    system = "\n\n".join(_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
+    turns: list[dict] = []
+    for message in messages:
+        role = message.get("role")
+        if role in ("system", "developer"):
+            continue
+        blocks = _anthropic_blocks(message)
+        speaker = "assistant" if role == "assistant" else "user"
+        if turns and turns[-1]["role"] == speaker:  # the API alternates: consecutive turns of one side are joined
+            turns[-1]["content"].extend(blocks)
+        elif blocks:
+            turns.append({"role": speaker, "content": blocks})
+    payload: dict = {"model": model, "messages": turns}
+    if system:
+        payload["system"] = system
+    if tools:
+        payload["tools"] = [{"name": str(_function(t).get("name") or ""),
+                             "description": str(_function(t).get("description") or ""),
+                             "input_schema": _function(t).get("parameters") or {"type": "object"}} for t in tools]
+    return payload
+
+
+def _anthropic_blocks(message: dict) -> list[dict]:
+    if message.get("role") == "tool":
+        return [{"type": "tool_result", "tool_use_id": str(message.get("tool_call_id") or ""),
+                 "content": _text(message.get("content"))}]
+    blocks = []
+    for part in _parts(message.get("content")):
+        if part["type"] == "text":
+            blocks.append({"type": "text", "text": part["text"]})
+        elif "data" in part:
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": part["media_type"],
+                                                         "data": part["data"]}})
+        else:
+            blocks.append({"type": "image", "source": {"type": "url", "url": part["url"]}})
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict):
+            ident, name, arguments = _arguments(call)
+            blocks.append({"type": "tool_use", "id": ident, "name": name,
+                           "input": arguments if isinstance(arguments, dict) else {}})
+    return blocks
+
+
+# -- Gemini: a generateContent request ----------------------------------------------------------------------
+def _gemini(model: str, messages: list[dict], tools: list[dict]) -> dict:
+    system = "\n\n".join(_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
+    contents = []
+    for message in messages:
+        role = message.get("role")
+        if role in ("system", "developer"):
+            continue
+        parts = _gemini_parts(message)
+        if parts:
+            contents.append({"role": "model" if role == "assistant" else "user", "parts": parts})
+    request: dict = {"model": model, "contents": contents}
+    if system:
+        request["systemInstruction"] = {"parts": [{"text": system}]}
+    if tools:
+        request["tools"] = [{"functionDeclarations": [
+            {key: value for key, value in _function(t).items() if key in ("name", "description", "parameters")}
+            for t in tools]}]
+    return request
+
+
+def _gemini_parts(message: dict) -> list[dict]:
+    if message.get("role") == "tool":
+        return [{"functionResponse": {"name": str(message.get("name") or message.get("tool_call_id") or ""),
+                                      "response": {"content": _text(message.get("content"))}}}]
+    parts: list[dict] = []
+    for part in _parts(message.get("content")):
+        if part["type"] == "text":
+            parts.append({"text": part["text"]})
+        elif "data" in part:
+            parts.append({"inlineData": {"mimeType": part["media_type"], "data": part["data"]}})
+        else:
+            parts.append({"fileData": {"fileUri": part["url"]}})
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict):
+            _ident, name, arguments = _arguments(call)
+            parts.append({"functionCall": {"name": name, "args": arguments if isinstance(arguments, dict) else {}}})
+    return parts
