@@ -101,3 +101,13 @@ def test_a_provider_count_in_config_that_is_not_a_provider_is_said_and_off(tmp_p
     config.write_text('provider_count = "everyone"\n')
     settings, problems = resolve({}, {}, config)
     assert settings.provider_count == "" and any("provider_count" in p for p in problems)
+
+
+def test_odd_model_names_and_shapes_stay_on_the_counting_path():
+    path, payload = count_request(CountKind.GEMINI, {"model": "../../admin?x=1#y", "messages": "not a list"})
+    assert path == "/v1beta/models/..%2F..%2Fadmin%3Fx%3D1%23y:countTokens" and payload["generateContentRequest"]
+    _path, odd = count_request(CountKind.ANTHROPIC, {"model": "m", "tools": 5, "messages": [
+        {"role": "user", "content": "a"}, {"role": "user", "content": "b", "tool_calls": 7},
+        {"role": "assistant", "content": [3, {"type": "text"}]}]})
+    assert odd["messages"] == [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                                             {"type": "text", "text": "b"}]}]

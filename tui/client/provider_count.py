@@ -86,17 +86,26 @@ def count_request(kind: CountKind, body: dict) -> tuple[str, dict]:
     """The path and body of the provider's count request for a chat-completions body: under the base URL
     (OpenAI, Anthropic), or at the host's origin (Gemini's /v1beta/models/{model}:countTokens)."""
     model = str(body.get("model") or "")
-    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    messages = [m for m in _list(body.get("messages")) if isinstance(m, dict)]
+    tools = [t for t in _list(body.get("tools")) if isinstance(t, dict)]
     if kind is CountKind.OPENAI:
         return "/responses/input_tokens", _openai(model, messages, tools)
     if kind is CountKind.ANTHROPIC:
         return "/messages/count_tokens", _anthropic(model, messages, tools)
-    name = model if model.startswith("models/") else f"models/{model}"
-    return f"/v1beta/{quote(name, safe='/')}:countTokens", {"generateContentRequest": _gemini(name, messages, tools)}
+    name = f"models/{model.removeprefix('models/')}"  # every other character escaped: no '..', '?' or '#' in the path
+    path = f"/v1beta/models/{quote(model.removeprefix('models/'), safe='')}:countTokens"
+    return path, {"generateContentRequest": _gemini(name, messages, tools)}
 
 
 # -- shared --------------------------------------------------------------------------------------------
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _calls(message: dict) -> list[dict]:
+    return [call for call in _list(message.get("tool_calls")) if isinstance(call, dict)]
+
+
 def _parts(content: Any) -> list[dict]:
     """A message's content as typed parts: text, and images as (media type, base64 data) or a URL."""
     if isinstance(content, str):
@@ -157,11 +166,10 @@ def _openai(model: str, messages: list[dict], tools: list[dict]) -> dict:
         parts = [_openai_part(part, role) for part in _parts(message.get("content"))]
         if parts:
             items.append({"role": role, "content": parts})
-        for call in message.get("tool_calls") or []:
-            if isinstance(call, dict):
-                ident, name, arguments = _arguments(call)
-                items.append({"type": "function_call", "call_id": ident, "name": name,
-                              "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
+        for call in _calls(message):
+            ident, name, arguments = _arguments(call)
+            items.append({"type": "function_call", "call_id": ident, "name": name,
+                          "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
     payload: dict = {"model": model, "input": items}
     if tools:
         payload["tools"] = [{"type": "function", **_function(t)} for t in tools]
@@ -211,11 +219,10 @@ def _anthropic_blocks(message: dict) -> list[dict]:
                                                          "data": part["data"]}})
         else:
             blocks.append({"type": "image", "source": {"type": "url", "url": part["url"]}})
-    for call in message.get("tool_calls") or []:
-        if isinstance(call, dict):
-            ident, name, arguments = _arguments(call)
-            blocks.append({"type": "tool_use", "id": ident, "name": name,
-                           "input": arguments if isinstance(arguments, dict) else {}})
+    for call in _calls(message):
+        ident, name, arguments = _arguments(call)
+        blocks.append({"type": "tool_use", "id": ident, "name": name,
+                       "input": arguments if isinstance(arguments, dict) else {}})
     return blocks
 
 
@@ -252,8 +259,7 @@ def _gemini_parts(message: dict) -> list[dict]:
             parts.append({"inlineData": {"mimeType": part["media_type"], "data": part["data"]}})
         else:
             parts.append({"fileData": {"fileUri": part["url"]}})
-    for call in message.get("tool_calls") or []:
-        if isinstance(call, dict):
-            _ident, name, arguments = _arguments(call)
-            parts.append({"functionCall": {"name": name, "args": arguments if isinstance(arguments, dict) else {}}})
+    for call in _calls(message):
+        _ident, name, arguments = _arguments(call)
+        parts.append({"functionCall": {"name": name, "args": arguments if isinstance(arguments, dict) else {}}})
     return parts
