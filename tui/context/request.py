@@ -17,7 +17,7 @@ from .cache import CachePrefix, RequestShape, cache_prefix
 from .cache_rules import OPENAI_MARK
 from .document import Document, Span
 from .fences import FenceStyle, FencedText, control_strings, fence
-from .hidden_tokens import HiddenTokens, hidden_tokens
+from .hidden_tokens import HiddenTokens, hidden_tokens, settle_tools
 from .errors import TemplateRenderError
 from .image_tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
 from .messages import Message, content_text, image_parts
@@ -346,6 +346,9 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
                    frozenset(messages[i].id for i in fenced if 0 <= i < len(messages)))
     hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache,
                            tool_texts(settings.template, settings.tools))
+    if settings.tools:  # what the tools cost is the difference they make: the same request rendered without them
+        bare = _render(snapshot.wire, replace(settings, tools=None), cache)
+        settle_tools(hidden, snapshot.counts.total - bare.counts.total)
     if snapshot.media_markers:
         hidden.notes.insert(0, "the template takes no content parts: rendered as llama.cpp's server does, each image "
                                f"written as its media marker {MEDIA_MARKER} in the text")
