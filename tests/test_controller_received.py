@@ -149,11 +149,11 @@ async def test_the_window_a_cut_reveals_is_what_the_next_request_is_checked_agai
         ctl.close()
     record = ctl.wb.session.requests[-1]
     assert record.fit["fits"] is True and record.received["verdict"] == "dropped", record.received
-    assert record.received["observed_window"] == 256
+    assert record.received["observed_window"] == 254  # num_ctx 254-256 (num_keep 4 or 5): the least
     window, _kind = server_window(ctl)
-    assert window.tokens == 256 and window.source == "observed", window
+    assert window.tokens == 254 and window.source == "observed", window
     fit = ctl.pane_state().fit  # what the pane's header warns with, before the next request is sent
-    assert fit.fits is False and fit.window.tokens == 256 and fit.prompt_tokens > 256
+    assert fit.fits is False and fit.window.tokens == 254 and fit.prompt_tokens > 254
 
 
 async def test_a_max_tokens_of_the_wrong_type_in_the_sessions_params_is_no_reply_reserve_not_a_crash(tmp_path,

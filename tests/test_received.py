@@ -50,12 +50,14 @@ def test_llamacpp_timings_count_when_usage_is_absent():
 
 
 def test_ollama_cut_the_front_after_its_four_kept_tokens():
-    # sent 100, Ollama kept 60 (half its num_ctx of 116): 40 lost from token 4 on (num_keep 4), i.e. [4, 44):
+    # sent 100, Ollama kept 60 (its num_ctx, or half of it): 40 lost from token 4 on (num_keep 4), i.e. [4, 44):
     # sys [2, 22) loses 18 of 20, u1 [22, 52) loses 44 - 22 = 22 of 30
     receipt = compare(100, True, Reported(prompt_tokens=60, prompt_eval_count=60), RANGES, "ollama")
     assert receipt.verdict == DROPPED and receipt.where == "front"
     assert [(a.message_id, a.lost) for a in receipt.affected] == [("sys", 18), ("u1", 22)]
-    assert receipt.who == "Ollama's num_ctx" and receipt.observed_window == 2 * (60 - 4) + 4  # its window
+    # its version unknown: num_ctx 60-61 (whole window kept) or 114-116 (half kept); planned with the 60 kept
+    assert receipt.who == "Ollama's num_ctx" and receipt.observed_window == 60
+    assert "60-61" in receipt.who_detail and "114-116" in receipt.who_detail and "not known" in receipt.who_detail
     assert "~40" in receipt.summary and "sys" in receipt.summary
 
 
@@ -172,3 +174,17 @@ def test_a_truncated_flag_without_counts_is_still_said():
     assert receipt.verdict == DROPPED and receipt.received is None and receipt.where is None
     assert "truncated" in receipt.summary and "how many" in receipt.summary
     assert receipt.observed_window is None and not receipt.affected
+
+
+def test_what_ollama_keeps_of_an_overflow_depends_on_its_version():
+    from tui.context import ollama_cut
+    # 0.30.11 on (llm/llama_server.go contextShiftPromptLimit): num_ctx - max((num_ctx - keep) // 2, 1)
+    for num_ctx in (4096, 4097, 300, 301):
+        for keep in (4, 5):
+            kept = num_ctx - max((num_ctx - keep) // 2, 1)
+            low, high = ollama_cut.num_ctx_range(kept, "0.30.11")
+            assert low <= num_ctx <= high and high - low <= 2, (num_ctx, keep, low, high)
+    assert ollama_cut.num_ctx_range(2050, "0.33.0-rc2") == (4094, 4096)
+    assert ollama_cut.num_ctx_range(4096, "0.5.7") == (4096, 4097)  # before: the whole window (or all but one)
+    assert ollama_cut.explained(4096, "0.5.7")[1] == 4096 and ollama_cut.explained(2050, "v0.31.0")[1] == 4094
+    assert ollama_cut.halves("weird") is None and ollama_cut.explained(2050, "")[1] == 2050  # unknown: the least

@@ -90,8 +90,8 @@ def test_ollama_front_cut_is_found_with_the_system_prompt_named(stream):
     kept = OLLAMA_KEEP + ollama_kept_after_keep(256)  # 130: Ollama keeps half its window of an overflow
     assert receipt.verdict == DROPPED and receipt.received == kept
     assert receipt.sent - receipt.received == view.sent_tokens - kept
-    assert receipt.where == "front" and receipt.who == "Ollama's num_ctx" and receipt.observed_window == 256
-    assert "num_ctx 256-257" in receipt.who_detail  # the window it ran with, not the 130 it kept
+    assert receipt.where == "front" and receipt.who == "Ollama's num_ctx" and receipt.observed_window == 254
+    assert "num_ctx 254-256" in receipt.who_detail  # the window it ran with (254-256), not the 130 it kept
     assert "sys" in [a.message_id for a in receipt.affected] and SECRET.split()[-1] not in reply.content
     check_against_kept_text(receipt, reply.content)
 
@@ -102,7 +102,7 @@ def test_ollama_without_api_ps_plans_with_model_metadata_and_learns_num_ctx():
         info, view, fit, reply, receipt = run(exchange(server.url))
     assert info.window.tokens == 40960 and info.window.source == "model" and fit.fits
     assert receipt.source == "prompt_eval_count" and receipt.received == OLLAMA_KEEP + ollama_kept_after_keep(300)  # no usage
-    assert receipt.verdict == DROPPED and receipt.observed_window == 300
+    assert receipt.verdict == DROPPED and receipt.observed_window == 298  # 298-300: planned with the least
     check_against_kept_text(receipt, reply.content)
 
 
@@ -186,7 +186,7 @@ def test_the_window_a_cut_reveals_is_planned_with_next():
     with WindowServer("ollama", n_ctx=300, usage=False) as server:
         info, _view, _fit, _reply, receipt = run(exchange(server.url))
     learned = observed(receipt, 1)
-    assert learned.tokens == 300 and choose_window([*info.windows, learned]) == learned  # over /api/show's 40960
+    assert learned.tokens == 298 and choose_window([*info.windows, learned]) == learned  # over /api/show's 40960
 
 
 def test_doctor_on_a_vllm_like_server_finds_refusals():
@@ -196,3 +196,9 @@ def test_doctor_on_a_vllm_like_server_finds_refusals():
     prompt, reply = check.data["prompt"], check.data["reply"]
     assert check.status == "ok" and prompt["outcome"] == "errors" and reply["outcome"] == "refuses"
     assert prompt["server_window"] == 300 and prompt["server_prompt_tokens"] == prompt["sent_prompt_tokens"]
+
+
+def test_an_ollama_before_0_30_11_keeps_its_whole_window_and_is_read_so():
+    with WindowServer("ollama", n_ctx=256, ps=True, version="0.5.7") as server:
+        _info, _view, _fit, _reply, receipt = run(exchange(server.url))
+    assert receipt.received == 256 and receipt.observed_window == 256 and "0.5.7" in receipt.who_detail

@@ -28,12 +28,15 @@ from tokenizers import Tokenizer
 
 TOKENIZER = Path(__file__).resolve().parent.parent / "tui" / "context" / "tokenizer_files" / "qwen3-tokenizer.json.xz"
 OLLAMA_KEEP = 4
+HALVING_OLLAMA = "0.30.11"  # the first release whose cut keeps about half the window (llm/llama_server.go)
 
 
-def ollama_kept_after_keep(num_ctx: int) -> int:
-    """Tokens after num_keep that Ollama's runner keeps of a prompt over num_ctx: half the rest of the window
-    (its log: 'truncating input prompt limit=2050 prompt=8707 keep=4 new=2050' under -c 4096)."""
-    return (num_ctx - OLLAMA_KEEP) // 2
+def ollama_kept_after_keep(num_ctx: int, version: str = HALVING_OLLAMA) -> int:
+    """Tokens after num_keep that Ollama keeps of a prompt over num_ctx: from 0.30.11 num_ctx less half the rest
+    (`contextShiftPromptLimit`: num_ctx - max((num_ctx - keep) // 2, 1)), before it the whole window."""
+    if tuple(int(p) for p in version.split(".")) < (0, 30, 11):
+        return num_ctx - OLLAMA_KEEP
+    return num_ctx - max((num_ctx - OLLAMA_KEEP) // 2, 1) - OLLAMA_KEEP
 
 
 @lru_cache(maxsize=1)
@@ -77,7 +80,7 @@ class Handler(BaseHTTPRequestHandler):
         kind, model = self.config["kind"], self.config["model"]
         routes = {"/v1/models": {"object": "list", "data": [{"id": model, **self._model_extra()}]}}
         if kind == "ollama":
-            routes["/api/version"] = {"version": "0.5.7"}
+            routes["/api/version"] = {"version": self.config["version"]}
             if self.config.get("ps"):
                 routes["/api/ps"] = {"models": [{"name": model, "model": model,
                                                  "context_length": self.config["n_ctx"]}]}
@@ -133,7 +136,7 @@ class Handler(BaseHTTPRequestHandler):
         if len(ids) <= limit:
             return ids
         if self.config["kind"] == "ollama":  # the first num_keep tokens, then the newest half of the rest
-            return ids[:OLLAMA_KEEP] + ids[len(ids) - ollama_kept_after_keep(limit):]
+            return ids[:OLLAMA_KEEP] + ids[len(ids) - ollama_kept_after_keep(limit, self.config["version"]):]
         if self.config["kind"] == "lmstudio":  # the start up to the first user turn's end, then the newest
             first_user = next(i for i, m in enumerate(messages) if m["role"] == "user")
             head = sum(1 for start, _ in offsets if start < ends[first_user])
@@ -165,7 +168,7 @@ class WindowServer:
     def __init__(self, kind: str, n_ctx: int, model: str = "loop-model", **options):
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.httpd.config = {"kind": kind, "n_ctx": n_ctx, "model": model, **options}
+        self.httpd.config = {"kind": kind, "n_ctx": n_ctx, "model": model, "version": HALVING_OLLAMA, **options}
         self.httpd.bodies = []
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -81,4 +81,5 @@ def receipt_after(view: RequestView, outcome: Reply | ClientError, info: ServerI
     if reported is None:
         return None
     kind = info.kind if info else ""
-    return compare_view(view, reported, kind, window or (info.window if info else None), max_tokens)
+    return compare_view(view, reported, kind, window or (info.window if info else None), max_tokens,
+                        info.build if info else "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from . import ollama_cut
 from .window import FRONT, MIDDLE, WindowSize, behaviour
 
 if TYPE_CHECKING:
@@ -188,27 +189,11 @@ def _side(kind: str, reused: int | None, ranges: list[MessageRange]) -> tuple[st
     return "front", "servers and proxies that cut silently usually drop the oldest tokens (an assumption)", 0
 
 
-OLLAMA_KEEP = 4  # Ollama's default num_keep
-
-
-def ollama_num_ctx(kept: int, keep: int = OLLAMA_KEEP) -> tuple[int, int]:
-    """The num_ctx an Ollama cut reveals: its runner keeps num_keep tokens and half of the rest of the window
-    (the log line 'truncating input prompt limit=2050 prompt=8707 keep=4 new=2050' was written under -c 4096),
-    so a window of 2 * (kept - keep) + keep, or one more (the half is rounded down)."""
-    if kept <= keep:
-        return kept, kept
-    low = 2 * (kept - keep) + keep
-    return low, low + 1
-
-
-def _who(kind: str, received: int, sent: int, window: WindowSize | None, truncated: bool | None) -> tuple[str, str]:
+def _who(kind: str, received: int, sent: int, window: WindowSize | None, truncated: bool | None,
+         version: str = "") -> tuple[str, str]:
     near_window = window is not None and received >= window.tokens - max(8, window.tokens // 100)
     if kind == "ollama":
-        low, high = ollama_num_ctx(received)
-        ran = f"{low}" if low == high else f"{low}-{high}"
-        return ("Ollama's num_ctx", f"it kept {received} tokens: on a prompt over num_ctx, Ollama keeps num_keep "
-                f"({OLLAMA_KEEP}) and half the rest of the window, so it ran with num_ctx {ran}: set num_ctx "
-                "(Modelfile PARAMETER num_ctx, or OLLAMA_CONTEXT_LENGTH) or send less")
+        return "Ollama's num_ctx", ollama_cut.explained(received, version)[0]
     if near_window:
         return ("the server's context size", f"it kept {received} tokens, the window of {window.tokens} "
                 f"({window.source})")
@@ -222,7 +207,7 @@ def _who(kind: str, received: int, sent: int, window: WindowSize | None, truncat
 
 
 def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRange], kind: str = "",
-            window: WindowSize | None = None, max_tokens: int = 0) -> Receipt:
+            window: WindowSize | None = None, max_tokens: int = 0, version: str = "") -> Receipt:
     """Sent against received for one request (see the module doc)."""
     received, source = reported.received()
     receipt = Receipt(sent, exact, received, source, UNKNOWN, window=window, truncated_flag=reported.truncated)
@@ -247,7 +232,7 @@ def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRang
         return _differs(receipt)
     if receipt.difference > 0:
         return _added(receipt)
-    return _dropped(receipt, reported, ranges, kind)
+    return _dropped(receipt, reported, ranges, kind, version)
 
 
 def _doubtful(receipt: Receipt, reported: Reported) -> bool:
@@ -292,7 +277,8 @@ def _added(receipt: Receipt) -> Receipt:
     return receipt
 
 
-def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], kind: str) -> Receipt:
+def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], kind: str,
+             version: str = "") -> Receipt:
     lost = receipt.sent - (receipt.received or 0)
     receipt.verdict = DROPPED
     if lost <= 0:  # only the truncated flag says so: no count to place
@@ -303,9 +289,9 @@ def _dropped(receipt: Receipt, reported: Reported, ranges: list[MessageRange], k
     start, end = dropped_range(where, lost, receipt.sent, ranges, keep_head)
     receipt.affected = affected_messages(ranges, start, end)
     receipt.who, receipt.who_detail = _who(kind, receipt.received or 0, receipt.sent, receipt.window,
-                                           reported.truncated)
-    if receipt.who == "Ollama's num_ctx":  # it kept half its window: the window is about twice what it kept
-        receipt.observed_window = ollama_num_ctx(receipt.received)[0] if receipt.received else None
+                                           reported.truncated, version)
+    if receipt.who == "Ollama's num_ctx":  # from 0.30.11 it keeps half its window: the window is twice that
+        receipt.observed_window = ollama_cut.explained(receipt.received, version)[1] if receipt.received else None
     elif receipt.who in ("the server's context size", "the server's context size or a proxy"):
         receipt.observed_window = receipt.received or None  # a server that kept nothing shows no window
     receipt.summary = (f"the server dropped ~{lost} of the {receipt.sent} tokens sent, probably from the {where} "
@@ -354,18 +340,19 @@ def observed(receipt: Receipt | None, number: int) -> WindowSize | None:
         return None
     tokens = receipt.observed_window
     how = (f"the server's refusal named a window of {tokens} tokens" if receipt.verdict == REFUSED
-           else f"the server kept only {tokens} tokens")
+           else f"the server kept only {tokens} tokens" if tokens == receipt.received
+           else f"the server kept {receipt.received} tokens of its window of at least {tokens}")
     return WindowSize(tokens, "observed", f"request {number}: {how}")
 
 
 def compare_view(view: "RequestView", reported: Reported, kind: str = "", window: WindowSize | None = None,
-                 max_tokens: int = 0) -> Receipt:
+                 max_tokens: int = 0, version: str = "") -> Receipt:
     """`compare` for a built request (a RequestView): its count, its exactness and its message ranges.
 
     Image tokens are estimates, so a request carrying them is compared as an estimate.
     """
     exact = bool(view.snapshot.counts.exact) and not view.image_tokens
-    receipt = compare(view.sent_tokens, exact, reported, shape_ranges(view.shape), kind, window, max_tokens)
+    receipt = compare(view.sent_tokens, exact, reported, shape_ranges(view.shape), kind, window, max_tokens, version)
     reconcile_images(receipt, view)
     return receipt
 
