@@ -172,3 +172,15 @@ def test_turns_restored_after_drops_are_named_not_called_a_template_change():
                     second={"policy": PolicySettings("drop-oldest", context_window=10_000)})
     assert restored.cause_class == TRUNCATION, restored.cause
     assert "back" in restored.cause and "#1" in restored.cause and "template" not in restored.cause
+
+
+def test_turns_dropped_then_deleted_are_not_said_to_be_back():
+    long = [*chat(), {"role": "user", "content": "filler " * 80}, {"role": "assistant", "content": "ok " * 80},
+            {"role": "user", "content": "next"}]
+    long = [{**item, "id": f"k{index}"} for index, item in enumerate(long)]  # ids that stay with their message
+    first = build(long, policy=PolicySettings("drop-oldest", context_window=250))
+    assert first.shape.dropped  # the oldest turns were left out
+    kept = [item for item in long if item["id"] not in first.shape.dropped]  # the user deletes them
+    kept[-1] = {**kept[-1], "content": "next, edited"}
+    later = build(kept, first, policy=PolicySettings("drop-oldest", context_window=10_000)).prefix
+    assert "back" not in later.cause, later.cause

@@ -81,8 +81,8 @@ class ReplyAssembler:
             reply.truncated = chunk.truncated
         if chunk.prompt_eval_count is not None:
             reply.prompt_eval_count = chunk.prompt_eval_count
-        if chunk.diagnostics is not None and chunk.diagnostics.cache_miss_reason is not None:
-            reply.diagnostics = plain(chunk.diagnostics)
+        if chunk.diagnostics is not None:
+            reply.diagnostics = chunk.diagnostics
         added = ""
         for choice in chunk.choices or ():
             delta = choice.delta or choice.message

@@ -77,7 +77,10 @@ class Choice(Struct):
 
 class PromptDetails(Struct, omit_defaults=True):
     cached_tokens: Count | None = None
-    cache_write_tokens: Count | None = None  # OpenAI, from GPT-5.6 on: tokens written to the prompt cache
+    cache_write_tokens: Any = None  # OpenAI, from GPT-5.6 on: tokens written to the cache (read leniently)
+
+    def __post_init__(self) -> None:
+        self.cache_write_tokens = lenient_count(self.cache_write_tokens)
 
 
 class CompletionDetails(Struct, omit_defaults=True):
@@ -90,19 +93,22 @@ class Usage(Struct, omit_defaults=True):
     total_tokens: Count | None = None
     prompt_tokens_details: PromptDetails | None = None
     completion_tokens_details: CompletionDetails | None = None
-    cache_creation_input_tokens: Count | None = None  # Anthropic's figures, as gateways pass them on
-    cache_read_input_tokens: Count | None = None
+    cache_creation_input_tokens: Any = None  # Anthropic's cache writes, as gateways pass them on (read leniently)
+
+    def __post_init__(self) -> None:
+        self.cache_creation_input_tokens = lenient_count(self.cache_creation_input_tokens)
 
 
-class CacheMissReason(Struct, omit_defaults=True):
-    """Anthropic's cache diagnostics: where this request first differs from the one it named."""
-
-    type: Short
-    cache_missed_input_tokens: Count | None = None
-
-
-class Diagnostics(Struct, omit_defaults=True):
-    cache_miss_reason: CacheMissReason | None = None
+def lenient_diagnostics(value: Any) -> dict | None:
+    """Anthropic's cache diagnostics, kept only in their documented shape ({"cache_miss_reason": {"type": a short
+    name, "cache_missed_input_tokens": a count}}); anything else is unknown (None), never a failed reply."""
+    reason = value.get("cache_miss_reason") if isinstance(value, dict) else None
+    kind = reason.get("type") if isinstance(reason, dict) else None
+    if not isinstance(kind, str) or not kind or len(kind) > 64:
+        return None
+    missed = lenient_count(reason.get("cache_missed_input_tokens"))
+    return {"cache_miss_reason": {"type": kind, **({"cache_missed_input_tokens": missed} if missed is not None
+                                                    else {})}}
 
 
 class Timings(Struct, omit_defaults=True):
@@ -157,9 +163,10 @@ class Chunk(Struct):
     error: ErrorDetail | Text | None = None
     truncated: Any = None
     prompt_eval_count: Any = None
-    diagnostics: Diagnostics | None = None
+    diagnostics: Any = None
 
     def __post_init__(self) -> None:
+        self.diagnostics = lenient_diagnostics(self.diagnostics)
         self.truncated = self.truncated if isinstance(self.truncated, bool) else None
         self.prompt_eval_count = lenient_count(self.prompt_eval_count)
 

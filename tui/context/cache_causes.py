@@ -50,7 +50,7 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     if newly_dropped:
         names = ", ".join(name for _place, name in sorted(_place_of(earlier, ident) for ident in newly_dropped))
         return Cause(TRUNCATION, f"truncation shift: {names} dropped since the previous request", message, kind)
-    restored = earlier.dropped - current.dropped
+    restored = (earlier.dropped - current.dropped) & set(current.message_ids)  # back, not deleted since
     if restored:  # a larger window or a pin sends back what an earlier request left out: the text moves too
         names = ", ".join(name for _place, name in sorted(_place_of(current, ident) for ident in restored))
         return Cause(TRUNCATION, f"truncation shift: {names} back since the previous request, which dropped "

@@ -179,7 +179,9 @@ def provider_diagnosis(diagnostics: object) -> str:
     reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
     if not isinstance(reason, dict):
         return ""
-    text = MISS_REASONS.get(reason.get("type"), "a reason ctxpane does not know")
+    kind = reason.get("type")
+    text = MISS_REASONS.get(kind, "a reason ctxpane does not know") if isinstance(kind, str) else \
+        "a reason ctxpane does not know"
     missed = reason.get("cache_missed_input_tokens")
     tokens = f", {missed} input tokens missed" if isinstance(missed, int) and not isinstance(missed, bool) else ""
     return f"the provider says the cache missed because {text}{tokens}"

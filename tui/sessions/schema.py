@@ -191,7 +191,7 @@ class RequestIn(Struct):
     predicted_cached: Int(0, BIG) | None = None
     cache_cause: Note = ""
     cache_class: Name = ""
-    cache_source: Int(1, MAX_REQUESTS) | None = None
+    cache_source: Int(0, MAX_REQUESTS) | None = None  # 0: ctxpane's own summary call (cache_history.SUMMARY_CALL)
     cache_place: Name = ""
     keep_all_tokens: Int(0, BIG) = 0
     template: Name = ""
