@@ -119,6 +119,9 @@ class Handler(BaseHTTPRequestHandler):
         self.server.seen.append({"path": self.path, "headers": dict(self.headers.items()), "body": raw})
         if self.path == "/v1/chat/completions":
             return self._chat(json.loads(raw))
+        if getattr(self.server, "stall", False):  # a count endpoint that never answers
+            self.server.released.wait(30)
+            return
         try:
             answer = self._answer(json.loads(raw))
         except (Wrong, KeyError, TypeError, AttributeError) as exc:
@@ -163,6 +166,7 @@ class CountServer:
     def __init__(self, kind: str) -> None:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.kind, self.httpd.seen = kind, []
+        self.httpd.released = threading.Event()
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.seen = self.httpd.seen
 
@@ -171,5 +175,6 @@ class CountServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.httpd.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()

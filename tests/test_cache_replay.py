@@ -85,7 +85,7 @@ def base_file(**request) -> dict:
 @pytest.mark.parametrize("request_fields, field", [
     ({"reply": {"generated": "not a list"}}, "generated"),
     ({"reply": {"generated": ["x" * 5000]}}, "generated"),
-    ({"cache_source": 0}, "cache_source"),
+    ({"cache_source": -1}, "cache_source"),  # (0 is the summary call)
     ({"cache_class": "x" * 300}, "cache_class"),
 ])
 def test_the_new_fields_are_checked(request_fields, field):

@@ -227,3 +227,20 @@ def test_gpt_5_6_caches_at_its_breakpoints_not_at_128_token_steps():
     _sent([kept, {"role": "user", "content": "What is 2+2?"}], marked, 1)
     again = _sent([kept, {"role": "user", "content": "Name a prime."}], marked, 2)
     assert 1024 < again.prefix.predicted_cached < again.sent_tokens  # the system prompt, read at its mark
+
+
+@pytest.mark.parametrize("model, rule", [
+    ("gpt-5.6-sol", "openai-5.6"), ("chatgpt-5.6", "openai-5.6"), ("codex-gpt-5.6-mini", "openai-5.6"),
+    ("ft:gpt-5.6:org::x", "openai-5.6"), ("gpt-6-sol", "openai-5.6"), ("azure/gpt-5.60", "openai-5.6"),
+    ("gpt-5.5", "openai"), ("gpt-5.06", "openai"), ("gpt-4o", "openai"), ("chatgpt-4o-latest", "openai"),
+])
+def test_the_gpt_generation_picks_the_rule(model, rule):
+    assert cache_rule("openai", model) == rule
+    from tui.context.registry import offline_cache_rule
+    assert offline_cache_rule(model) == rule  # gpt-6-sol has no registry row: still OpenAI's rule, not llama.cpp's
+
+
+def test_too_many_breakpoints_are_said_in_the_rules_own_words():
+    said = breakpoint_usage([10, 20, 30, 40, 50], [0, 1, 2, 3, 4], [], 50, 1, RULES["openai-5.6"]).problem
+    assert "cache_control" not in said and "5 cache breakpoints (the provider's own one included)" in said
+    assert "cache_control" not in breakpoint_usage([1] * 5, list(range(5)), [], 5, 1, RULES["anthropic"]).problem

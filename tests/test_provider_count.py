@@ -111,3 +111,70 @@ def test_odd_model_names_and_shapes_stay_on_the_counting_path():
         {"role": "assistant", "content": [3, {"type": "text"}]}]})
     assert odd["messages"] == [{"role": "user", "content": [{"type": "text", "text": "a"},
                                                              {"type": "text", "text": "b"}]}]
+
+
+def test_the_rewrite_keeps_what_is_counted():
+    """Review findings: arguments re-dumped with escapes, Gemini's function named by its call id, tool results
+    after the text of a joined user turn, a PDF sent as an image, a gateway's path prefix lost."""
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "Where?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "lookup", "arguments": "{\"city\": \"東京\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "user", "content": [{"type": "text", "text": "and this file"},
+                                     {"type": "image_url", "image_url": {"url": "data:application/pdf;base64,JVBERi0x"}}]}],
+        "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {
+            "$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "additionalProperties": False,
+            "properties": {"city": {"type": "string"}}}}}]}
+    _path, openai_body = count_request(CountKind.OPENAI, body)
+    call = next(item for item in openai_body["input"] if item.get("type") == "function_call")
+    assert call["arguments"] == "{\"city\": \"東京\"}"  # as the model wrote it
+    _path, anthropic_body = count_request(CountKind.ANTHROPIC, body)
+    last = anthropic_body["messages"][-1]["content"]
+    assert [b["type"] for b in last] == ["tool_result", "text", "document"]
+    path, gemini_body = count_request(CountKind.GEMINI, body, "/gemini/v1beta/openai/v1")
+    assert path == "/gemini/v1beta/models/m:countTokens"  # the gateway's prefix kept, the native API's folder
+    request = gemini_body["generateContentRequest"]
+    response = next(p for c in request["contents"] for p in c["parts"] if "functionResponse" in p)
+    assert response["functionResponse"]["name"] == "lookup"
+    assert [c["role"] for c in request["contents"]] == ["user", "model", "user"]  # one turn a side
+    schema = request["tools"][0]["functionDeclarations"][0]["parameters"]
+    assert "$schema" not in schema and "additionalProperties" not in schema and schema["properties"]
+    assert count_request(CountKind.GEMINI, {"model": "tunedModels/abc"})[0] == "/v1beta/tunedModels/abc:countTokens"
+
+
+def test_anthropic_version_goes_with_every_count_request(tmp_path):
+    import asyncio
+
+    from tui.client.endpoint import Endpoint
+    from tui.client.http import OpenAIClient
+    from tui.client.provider_count import provider_count
+    with CountServer("anthropic") as server:
+        async def ask():
+            async with OpenAIClient(Endpoint(server.url, "m", "NO_SUCH_KEY_VAR", None, "flag")) as client:
+                return await provider_count(client, CountKind.ANTHROPIC, BODY, 10)
+        counted = asyncio.run(ask())
+    headers = {k.lower(): v for k, v in server.seen[-1]["headers"].items()}
+    assert headers.get("anthropic-version") == "2023-06-01" and "x-api-key" not in headers
+    assert counted.tokens is None and "401" in counted.problem  # no key: refused, said
+
+
+async def test_a_count_endpoint_that_never_answers_does_not_hold_the_send(tmp_path, monkeypatch):
+    import tui.controller.sending as sending
+    from controller_helpers import Harness
+    from tui.controller.events import Notice
+    from tui.sessions.model import Session
+
+    monkeypatch.setattr(sending, "COUNT_WAIT", 0.3)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with CountServer("openai") as server:
+        server.httpd.stall = True  # the count endpoint hangs
+        made = Harness(tmp_path, base_url=server.url, provider_count="openai", model="count-model")
+        made.ctl.adopt(Session(), None)
+        made.ctl.load_tokenizer()
+        made.ctl.connect()
+        await made.idle(0.3)
+        await made.send("Still sent?")
+        made.ctl.close()
+    assert made.ctl.wb.session.messages[-1].text() == "ok"  # sent without the count
+    assert any("no answer in 0.3 s" in n.text for n in made.of(Notice))

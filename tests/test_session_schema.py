@@ -285,3 +285,11 @@ def test_error_lines_name_the_field():
         "field `tool_calls[0].function.name`: expected str, got int"
     assert schema_error_line("Object missing required field `role` - at `$.messages[3]`") == \
         "field `messages[3].role`: required but missing"
+
+
+def test_an_out_of_range_integer_under_a_key_with_a_newline_is_one_line():
+    """Found by the mutation test: a key holding a newline went into the message as it was."""
+    raw = json.dumps({"format": "ctxpane-session", "version": 1, "messages": [], "unknown_format.\n": 2 ** 70})
+    with pytest.raises(SessionFormatError) as info:
+        decode_session(raw.encode())
+    assert "\n" not in str(info.value) and "integer out of range" in str(info.value)

@@ -42,3 +42,32 @@ async def test_the_request_after_a_summary_call_is_predicted_against_it(llama_se
     after = " ".join(texts[max(i for i, text in enumerate(texts) if text.startswith("summary made")):])
     assert "another client" not in after and "summary call" in after
     ctl.close()
+
+
+def test_two_summary_calls_are_held_apart():
+    """Both held under one number, a later one hid an earlier one the server still had (in another slot or its
+    host cache): an explanation could quote the wrong prompt. Each is held under its own number now."""
+    from types import SimpleNamespace
+
+    from tui.client.reply import Reply
+    from tui.context import builtin_template, get_tokenizer
+    from tui.context.summary_call import summary_shape
+    from tui.controller.caching import ServerCache
+
+    class Recording:  # stands in for the model of the server's cache: what it is asked to hold
+        def __init__(self) -> None:
+            self.numbers: list[int] = []
+
+        def record(self, held) -> None:
+            self.numbers.append(held.number)
+
+    ctl = SimpleNamespace(wb=SimpleNamespace(server_cache=None), changed=lambda save=True: None)
+    cache = ServerCache(ctl)
+    cache.model = Recording()
+    template, tokenizer = builtin_template("qwen3"), get_tokenizer("qwen3")
+    for text in ("first summary", "second summary"):
+        body = {"messages": [{"role": "system", "content": "Summarise."}, {"role": "user", "content": text}]}
+        cache.after_summary(summary_shape(body, template, tokenizer), Reply(content="ok"), 0.0)
+    numbers = cache.model.numbers
+    assert len(set(numbers)) == 2 and all(n < 1 for n in numbers), numbers  # apart, and never a request's
+    assert {request_name(n) for n in numbers} == {"ctxpane's summary call"}

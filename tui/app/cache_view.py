@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.context.cache_history import SUMMARY_CALL, request_name
+from tui.context.cache_history import is_summary_call, request_name
 from tui.context.cache_predict import provider_diagnosis
 from tui.context.cache_rules import rule_known
 from tui.context.request import RequestView
@@ -39,7 +39,7 @@ class CacheView(Static):
                     and abs(record.cached_reported - record.predicted_cached) > 1:
                 style = "yellow"
             source = "" if record.cache_source is None else \
-                f"{'summary call' if record.cache_source == SUMMARY_CALL else '#' + str(record.cache_source)} " \
+                f"{'summary call' if is_summary_call(record.cache_source) else '#' + str(record.cache_source)} " \
                 f"{record.cache_place}"
             said = provider_diagnosis((record.reply or {}).get("diagnostics"))
             table.add_row(*cells([record.number, record.document_tokens, predicted, reported, source,

@@ -136,7 +136,7 @@ class Endpoint:
         if not self.may_carry_key(url or self.base_url):
             return {}
         if style == "anthropic":
-            return {"x-api-key": self._key, "anthropic-version": "2023-06-01"}
+            return {"x-api-key": self._key}
         if style == "gemini":
             return {"x-goog-api-key": self._key}
         return {"Authorization": f"Bearer {self._key}"}

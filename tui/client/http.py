@@ -76,6 +76,8 @@ class OpenAIClient:
         for name in ("Authorization", "x-api-key", "x-goog-api-key"):
             request.headers.pop(name, None)
         request.headers.update(self.endpoint.auth_headers(str(request.url), style))
+        if style == "anthropic":  # the API version Anthropic's endpoints require, key or no key
+            request.headers["anthropic-version"] = "2023-06-01"
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from msgspec import Struct
 
@@ -71,7 +71,7 @@ class ProviderCount:
 async def provider_count(client: OpenAIClient, kind: CountKind, body: dict, local: int,
                          exact_local: bool = False) -> ProviderCount:
     """The provider's count of `body` (a chat-completions body), or a ProviderCount saying why there is none."""
-    path, payload = count_request(kind, body)
+    path, payload = count_request(kind, body, urlsplit(client.endpoint.base_url).path)
     shape = TotalTokens if kind is CountKind.GEMINI else InputTokens
     where = "origin" if kind is CountKind.GEMINI else False  # Gemini's own API sits beside its OpenAI-compatible one
     try:
@@ -82,9 +82,10 @@ async def provider_count(client: OpenAIClient, kind: CountKind, body: dict, loca
     return ProviderCount(kind, tokens, local, exact_local)
 
 
-def count_request(kind: CountKind, body: dict) -> tuple[str, dict]:
+def count_request(kind: CountKind, body: dict, base_path: str = "") -> tuple[str, dict]:
     """The path and body of the provider's count request for a chat-completions body: under the base URL
-    (OpenAI, Anthropic), or at the host's origin (Gemini's /v1beta/models/{model}:countTokens)."""
+    (OpenAI, Anthropic), or, for Gemini, from the host's origin: its native API's version folder in the base
+    URL's path (`/v1beta`, kept with any prefix a gateway adds), then models/{model}:countTokens."""
     model = str(body.get("model") or "")
     messages = [m for m in _list(body.get("messages")) if isinstance(m, dict)]
     tools = [t for t in _list(body.get("tools")) if isinstance(t, dict)]
@@ -92,9 +93,16 @@ def count_request(kind: CountKind, body: dict) -> tuple[str, dict]:
         return "/responses/input_tokens", _openai(model, messages, tools)
     if kind is CountKind.ANTHROPIC:
         return "/messages/count_tokens", _anthropic(model, messages, tools)
-    name = f"models/{model.removeprefix('models/')}"  # every other character escaped: no '..', '?' or '#' in the path
-    path = f"/v1beta/models/{quote(model.removeprefix('models/'), safe='')}:countTokens"
+    folder, _, bare = model.partition("/") if model.startswith(("models/", "tunedModels/")) else ("models", "", model)
+    name = f"{folder}/{bare}"  # the model's own name escaped whole: no '..', '?', '#' or '/' of it in the path
+    path = f"{_gemini_root(base_path)}/{folder}/{quote(bare, safe='')}:countTokens"
     return path, {"generateContentRequest": _gemini(name, messages, tools)}
+
+
+def _gemini_root(base_path: str) -> str:
+    """The native API's folder: the base path up to its /v1beta (…/v1beta/openai/v1 is the compatible API)."""
+    head, found, _rest = base_path.partition("/v1beta")
+    return f"{head.rstrip('/')}/v1beta" if found else "/v1beta"
 
 
 # -- shared --------------------------------------------------------------------------------------------
@@ -140,6 +148,7 @@ def _text(content: Any) -> str:
 
 
 def _arguments(call: dict) -> tuple[str, str, Any]:
+    """A tool call's id, name and arguments, parsed (an object where the arguments are JSON)."""
     function = call.get("function") if isinstance(call.get("function"), dict) else {}
     arguments = function.get("arguments", "{}")
     if isinstance(arguments, str):
@@ -148,6 +157,14 @@ def _arguments(call: dict) -> tuple[str, str, Any]:
         except ValueError:
             pass
     return str(call.get("id") or ""), str(function.get("name") or ""), arguments
+
+
+def _arguments_text(call: dict) -> str:
+    """A tool call's arguments as the model wrote them: a string passes through untouched (re-dumping it would
+    escape non-ASCII and change what is counted)."""
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    arguments = function.get("arguments", "{}")
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
 def _function(tool: dict) -> dict:
@@ -167,9 +184,8 @@ def _openai(model: str, messages: list[dict], tools: list[dict]) -> dict:
         if parts:
             items.append({"role": role, "content": parts})
         for call in _calls(message):
-            ident, name, arguments = _arguments(call)
-            items.append({"type": "function_call", "call_id": ident, "name": name,
-                          "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
+            ident, name, _parsed = _arguments(call)
+            items.append({"type": "function_call", "call_id": ident, "name": name, "arguments": _arguments_text(call)})
     payload: dict = {"model": model, "input": items}
     if tools:
         payload["tools"] = [{"type": "function", **_function(t)} for t in tools]
@@ -193,7 +209,9 @@ def _anthropic(model: str, messages: list[dict], tools: list[dict]) -> dict:
         blocks = _anthropic_blocks(message)
         speaker = "assistant" if role == "assistant" else "user"
         if turns and turns[-1]["role"] == speaker:  # the API alternates: consecutive turns of one side are joined
-            turns[-1]["content"].extend(blocks)
+            joined = turns[-1]["content"] + blocks  # (a user turn's tool results come before its other blocks)
+            turns[-1]["content"] = [b for b in joined if b["type"] == "tool_result"] + \
+                [b for b in joined if b["type"] != "tool_result"]
         elif blocks:
             turns.append({"role": speaker, "content": blocks})
     payload: dict = {"model": model, "messages": turns}
@@ -215,8 +233,9 @@ def _anthropic_blocks(message: dict) -> list[dict]:
         if part["type"] == "text":
             blocks.append({"type": "text", "text": part["text"]})
         elif "data" in part:
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": part["media_type"],
-                                                         "data": part["data"]}})
+            kind = "document" if part["media_type"] == "application/pdf" else "image"
+            blocks.append({"type": kind, "source": {"type": "base64", "media_type": part["media_type"],
+                                                      "data": part["data"]}})
         else:
             blocks.append({"type": "image", "source": {"type": "url", "url": part["url"]}})
     for call in _calls(message):
@@ -229,28 +248,45 @@ def _anthropic_blocks(message: dict) -> list[dict]:
 # -- Gemini: a generateContent request ----------------------------------------------------------------------
 def _gemini(model: str, messages: list[dict], tools: list[dict]) -> dict:
     system = "\n\n".join(_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
-    contents = []
+    contents: list[dict] = []
+    names = {ident: name for m in messages for ident, name, _ in map(_arguments, _calls(m))}  # call id -> function
     for message in messages:
         role = message.get("role")
         if role in ("system", "developer"):
             continue
-        parts = _gemini_parts(message)
-        if parts:
-            contents.append({"role": "model" if role == "assistant" else "user", "parts": parts})
+        parts = _gemini_parts(message, names)
+        speaker = "model" if role == "assistant" else "user"
+        if contents and contents[-1]["role"] == speaker:  # one turn a side, as Gemini takes them
+            contents[-1]["parts"].extend(parts)
+        elif parts:
+            contents.append({"role": speaker, "parts": parts})
     request: dict = {"model": model, "contents": contents}
     if system:
         request["systemInstruction"] = {"parts": [{"text": system}]}
     if tools:
         request["tools"] = [{"functionDeclarations": [
-            {key: value for key, value in _function(t).items() if key in ("name", "description", "parameters")}
+            {key: _gemini_schema(value) if key == "parameters" else value
+             for key, value in _function(t).items() if key in ("name", "description", "parameters")}
             for t in tools]}]
     return request
 
 
-def _gemini_parts(message: dict) -> list[dict]:
+def _gemini_schema(value: Any, depth: int = 0) -> Any:
+    """A JSON schema without the keys Gemini's OpenAPI subset refuses ($schema, additionalProperties)."""
+    if depth > 32:
+        return value
+    if isinstance(value, dict):
+        return {k: _gemini_schema(v, depth + 1) for k, v in value.items() if k not in ("$schema", "additionalProperties")}
+    if isinstance(value, list):
+        return [_gemini_schema(v, depth + 1) for v in value]
+    return value
+
+
+def _gemini_parts(message: dict, names: dict[str, str]) -> list[dict]:
     if message.get("role") == "tool":
-        return [{"functionResponse": {"name": str(message.get("name") or message.get("tool_call_id") or ""),
-                                      "response": {"content": _text(message.get("content"))}}}]
+        ident = str(message.get("tool_call_id") or "")
+        name = names.get(ident) or str(message.get("name") or ident)  # the function's name, as Gemini wants it
+        return [{"functionResponse": {"name": name, "response": {"content": _text(message.get("content"))}}}]
     parts: list[dict] = []
     for part in _parts(message.get("content")):
         if part["type"] == "text":

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from .document import Document
 from .tokens import TokenIndex
 
-RULES = ("llama.cpp", "openai", "anthropic", "gemini", "deepseek", "none")
+RULES = ("llama.cpp", "openai", "openai-5.6", "anthropic", "gemini", "deepseek", "none")
 
 
 @dataclass

@@ -14,12 +14,17 @@ from dataclasses import dataclass
 from .cache import RequestShape, common_prefix_length
 
 
-SUMMARY_CALL = 0  # the number a summary call is held under: the session's own requests count from 1
+SUMMARY_CALL = 0  # a summary call as a record names it; the model holds the k-th under -k, each apart
+#                   (the session's own requests count from 1)
+
+
+def is_summary_call(number: int | None) -> bool:
+    return isinstance(number, int) and number <= SUMMARY_CALL
 
 
 def request_name(number: int | None) -> str:
     """An earlier prompt as the pane names it: 'request 3', or ctxpane's own summary call."""
-    return "ctxpane's summary call" if number == SUMMARY_CALL else f"request {number}"
+    return "ctxpane's summary call" if is_summary_call(number) else f"request {number}"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .cache import CachePrefix, RequestShape, token_start
 from .cache_causes import APPENDED, FIRST, REASONING, REPLY, SUMMARY, Cause, classify, excerpt
-from .cache_history import SUMMARY_CALL, HeldPrompt, Shared, request_name
+from .cache_history import HeldPrompt, Shared, is_summary_call, request_name
 from .cache_rules import rule_known
 from .document import Document
 from .llamacpp_cache import LlamaCppCache
@@ -81,7 +81,7 @@ def _explained(held: HeldPrompt | None, shared: Shared | None, current: RequestS
 
 def _summary_cause(held: HeldPrompt) -> Cause | None:
     """The cause when the prompt closest to this one is ctxpane's own summary call: it took the slot."""
-    if held.number != SUMMARY_CALL:
+    if not is_summary_call(held.number):
         return None
     return Cause(SUMMARY, "ctxpane's own summary call was computed last in this slot: only what its prompt "
                           "shares with this one is reused")

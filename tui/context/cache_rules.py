@@ -189,7 +189,8 @@ def breakpoint_usage(block_ends: Sequence[int], breakpoints: Sequence[int], live
     the blocks before it (within the lookback); the last breakpoint writes what it did not read.
     """
     if rule.max_breakpoints is not None and len(breakpoints) > rule.max_breakpoints:
-        return BreakpointUsage(0, 0, total, f"{len(breakpoints)} cache_control breakpoints: at most "
+        managed = " (the provider's own one included)" if rule.managed_roles else ""
+        return BreakpointUsage(0, 0, total, f"{len(breakpoints)} cache breakpoints{managed}: at most "
                                             f"{rule.max_breakpoints} are allowed (the request is refused)")
     entries = set(live_entries)
     read = max((_found_at(block_ends, index, entries, rule.lookback_blocks) for index in breakpoints), default=0)

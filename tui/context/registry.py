@@ -180,22 +180,26 @@ def cache_rule(server_kind: str, model: object = None) -> str:
     if server_kind in SERVER_CACHE_RULES:
         return _by_generation(SERVER_CACHE_RULES[server_kind], model)
     found = family_for_model(model)
+    if found is None and gpt_version(model) is not None:  # a GPT the registry has no row for (gpt-6-sol)
+        return _by_generation("openai", model)
     return _by_generation(found.cache_rule, model) if found and found.cache_rule else "unknown"
 
 
-_GPT_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
+# gpt-5.6, chatgpt-5.6, codex-gpt-5.6-mini, ft:gpt-5.6:org; not gpt-56 or gpt-5.06
+_GPT_VERSION = re.compile(r"(?:^|[^a-z0-9]|chat)gpt-([1-9]\d?)(?:\.([1-9]\d?|0))?(?![0-9])")
+
+
+def gpt_version(model: object) -> tuple[int, int] | None:
+    """(major, minor) of an OpenAI GPT model id, or None for any other id."""
+    key = _model_key(model)
+    found = _GPT_VERSION.search(key) if key is not None else None
+    return (int(found.group(1)), int(found.group(2) or 0)) if found else None
 
 
 def _by_generation(rule: str, model: object) -> str:
     """OpenAI's rule moved with GPT-5.6: breakpoints, no 128-token steps, writes billed (its family and later)."""
-    key = _model_key(model)
-    if rule != "openai" or key is None:
-        return rule
-    found = next((m for m in map(_GPT_VERSION.match, (key, *key.split(":"))) if m is not None), None)
-    if found is None:
-        return rule
-    version = (int(found.group(1)), int(found.group(2) or 0))
-    return "openai-5.6" if version >= (5, 6) else rule
+    version = gpt_version(model) if rule == "openai" else None
+    return "openai-5.6" if version is not None and version >= (5, 6) else rule
 
 
 def recorded_tokenizer(name: object) -> Identity:
@@ -220,4 +224,6 @@ def offline_cache_rule(model: object) -> str:
     """The cache rule for a session read without its server (render, replay, export): the rule of the provider
     that alone serves the model's family (OpenAI's for gpt-4o), else llama.cpp's, the self-hosted default."""
     found = family_for_model(model)
+    if found is None and gpt_version(model) is not None:  # a GPT the registry has no row for: OpenAI's rule
+        return _by_generation("openai", model)
     return _by_generation(found.cache_rule, model) if found is not None and found.cache_rule else "llama.cpp"

@@ -12,7 +12,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from tui.client.errors import ClientError
-from tui.context.cache_history import SUMMARY_CALL
+from tui.context.cache_history import SUMMARY_CALL, is_summary_call
 from tui.context.cache_predict import CacheReport, cache_report, held_prompt
 from tui.context.llamacpp_cache import LlamaCppCache
 from tui.context.safety import visible
@@ -32,6 +32,7 @@ class ServerCache:
     def __init__(self, controller: "Controller") -> None:
         self.ctl = controller
         self.model: LlamaCppCache | None = None
+        self.summary_calls = 0  # each held under its own number (-1, -2, …): two are never taken for one
 
     def llama(self) -> bool:
         connection = self.ctl.link.connection
@@ -90,7 +91,9 @@ class ServerCache:
             return None
         report = cache_report(view.prefix, reply.cached_tokens, view.shape, view.document,
                               (reply.usage or {}).get("prompt_tokens"), reply.diagnostics)
-        record.cache_class, record.cache_source = view.prefix.cause_class, view.prefix.source
+        source = view.prefix.source
+        record.cache_class = view.prefix.cause_class
+        record.cache_source = SUMMARY_CALL if is_summary_call(source) else source  # (a file names them all 0)
         record.cache_place = view.prefix.place
         self.model.record(held_prompt(record.number, view.shape, record.reply, reply.usage, reply.timings, sent_at))
         self._share()
@@ -101,7 +104,9 @@ class ServerCache:
         predicted against it (and a miss is not blamed on another client)."""
         if self.model is None or shape is None or reply.failure is not None:
             return
-        self.model.record(held_prompt(SUMMARY_CALL, shape, reply.to_record(), reply.usage, reply.timings, sent_at))
+        self.summary_calls += 1
+        number = SUMMARY_CALL - self.summary_calls
+        self.model.record(held_prompt(number, shape, reply.to_record(), reply.usage, reply.timings, sent_at))
         self._share()
 
 

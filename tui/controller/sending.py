@@ -22,6 +22,8 @@ from .receiving import check_before_sending, load_prices_once, receipt_note, say
 from .reply_stream import stream_reply
 from .titling import announce, name_if_untitled
 
+COUNT_WAIT = 10.0  # seconds a provider's pre-send count may take before the request goes without it
+
 if TYPE_CHECKING:
     from .controller import Controller
     from .workbench import Workbench
@@ -149,9 +151,16 @@ class Sending:
         kind, ctl = getattr(self.ctl.settings, "provider_count", ""), self.ctl
         if not kind or ctl.client is None:
             return
-        from tui.client.provider_count import CountKind, provider_count
-        counted = await provider_count(ctl.client, CountKind(kind), body, view.sent_tokens,
-                                       view.snapshot.counts.exact)
+        import asyncio
+
+        from tui.client.provider_count import CountKind, ProviderCount, provider_count
+        ctl.status(f"asking {kind} for its count of the request…", "yellow")
+        try:  # the count is a courtesy: a slow count endpoint never holds the send for long
+            counted = await asyncio.wait_for(provider_count(ctl.client, CountKind(kind), body, view.sent_tokens,
+                                                            view.snapshot.counts.exact), COUNT_WAIT)
+        except TimeoutError:
+            counted = ProviderCount(CountKind(kind), None, view.sent_tokens, view.snapshot.counts.exact,
+                                    f"no answer in {COUNT_WAIT:g} s: sent without it")
         if ctl.wb is wb:  # a notice: the status line is the reply's from here on
             ctl.notify(visible(counted.line()), severity="information" if counted.tokens is not None else "warning",
                        timeout=12)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.context.outside_files import MAX_DEPTH, FileProblem, nesting_problem, read_bounded
-from tui.errors import schema_error_line
+from tui.errors import one_line, schema_error_line
 
 BOM = b"\xef\xbb\xbf"
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
@@ -135,7 +135,7 @@ def _shape_problem(data: Any) -> str | None:
     problem = nesting_problem(data)
     if problem and problem.startswith("has an integer out of range"):
         where = problem.split("`")[1] if "`" in problem else ""
-        return f"field `{where}`: integer out of range (at most 2**63)"
+        return f"field `{one_line(where, 120)}`: integer out of range (at most 2**63)"  # a key may hold a newline
     return problem
 
 
