@@ -1,10 +1,13 @@
 """ctxpane's own summary call is a request the server computes in a slot: the model of llama.cpp's cache holds it,
 so the conversation's next request is predicted against it (a miss is not blamed on another client)."""
 
+import uuid
+
 import pytest
 
 from controller_helpers import Harness, eight_turns
 from tui.context.cache_causes import SUMMARY
+from tui.context.messages import Message
 from tui.context.cache_history import SUMMARY_CALL, request_name
 from tui.controller.events import StatusChanged
 from tui.sessions.model import Session
@@ -16,8 +19,8 @@ def test_the_summary_call_is_named_as_such():
 
 @pytest.mark.server
 async def test_the_request_after_a_summary_call_is_predicted_against_it(llama_server, tmp_path, monkeypatch):
-    # Before, the model still had request 1 in the slot: it predicted 3, the server reused 1 of the summary
-    # call's prompt, and the pane said "another client used its slot".
+    # Before, the model still had request 1 in the slot: it predicted what request 1 shares (its system prompt),
+    # the server reused only the summary call's header, and the pane said "another client used its slot".
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     made = Harness(tmp_path, base_url=llama_server, tokenizer="")
     made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 8}), None)
@@ -25,6 +28,8 @@ async def test_the_request_after_a_summary_call_is_predicted_against_it(llama_se
     await made.idle(0.3)
     ctl = made.ctl
     assert ctl.client is not None and ctl.sending.cache.model is not None
+    # a system prompt no other test sends: prompts the shared server holds from them share only its header
+    ctl.wb.session.messages.append(Message("system", f"Session {uuid.uuid4().hex}. You are terse.", id="sys"))
     ctl.wb.session.messages.extend(eight_turns())
     ctl.refresh()
     await made.send("first question?")  # the slot holds this conversation
