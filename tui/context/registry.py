@@ -185,14 +185,16 @@ def cache_rule(server_kind: str, model: object = None) -> str:
     return _by_generation(found.cache_rule, model) if found and found.cache_rule else "unknown"
 
 
-# gpt-5.6, chatgpt-5.6, codex-gpt-5.6-mini, ft:gpt-5.6:org; not gpt-56 or gpt-5.06
-_GPT_VERSION = re.compile(r"(?:^|[^a-z0-9]|chat)gpt-([1-9]\d?)(?:\.([1-9]\d?|0))?(?![0-9])")
+# the whole id (or one colon-separated part of it): gpt-5.6, chatgpt-5.6, codex-gpt-5.6-mini, ft:gpt-5.6:org
+_GPT_VERSION = re.compile(r"(?:chat|codex-)?gpt-([1-9]\d?)(?:\.([1-9]\d?|0))?(?![0-9])[a-z0-9._-]*")
 
 
 def gpt_version(model: object) -> tuple[int, int] | None:
-    """(major, minor) of an OpenAI GPT model id, or None for any other id."""
+    """(major, minor) of an OpenAI GPT model id, or None for any other id (a pattern, a hostile string)."""
     key = _model_key(model)
-    found = _GPT_VERSION.search(key) if key is not None else None
+    if key is None:
+        return None
+    found = next((m for m in map(_GPT_VERSION.fullmatch, (key, *key.split(":"))) if m is not None), None)
     return (int(found.group(1)), int(found.group(2) or 0)) if found else None
 
 
