@@ -22,12 +22,12 @@ def saved(ctl) -> Session:
 async def test_each_destructive_change_is_undone_several_steps_deep(harness):
     ctl = await harness.ready()
     original = list(ctl.wb.session.messages)
-    ctl.edit(1, "What is the quota now?")
+    ctl.edit(3, "And the price now?")  # the last message: edited in place
     ctl.toggle_pin(2)
-    ctl.delete(3)
+    ctl.delete(1)
     ctl.set_system_prompt("You are kind.")
     assert ctl.history.next_label == "system prompt change"
-    for label in ("system prompt change", "delete #3", "pin #2", "edit #1"):
+    for label in ("system prompt change", "delete #1", "pin #2", "edit #3"):
         assert ctl.history.next_label == label
         assert ctl.history.undo()
         assert harness.of(Notice)[-1].text == f"undone: {label}"
@@ -50,7 +50,8 @@ async def test_ids_given_after_a_delete_are_never_given_again_after_its_undo(har
     ctl = await harness.ready()
     ctl.delete(3)
     added = ctl.wb.add_document("notes", "notes.txt")
-    ctl.history.undo()  # back to before the delete: the document added after it goes too
+    ctl.history.undo()  # the deleted message is back; the document added after it stays
+    assert added.id in [m.id for m in ctl.wb.session.messages]
     again = ctl.wb.add_document("more notes", "more.txt")
     ids = [m.id for m in ctl.wb.session.messages]
     assert len(ids) == len(set(ids)) and again.id != added.id

@@ -73,12 +73,13 @@ class CtxpaneApp(SafeClipboard):
         Binding("f8,ctrl+comma", "settings", "Settings", id="settings"),  # f6/f7 are the composer's (select line/all)
         # Shown by the transcript (chat_view.py); in the composer, Ctrl+Z undoes typing (its own binding).
         Binding("ctrl+z", "undo", "Undo", id="undo", show=False),
+        Binding("ctrl+y", "redo", "Redo", id="redo", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
     ]
 
     # What changes the session (or asks to): refused, and left out of the footer and the palette, during a replay.
     EDITING = frozenset({"stop", "edit_system", "attach", "pick_model", "pick_template", "pick_tokenizer", "pick_policy",
-                         "toggle_fences", "undo", "edit_message", "delete_message", "pin_message", "resend_from_here",
+                         "toggle_fences", "undo", "redo", "show_branch", "edit_message", "delete_message", "pin_message", "resend_from_here",
                          "trust_endpoint", "new_session", "open_session", "replay", "settings", "reconnect",
                          "rename_session"})
 
@@ -277,6 +278,12 @@ class CtxpaneApp(SafeClipboard):
     def action_undo(self) -> None:
         self.controller.history.undo()
 
+    def action_redo(self) -> None:
+        self.controller.history.redo()
+
+    def action_show_branch(self, index: int = 0) -> None:
+        self.controller.show_branch(index)
+
     def action_attach(self) -> None:
         self.dialogs.attach()
 
@@ -382,9 +389,18 @@ class CtxpaneApp(SafeClipboard):
             ("Copy request as curl", "the key as its $VARIABLE, never the key", self.action_copy_curl),
             ("Help", "all keys", self.action_help),
         ]
-        if self.controller.history.next_label:
-            commands.insert(0, (f"Undo {self.controller.history.next_label}", "take back the last change to the "
-                                "messages (Ctrl+Z outside the composer)", self.action_undo))
+        history = self.controller.history
+        if history.redo_label:
+            commands.insert(0, (f"Redo {history.redo_label}", "do again what was undone (Ctrl+Y outside the "
+                                "composer)", self.action_redo))
+        if history.next_label:
+            commands.insert(0, (f"Undo {history.next_label}", "take back the last change; what was done since "
+                                "stays (Ctrl+Z outside the composer)", self.action_undo))
+        for index, (place, branch) in enumerate(self.controller.branches()):
+            first = visible(branch.messages[0].text()[:40]) if branch.messages else ""
+            commands.append((f"Show branch at #{place}: {first}", f"{len(branch.messages)} messages, kept "
+                             f"{visible(branch.label)}; the one shown now is kept in turn",
+                             lambda i=index: self.action_show_branch(i)))
         for name in self.pane_themes:
             commands.append((f"Theme: {name}", "switch the theme", lambda n=name: setattr(self, "theme", n)))
         for title, help_text, callback in commands:

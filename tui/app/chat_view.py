@@ -49,6 +49,7 @@ class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Previous match", show=False),
         Binding("ctrl+z", "undo", "Undo", id="undo_message_change"),
+        Binding("ctrl+y", "redo", "Redo", id="redo_message_change"),
         Binding("i", "leave", "Back to composer", id="to_composer"),
         Binding("escape", "leave", "Back to composer (while a reply arrives: stop it)", show=False),
     ]
@@ -243,11 +244,14 @@ class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True
     async def action_undo(self) -> None:
         await self.app.run_action("undo")
 
+    async def action_redo(self) -> None:
+        await self.app.run_action("redo")
+
     async def action_copy(self, what: str) -> None:
         await self.app.run_action(f"copy_{what}")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("act", "undo", "leave") and not self.message_actions:  # a replay: no composer, no edits
+        if action in ("act", "undo", "redo", "leave") and not self.message_actions:  # a replay: no composer, no edits
             return False
         return True
 

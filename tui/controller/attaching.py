@@ -77,7 +77,8 @@ class Attaching:
         if path is not None:
             self.ctl.runtime.spawn(lambda: self._attach_file(path), "attach")
         elif text.strip():
-            self.ctl.wb.add_document(text, label or "document")
+            added = self.ctl.wb.add_document(text, label or "document")
+            self.ctl.editing.inserted(added, f"attach {label or 'document'}")
             self.ctl.changed()
 
     async def _attach_file(self, path: Path) -> None:
@@ -95,7 +96,8 @@ class Attaching:
             return
         if not self._can_land(wb, path):
             return
-        wb.add_document(text, PREFIX + path.name)
+        added = wb.add_document(text, PREFIX + path.name)
+        ctl.editing.inserted(added, f"attach {visible(path.name)}")
         ctl.changed()
         ctl.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")
 
@@ -113,6 +115,7 @@ class Attaching:
         ctl = self.ctl
         if not self._can_land(wb, path):
             return
-        wb.add_image(part, PREFIX + path.name)
+        added = wb.add_image(part, PREFIX + path.name)
+        ctl.editing.inserted(added, f"attach {visible(path.name)}")
         ctl.changed()
         ctl.notify(f"attached image {visible(path.name)} ({part['width']}×{part['height']} {part['format']})")

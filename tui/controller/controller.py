@@ -36,7 +36,8 @@ from .sending import Sending
 from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
-from .undo import History
+from .branches import branches_shown_from, show
+from .history import History, Operation, OpKind
 from .tuning import Tuning
 from .workbench import CharEstimate, Workbench, template_from_session
 
@@ -57,7 +58,7 @@ class Controller:
         self.editing = Editing(self)
         self.opening = Opening(self)
         self.tokenizing = Tokenizing(self)
-        self.history = History(self)  # undo (undo.py)
+        self.history = History(self)  # undo and redo (history.py)
         self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
@@ -260,17 +261,22 @@ class Controller:
 
     def set_template(self, choice: str) -> None:
         """A shipped template by name, or '@server': the server's own."""
+        before = self.wb.template
         self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
+        self.history.add(Operation(OpKind.TEMPLATE, f"template {visible(self.wb.template.name)}", before=before,
+                                   after=self.wb.template))
         self.tokenizing.say_how_counting_goes()
         self.changed()
         self.tuning.say_what_if()
 
     def set_policy(self, name: str) -> None:
+        before = self.history.settings_before("policy")
         try:
             self.wb.set_policy(name=name)
         except PolicyError as exc:
             self.notify(str(exc), severity="error")
             return
+        self.history.settings_changed(f"policy {name}", before)
         self.changed()
 
     def set_model(self, name: str) -> None:
@@ -289,8 +295,28 @@ class Controller:
             self.notify(visible(str(exc)), severity="error")
             return None
 
+    def branches(self) -> list:
+        """(place, branch) of each branch that forks from the conversation shown (branches.py)."""
+        return branches_shown_from(self.wb.session)
+
+    def show_branch(self, index: int) -> None:
+        """Show the index-th of `branches()`; the continuation shown now is kept as a branch. Undo shows it back."""
+        found = self.branches()
+        if self.editing.answering() or not 0 <= index < len(found):
+            return
+        place, branch = found[index]
+        label = f"show branch at #{place}"
+        kept = show(self.wb.session, branch, f"before {label}")
+        self.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=branch.fork))
+        self.notify(f"showing the branch at #{place} ({len(branch.messages)} messages); "
+                    f"{len(self.wb.session.branches)} kept besides")
+        self.changed()
+
     def toggle_fences(self) -> None:
         self.wb.session.fences = not self.wb.session.fences
+        self.history.add(Operation(OpKind.FIELD, f"fences {'on' if self.wb.session.fences else 'off'}",
+                                   before={"fences": not self.wb.session.fences},
+                                   after={"fences": self.wb.session.fences}))
         self.notify(f"fences {'on' if self.wb.session.fences else 'off'}")
         self.changed()
 

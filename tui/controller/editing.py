@@ -1,14 +1,20 @@
 """Changes to the conversation's messages: edit, delete, pin, the system prompt, re-send from a message.
 
-Each change is recorded for undo first (tui/controller/undo.py), and refused, with a word, while a reply
-streams (it answers the conversation as it was) or when the message acted on is no longer there.
+Each change is an operation in the history (history.py), and is refused, with a word, while a reply streams
+(it answers the conversation as it was) or when the message acted on is no longer there. Editing a message
+that has others after it, or re-sending from one, makes a branch: the old continuation is kept (branches.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dataclasses import replace
+
 from tui.context.messages import Message
+
+from .branches import branch_off
+from .history import Operation, OpKind
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -25,15 +31,22 @@ class Editing:
             return
         if self.answering() or self._stale(index, expected):
             return
-        messages = self.ctl.wb.session.messages
-        while index >= 0 and messages[index].role != "user":
+        if self.rewind_to(index):
+            self.ctl.sending.start()
+
+    def rewind_to(self, index: int) -> bool:
+        """Put away what follows the user message at or before `index` as a branch (the re-send's first half)."""
+        session = self.ctl.wb.session
+        messages = session.messages
+        while 0 <= index < len(messages) and messages[index].role != "user":
             index -= 1
-        if index < 0:
-            return
-        self.ctl.history.record(f"re-send from #{index}")
-        self.ctl.wb.truncate_after(index)
+        if not 0 <= index < len(messages):
+            return False
+        label = f"re-send from #{index}"
+        kept = branch_off(session, index + 1, f"before {label}")  # what followed stays, as a branch
+        self.ctl.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=messages[index].id))
         self.ctl.changed()
-        self.ctl.sending.start()
+        return True
 
     def _stale(self, index: int, expected: Message | None) -> bool:
         """True (and said) when message `index` is no longer the one the user acted on."""
@@ -50,21 +63,36 @@ class Editing:
         return self.ctl.streaming
 
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
-        if not self.answering() and not self._stale(index, expected):
-            self.ctl.history.record(f"edit #{index}")
+        """The last message is edited in place; an earlier one on a new branch, the old continuation kept."""
+        if self.answering() or self._stale(index, expected):
+            return
+        session, label = self.ctl.wb.session, f"edit #{index}"
+        old = session.messages[index]
+        if index == len(session.messages) - 1:
             self.ctl.wb.edit(index, text)
-            self.ctl.changed()
+            self.ctl.history.add(Operation(OpKind.EDIT, label, message=session.messages[index], before=old))
+        else:
+            kept = branch_off(session, index, f"before {label}")
+            session.messages.append(replace(old, content=text, id=self.ctl.wb.new_id(), incomplete=False))
+            self.ctl.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=kept.fork if kept else ""))
+            self.ctl.notify(f"edited #{index} on a new branch: the old continuation is kept (palette: Show branch)")
+        self.ctl.changed()
 
     def delete(self, index: int, expected: Message | None = None) -> None:
         if not self.answering() and not self._stale(index, expected):
-            self.ctl.history.record(f"delete #{index}")
+            messages = self.ctl.wb.session.messages
+            message, anchor = messages[index], messages[index - 1].id if index > 0 else ""
             self.ctl.wb.delete(index)
+            self.ctl.history.add(Operation(OpKind.DELETE, f"delete #{index}", message=message, place=index,
+                                           anchor=anchor))
             self.ctl.changed()
 
     def toggle_pin(self, index: int, expected: Message | None = None) -> None:
         if not self._stale(index, expected):
-            self.ctl.history.record(f"{'unpin' if self.ctl.wb.session.messages[index].pinned else 'pin'} #{index}")
+            old = self.ctl.wb.session.messages[index]
             pinned = self.ctl.wb.toggle_pin(index)
+            self.ctl.history.add(Operation(OpKind.PIN, f"{'pin' if pinned else 'unpin'} #{index}",
+                                           message=self.ctl.wb.session.messages[index], before=old))
             self.ctl.notify(f"message #{index} {'pinned' if pinned else 'unpinned'}")
             self.ctl.changed()
 
@@ -73,6 +101,20 @@ class Editing:
         return messages[0].text() if messages and messages[0].role == "system" else ""
 
     def set_system_prompt(self, text: str) -> None:
-        self.ctl.history.record("system prompt change")
+        """Changed in place (it is not a turn: no branch), or added first."""
+        messages = self.ctl.wb.session.messages
+        had = messages[0] if messages and messages[0].role == "system" else None
         self.ctl.wb.set_system_prompt(text)
+        now = messages[0]
+        if had is not None:
+            self.ctl.history.add(Operation(OpKind.EDIT, "system prompt change", message=now, before=had))
+        else:
+            self.ctl.history.add(Operation(OpKind.INSERT, "system prompt added", message=now, place=0))
         self.ctl.changed()
+
+    def inserted(self, message: Message, label: str) -> None:
+        """A message added at the end by an attach: an operation, to take back."""
+        messages = self.ctl.wb.session.messages
+        place = next((i for i, m in enumerate(messages) if m.id == message.id), len(messages) - 1)
+        anchor = messages[place - 1].id if place > 0 else ""
+        self.ctl.history.add(Operation(OpKind.INSERT, label, message=message, place=place, anchor=anchor))

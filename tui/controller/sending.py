@@ -216,7 +216,8 @@ class Sending:
             return
         cost = int((reply.usage or {}).get("total_tokens") or 0)
         self.cache.after_summary(call.shape, reply, sent_at)
-        ctl.history.record(f"summary of {len(dropped)} messages", policy_only=True)
+        before = ctl.history.settings_before("policy")
         wb.set_summary(reply.content, cost, dropped)
+        ctl.history.settings_changed(f"summary of {len(dropped)} messages", before)
         ctl.generation += 1  # the policy holds the summary now: views computed before are stale
         ctl.status(f"summary made: {cost} tokens spent on it", "yellow")

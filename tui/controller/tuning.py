@@ -158,6 +158,7 @@ class Tuning:
         if errors or self.ctl.read_only:
             return errors or {"": "this session is read-only"}
         ctl, wb = self.ctl, self.ctl.wb
+        before = ctl.history.settings_before("policy", "params")
         policy = {f.key: values[f.key] for f in FIELDS if f.where == "policy" and f.key in values}
         policy = {k: v for k, v in policy.items() if v is not None or k == "context_window"}
         try:
@@ -169,6 +170,7 @@ class Tuning:
                 wb.session.params.pop(key, None)
             else:
                 wb.session.params[key] = values[key]
+        ctl.history.settings_changed("settings", before)
         endpoint_changed = self._endpoint(values)
         ctl.changed()
         ctl.notify("settings applied" + (": connecting again" if endpoint_changed else ""))

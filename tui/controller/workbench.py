@@ -277,6 +277,7 @@ class Workbench:
         self.session.messages[index] = replace(self.session.messages[index], content=text)
 
     def delete(self, index: int) -> None:
+        self.session.reserve_ids()  # its id is never given again: undo may bring it back
         del self.session.messages[index]
 
     def toggle_pin(self, index: int) -> bool:

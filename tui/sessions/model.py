@@ -74,6 +74,20 @@ class RequestRecord:
         return bool(self.reply.get("incomplete"))
 
 
+@dataclass(frozen=True)
+class Branch:
+    """A continuation of the conversation not shown now: the messages after its fork (tui/controller/branches.py)."""
+
+    fork: str  # the id of the message it continues from; "" for the very start
+    messages: tuple[Message, ...]
+    label: str = ""  # how it came to be kept ("before edit #2")
+    created: str = field(default_factory=lambda: now_iso())
+
+    def to_record(self) -> dict:
+        return {"fork": self.fork, "label": self.label, "created": self.created,
+                "messages": [m.to_record() for m in self.messages]}
+
+
 @dataclass
 class Session:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -93,12 +107,19 @@ class Session:
     params: dict = field(default_factory=dict)  # extra body parameters sent as they are (temperature, seed, ...)
     messages: list[Message] = field(default_factory=list)
     requests: list[RequestRecord] = field(default_factory=list)
+    branches: list[Branch] = field(default_factory=list)  # the continuations not shown (edits, re-sends)
     next_id: int = 0  # the number of the next message id: ids are never given twice in one file
+
+    def reserve_ids(self) -> None:
+        """Before a message goes (a delete undo may bring back): the counter passes every id in use now."""
+        kept = [*self.messages, *(m for branch in self.branches for m in branch.messages)]
+        self.next_id = max(self.next_id, id_floor(kept, self.requests))
 
     def new_id(self) -> str:
         """A message id never used in this session file, even by a message deleted since."""
-        floor = id_floor(self.messages, self.requests) if self.next_id <= 0 else self.next_id
-        taken = {m.id for m in self.messages}
+        kept = [*self.messages, *(m for branch in self.branches for m in branch.messages)]
+        floor = id_floor(kept, self.requests) if self.next_id <= 0 else self.next_id
+        taken = {m.id for m in kept}
         while f"m{floor}" in taken:
             floor += 1
         self.next_id = min(floor + 1, MAX_NEXT_ID)
@@ -113,7 +134,8 @@ class Session:
                 "template": self.template, "tokenizer": self.tokenizer, "policy": self.policy,
                 "fences": self.fences, "variables": self.variables, "tools": self.tools, "params": self.params,
                 "messages": [m.to_record() for m in self.messages],
-                "requests": [asdict(r) for r in self.requests], "next_id": self.next_id}
+                "requests": [asdict(r) for r in self.requests], "next_id": self.next_id,
+                **({"branches": [b.to_record() for b in self.branches]} if self.branches else {})}
 
 
 def id_floor(messages: list[Message], requests: list[RequestRecord]) -> int:

@@ -14,7 +14,7 @@ from tui.context.messages import UNTRUSTED_SOURCES, Message, Provenance, default
 from tui.errors import schema_error_line
 
 from . import schema
-from .model import FORMAT, VERSION, NewerVersion, RequestRecord, Session, SessionFormatError, id_floor, now_iso
+from .model import FORMAT, VERSION, Branch, NewerVersion, RequestRecord, Session, SessionFormatError, id_floor, now_iso
 from .safe_io import decode_problem, explain, structure_problem, text_problem
 
 _HEADER = msgspec.json.Decoder(schema.Header)
@@ -87,9 +87,12 @@ def to_session(parsed: schema.SessionIn) -> Session:
         template=_template(parsed.template), tokenizer=parsed.tokenizer, policy=msgspec.structs.asdict(parsed.policy),
         fences=parsed.fences, variables=dict(parsed.variables), tools=parsed.tools, params=dict(parsed.params),
         messages=[to_message(m, i) for i, m in enumerate(parsed.messages)],
-        requests=[_request(r) for r in parsed.requests])
+        requests=[_request(r) for r in parsed.requests],
+        branches=[Branch(b.fork, tuple(to_message(m, i) for i, m in enumerate(b.messages)), b.label,
+                         b.created or now_iso()) for b in parsed.branches])
+    kept = [*session.messages, *(m for branch in session.branches for m in branch.messages)]
     # The counter never goes back: a file that names a lower one than its ids show is not believed.
-    session.next_id = max(parsed.next_id or 0, id_floor(session.messages, session.requests))
+    session.next_id = max(parsed.next_id or 0, id_floor(kept, session.requests))
     return session
 
 

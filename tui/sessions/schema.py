@@ -18,7 +18,7 @@ from tui.context.messages import SOURCES
 
 from .receipt_schema import CostIn, FitIn, ReceivedIn
 from .schema_types import (  # noqa: F401 - re-exported: callers read the bounds here
-    BIG, Free, Hash, Id, Int, Key, Label, List, MAX_MESSAGES, MAX_NEXT_ID, MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE,
+    BIG, Free, Hash, Id, Int, Key, Label, List, MAX_BRANCHES, MAX_MESSAGES, MAX_NEXT_ID, MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE,
     MAX_TEXT, MAX_TOOLS, MAX_TOOL_CALLS, MAX_VARIABLES, Name, Note, Number, PathText, RESERVED_VARIABLES, Role,
     SessionId, Str, Text, Time, VarName, Wire, conform)
 
@@ -218,6 +218,15 @@ class Header(Struct):
     version: Any = None
 
 
+class BranchIn(Struct):
+    """A continuation not shown: the messages after the message `fork` names ("" for the start)."""
+
+    fork: Str(64)
+    messages: List(MessageIn, MAX_MESSAGES)
+    label: Str(200) = ""
+    created: Time = ""
+
+
 class SessionIn(Struct):
     format: Name
     version: Int(1, 1000)
@@ -236,6 +245,7 @@ class SessionIn(Struct):
     params: Annotated[Free, Meta(max_length=MAX_VARIABLES)] = {}
     requests: List(RequestIn, MAX_REQUESTS) = []
     next_id: Int(0, MAX_NEXT_ID) | None = None  # absent in older files
+    branches: List(BranchIn, MAX_BRANCHES) = []  # absent in older files
 
     def __post_init__(self) -> None:
         check_names(self.variables, ".variables")

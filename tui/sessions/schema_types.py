@@ -14,6 +14,7 @@ MAX_TEXT = 32 * 1024 * 1024  # characters in one message, reply or document
 MAX_TEMPLATE = 1024 * 1024
 MAX_MESSAGES = 100_000
 MAX_REQUESTS = 100_000
+MAX_BRANCHES = 10_000  # continuations kept besides the one shown
 MAX_TOOL_CALLS = 1_000
 MAX_PARTS = 10_000
 MAX_TOOLS = 1_000

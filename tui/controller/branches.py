@@ -1,0 +1,69 @@
+"""Branches: the other continuations of a conversation, kept when an old message is edited or re-sent.
+
+The session's `messages` are the branch shown; `session.branches` hold the others, each as the messages
+that follow its fork (the id of the message it continues from, "" for the very start). Showing another
+branch swaps the continuations, so nothing is ever dropped: the one put away is kept as a branch in turn.
+Replay and export read `messages`: they follow the branch shown.
+"""
+
+from __future__ import annotations
+
+from tui.sessions.model import Branch, Session
+
+
+def continuation_start(session: Session, fork: str) -> int | None:
+    """Where the messages after `fork` begin in the branch shown; None when `fork` is not shown."""
+    if not fork:
+        return 0
+    found = next((i for i, message in enumerate(session.messages) if message.id == fork), None)
+    return None if found is None else found + 1
+
+
+def branch_off(session: Session, at: int, label: str) -> Branch | None:
+    """Put away the messages from `at` on as a branch (None when there are none) and leave the rest shown."""
+    kept = session.messages[at:]
+    if not kept:
+        return None
+    fork = session.messages[at - 1].id if at > 0 else ""
+    branch = Branch(fork, tuple(kept), label)
+    session.branches.append(branch)
+    del session.messages[at:]
+    return branch
+
+
+def show(session: Session, branch: Branch, label: str) -> Branch | None:
+    """Show `branch` in place of the continuation after its fork; that continuation is kept as a branch
+    (labelled `label`) and returned, to show it again. Raises ValueError when the fork is not shown."""
+    start = continuation_start(session, branch.fork)
+    found = _kept(session, branch)
+    if start is None or found is None:
+        raise ValueError("that branch does not continue the conversation shown")
+    current = session.messages[start:]
+    branch = session.branches.pop(found)
+    session.messages[start:] = list(branch.messages)
+    if not current:
+        return None
+    put_away = Branch(branch.fork, tuple(current), label)
+    session.branches.append(put_away)
+    return put_away
+
+
+def _kept(session: Session, branch: Branch) -> int | None:
+    """Where `branch` is among the session's branches: the same fork and messages (its label may differ)."""
+    key = (branch.fork, [m.id for m in branch.messages])
+    return next((i for i, b in enumerate(session.branches) if (b.fork, [m.id for m in b.messages]) == key), None)
+
+
+def branches_shown_from(session: Session) -> list[tuple[int, Branch]]:
+    """Each branch that forks from the conversation shown, with the place (#N) its first message would have."""
+    found = []
+    for branch in session.branches:
+        start = continuation_start(session, branch.fork)
+        if start is not None:
+            found.append((start, branch))
+    return sorted(found, key=lambda item: item[0])
+
+
+def all_message_ids(session: Session) -> set[str]:
+    """The ids of every message the session keeps, on any branch."""
+    return {m.id for m in session.messages} | {m.id for b in session.branches for m in b.messages}

@@ -1,0 +1,223 @@
+"""The history of changes to a session: each one an operation that can be taken back and done again.
+
+An operation says what it changed, by message id, and undoes only that: putting a deleted message back,
+an edit's old text, the branch shown before an edit or a re-send. So an undo never removes what was done
+since (before, a snapshot of all the messages was restored, and the turns sent after it were lost).
+Editing or re-sending an old message makes a branch (branches.py): the old continuation is kept, and
+undo shows it again while keeping the new one as a branch. Redo does the operation taken back again; a new
+change clears what could be redone. Sends and replies only add messages at the end: they are not taken
+back by undo (delete a turn for that), and they leave what could be redone as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from tui.context.messages import Message
+from tui.sessions.model import Branch, Session
+
+from .branches import branch_off, continuation_start, show
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+DEPTH = 200  # operations kept; the oldest goes first
+
+
+class OpKind(Enum):
+    DELETE = "delete"
+    EDIT = "edit"
+    PIN = "pin"
+    INSERT = "insert"  # an attached document or image, a system prompt added
+    BRANCH = "branch"  # an edit or a re-send of an old message, a branch shown
+    FIELD = "field"  # the policy (a summary, a switch), fences, params: session settings
+    TEMPLATE = "template"  # the template the session is rendered with
+    TOKENIZER = "tokenizer"  # the tokenizer it is counted with
+
+
+@dataclass
+class Operation:
+    kind: OpKind
+    label: str  # as the palette and the notices say it ("delete #3")
+    message: Message | None = None  # DELETE / INSERT: the message; EDIT / PIN: the message after the change
+    before: Any = None  # EDIT / PIN: the message before; FIELD: the value before
+    after: Any = None  # FIELD: {attribute: value} after; TEMPLATE / TOKENIZER: what is used after
+    place: int = 0  # DELETE / INSERT: where it stood in the branch shown
+    anchor: str = ""  # DELETE / INSERT: the id of the message before it ("" when first); BRANCH: the fork
+    other: Branch | None = None  # BRANCH: the branch to show to undo (then to redo) it
+
+    def undo(self, wb: Any) -> None:
+        _DO[self.kind][0](self, wb)
+
+    def redo(self, wb: Any) -> None:
+        _DO[self.kind][1](self, wb)
+
+
+# -- what each kind does and undoes (on the workbench: its session, template and tokenizer) -----------------
+def _remove(op: Operation, wb: Any) -> None:
+    _remove_id(wb.session, op.message.id)
+
+
+def _put_back(op: Operation, wb: Any) -> None:
+    """Back after the message it followed, wherever that is now (shown, or on a branch put away since)."""
+    session = wb.session
+    if _insert_after(session.messages, op.anchor, op.message, op.place):
+        return
+    for index, branch in enumerate(session.branches):
+        messages = list(branch.messages)
+        if op.anchor and _insert_after(messages, op.anchor, op.message, None):
+            session.branches[index] = replace(branch, messages=tuple(messages))
+            return
+        if op.anchor and branch.fork == op.anchor:
+            session.branches[index] = replace(branch, messages=(op.message, *branch.messages))
+            return
+    session.messages.insert(min(op.place, len(session.messages)), op.message)
+
+
+def _insert_after(messages: list[Message], anchor: str, message: Message, place: int | None) -> bool:
+    if not anchor:
+        if place is None:
+            return False
+        messages.insert(0, message)
+        return True
+    found = next((i for i, m in enumerate(messages) if m.id == anchor), None)
+    if found is None:
+        return False
+    messages.insert(found + 1, message)
+    return True
+
+
+def _old_message(op: Operation, wb: Any) -> None:
+    _swap_id(wb.session, op.before)
+
+
+def _new_message(op: Operation, wb: Any) -> None:
+    _swap_id(wb.session, op.message)
+
+
+def _show_other(op: Operation, wb: Any) -> None:
+    """Show the branch kept, keeping what was shown as the branch to show when this is done again (with
+    nothing shown after the fork, doing it again puts the continuation away once more)."""
+    session = wb.session
+    if op.other is not None:
+        op.other = show(session, op.other, op.label)
+        return
+    start = continuation_start(session, op.anchor)
+    if start is None:
+        raise ValueError("the message that branch continues from is not shown")
+    op.other = branch_off(session, start, op.label)
+
+
+def _fields_before(op: Operation, wb: Any) -> None:
+    for name, value in op.before.items():
+        setattr(wb.session, name, copy.deepcopy(value))
+
+
+def _fields_after(op: Operation, wb: Any) -> None:
+    for name, value in op.after.items():
+        setattr(wb.session, name, copy.deepcopy(value))
+
+
+_DO = {OpKind.DELETE: (_put_back, _remove), OpKind.INSERT: (_remove, _put_back),
+       OpKind.EDIT: (_old_message, _new_message), OpKind.PIN: (_old_message, _new_message),
+       OpKind.BRANCH: (_show_other, _show_other), OpKind.FIELD: (_fields_before, _fields_after),
+       OpKind.TEMPLATE: (lambda op, wb: wb.set_template(op.before), lambda op, wb: wb.set_template(op.after)),
+       OpKind.TOKENIZER: (lambda op, wb: wb.set_tokenizer(*op.before), lambda op, wb: wb.set_tokenizer(*op.after))}
+
+
+def _remove_id(session: Session, ident: str) -> None:
+    session.messages[:] = [m for m in session.messages if m.id != ident]
+    session.branches[:] = [replace(b, messages=tuple(m for m in b.messages if m.id != ident))
+                           for b in session.branches]
+    session.branches[:] = [b for b in session.branches if b.messages]
+
+
+def _swap_id(session: Session, message: Message) -> None:
+    """Put `message` in place of the message of its id, shown or on a branch."""
+    session.messages[:] = [message if m.id == message.id else m for m in session.messages]
+    session.branches[:] = [replace(b, messages=tuple(message if m.id == message.id else m for m in b.messages))
+                           for b in session.branches]
+
+
+# -- the history ----------------------------------------------------------------------------------------
+@dataclass
+class History:
+    ctl: "Controller"
+    done: list[Operation] = field(default_factory=list)
+    undone: list[Operation] = field(default_factory=list)
+
+    @property
+    def next_label(self) -> str | None:
+        """What Undo would take back now (None: nothing)."""
+        return self.done[-1].label if self.done else None
+
+    @property
+    def redo_label(self) -> str | None:
+        return self.undone[-1].label if self.undone else None
+
+    def add(self, op: Operation) -> None:
+        """An operation just done: it can be undone; what could be redone cannot any more."""
+        self.done.append(op)
+        del self.done[:-DEPTH]
+        self.undone.clear()
+
+    def forget(self) -> None:
+        """Another session is open: its changes are not this one's to undo."""
+        self.done.clear()
+        self.undone.clear()
+
+    def undo(self) -> bool:
+        """Take back the last operation. False (and said) when there is none or a reply is arriving."""
+        if not self._may("undo") or not self.done:
+            if self._may("undo", quiet=True):
+                self.ctl.notify("nothing to undo")
+            return False
+        op = self.done[-1]
+        try:
+            op.undo(self.ctl.wb)
+        except ValueError as exc:  # (a branch whose fork is gone): said, and kept to try again
+            self.ctl.notify(f"cannot undo {op.label}: {exc}", severity="warning")
+            return False
+        self.undone.append(self.done.pop())
+        self.ctl.notify(f"undone: {op.label}")
+        self.ctl.changed()
+        return True
+
+    def redo(self) -> bool:
+        if not self._may("redo") or not self.undone:
+            if self._may("redo", quiet=True):
+                self.ctl.notify("nothing to redo")
+            return False
+        op = self.undone[-1]
+        try:
+            op.redo(self.ctl.wb)
+        except ValueError as exc:
+            self.ctl.notify(f"cannot redo {op.label}: {exc}", severity="warning")
+            return False
+        self.done.append(self.undone.pop())
+        self.ctl.notify(f"redone: {op.label}")
+        self.ctl.changed()
+        return True
+
+    def _may(self, what: str, quiet: bool = False) -> bool:
+        if self.ctl.read_only:
+            quiet or self.ctl.notify(f"read-only session: nothing to {what}", severity="warning")
+            return False
+        if self.ctl.streaming:
+            quiet or self.ctl.notify(f"a reply is arriving: stop it (Esc) before you {what}", severity="warning")
+            return False
+        return True
+
+    # -- recording, around a change ------------------------------------------------------------------
+    def settings_before(self, *names: str) -> dict:
+        """The session settings `names` as they are, to pass to `settings_changed` after the change."""
+        return {name: copy.deepcopy(getattr(self.ctl.wb.session, name)) for name in names}
+
+    def settings_changed(self, label: str, before: dict) -> None:
+        """Session settings changed since `settings_before` (the policy, fences, params): one operation."""
+        after = {name: copy.deepcopy(getattr(self.ctl.wb.session, name)) for name in before}
+        if after != before:
+            self.add(Operation(OpKind.FIELD, label, before=before, after=after))
