@@ -112,14 +112,16 @@ async def test_message_keys_act_on_the_selected_message_only_in_the_view(session
         await settle(pilot, app)
         assert app.wb.session.messages[2].text() == "an edited message two"
         assert "an edited message two" in chat.message_text(2) and chat.selected == 2
+        # an earlier message edited: a new branch from #2 on; the nine after it are kept as the old branch
+        assert len(app.wb.session.messages) == 3 and len(app.wb.session.branches[0].messages) == 10
         assert isinstance(app.focused, Composer)  # after a dialog, typing goes to the draft again
         chat = await focus_chat(pilot, app)
         assert any("an edited message two" in line for line in selected_rows(chat))
-        await pilot.press("j", "d")
+        await pilot.press("k", "d")
         await pilot.press("y")
         await settle(pilot, app)
-        assert len(app.wb.session.messages) == 11 and "message 3 " not in chat.message_text(3)
-        assert chat.message_text(3).startswith("user #3\nmessage 4 ") and chat.selected == 3
+        assert len(app.wb.session.messages) == 2 and "message 1 " not in chat.message_text(1)
+        assert chat.message_text(1).startswith("user #1  📌 pinned\nan edited message two") and chat.selected == 1
 
 
 class PanelHarness(App):

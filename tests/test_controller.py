@@ -48,7 +48,7 @@ async def test_the_draft_reaches_the_pane_and_a_later_computation(harness):
 async def test_every_transition_bumps_the_generation_and_shows_the_chat(harness, tmp_path):
     ctl = await harness.ready()
     steps = {
-        "edit": lambda: ctl.edit(1, "What is the quota now?"),
+        "edit": lambda: ctl.edit(3, "And the price now?"),  # the last message: in place (an earlier one branches)
         "pin": lambda: ctl.toggle_pin(1),
         "delete": lambda: ctl.delete(3),
         "system prompt": lambda: ctl.set_system_prompt("You are kind."),

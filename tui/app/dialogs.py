@@ -55,7 +55,9 @@ class Dialogs:
         def done(result) -> None:
             if result is not None:
                 self.controller.edit(index, result[0], message)
-        self.app.push_screen(EditScreen(f"Edit {message.role} #{index} (undo: Ctrl+Z in the transcript, or the palette)",
+        later = "; the messages after it stay on the old branch" if index < len(self.app.main(ChatPanel).state.messages) - 1 \
+            else ""
+        self.app.push_screen(EditScreen(f"Edit {message.role} #{index} (undo: Ctrl+Z in the transcript{later})",
                                         message.text()),
                              self._after_message_dialog(done))
 
@@ -95,7 +97,8 @@ class Dialogs:
                 self.controller.resend_from(index, message)
         plural = "s" if dropped > 1 else ""
         self.app.push_screen(ConfirmScreen(f"Re-send from user #{start}? The {dropped} later message{plural} "
-                                           f"after it will be dropped (undo: Ctrl+Z in the transcript, or the palette)."),
+                                           f"after it will be kept as a branch (palette: Show branch; undo: Ctrl+Z "
+                                           f"in the transcript)."),
                              self._after_message_dialog(done))
 
     def edit_system(self) -> None:

@@ -367,6 +367,10 @@ class Controller:
         self.notes = {}
         self.history.forget()
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
+        if session.branches:  # kept in the file, shown only by the palette: said once
+            count = len(session.branches)
+            self.notify(f"{count} other branch{'es' if count > 1 else ''} of this conversation kept: "
+                        "palette → Show branch")
         self.changed(save=False)
 
     async def open_first(self, path: Path | None, offline: bool) -> None:
