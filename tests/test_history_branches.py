@@ -184,3 +184,10 @@ async def round_trip(folder, actions) -> None:
         assert ctl.history.redo()
     assert state(ctl.wb.session) == after
     ctl.close()
+
+
+def test_a_branch_that_grew_while_shown_is_undone_whole(tmp_path):
+    """Found by the property test: re-send from #1, show the old branch, send: undoing both failed (the branch
+    had grown by the turn sent, and was looked for as it had been)."""
+    import asyncio
+    asyncio.run(round_trip(tmp_path, [("rewind", 1), ("show", 0), ("send", "a")]))

@@ -49,9 +49,13 @@ def show(session: Session, branch: Branch, label: str) -> Branch | None:
 
 
 def _kept(session: Session, branch: Branch) -> int | None:
-    """Where `branch` is among the session's branches: the same fork and messages (its label may differ)."""
-    key = (branch.fork, [m.id for m in branch.messages])
-    return next((i for i, b in enumerate(session.branches) if (b.fork, [m.id for m in b.messages]) == key), None)
+    """Where `branch` is among the session's branches: the same fork, and its messages first (its label may
+    differ; turns sent while it was shown were added after them)."""
+    ids = [m.id for m in branch.messages]
+    found = [i for i, b in enumerate(session.branches)
+             if b.fork == branch.fork and [m.id for m in b.messages[:len(ids)]] == ids]
+    exact = [i for i in found if len(session.branches[i].messages) == len(ids)]
+    return (exact or found or [None])[0]
 
 
 def branches_shown_from(session: Session) -> list[tuple[int, Branch]]:
