@@ -3,7 +3,7 @@
 import pytest
 
 from tui.context import builtin_template, get_tokenizer, message_from_dict
-from tui.context.budget import PolicyError, PolicySettings, cost_series, groups, plan_truncation, still_in_window
+from tui.context.budget import ORPHAN, PolicyError, PolicySettings, cost_series, groups, plan_truncation, still_in_window
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, build_request
 
@@ -44,8 +44,10 @@ def test_drop_oldest_fits_the_budget_and_keeps_the_rules():
     assert 0 in kept and len(messages) - 1 in kept  # system prompt and newest user message
     dropped = [e.message for e in view.ledger]
     assert dropped == sorted(dropped) and all(d < min(kept - {0}) for d in dropped)  # oldest first, contiguous
-    for entry in view.ledger:
-        assert entry.policy == "drop-oldest" and entry.tokens > 0 and "budget of 400" in entry.reason
+    for entry in view.ledger:  # (a reply whose question went goes too: a request never opens with a reply)
+        assert entry.policy == "drop-oldest" and entry.tokens > 0 and ("budget of 400" in entry.reason
+                                                                       or entry.reason == ORPHAN)
+    assert messages[min(kept - {0})].role == "user"
 
 
 def test_budget_counts_the_template_and_generation_prompt():
@@ -143,7 +145,7 @@ def test_drop_oldest_stops_at_the_first_unit_that_does_not_fit():
 
 
 def test_a_unit_that_fits_exactly_is_kept():
-    plan = plan_truncation(["system", "user", "assistant", "user"], [10, 10, 20, 10], 5, [False] * 4, [False] * 4,
+    plan = plan_truncation(["system", "user", "user", "user"], [10, 10, 20, 10], 5, [False] * 4, [False] * 4,
                            PolicySettings("drop-oldest", context_window=45))
     assert plan.kept == [0, 2, 3] and [e.message for e in plan.ledger] == [1]  # 5 + 10 + 20 + 10 = 45
 

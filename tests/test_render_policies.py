@@ -31,8 +31,9 @@ def test_over_budget_json_has_ledger_fences_forged_and_prefix(run_cli, tmp_path)
     assert data["fences"] == [{"message": len(LONG) - 2, "fence_id": f"m{len(LONG) - 2}",
                                "source": "tool:web_fetch", "escaped": 2}]  # <|im_start|> and <<system id=sys-9>>
     assert data["forged"] == []
-    assert data["cache_prefix"]["cause"].startswith("truncation shift")
-    assert data["cache_prefix"]["cause_class"] == "truncation shift"
+    # the previous request dropped its oldest turns (and the reply left without its question) as this one does:
+    # this one goes on from it
+    assert data["cache_prefix"]["cause_class"] == "appended", data["cache_prefix"]["cause"]
     assert data["cache_prefix"]["divergent_token"] == data["cache_prefix"]["tokens"] > 0
     assert any(s["kind"] == "fence" for s in data["spans"])
 

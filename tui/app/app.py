@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
+from platformdirs import user_data_dir
+
 from textual import work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -274,6 +276,18 @@ class CtxpaneApp(SafeClipboard):
 
     def action_edit_system(self) -> None:
         self.dialogs.edit_system()
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """The palette's Screenshot: an SVG in ctxpane's data folder (Textual's default, ~/Downloads, may not
+        exist), said in plain text."""
+        folder = Path(path) if path else Path(user_data_dir("ctxpane", appauthor=False)) / "screenshots"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            saved = self.save_screenshot(filename, str(folder))
+        except OSError as exc:
+            self.notify(one_line(f"screenshot not saved: {exc}"), severity="error", markup=False)
+            return
+        self.notify(visible(f"screenshot saved: {saved}"), markup=False)
 
     def action_undo(self) -> None:
         self.controller.history.undo()

@@ -103,13 +103,31 @@ def plan_truncation(roles: list[str], costs: list[int], overhead: int, pinned: l
         reserve = _summary_reserve(settings)
         dropped = _drop_oldest(units, costs, keep, (budget or 0) - overhead - reserve, drop_more)
         reason = f"did not fit the budget of {budget} tokens (walking back from the newest)"
-    ledger = [LedgerEntry(i, ids[i], roles[i], costs[i], settings.name, reason,
+    orphans = _orphan_replies(roles, units, dropped, keep) if dropped else set()
+    dropped |= orphans
+    ledger = [LedgerEntry(i, ids[i], roles[i], costs[i], settings.name, ORPHAN if i in orphans else reason,
                           previous.get(ids[i], request_number)) for i in sorted(dropped)]
     kept = [i for i in range(len(roles)) if i not in dropped]
     kept_total = overhead + sum(costs[i] for i in kept) + (_summary_reserve(settings) if dropped else 0)
     over = budget is not None and kept_total > budget
     warning = f"pinned and newest messages alone need {kept_total} tokens, over the budget of {budget}" if over else ""
     return Plan(kept, ledger, over, warning)
+
+
+ORPHAN = "its question was dropped: the request would start with a reply to nothing"
+
+
+def _orphan_replies(roles: list[str], units: list[list[int]], dropped: set[int], keep: set[int]) -> set[int]:
+    """The assistant units (a reply, a tool call with its results) that would open the conversation once the
+    turns before them are dropped: they go too, whole."""
+    found: set[int] = set()
+    for unit in units:
+        if all(i in dropped for i in unit) or all(roles[i] in ("system", "developer") for i in unit):
+            continue
+        if roles[unit[0]] != "assistant" or any(i in keep for i in unit):
+            break
+        found.update(unit)
+    return found
 
 
 def _summary_reserve(settings: PolicySettings) -> int:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from tui.context.budget import POLICIES, PolicyError, PolicySettings
 from tui.sessions.model import Session
 
+from .titling import announce, name_if_untitled
+
 if TYPE_CHECKING:
     from .controller import Controller
     from .runtime import Handle
@@ -314,6 +316,8 @@ class Tuning:
             ctl.notify("still connecting: your last message is waiting to be sent", severity="warning")
             return False
         ctl.wb.commit_text(text)
+        if name_if_untitled(ctl.wb.session):  # named at once, as a message sent at once is
+            announce(ctl)
         self.waiting = True
         ctl.changed()
         ctl.status("connecting… your message is sent once the server answers", "yellow")

@@ -1,0 +1,44 @@
+"""The small defects of issue 19, each with a test that failed before."""
+
+from __future__ import annotations
+
+from controller_helpers import harness  # noqa: F401 - a fixture
+from tui.controller.events import SessionChanged
+from tui.sessions.model import Session
+
+
+async def test_a_message_queued_while_connecting_names_the_session(harness):
+    ctl = await harness.ready(Session())
+    ctl.tuning.connecting = True  # a server is on its way: the message waits for it
+    assert ctl.submit("What does the quota cover?")
+    assert ctl.wb.session.title == "What does the quota cover?"
+    assert harness.of(SessionChanged)[-1].title == "What does the quota cover?"
+
+
+async def test_the_palettes_screenshot_is_saved_where_it_can_be_and_said_plainly(tmp_path, monkeypatch):
+    """Before: Textual saved into ~/Downloads (absent here: an error) and its notice showed its markup raw."""
+    from app_helpers import isolated, make_app, settle
+    isolated(monkeypatch, tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home-without-downloads"))
+    app = make_app(tmp_path)
+    said = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        app.notify = lambda message, **kw: said.append(message)
+        app.action_screenshot()
+        await pilot.pause()
+    shots = list((tmp_path / "xdg_data_home" / "ctxpane" / "screenshots").glob("*.svg"))
+    assert len(shots) == 1 and shots[0].read_text().lstrip().startswith("<svg")
+    assert said == [f"screenshot saved: {shots[0]}"] and "[" not in said[0]
+
+
+def test_drop_oldest_never_starts_the_request_with_a_reply():
+    """Before: a budget that kept the newest assistant turn but not its question sent the reply first."""
+    from tui.context.budget import ORPHAN, PolicySettings, plan_truncation
+    roles = ["system", "user", "assistant", "user", "assistant", "user"]
+    costs = [5, 40, 12, 30, 10, 8]  # the newest question, its predecessor's reply, then nothing more fits
+    plan = plan_truncation(roles, costs, 3, [False] * 6, [False] * 6,
+                           PolicySettings("drop-oldest", context_window=60, max_tokens=10))
+    first = next(i for i in plan.kept if roles[i] != "system")
+    assert roles[first] == "user", (plan.kept, [e.reason for e in plan.ledger])
+    assert 4 not in plan.kept and next(e for e in plan.ledger if e.message == 4).reason == ORPHAN
