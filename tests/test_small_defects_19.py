@@ -42,3 +42,15 @@ def test_drop_oldest_never_starts_the_request_with_a_reply():
     first = next(i for i in plan.kept if roles[i] != "system")
     assert roles[first] == "user", (plan.kept, [e.reason for e in plan.ledger])
     assert 4 not in plan.kept and next(e for e in plan.ledger if e.message == 4).reason == ORPHAN
+
+
+def test_the_markdown_export_says_a_reply_was_incomplete_and_that_branches_are_kept():
+    from tui.context.messages import Message, Provenance
+    from tui.sessions.model import Branch
+    from tui.sessions.transfer import export_markdown
+    session = Session(title="t", messages=[Message("user", "Hi", id="m0"), Message(
+        "assistant", "Hel", provenance=Provenance("model", True), id="m1", incomplete=True)],
+        branches=[Branch("m0", (Message("assistant", "Hello!", id="m2"),))])
+    text = export_markdown(session)
+    assert "## 1. assistant · incomplete (cut short)" in text and "- branches: 1 other" in text
+    assert "Hello!" not in text  # the branch shown only

@@ -137,11 +137,14 @@ def step_record(session: Session, step: int | None) -> RequestRecord:
 def export_markdown(session: Session) -> str:
     lines = [f"# {session.title}", "", f"- model: {session.model or '?'} at {session.base_url or '?'}",
              f"- template: {session.template.get('name')}, tokenizer: {session.tokenizer or '?'}",
-             f"- requests: {len(session.requests)}", ""]
+             f"- requests: {len(session.requests)}",
+             *([f"- branches: {len(session.branches)} other continuations are kept in the session file; this is "
+                "the one shown"] if session.branches else []), ""]
     for index, message in enumerate(session.messages):
         prov = message.provenance
         tag = "" if prov.trusted else f" (untrusted: {prov.label or prov.source})"
-        lines.append(f"## {index}. {message.role}{tag}{' · pinned' if message.pinned else ''}")
+        state = (" · pinned" if message.pinned else "") + (" · incomplete (cut short)" if message.incomplete else "")
+        lines.append(f"## {index}. {message.role}{tag}{state}")
         lines.append("")
         if message.reasoning_content:
             lines += ["<details><summary>reasoning</summary>", "", _fence(message.reasoning_content), "", "</details>", ""]
