@@ -13,6 +13,7 @@ from controller_helpers import Harness, connected, harness  # noqa: F401 - harne
 from fault_server import FaultServer
 from tui.context.messages import Message, Provenance
 from tui.controller.branches import all_message_ids
+from tui.controller.events import Notice
 from tui.controller.history import OpKind
 from tui.sessions.model import Session
 from tui.sessions.store import load_session
@@ -176,11 +177,13 @@ async def round_trip(folder, actions) -> None:
     for action in actions:
         if action[0] not in ("undo", "redo"):
             act(ctl, action)
-    done = len(ctl.history.done)
     after = state(ctl.wb.session)
-    for _ in range(done):
-        assert ctl.history.undo()
-    for _ in range(done):
+    undone = 0
+    while ctl.history.undo():  # (an edit in place under a reply sent since is not taken back: it stops there)
+        undone += 1
+    if ctl.history.done:
+        assert ctl.history.done[-1].kind is OpKind.EDIT
+    for _ in range(undone):
         assert ctl.history.redo()
     assert state(ctl.wb.session) == after
     ctl.close()
@@ -191,3 +194,111 @@ def test_a_branch_that_grew_while_shown_is_undone_whole(tmp_path):
     had grown by the turn sent, and was looked for as it had been)."""
     import asyncio
     asyncio.run(round_trip(tmp_path, [("rewind", 1), ("show", 0), ("send", "a")]))
+
+
+async def test_an_edit_in_place_is_not_taken_back_under_the_reply_to_it(harness):
+    """Found by review: edit the last message, a reply comes, undo: the old text went back under a reply to the
+    new one (a rewrite). Now undo says why not, and nothing changes."""
+    ctl = await harness.ready(ten_messages())
+    ctl.edit(9, "turn 9, edited")
+    ctl.wb.session.messages.append(Message("assistant", "answer to the edited turn", id=ctl.wb.new_id()))
+    assert not ctl.history.undo() and shown(ctl)[9] == "turn 9, edited"
+    assert "messages came after it" in harness.of(Notice)[-1].text
+
+
+async def test_a_branch_stays_reachable_when_its_fork_message_is_deleted(harness):
+    ctl = await harness.ready(ten_messages())
+    ctl.edit(2, "turn 2, edited")
+    ctl.delete(1)  # the message the old branch continued from
+    [(place, branch)] = ctl.branches()
+    assert place == 1 and branch.messages[0].text() == "turn 2"
+    assert ctl.history.undo() and ctl.branches()[0][1].fork == "t1"  # undone: it forks at t1 again
+    assert ctl.history.redo() and ctl.branches()[0][0] == 1
+
+
+def test_a_hostile_file_with_repeated_ids_and_a_missing_fork_opens_with_every_message_apart():
+    import json
+    from tui.sessions.parse import session_from_dict
+    data = {"format": "ctxpane-session", "version": 1,
+            "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+            "branches": [{"fork": "m0", "messages": [{"role": "assistant", "content": "OTHER a"}]},
+                         {"fork": "nowhere", "messages": [{"role": "user", "content": "lost?"}]},
+                         {"fork": "x" * 150, "messages": []}]}
+    session = session_from_dict(json.loads(json.dumps(data)))
+    ids = [m.id for m in session.messages] + [m.id for b in session.branches for m in b.messages]
+    assert len(ids) == len(set(ids)) and len(session.branches) == 2  # the empty one is no branch
+    assert session.branches[1].fork == "" and "not found" in session.branches[1].label
+
+
+async def test_long_ids_branch_save_and_open_again(harness, tmp_path):
+    """Found by review: a fork may be as long as any message id (200): a 100-character one locked the file."""
+    session = ten_messages()
+    session.messages[1] = Message("user", "turn 1", id="u" * 100)
+    ctl = await harness.ready(session)
+    ctl.edit(2, "turn 2, edited")
+    await harness.idle(0.5)
+    opened = load_session(ctl.file.session_file).session
+    assert opened.branches[0].fork == "u" * 100
+
+
+async def test_a_save_in_flight_keeps_the_branches_of_its_moment(harness):
+    from tui.controller.saver import snapshot
+    ctl = await harness.ready(ten_messages())
+    ctl.edit(2, "turn 2, edited")
+    taken = snapshot(ctl.wb.session)
+    ctl.show_branch(0)
+    ids = [m.id for m in taken.messages] + [m.id for b in taken.branches for m in b.messages]
+    assert len(ids) == len(set(ids)) and {"t2", "t9"} <= set(ids)
+
+
+async def test_a_read_only_session_shows_no_other_branch(harness):
+    ctl = await harness.ready(ten_messages())
+    ctl.edit(2, "turn 2, edited")
+    ctl.file.read_only = True
+    before = shown(ctl)
+    ctl.show_branch(0)
+    assert shown(ctl) == before and "read-only" in harness.of(Notice)[-1].text
+
+
+async def test_the_palette_shows_a_branch_as_text_and_a_replay_leaves_it_out(tmp_path, monkeypatch):
+    import json as json_module
+
+    from app_helpers import isolated, make_app, settle
+    from tui.sessions.model import Branch
+    from conftest import ROOT
+    isolated(monkeypatch, tmp_path)
+    data = json_module.loads((ROOT / "sample_sessions" / "untrusted-document.ctxpane.json").read_text())
+    data["branches"] = [{"fork": data["messages"][0]["id"], "label": "[b]lbl[/b]", "messages": [
+        {"role": "user", "content": "line1\nline2 [red]x[/red] [@click=app.quit]q", "id": "b1"}]}]
+    path = tmp_path / "b.ctxpane.json"
+    path.write_text(json_module.dumps(data))  # a session with requests: it can be replayed
+    for replay in (False, True):
+        app = make_app(tmp_path, offline=True, file=path, replay=replay)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            titles = [str(c.title) + " " + str(c.help) for c in app.get_system_commands(app.screen)]
+        shown_branch = [t for t in titles if t.startswith("Show branch")]
+        if replay:
+            assert not shown_branch, shown_branch
+        else:
+            assert len(shown_branch) == 1 and "\\[red]" in shown_branch[0] and "\\[b]" in shown_branch[0]
+            assert "\n" not in shown_branch[0] and "line1↵line2" in shown_branch[0]
+
+
+async def test_replay_names_a_message_on_a_branch_not_shown_as_such(tmp_path, monkeypatch):
+    """Found by review: a request sent on a branch now put away named its messages as deleted."""
+    from tui.sessions.replay import ON_BRANCH, Replayer
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(delay=0.01) as server:
+        made = await connected(tmp_path, server.url + "/ok")
+        ctl = made.ctl
+        await made.send("first?")
+        asked = ctl.wb.session.messages[-2].id
+        ctl.resend_from(1)  # the first question again: "first?" and its reply go onto a branch
+        await made.until_replied()
+        session = ctl.wb.session
+        replayer = Replayer(session, ctl.wb.template, ctl.wb.tokenizer)
+        view = replayer.stored_view(0)
+        places = dict(zip(view.shape.message_ids, view.shape.places))
+        assert places[asked] == ON_BRANCH and asked in {m.id for b in session.branches for m in b.messages}
+        ctl.close()

@@ -36,6 +36,7 @@ from .context_pane import ContextPane
 from .copying import Copier
 from .dialogs import Dialogs
 from .runtime import TextualRuntime
+from .palette import palette_commands
 from .shown import bounded, one_line
 from .themes import DEFAULT_THEME, load_themes
 from .updates import ChatUpdated, PaneUpdated, ReplyUpdated, StatusUpdated
@@ -368,58 +369,7 @@ class CtxpaneApp(SafeClipboard):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        commands = [
-            ("Edit system prompt", "change the system prompt", self.action_edit_system),
-            ("Attach document", "paste or attach text as an untrusted, fenced message", self.action_attach),
-            ("Pick model", "choose from the server's /v1/models", self.action_pick_model),
-            ("Send my API key to this endpoint", "trust the URL the session named with your key",
-             self.action_trust_endpoint),
-            ("Pick template", "chat template used to render the document", self.action_pick_template),
-            ("Pick tokenizer", "tokenizer used to count", self.action_pick_tokenizer),
-            ("Pick truncation policy", "keep-all, drop-oldest, keep-last-n, summarise", self.action_pick_policy),
-            ("Settings", "context window, max tokens, policy, temperature and sampling, endpoint",
-             self.action_settings),
-            ("Reconnect", "connect to the server again (or to the endpoint set in Settings)", self.action_reconnect),
-            ("Toggle fences", "fence untrusted text (on by default)", self.action_toggle_fences),
-            ("Stop reply", "cancel the streaming reply, keeping what arrived", self.action_stop),
-            ("Edit focused message", "edit the message that has focus", self.action_edit_message),
-            ("Delete focused message", "delete the message that has focus", self.action_delete_message),
-            ("Pin focused message", "never drop it", self.action_pin_message),
-            ("Resend from focused message", "drop what follows and send again", self.action_resend_from_here),
-            ("Next pane tab", "document, tokens, cache, ledger, cost, request, diff", self.action_next_tab),
-            ("Replay this session", "step through its requests as they were sent", self.action_replay),
-            ("Open session", "browse, search, rename, delete saved sessions", self.action_open_session),
-            ("New session", "start an empty conversation (this one is saved)", self.action_new_session),
-            ("Rename session", "give this session a title (shown in the session browser)", self.dialogs.rename_session),
-            ("Export transcript", "write the conversation as Markdown beside the session", self.action_export_markdown),
-            ("Search transcript", "find text in the messages (then n / N in the transcript)", self.action_search_chat),
-            ("Copy reply", "the selected message (else the last reply) as Markdown text", self.action_copy_reply),
-            ("Copy code block", "a code block of the selected message or last reply (again: the next)",
-             self.action_copy_code),
-            ("Copy exact text", "the selected message (else the last reply) with its control characters: asks first",
-             self.action_copy_exact),
-            ("Copy document", "the rendered document the model is sent (control characters made visible)",
-             self.action_copy_document),
-            ("Copy request as curl", "the key as its $VARIABLE, never the key", self.action_copy_curl),
-            ("Help", "all keys", self.action_help),
-        ]
-        history = self.controller.history
-        if history.redo_label:
-            commands.insert(0, (f"Redo {history.redo_label}", "do again what was undone (Ctrl+Y outside the "
-                                "composer)", self.action_redo))
-        if history.next_label:
-            commands.insert(0, (f"Undo {history.next_label}", "take back the last change; what was done since "
-                                "stays (Ctrl+Z outside the composer)", self.action_undo))
-        for index, (place, branch) in enumerate(self.controller.branches()):
-            first = visible(branch.messages[0].text()[:40]) if branch.messages else ""
-            commands.append((f"Show branch at #{place}: {first}", f"{len(branch.messages)} messages, kept "
-                             f"{visible(branch.label)}; the one shown now is kept in turn",
-                             lambda i=index: self.action_show_branch(i)))
-        for name in self.pane_themes:
-            commands.append((f"Theme: {name}", "switch the theme", lambda n=name: setattr(self, "theme", n)))
-        for title, help_text, callback in commands:
-            if self.check_action(getattr(callback, "__name__", "").removeprefix("action_"), ()):
-                yield SystemCommand(title, help_text, callback)
+        yield from palette_commands(self)
 
     def on_unmount(self) -> None:
         self.controller.close()

@@ -112,6 +112,8 @@ def _place_of(shape: Any, ident: str) -> tuple[float, str]:
         return float("inf"), ident
     if place == -2:  # (replay: deleted from the session since)
         return float("inf"), "a message deleted since"
+    if place == -3:  # (replay: kept on a branch not shown now)
+        return float("inf"), "a message on another branch"
     return (place, f"#{place}") if place >= 0 else (float("inf"), "the summary")
 
 

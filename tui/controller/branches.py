@@ -9,6 +9,7 @@ Replay and export read `messages`: they follow the branch shown.
 from __future__ import annotations
 
 from tui.sessions.model import Branch, Session
+from tui.sessions.schema_types import MAX_BRANCHES
 
 
 def continuation_start(session: Session, fork: str) -> int | None:
@@ -19,11 +20,19 @@ def continuation_start(session: Session, fork: str) -> int | None:
     return None if found is None else found + 1
 
 
+class TooManyBranches(ValueError):
+    """A session keeps at most MAX_BRANCHES branches: the file could not be opened again with more."""
+
+
 def branch_off(session: Session, at: int, label: str) -> Branch | None:
-    """Put away the messages from `at` on as a branch (None when there are none) and leave the rest shown."""
+    """Put away the messages from `at` on as a branch (None when there are none) and leave the rest shown.
+    Raises TooManyBranches when the session keeps as many as its file may hold."""
     kept = session.messages[at:]
     if not kept:
         return None
+    if len(session.branches) >= MAX_BRANCHES:
+        raise TooManyBranches(f"this session keeps {MAX_BRANCHES:,} branches, as many as its file may hold: "
+                              "delete some messages on the branch shown instead")
     fork = session.messages[at - 1].id if at > 0 else ""
     branch = Branch(fork, tuple(kept), label)
     session.branches.append(branch)
@@ -66,6 +75,24 @@ def branches_shown_from(session: Session) -> list[tuple[int, Branch]]:
         if start is not None:
             found.append((start, branch))
     return sorted(found, key=lambda item: item[0])
+
+
+def repoint(session: Session, old: str, new: str) -> list[str]:
+    """Branches forking at message `old` fork at `new` instead (`old` is deleted: they stay reachable); the
+    first message id of each, to find them again."""
+    moved = []
+    for index, branch in enumerate(session.branches):
+        if branch.fork == old and branch.messages:
+            session.branches[index] = Branch(new, branch.messages, branch.label, branch.created)
+            moved.append(branch.messages[0].id)
+    return moved
+
+
+def repoint_back(session: Session, firsts: list[str], old: str, new: str) -> None:
+    """Undo `repoint`: the branches that start with `firsts` and fork at `old` fork at `new` again."""
+    for index, branch in enumerate(session.branches):
+        if branch.fork == old and branch.messages and branch.messages[0].id in firsts:
+            session.branches[index] = Branch(new, branch.messages, branch.label, branch.created)
 
 
 def all_message_ids(session: Session) -> set[str]:

@@ -302,6 +302,9 @@ class Controller:
     def show_branch(self, index: int) -> None:
         """Show the index-th of `branches()`; the continuation shown now is kept as a branch. Undo shows it back."""
         found = self.branches()
+        if self.read_only:
+            self.notify("read-only session: the branch shown stays", severity="warning")
+            return
         if self.editing.answering() or not 0 <= index < len(found):
             return
         place, branch = found[index]
@@ -368,9 +371,10 @@ class Controller:
         self.history.forget()
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
         if session.branches:  # kept in the file, shown only by the palette: said once
-            count = len(session.branches)
-            self.notify(f"{count} other branch{'es' if count > 1 else ''} of this conversation kept: "
-                        "palette → Show branch")
+            count = len(branches_shown_from(session))
+            deeper = len(session.branches) - count
+            said = f"{count} other branch{'es' if count != 1 else ''} of this conversation kept: palette → Show branch"
+            self.notify(said + (f" ({deeper} more continue those branches)" if deeper else ""))
         self.changed(save=False)
 
     async def open_first(self, path: Path | None, offline: bool) -> None:

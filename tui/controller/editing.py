@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from tui.context.messages import Message
 
-from .branches import branch_off
+from .branches import TooManyBranches, branch_off, repoint
 from .history import Operation, OpKind
 
 if TYPE_CHECKING:
@@ -43,7 +43,11 @@ class Editing:
         if not 0 <= index < len(messages):
             return False
         label = f"re-send from #{index}"
-        kept = branch_off(session, index + 1, f"before {label}")  # what followed stays, as a branch
+        try:
+            kept = branch_off(session, index + 1, f"before {label}")  # what followed stays, as a branch
+        except TooManyBranches as exc:
+            self.ctl.notify(str(exc), severity="error")
+            return False
         self.ctl.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=messages[index].id))
         self.ctl.changed()
         return True
@@ -72,7 +76,11 @@ class Editing:
             self.ctl.wb.edit(index, text)
             self.ctl.history.add(Operation(OpKind.EDIT, label, message=session.messages[index], before=old))
         else:
-            kept = branch_off(session, index, f"before {label}")
+            try:
+                kept = branch_off(session, index, f"before {label}")
+            except TooManyBranches as exc:
+                self.ctl.notify(str(exc), severity="error")
+                return
             session.messages.append(replace(old, content=text, id=self.ctl.wb.new_id(), incomplete=False))
             self.ctl.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=kept.fork if kept else ""))
             self.ctl.notify(f"edited #{index} on a new branch: the old continuation is kept (palette: Show branch)")
@@ -83,8 +91,9 @@ class Editing:
             messages = self.ctl.wb.session.messages
             message, anchor = messages[index], messages[index - 1].id if index > 0 else ""
             self.ctl.wb.delete(index)
+            moved = repoint(self.ctl.wb.session, message.id, anchor)  # branches from it stay reachable
             self.ctl.history.add(Operation(OpKind.DELETE, f"delete #{index}", message=message, place=index,
-                                           anchor=anchor))
+                                           anchor=anchor, moved=moved))
             self.ctl.changed()
 
     def toggle_pin(self, index: int, expected: Message | None = None) -> None:
@@ -107,7 +116,8 @@ class Editing:
         self.ctl.wb.set_system_prompt(text)
         now = messages[0]
         if had is not None:
-            self.ctl.history.add(Operation(OpKind.EDIT, "system prompt change", message=now, before=had))
+            self.ctl.history.add(Operation(OpKind.EDIT, "system prompt change", message=now, before=had,
+                                           anywhere=True))
         else:
             self.ctl.history.add(Operation(OpKind.INSERT, "system prompt added", message=now, place=0))
         self.ctl.changed()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tui.context.messages import Message
 from tui.sessions.model import Branch, Session
 
-from .branches import branch_off, continuation_start, show
+from .branches import branch_off, continuation_start, repoint, repoint_back, show
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -48,6 +48,8 @@ class Operation:
     place: int = 0  # DELETE / INSERT: where it stood in the branch shown
     anchor: str = ""  # DELETE / INSERT: the id of the message before it ("" when first); BRANCH: the fork
     other: Branch | None = None  # BRANCH: the branch to show to undo (then to redo) it
+    moved: list[str] = field(default_factory=list)  # DELETE: branches that forked at the message (first ids)
+    anywhere: bool = False  # EDIT: the system prompt, changed in place wherever it stands
 
     def undo(self, wb: Any) -> None:
         _DO[self.kind][0](self, wb)
@@ -59,6 +61,16 @@ class Operation:
 # -- what each kind does and undoes (on the workbench: its session, template and tokenizer) -----------------
 def _remove(op: Operation, wb: Any) -> None:
     _remove_id(wb.session, op.message.id)
+
+
+def _delete_again(op: Operation, wb: Any) -> None:
+    _remove_id(wb.session, op.message.id)
+    op.moved = repoint(wb.session, op.message.id, op.anchor)
+
+
+def _undelete(op: Operation, wb: Any) -> None:
+    _put_back(op, wb)
+    repoint_back(wb.session, op.moved, op.anchor, op.message.id)
 
 
 def _put_back(op: Operation, wb: Any) -> None:
@@ -91,11 +103,21 @@ def _insert_after(messages: list[Message], anchor: str, message: Message, place:
 
 
 def _old_message(op: Operation, wb: Any) -> None:
+    _still_last(op, wb.session)
     _swap_id(wb.session, op.before)
 
 
 def _new_message(op: Operation, wb: Any) -> None:
+    _still_last(op, wb.session)
     _swap_id(wb.session, op.message)
+
+
+def _still_last(op: Operation, session: Session) -> None:
+    """An edit in place is taken back only while nothing answers the message: under a reply to the edited text
+    the old text would be a rewrite of the conversation (edit it again: that makes a branch)."""
+    if op.kind is OpKind.EDIT and not op.anywhere and session.messages and \
+            session.messages[-1].id != op.message.id:
+        raise ValueError("messages came after it (edit it again: that keeps this version on a branch)")
 
 
 def _show_other(op: Operation, wb: Any) -> None:
@@ -121,7 +143,7 @@ def _fields_after(op: Operation, wb: Any) -> None:
         setattr(wb.session, name, copy.deepcopy(value))
 
 
-_DO = {OpKind.DELETE: (_put_back, _remove), OpKind.INSERT: (_remove, _put_back),
+_DO = {OpKind.DELETE: (_undelete, _delete_again), OpKind.INSERT: (_remove, _put_back),
        OpKind.EDIT: (_old_message, _new_message), OpKind.PIN: (_old_message, _new_message),
        OpKind.BRANCH: (_show_other, _show_other), OpKind.FIELD: (_fields_before, _fields_after),
        OpKind.TEMPLATE: (lambda op, wb: wb.set_template(op.before), lambda op, wb: wb.set_template(op.after)),

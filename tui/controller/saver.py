@@ -38,6 +38,7 @@ def snapshot(session: Session) -> Session:
     copy = shallow(session)
     copy.messages = [shallow(m) for m in session.messages]
     copy.requests = [shallow(r) for r in session.requests]
+    copy.branches = list(session.branches)  # (each Branch is frozen: the list is what changes)
     copy.policy, copy.variables, copy.params = dict(session.policy), dict(session.variables), dict(session.params)
     copy.template = dict(session.template)
     return copy

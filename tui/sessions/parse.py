@@ -6,6 +6,7 @@ Everything that passes can be used by the app and the engine without further che
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -87,13 +88,33 @@ def to_session(parsed: schema.SessionIn) -> Session:
         template=_template(parsed.template), tokenizer=parsed.tokenizer, policy=msgspec.structs.asdict(parsed.policy),
         fences=parsed.fences, variables=dict(parsed.variables), tools=parsed.tools, params=dict(parsed.params),
         messages=[to_message(m, i) for i, m in enumerate(parsed.messages)],
-        requests=[_request(r) for r in parsed.requests],
-        branches=[Branch(b.fork, tuple(to_message(m, i) for i, m in enumerate(b.messages)), b.label,
-                         b.created or now_iso()) for b in parsed.branches])
-    kept = [*session.messages, *(m for branch in session.branches for m in branch.messages)]
+        requests=[_request(r) for r in parsed.requests])
+    branches = [(b, [to_message(m, i) for i, m in enumerate(b.messages)]) for b in parsed.branches if b.messages]
+    kept = [*session.messages, *(m for _, messages in branches for m in messages)]
     # The counter never goes back: a file that names a lower one than its ids show is not believed.
     session.next_id = max(parsed.next_id or 0, id_floor(kept, session.requests))
+    session.branches = _branches(session, branches)
     return session
+
+
+def _branches(session: Session, parsed: list[tuple[Any, list[Message]]]) -> list[Branch]:
+    """The file's branches, each message with an id no other message has (a message without one, or one a
+    hand-edited file repeats, gets a new id: an undo acting on one id never touches another message), each
+    continuing from a message that exists (a fork found nowhere: from the start, said in its label)."""
+    seen = {m.id for m in session.messages}
+    out = []
+    for branch, messages in parsed:
+        fresh = []
+        for message in messages:
+            if message.id in seen:
+                message = replace(message, id=session.new_id())
+            seen.add(message.id)
+            fresh.append(message)
+        out.append((branch, fresh))
+    ids = seen
+    return [Branch(b.fork if not b.fork or b.fork in ids else "", tuple(messages),
+                   b.label if not b.fork or b.fork in ids else f"{b.label} (its fork was not found: from the start)",
+                   b.created or now_iso()) for b, messages in out]
 
 
 def _template(spec: schema.TemplateIn) -> dict:

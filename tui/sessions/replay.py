@@ -64,6 +64,7 @@ def offline_tokenizer_name(recorded: str, template: ChatTemplate | str) -> str:
 
 
 DELETED = -2  # the place of a message deleted from the session since the request (RequestShape.places)
+ON_BRANCH = -3  # the place of a message kept on a branch not shown now
 
 
 def _ledger(record: RequestRecord) -> list[LedgerEntry]:
@@ -136,7 +137,8 @@ class Replayer:
         # (rendered from the body as sent, fences already in it: whether the app fenced is not this render's);
         # each message named by its place in the session now (#N), a message deleted since as such
         now = {message.id: index for index, message in enumerate(self.session.messages) if message.id}
-        places = [now.get(ident, DELETED) if place >= 0 else place
+        kept = {m.id for branch in self.session.branches for m in branch.messages}
+        places = [now.get(ident, ON_BRANCH if ident in kept else DELETED) if place >= 0 else place
                   for ident, place in zip(view.shape.message_ids, view.shape.places)]
         shape = replace(view.shape, dropped=frozenset(entry.message_id for entry in ledger
                                                       if entry.policy != "client-rewrite"), fenced=None,

@@ -221,7 +221,7 @@ class Header(Struct):
 class BranchIn(Struct):
     """A continuation not shown: the messages after the message `fork` names ("" for the start)."""
 
-    fork: Str(64)
+    fork: Id  # "" for the very start
     messages: List(MessageIn, MAX_MESSAGES)
     label: Str(200) = ""
     created: Time = ""
