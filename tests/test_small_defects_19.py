@@ -54,3 +54,32 @@ def test_the_markdown_export_says_a_reply_was_incomplete_and_that_branches_are_k
     text = export_markdown(session)
     assert "## 1. assistant · incomplete (cut short)" in text and "- branches: 1 other" in text
     assert "Hello!" not in text  # the branch shown only
+
+
+def test_an_over_long_title_is_clipped_and_said_not_a_refused_file(tmp_path):
+    """Before: a 2,000-character title (the schema allowed 1,000) refused the whole file, and the app opened a
+    sample in its place."""
+    import json
+
+    from tui.sessions.store import load_session
+    path = tmp_path / "long-title.ctxpane.json"
+    path.write_text(json.dumps({"format": "ctxpane-session", "version": 1, "title": "T" * 2000,
+                                "messages": [{"role": "user", "content": "hello"}]}))
+    opened = load_session(path)
+    assert len(opened.session.title) == 1000 and opened.session.title.endswith("…")
+    assert "2,000 characters" in opened.note and opened.session.messages[0].text() == "hello"
+    assert "read_notes" not in opened.session.to_dict()
+
+
+async def test_a_file_that_cannot_be_opened_is_never_swapped_for_the_sample(tmp_path):
+    from controller_helpers import Harness
+    from tui.controller.events import Notice, StatusChanged
+    path = tmp_path / "broken.ctxpane.json"
+    path.write_text("{not json")
+    made = Harness(tmp_path)
+    await made.ctl.open_first(path, offline=True)
+    await made.idle()
+    assert made.ctl.wb.session.messages == [] and made.ctl.wb.session.title == "New session"
+    assert any("cannot open session" == n.title for n in made.of(Notice))
+    assert "could not open broken.ctxpane.json" in made.of(StatusChanged)[-1].text
+    made.ctl.close()

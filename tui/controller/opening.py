@@ -38,9 +38,11 @@ class Opening:
             try:
                 opened = await asyncio.to_thread(read_and_recover, path)
             except SessionFileError as exc:
-                ctl.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=15)
-                ctl.status(f"could not open {path.name}: a new session was started instead (the file is left "
-                           "as it is)", "red")
+                ctl.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=60)
+                ctl.status(visible(f"could not open {path.name}: a new session was started instead (the file is "
+                                   "left as it is)"), "red")
+                ctl.adopt(ctl.tuning.fresh_session(), None, keep_draft=True)  # never another session (a sample)
+                return
             else:
                 self._opened_first(*opened, path)
                 return

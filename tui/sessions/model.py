@@ -108,6 +108,7 @@ class Session:
     messages: list[Message] = field(default_factory=list)
     requests: list[RequestRecord] = field(default_factory=list)
     branches: list[Branch] = field(default_factory=list)  # the continuations not shown (edits, re-sends)
+    read_notes: list[str] = field(default_factory=list, compare=False)  # what reading the file changed (not saved)
     next_id: int = 0  # the number of the next message id: ids are never given twice in one file
 
     def reserve_ids(self) -> None:

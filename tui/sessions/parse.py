@@ -82,8 +82,12 @@ def _check_header(format_: Any, version: Any) -> int:
 
 # -- structs to the dataclasses the rest of the code uses ---------------------------------------------------
 def to_session(parsed: schema.SessionIn) -> Session:
+    title = parsed.title
+    clipped = len(title) > schema.TITLE_LIMIT
+    if clipped:  # a harmless free-text field too long: clipped and said, never a reason to refuse the file
+        title = title[:schema.TITLE_LIMIT - 1] + "…"
     session = Session(
-        id=parsed.id or uuid.uuid4().hex[:12], title=parsed.title, created=parsed.created or now_iso(),
+        id=parsed.id or uuid.uuid4().hex[:12], title=title, created=parsed.created or now_iso(),
         updated=parsed.updated or now_iso(), base_url=parsed.endpoint.base_url, model=parsed.endpoint.model,
         template=_template(parsed.template), tokenizer=parsed.tokenizer, policy=msgspec.structs.asdict(parsed.policy),
         fences=parsed.fences, variables=dict(parsed.variables), tools=parsed.tools, params=dict(parsed.params),
@@ -94,6 +98,8 @@ def to_session(parsed: schema.SessionIn) -> Session:
     # The counter never goes back: a file that names a lower one than its ids show is not believed.
     session.next_id = max(parsed.next_id or 0, id_floor(kept, session.requests))
     session.branches = _branches(session, branches)
+    if clipped:
+        session.read_notes.append(f"its title was {len(parsed.title):,} characters: clipped to {schema.TITLE_LIMIT:,}")
     return session
 
 

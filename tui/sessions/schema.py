@@ -18,7 +18,7 @@ from tui.context.messages import SOURCES
 
 from .receipt_schema import CostIn, FitIn, ReceivedIn
 from .schema_types import (  # noqa: F401 - re-exported: callers read the bounds here
-    BIG, Free, Hash, Id, Int, Key, Label, List, MAX_BRANCHES, MAX_MESSAGES, MAX_NEXT_ID, MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE,
+    BIG, Free, Hash, Id, Int, Key, Label, List, MAX_BRANCHES, MAX_MESSAGES, TITLE_LIMIT, TITLE_READ, MAX_NEXT_ID, MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE,
     MAX_TEXT, MAX_TOOLS, MAX_TOOL_CALLS, MAX_VARIABLES, Name, Note, Number, PathText, RESERVED_VARIABLES, Role,
     SessionId, Str, Text, Time, VarName, Wire, conform)
 
@@ -232,7 +232,7 @@ class SessionIn(Struct):
     version: Int(1, 1000)
     messages: List(MessageIn, MAX_MESSAGES)
     id: SessionId | None = None
-    title: Str(1000) = "Untitled"
+    title: Str(TITLE_READ) = "Untitled"  # a longer one is clipped when read (parse.py), not a refused file
     created: Time = ""
     updated: Time = ""
     endpoint: EndpointIn = field(default_factory=EndpointIn)

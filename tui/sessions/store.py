@@ -57,7 +57,7 @@ def load_session(path: Path) -> Opened:
         raise SessionFileError(about(path, str(exc))) from None
     if version > VERSION:  # read what this version understands; never write it back
         return Opened(session, path, read_only=True, note=f"{newer_note(version)}: opened read-only")
-    return Opened(session, path)
+    return Opened(session, path, note="; ".join(session.read_notes))
 
 
 def session_text(session: Session, secrets: list[str] | None = None) -> str:
