@@ -83,3 +83,28 @@ async def test_a_file_that_cannot_be_opened_is_never_swapped_for_the_sample(tmp_
     assert any("cannot open session" == n.title for n in made.of(Notice))
     assert "could not open broken.ctxpane.json" in made.of(StatusChanged)[-1].text
     made.ctl.close()
+
+
+async def test_the_browsers_search_box_types_n_and_x_and_f2_renames_from_it(tmp_path, monkeypatch):
+    """Before: n and x were the screen's keys, so typing them in the search box did nothing or acted."""
+    from app_helpers import isolated, make_app, settle
+    from tui.app.browser_screen import BrowserScreen
+    from tui.context.messages import Message
+    from tui.sessions.store import save_session
+    isolated(monkeypatch, tmp_path)
+    folder = tmp_path / "sessions"
+    save_session(Session(title="next xylophone", messages=[Message("user", "hi")]), folder / "nx.ctxpane.json")
+    app = make_app(tmp_path, offline=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        app.action_open_session()
+        await settle(pilot, app)
+        browser = app.screen
+        assert isinstance(browser, BrowserScreen)
+        browser.query_one("#browser-search").focus()
+        await pilot.press("n", "x")
+        await settle(pilot, app)
+        assert browser.query_one("#browser-search").value == "nx" and app.screen is browser
+        await pilot.press("backspace", "backspace", "f2")
+        await settle(pilot, app)
+        assert app.screen is not browser  # the rename dialog, from the search box

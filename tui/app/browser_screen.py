@@ -19,14 +19,22 @@ from .safe_inputs import SafeInput
 from .shown import cells, one_line, shown_line
 
 
+class SessionTable(DataTable):
+    """The list of sessions: its own letter keys, so the search box types every letter (n, x) it is given."""
+
+    BINDINGS = [Binding("n", "screen.rename", "Rename", show=False),
+                Binding("delete,x", "screen.delete", "Delete", show=False)]
+
+
 class BrowserScreen(ModalScreen[Path | None]):
     DEFAULT_CSS = """
     BrowserScreen { align: center middle; }
     BrowserScreen > Vertical { width: 110; max-width: 95%; height: 80%; border: thick $primary; background: $surface; padding: 1; }
     BrowserScreen DataTable { height: 1fr; }
     """
+    # n and x where the list has the keys; F2 and F8 also from the search box, where letters are typed
     BINDINGS = [Binding("escape", "cancel", "Close"), Binding("enter", "open", "Open", show=True),
-                Binding("n", "rename", "Rename"), Binding("delete,x", "delete", "Delete")]
+                Binding("f2", "rename", "Rename"), Binding("f8", "delete", "Delete")]
 
     def __init__(self, folder: Path, current: Path | None = None) -> None:
         super().__init__()
@@ -35,9 +43,10 @@ class BrowserScreen(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(shown_line(f"Sessions in {self.folder}  (enter open · n rename · x delete · esc close)", limit=400))
+            yield Label(shown_line(f"Sessions in {self.folder}  (enter open · n or F2 rename · x, Del or F8 delete · "
+                                   "esc close; in the search box only F2 and F8)", limit=400))
             yield SafeInput(placeholder="search titles", id="browser-search")
-            yield DataTable(id="browser-table", cursor_type="row")
+            yield SessionTable(id="browser-table", cursor_type="row")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
