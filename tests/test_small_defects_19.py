@@ -108,3 +108,21 @@ async def test_the_browsers_search_box_types_n_and_x_and_f2_renames_from_it(tmp_
         await pilot.press("backspace", "backspace", "f2")
         await settle(pilot, app)
         assert app.screen is not browser  # the rename dialog, from the search box
+
+
+def test_the_panes_own_notes_wrap_at_word_boundaries_and_the_document_does_not():
+    """Before: 'of it / s tokens', 'tok / ens'. The document keeps its exact characters, wrapped at the width."""
+    from tui.app.doc_layout import DocLayout, Note
+    note = Note("── cached above: 14 tokens (predicted reuse 0) │ new below: 6 tokens — none: the whole "
+                "previous request is reused ──", "cache")
+    text = "abcdefghij" * 9
+    layout = DocLayout()
+    layout.update(text, [(len(text), note)], 40)
+    rows = [layout.locate(row) for row in range(layout.height)]
+    shown = [(line.note.text if line.note else text)[start:end] for line, start, end in rows]
+    document_rows = [s for (line, _, _), s in zip(rows, shown) if line.note is None]
+    note_rows = [s for (line, _, _), s in zip(rows, shown) if line.note is not None]
+    assert document_rows == [text[i:i + 40] for i in range(0, len(text), 40)]  # cut mid-word: exact
+    assert "".join(note_rows) == note.text and len(note_rows) > 1
+    for row in note_rows[:-1]:
+        assert row.endswith(" ") and len(row) <= 40, note_rows  # each row ends where a word does

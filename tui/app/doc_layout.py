@@ -52,6 +52,20 @@ def wrap_points(text: str, width: int) -> list[int]:
     return points
 
 
+def note_wrap_points(text: str, width: int) -> list[int]:
+    """Row starts for one of ctxpane's own notes: at word boundaries ("of its tokens", never "of it / s tokens"),
+    a word longer than the row cut where it must. The document itself wraps at `width` exactly (wrap_points)."""
+    found, start = [0], 0
+    while True:
+        rest = wrap_points(text[start:], width)
+        if len(rest) == 1:
+            return found
+        cut = start + rest[1]
+        space = text.rfind(" ", start + 1, cut)  # the row ends after its last space, the next word starts a row
+        start = space + 1 if space > start else cut
+        found.append(start)
+
+
 class DocLayout:
     def __init__(self) -> None:
         self.text = ""
@@ -129,7 +143,11 @@ class DocLayout:
         return lines
 
     def _rows(self, line: Line) -> int:
-        return len(wrap_points(self._line_text(line), self.width))
+        return len(self._points_of(line))
+
+    def _points_of(self, line: Line) -> list[int]:
+        wrap = note_wrap_points if line.note is not None else wrap_points
+        return wrap(self._line_text(line), self.width)
 
     def _line_text(self, line: Line) -> str:
         return line.note.text if line.note is not None else self.text[line.start:line.end]
@@ -141,7 +159,7 @@ class DocLayout:
         if points is None:
             if len(self._points) >= 256:
                 self._points.clear()
-            points = self._points[key] = wrap_points(self._line_text(line), self.width)
+            points = self._points[key] = self._points_of(line)
         return points, (len(line.note.text) if line.note is not None else line.end - line.start)
 
     def locate(self, row: int) -> tuple[Line, int, int] | None:
