@@ -50,6 +50,8 @@ def test_notes_split_lines_and_take_one_row():
     rows = [layout.locate(r) for r in range(layout.height)]
     assert [(l.note.text[s:e] if l.note else layout.text[s:e]) for l, s, e in rows] == \
         ["hello", "cache boundary", " world", "next"]
-    narrow = fresh("hello", [(0, Note("a long note that wraps", "dropped"))], 10)
+    narrow = fresh("hello", [(0, Note("a long note that wraps", "cache"))], 10)
     assert [narrow.locate(r)[0].note is not None for r in range(narrow.height)] == [True, True, True, False]
+    folded = fresh("hello", [(0, Note("a long note that wraps", "dropped"))], 10)  # a drop note: one row
+    assert [folded.locate(r)[0].note is not None for r in range(folded.height)] == [True, False]
     assert layout.row_of(6) == 2

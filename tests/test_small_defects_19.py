@@ -126,3 +126,18 @@ def test_the_panes_own_notes_wrap_at_word_boundaries_and_the_document_does_not()
     assert "".join(note_rows) == note.text and len(note_rows) > 1
     for row in note_rows[:-1]:
         assert row.endswith(" ") and len(row) <= 40, note_rows  # each row ends where a word does
+
+
+def test_a_drop_note_takes_one_row_until_shown_whole():
+    from tui.app.doc_layout import DocLayout, Note
+    long_note = Note("✂ #3 (user, 120 tokens) dropped by drop-oldest: did not fit the budget of 400 tokens "
+                     "(walking back from the newest) — 'Summarise the test schedule in three bullet points'", "dropped")
+    notes = [(0, long_note)] * 8
+    layout = DocLayout()
+    layout.update("the document", notes, 40)
+    assert layout.height == 8 + 1  # eight notes, one row each, and the document's line
+    layout.fold_drops = False
+    layout.lines.clear()
+    layout.rows.clear()
+    layout.update("the document", notes, 40)
+    assert layout.height > 8 * 3  # whole, each note wraps at its words over several rows

@@ -71,6 +71,7 @@ class DocLayout:
         self.text = ""
         self.notes: list[tuple[int, Note]] = []
         self.width = 80
+        self.fold_drops = True  # a drop note takes one row; `z` in the document shows them whole
         self.lines: list[Line] = []
         self.rows: list[int] = []  # screen rows of each line
         self.first_row: list[int] = [0]  # row where each line starts (and the total at the end)
@@ -146,6 +147,8 @@ class DocLayout:
         return len(self._points_of(line))
 
     def _points_of(self, line: Line) -> list[int]:
+        if line.note is not None and line.note.style == "dropped" and self.fold_drops:
+            return [0]  # one row each (cut with an ellipsis where drawn): eight notes never push the document away
         wrap = note_wrap_points if line.note is not None else wrap_points
         return wrap(self._line_text(line), self.width)
 

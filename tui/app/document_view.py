@@ -6,6 +6,7 @@ from bisect import bisect_left, bisect_right
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
@@ -44,6 +45,7 @@ class DocumentView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     DocumentView { background: $surface; overflow-y: scroll; overflow-x: hidden; }
     """
+    BINDINGS = [Binding("z", "toggle_drop_notes", "Drop notes: whole / one line")]
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -78,6 +80,15 @@ class DocumentView(ScrollView, can_focus=True):
         if follow:
             self.scroll_end(animate=False, immediate=True)
         self.refresh()
+
+    def action_toggle_drop_notes(self) -> None:
+        """Each drop note on one row (the default), or whole, wrapped at its words."""
+        layout = self.layout_model
+        layout.fold_drops = not layout.fold_drops
+        layout.lines.clear()  # every note's rows change: laid out again whole
+        layout.rows.clear()
+        if self.view is not None:
+            self.show(self.view, layout.notes, self._draft_message)
 
     def on_resize(self) -> None:
         if self._pending is not None:
@@ -131,7 +142,10 @@ class DocumentView(ScrollView, can_focus=True):
         if line.note is not None:
             color = self.roles.get(line.note.style, "grey50")
             style = Style(color=color, strike=line.note.style == "dropped", bold=line.note.style == "cache")
-            return Strip([Segment(drawn(line.note.text[start:end]), style)])
+            text = drawn(line.note.text[start:end])
+            if line.note.style == "dropped" and self.layout_model.fold_drops and len(text) > self.size.width - 1:
+                text = text[:max(1, self.size.width - 2)] + "…"  # folded: `z` shows the whole note
+            return Strip([Segment(text, style)])
         return Strip(list(self._segments(start, end)))
 
     def _segments(self, start: int, end: int):
