@@ -40,7 +40,9 @@ def test_delete_early_chat_then_undo_keeps_the_later_turns(llama_server, tmux):
     tmux.wait_for(r"llama\.cpp at http://127\.0\.0\.1")
     ask(tmux, "Early question A?", 1)
     tmux.keys("BTab")  # to the transcript: the cursor is on the last message
+    tmux.wait_for(r"█ assistant #1")
     tmux.keys("k")  # up to #0, the early question
+    tmux.wait_for(r"█ user #0")
     tmux.keys("d")
     tmux.wait_for(r"Delete user #0\?")
     tmux.keys("y")
@@ -49,6 +51,7 @@ def test_delete_early_chat_then_undo_keeps_the_later_turns(llama_server, tmux):
     for number, question in enumerate(("Later B?", "Later C?", "Later D?"), start=2):
         ask(tmux, question, number)
     tmux.keys("BTab")
+    tmux.wait_for(r"█ assistant #\d")
     tmux.keys("C-z")
     tmux.wait_for(r"undone: delete #0")
     assert until(lambda: saved_texts(tmux)[:1] == ["Early question A?"]), saved_texts(tmux)
@@ -64,8 +67,10 @@ def test_resend_from_an_early_question_keeps_the_old_continuation_as_a_branch(ll
         ask(tmux, question, number)
     before = saved_texts(tmux)
     tmux.keys("BTab")
+    tmux.wait_for(r"█ assistant #5")
     for _ in range(5):  # from the last reply (#5) up to the first question (#0)
         tmux.keys("k")
+    tmux.wait_for(r"█ user #0")
     tmux.keys("r")
     tmux.wait_for(r"kept as a branch")
     tmux.keys("y")

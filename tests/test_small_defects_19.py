@@ -141,3 +141,20 @@ def test_a_drop_note_takes_one_row_until_shown_whole():
     layout.rows.clear()
     layout.update("the document", notes, 40)
     assert layout.height > 8 * 3  # whole, each note wraps at its words over several rows
+
+
+def test_plain_glyphs_replace_the_marks_that_need_an_emoji_font(tmp_path):
+    from tui.app.chat_layout import header_block
+    from tui.app.config import resolve
+    from tui.app.shown import use_glyphs
+    from tui.context.messages import Message
+    config = tmp_path / "config.toml"
+    config.write_text('glyphs = "plain"\n')
+    settings, _problems = resolve({}, {}, config)
+    try:
+        use_glyphs(settings.glyphs)
+        text = header_block(Message("user", "hi", pinned=True, id="m0"), 0, False).text
+        assert "📌" not in text and "* pinned" in text
+    finally:
+        use_glyphs("")
+    assert "📌 pinned" in header_block(Message("user", "hi", pinned=True, id="m0"), 0, False).text

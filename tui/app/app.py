@@ -37,7 +37,7 @@ from .copying import Copier
 from .dialogs import Dialogs
 from .runtime import TextualRuntime
 from .palette import palette_commands
-from .shown import bounded, one_line
+from .shown import GLYPHS, bounded, one_line, use_glyphs
 from .themes import DEFAULT_THEME, load_themes
 from .updates import ChatUpdated, PaneUpdated, ReplyUpdated, StatusUpdated
 
@@ -150,7 +150,8 @@ class CtxpaneApp(SafeClipboard):
 
     # -- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Header()
+        use_glyphs(self.settings.glyphs)
+        yield Header(icon=GLYPHS["icon"])
         with Horizontal(id="main"):
             yield ChatPanel(id="chat")
             yield ContextPane(id="pane")

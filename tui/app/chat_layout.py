@@ -20,7 +20,7 @@ from tui.context.messages import Message
 
 from .chat_markdown import MarkdownRenders, wants_markdown
 from .chat_wrap import Block, Wrapped, estimate_rows
-from .shown import MAX_SHOWN, message_text
+from .shown import GLYPHS, MAX_SHOWN, message_text
 
 FOLDS = ("reasoning", "calls")
 SLICE = 300_000  # characters wrapped at a time off screen (a non-ASCII one counts 50): 5 to 10 ms
@@ -50,7 +50,7 @@ def header_block(message, index: int, dropped: bool, live: bool = False) -> Bloc
     if not prov.trusted:
         pieces.append(("  untrusted", "warn"))
     if message.pinned:
-        pieces.append(("  📌 pinned", "pin"))
+        pieces.append((f"  {GLYPHS['pin']} pinned", "pin"))
     if dropped:
         pieces.append(("  ✂ dropped from the request", "dropped"))
     if message.incomplete:
@@ -195,7 +195,8 @@ def _body_guess(message, text: str, note: str, folds: frozenset, width: int) -> 
 
 def _head_sig(message, index: int, dropped: bool) -> tuple:
     prov = message.provenance
-    return message.role, index, prov.source, prov.label, prov.trusted, message.pinned, dropped, message.incomplete
+    return (message.role, index, prov.source, prov.label, prov.trusted, message.pinned, dropped, message.incomplete,
+            GLYPHS["pin"])
 
 
 def _body_sig(message, text: str, note: str, folds: frozenset, markdown) -> tuple:

@@ -28,6 +28,7 @@ class Settings:
     tokenizer: str = ""
     theme: str = ""
     provider_count: str = ""  # openai, anthropic or gemini: its own count asked before each send; "" off
+    glyphs: str = ""  # "plain": no mark that needs an emoji font (📌 pinned, the header's ⭘)
     scan_local: bool = True
     policy: dict = field(default_factory=dict)  # config.toml [policy]: new sessions take it
     params: dict = field(default_factory=dict)  # config.toml [params]: sampling parameters new sessions send
@@ -60,7 +61,7 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
                         keys={k: str(v) for k, v in config.get("keys", {}).items()},
                         scan_local=bool(config.get("scan_local", True)))
     env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
-    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count"):
+    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs"):
         if flags.get(name):
             setattr(settings, name, flags[name])
             settings.source[name] = "flag"

@@ -104,3 +104,13 @@ class VisibleLines:
         segments = [Segment(one_cell(s.text), s.style, s.control) if not s.control else Segment("", s.style)
                     for s in strip]
         return Strip(segments).crop(0, strip.cell_length) if segments else strip
+
+
+# Marks that need an emoji font, and their plain stand-ins (config.toml: glyphs = "plain"): set once at start.
+EMOJI_GLYPHS = {"pin": "📌", "icon": "⭘"}
+PLAIN_GLYPHS = {"pin": "*", "icon": "≡"}
+GLYPHS = dict(EMOJI_GLYPHS)
+
+
+def use_glyphs(kind: str) -> None:
+    GLYPHS.update(PLAIN_GLYPHS if kind == "plain" else EMOJI_GLYPHS)
