@@ -26,10 +26,12 @@ def test_openai_tiles(width, height, detail, tokens):
 
 @pytest.mark.parametrize("width,height,tokens", [
     (1000, 1000, 1334),  # 1,000,000 / 750 = 1333.3 -> 1334 (Anthropic's table: ~1334)
+    (1092, 1092, 1590),  # 1,192,464 / 750 = 1589.95 -> 1590 (Anthropic's table: ~1590; before, resized to 1533)
     (1024, 768, 1049),   # 786,432 / 750 = 1048.6 -> 1049
-    # 4000x3000: scale min(1568/4000 = 0.392, sqrt(1,150,000/12,000,000) = 0.3096) -> 1238x928;
-    # 1,148,864 / 750 = 1531.8 -> 1532
-    (4000, 3000, 1532),
+    (784, 1568, 1640),   # the largest size the docs list as not resized: 1,229,312 / 750 = 1639.1 -> 1640
+    # 4000x3000: scale min(1568/4000 = 0.392, sqrt(1,229,312/12,000,000) = 0.32007) -> 1280x960;
+    # 1,228,800 / 750 = 1638.4 -> 1639
+    (4000, 3000, 1639),
     (200, 200, 54),      # 40,000 / 750 = 53.3 -> 54
 ])
 def test_anthropic_pixels_over_750(width, height, tokens):

@@ -5,8 +5,9 @@ template writes for one. Worked examples with the arithmetic are in tests/test_i
 
 - openai: high detail fits the image in 2048x2048, then scales the shortest side down to 768, and
   counts 512-pixel tiles: 85 + 170 x tiles; low detail is 85 whatever the size.
-- anthropic: the image is scaled to fit 1568 pixels on its long side and ~1.15 megapixels, then
-  costs width x height / 750 tokens.
+- anthropic: the image is scaled to fit 1568 pixels on its long side and about 1.23 megapixels (the largest
+  size Anthropic's vision docs list as not resized, 784x1568; their 1092x1092 costs ~1,590 tokens, so the
+  ~1.15 megapixels quoted elsewhere is too small), then costs width x height / 750 tokens.
 - qwen-vl (Qwen2-VL, Qwen2.5-VL): the size is rounded to multiples of 28 within min/max pixels, one
   token per 28x28 patch, plus the two vision markers around them.
 - qwen3-vl (Qwen3-VL, Qwen3.5): the same with 32x32 patches (16-pixel patches merged 2x2).
@@ -27,7 +28,7 @@ ESTIMATE = "estimate"
 FAMILIES: dict[str, dict[str, Any]] = {
     "openai": {"label": "OpenAI tiles (85 + 170 x tiles)", "fit": 2048, "short_side": 768, "tile": 512,
                "base": 85, "per_tile": 170, "placeholders": ()},
-    "anthropic": {"label": "Anthropic (w x h / 750)", "long_side": 1568, "max_pixels": 1_150_000, "divisor": 750,
+    "anthropic": {"label": "Anthropic (w x h / 750)", "long_side": 1568, "max_pixels": 784 * 1568, "divisor": 750,
                   "placeholders": ()},
     "qwen-vl": {"label": "Qwen-VL 28x28 patches + 2 vision markers", "factor": 28, "min_pixels": 56 * 56,
                 "max_pixels": 12_845_056, "markers": 2,
