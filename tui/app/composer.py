@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from textual import events
+from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 from textual.document._wrapped_document import WrappedDocument
 from textual.message import Message
 
 from .safe_inputs import SafeTextArea
+
+
+class _KeyName:
+    """What Textual's key table holds for a sequence: a key named by its `value`."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+# Alt+Enter reaches the app as ESC CR (tmux, most terminals without the kitty protocol). Textual reads ESC as
+# alt, then finds Enter in its table and drops the alt: Alt+Enter sent the message. Named here, it adds a line.
+ANSI_SEQUENCES_KEYS.setdefault("\x1b\r", (_KeyName("alt+enter"),))
 
 
 class _KnownHeight(WrappedDocument):
