@@ -193,43 +193,35 @@ class History:
 
     def undo(self) -> bool:
         """Take back the last operation. False (and said) when there is none or a reply is arriving."""
-        if not self._may("undo") or not self.done:
-            if self._may("undo", quiet=True):
-                self.ctl.notify("nothing to undo")
-            return False
-        op = self.done[-1]
-        try:
-            op.undo(self.ctl.wb)
-        except ValueError as exc:  # (a branch whose fork is gone): said, and kept to try again
-            self.ctl.notify(f"cannot undo {op.label}: {exc}", severity="warning")
-            return False
-        self.undone.append(self.done.pop())
-        self.ctl.notify(f"undone: {op.label}")
-        self.ctl.changed()
-        return True
+        return self._step(self.done, self.undone, "undo", "undone", Operation.undo)
 
     def redo(self) -> bool:
-        if not self._may("redo") or not self.undone:
-            if self._may("redo", quiet=True):
-                self.ctl.notify("nothing to redo")
+        return self._step(self.undone, self.done, "redo", "redone", Operation.redo)
+
+    def _step(self, source: list[Operation], target: list[Operation], verb: str, past: str, run) -> bool:
+        """Run the last operation of `source` one way (undo or redo) and move it to `target`."""
+        if not self._may(verb):
             return False
-        op = self.undone[-1]
+        if not source:
+            self.ctl.notify(f"nothing to {verb}")
+            return False
+        op = source[-1]
         try:
-            op.redo(self.ctl.wb)
-        except ValueError as exc:
-            self.ctl.notify(f"cannot redo {op.label}: {exc}", severity="warning")
+            run(op, self.ctl.wb)
+        except ValueError as exc:  # (a branch whose fork is gone): said, and kept to try again
+            self.ctl.notify(f"cannot {verb} {op.label}: {exc}", severity="warning")
             return False
-        self.done.append(self.undone.pop())
-        self.ctl.notify(f"redone: {op.label}")
+        target.append(source.pop())
+        self.ctl.notify(f"{past}: {op.label}")
         self.ctl.changed()
         return True
 
-    def _may(self, what: str, quiet: bool = False) -> bool:
+    def _may(self, what: str) -> bool:
         if self.ctl.read_only:
-            quiet or self.ctl.notify(f"read-only session: nothing to {what}", severity="warning")
+            self.ctl.notify(f"read-only session: nothing to {what}", severity="warning")
             return False
         if self.ctl.streaming:
-            quiet or self.ctl.notify(f"a reply is arriving: stop it (Esc) before you {what}", severity="warning")
+            self.ctl.notify(f"a reply is arriving: stop it (Esc) before you {what}", severity="warning")
             return False
         return True
 
