@@ -385,21 +385,3 @@ def _dropped(result: HiddenTokens, origin: list[int], messages: list[Message], r
             "changes at that turn between requests, so the cache prefix "
             f"breaks there (cache cause: {REASONING})")
 
-
-def settle_tools(hidden: HiddenTokens, added: int) -> None:
-    """Make the tools' cell exactly what the tools add (`added`: the request's tokens less the same request's
-    without tools). Found by its text, the cell can miss a token or two the tokenizer merges across the edge of
-    the tools' text; those move between it and the template cell of the turn that holds the tools, so every cell
-    still sums to the total."""
-    off = added - hidden.total("tool_schema")
-    holders = [turn for turn in hidden.turns if turn.counts["tool_schema"]] or hidden.turns[:1]
-    if not off or not holders:
-        return
-    turn = max(holders, key=lambda t: t.counts["tool_schema"])
-    for category in ("template", "text", "tool_results", "tool_calls", "reasoning"):
-        moved = max(-turn.counts["tool_schema"], min(off, turn.counts[category]))  # never below zero either side
-        turn.counts[category] -= moved
-        turn.counts["tool_schema"] += moved
-        off -= moved
-        if not off:
-            return

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass, field, replace
 
-from .tool_text import tool_texts
+from .tool_text import settle_tools, tool_texts
 from .assemble import Snapshot, assemble, is_exact
 from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
 from .cache import CachePrefix, RequestShape, cache_prefix
 from .cache_rules import OPENAI_MARK
 from .document import Document, Span
 from .fences import FenceStyle, FencedText, control_strings, fence
-from .hidden_tokens import HiddenTokens, hidden_tokens, settle_tools
+from .hidden_tokens import HiddenTokens, hidden_tokens
 from .errors import TemplateRenderError
 from .image_tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
 from .messages import Message, content_text, image_parts
