@@ -98,3 +98,11 @@ def repoint_back(session: Session, firsts: list[str], old: str, new: str) -> Non
 def all_message_ids(session: Session) -> set[str]:
     """The ids of every message the session keeps, on any branch."""
     return {m.id for m in session.messages} | {m.id for b in session.branches for m in b.messages}
+
+
+def kept_branches_notice(session: Session) -> str:
+    """What opening a session with branches says once: how many fork from the conversation shown."""
+    count = len(branches_shown_from(session))
+    deeper = len(session.branches) - count
+    said = f"{count} other branch{'es' if count != 1 else ''} of this conversation kept: palette → Show branch"
+    return said + (f" ({deeper} more continue those branches)" if deeper else "")

@@ -36,7 +36,7 @@ from .sending import Sending
 from .session_file import SessionFile
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
-from .branches import branches_shown_from, show
+from .branches import branches_shown_from, kept_branches_notice
 from .history import History, Operation, OpKind
 from .tuning import Tuning
 from .workbench import CharEstimate, Workbench, template_from_session
@@ -300,26 +300,12 @@ class Controller:
         return branches_shown_from(self.wb.session)
 
     def show_branch(self, index: int) -> None:
-        """Show the index-th of `branches()`; the continuation shown now is kept as a branch. Undo shows it back."""
-        found = self.branches()
-        if self.read_only:
-            self.notify("read-only session: the branch shown stays", severity="warning")
-            return
-        if self.editing.answering() or not 0 <= index < len(found):
-            return
-        place, branch = found[index]
-        label = f"show branch at #{place}"
-        kept = show(self.wb.session, branch, f"before {label}")
-        self.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=branch.fork))
-        self.notify(f"showing the branch at #{place} ({len(branch.messages)} messages); "
-                    f"{len(self.wb.session.branches)} kept besides")
-        self.changed()
+        self.editing.show_branch(index)
 
     def toggle_fences(self) -> None:
+        before = self.history.settings_before("fences")
         self.wb.session.fences = not self.wb.session.fences
-        self.history.add(Operation(OpKind.FIELD, f"fences {'on' if self.wb.session.fences else 'off'}",
-                                   before={"fences": not self.wb.session.fences},
-                                   after={"fences": self.wb.session.fences}))
+        self.history.settings_changed(f"fences {'on' if self.wb.session.fences else 'off'}", before)
         self.notify(f"fences {'on' if self.wb.session.fences else 'off'}")
         self.changed()
 
@@ -371,10 +357,7 @@ class Controller:
         self.history.forget()
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
         if session.branches:  # kept in the file, shown only by the palette: said once
-            count = len(branches_shown_from(session))
-            deeper = len(session.branches) - count
-            said = f"{count} other branch{'es' if count != 1 else ''} of this conversation kept: palette → Show branch"
-            self.notify(said + (f" ({deeper} more continue those branches)" if deeper else ""))
+            self.notify(kept_branches_notice(session))
         self.changed(save=False)
 
     async def open_first(self, path: Path | None, offline: bool) -> None:

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from tui.context.messages import Message
 
-from .branches import TooManyBranches, branch_off, repoint
+from .branches import TooManyBranches, branch_off, branches_shown_from, repoint, show
 from .history import Operation, OpKind
 
 if TYPE_CHECKING:
@@ -128,3 +128,21 @@ class Editing:
         place = next((i for i, m in enumerate(messages) if m.id == message.id), len(messages) - 1)
         anchor = messages[place - 1].id if place > 0 else ""
         self.ctl.history.add(Operation(OpKind.INSERT, label, message=message, place=place, anchor=anchor))
+
+    def show_branch(self, index: int) -> None:
+        """Show the index-th branch forking from the conversation shown; the continuation shown now is kept as a
+        branch. Undo shows it back."""
+        ctl = self.ctl
+        found = branches_shown_from(ctl.wb.session)
+        if ctl.read_only:
+            ctl.notify("read-only session: the branch shown stays", severity="warning")
+            return
+        if self.answering() or not 0 <= index < len(found):
+            return
+        place, branch = found[index]
+        label = f"show branch at #{place}"
+        kept = show(ctl.wb.session, branch, f"before {label}")
+        ctl.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=branch.fork))
+        ctl.notify(f"showing the branch at #{place} ({len(branch.messages)} messages); "
+                   f"{len(ctl.wb.session.branches)} kept besides")
+        ctl.changed()
