@@ -241,7 +241,7 @@ class CtxpaneApp(SafeClipboard):
 
     def on_composer_submitted(self, event: Composer.Submitted) -> None:
         if self.controller.submit(event.text):
-            self.query_one(Composer).clear()
+            event.composer.take(event.text)
 
     def on_replay_screen_resend(self, event: ReplayScreen.Resend) -> None:
         """Re-send from a replayed step, as a new session (the replayed one is kept)."""

@@ -40,9 +40,9 @@ class Composer(SafeTextArea):
     """
 
     class Submitted(Message):
-        def __init__(self, text: str) -> None:
+        def __init__(self, composer: "Composer", text: str) -> None:
             super().__init__()
-            self.text = text
+            self.composer, self.text = composer, text
 
     def __init__(self, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
@@ -57,11 +57,19 @@ class Composer(SafeTextArea):
             value.__class__ = _KnownHeight
         self.__dict__["_wrapped_document"] = value
 
+    def take(self, sent: str) -> None:
+        """The app took `sent`: remove it, keeping what was typed after Enter while the app was deciding (a
+        clear() here wiped those keys: typed as a reply starts, they were lost one run in two)."""
+        if not self.text.startswith(sent):  # changed meanwhile beyond the sent text: keep it all, lose nothing
+            return
+        end = self.document.get_location_from_index(len(sent))
+        self.delete((0, 0), end)
+
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.prevent_default()
             event.stop()
-            self.post_message(self.Submitted(self.text))
+            self.post_message(self.Submitted(self, self.text))
             return
         if event.key in ("alt+enter", "ctrl+j", "shift+enter"):
             event.prevent_default()
