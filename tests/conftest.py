@@ -149,6 +149,13 @@ def files_holding(root: Path, secret: str) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
 
 
+@pytest.fixture(autouse=True)
+def own_data_folder(tmp_path_factory, monkeypatch):
+    """Every test writes ctxpane's data (sessions, prompt history, screenshots) into a folder of its own, never
+    into the user's: a test that sets XDG_DATA_HOME itself sets it after this."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
 @pytest.fixture()
 def cli_in_process(capsys, monkeypatch, tmp_path):
     """`ctxpane ARGS` run in this process (no interpreter start-up: much faster than `run_cli`), with

@@ -25,6 +25,7 @@ from textual.widgets import Footer, Header, TextArea
 
 from tui.context.safety import visible
 from tui.controller import Controller
+from tui.controller.slash import hint
 from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                                    SessionChanged, StatusChanged)
 
@@ -36,6 +37,7 @@ from .context_pane import ContextPane
 from .copying import Copier
 from .dialogs import Dialogs
 from .runtime import TextualRuntime
+from .slash_commands import take_line
 from .palette import palette_commands
 from .shown import GLYPHS, bounded, one_line, use_glyphs
 from .themes import DEFAULT_THEME, load_themes
@@ -69,6 +71,7 @@ class CtxpaneApp(SafeClipboard):
         Binding("ctrl+e", "edit_system", "System prompt", id="edit_system", priority=True),
         Binding("ctrl+o", "attach", "Attach doc", id="attach"),
         Binding("ctrl+t", "next_tab", "Next tab", id="next_tab"),
+        Binding("ctrl+r", "search_prompts", "Prompt history", id="search_prompts", show=False),
         Binding("f2", "pick_model", "Model", id="pick_model"),
         Binding("f3", "pick_template", "Template", id="pick_template"),
         Binding("f4", "pick_policy", "Policy", id="pick_policy"),
@@ -238,10 +241,28 @@ class CtxpaneApp(SafeClipboard):
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if isinstance(event.text_area, Composer):
             self.controller.set_draft(event.text_area.text)
+            self.main(ChatPanel).show_hint(hint(event.text_area.text[:40]))
 
     def on_composer_submitted(self, event: Composer.Submitted) -> None:
-        if self.controller.submit(event.text):
+        if take_line(self, event.text):
             event.composer.take(event.text)
+
+    def on_composer_recall(self, event: Composer.Recall) -> None:
+        recall, composer = self.controller.recall, event.composer
+        if composer.text != (composer.recalled or ""):  # emptied by hand: the history starts again from the newest
+            recall.reset()
+        text = recall.older(composer.text) if event.older else recall.newer()
+        if text is not None:
+            composer.show_recalled(text)
+
+    def action_search_prompts(self) -> None:
+        from .prompt_search_screen import PromptSearchScreen
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.main(Composer).show_recalled(text)
+                self.main(Composer).focus()
+        self.push_screen(PromptSearchScreen(self.controller.recall.search), done)
 
     def on_replay_screen_resend(self, event: ReplayScreen.Resend) -> None:
         """Re-send from a replayed step, as a new session (the replayed one is kept)."""

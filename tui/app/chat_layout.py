@@ -20,7 +20,8 @@ from tui.context.messages import Message
 
 from .chat_markdown import MarkdownRenders, wants_markdown
 from .chat_wrap import Block, Wrapped, estimate_rows
-from .shown import GLYPHS, MAX_SHOWN, message_text
+from .chat_header import head_guess, head_sig, header_block, one_row as _line
+from .shown import MAX_SHOWN, message_text
 
 FOLDS = ("reasoning", "calls")
 SLICE = 300_000  # characters wrapped at a time off screen (a non-ASCII one counts 50): 5 to 10 ms
@@ -34,34 +35,6 @@ def _cut(text: str, style: str, indent: int = 0) -> list[Block]:
     return [Block(text[:MAX_SHOWN], style, indent=indent),
             Block(f"… [{len(text) - MAX_SHOWN:,} more characters not shown here; the pane shows all]", "meta",
                   indent=indent)]
-
-
-def _line(value: object, limit: int) -> str:
-    text = value if isinstance(value, str) else str(value)
-    return text[:limit].replace("\r\n", "↵").replace("\n", "↵")
-
-
-def header_block(message, index: int, dropped: bool, live: bool = False) -> Block:
-    """Role, #index, where it came from when that matters, and its state: pinned, dropped, incomplete."""
-    prov = message.provenance
-    pieces: list[tuple[str, str]] = [(_line(message.role, 20), "role"), (f" #{index}", "meta")]
-    if prov.source not in ("user", "system_prompt", "model") or not prov.trusted:
-        pieces.append((f"  {_line(prov.label or prov.source, 80)}", "label"))
-    if not prov.trusted:
-        pieces.append(("  untrusted", "warn"))
-    if message.pinned:
-        pieces.append((f"  {GLYPHS['pin']} pinned", "pin"))
-    if dropped:
-        pieces.append(("  ✂ dropped from the request", "dropped"))
-    if message.incomplete:
-        pieces.append(("  ⚠ incomplete", "warn"))
-    if live:
-        pieces.append(("  ● arriving…", "meta"))
-    text, spans = "", []
-    for piece, style in pieces:
-        spans.append((len(text), len(text) + len(piece), style))
-        text += piece
-    return Block(text, "head", tuple(spans))
 
 
 def calls_key(calls: list[dict] | None) -> str:
@@ -120,7 +93,8 @@ class Entry:
     wrapping it needs; its layout (`owner`) is told when the real height replaces the guess.
     """
 
-    __slots__ = ("key", "index", "bar", "dropped", "_head", "_body", "guess", "cost", "later", "source", "owner")
+    __slots__ = ("key", "index", "bar", "dropped", "_head", "_body", "guess", "cost", "later", "source", "owner",
+                 "figure")
 
     def __init__(self, key: str, index: int, bar: str, dropped: bool, head: Wrapped | None, body: Wrapped | None,
                  guess: int = 0, source: tuple | None = None, owner: ChatLayout | None = None) -> None:
@@ -131,6 +105,7 @@ class Entry:
         self._head, self._body, self.guess, self.source, self.owner = head, body, guess, source, owner
         self.cost = 0  # what wrapping it costs (ChatLayout.pending)
         self.later = False  # a reply shown plain until its Markdown is ready (asked for when near the view)
+        self.figure = ""  # its figures in the header (tui/context/message_figures.py)
 
     @property
     def wrapped(self) -> bool:
@@ -168,18 +143,6 @@ class Entry:
         return body.locate(row) if row < body.height else None
 
 
-def _head_guess(message, dropped: bool, width: int) -> int:
-    """Rows of a header, from the lengths of its pieces (exact unless its label has wide characters)."""
-    prov = message.provenance
-    length = len(message.role) + 8
-    if not (prov.trusted and prov.source in ("user", "system_prompt", "model")):
-        length += 2 + min(80, len(prov.label or prov.source))
-        length += 11 * (not prov.trusted)
-    if message.pinned or dropped or message.incomplete:
-        length += 11 * message.pinned + 28 * dropped + 14 * message.incomplete
-    return 1 if length <= width else -(-length // max(1, width))
-
-
 def _body_guess(message, text: str, note: str, folds: frozenset, width: int) -> int:
     """Rows of a message's body before it is wrapped (chat_wrap.estimate_rows of each part)."""
     rows = estimate_rows(text, width) if text else 0
@@ -191,12 +154,6 @@ def _body_guess(message, text: str, note: str, folds: frozenset, width: int) -> 
     if note:
         rows += estimate_rows(note, width)
     return rows or 1
-
-
-def _head_sig(message, index: int, dropped: bool) -> tuple:
-    prov = message.provenance
-    return (message.role, index, prov.source, prov.label, prov.trusted, message.pinned, dropped, message.incomplete,
-            GLYPHS["pin"])
 
 
 def _body_sig(message, text: str, note: str, folds: frozenset, markdown) -> tuple:
@@ -223,6 +180,7 @@ class ChatLayout:
         self.rewrapped = 0  # message bodies wrapped since the last update (what a test or benchmark checks)
         self.image_family = ""  # how attached images are counted in their labels
         self.markdown = MarkdownRenders()  # finished replies as Markdown; plain until rendered
+        self.figures: dict[str, str] = {}  # by message id: its figures' line, shown in its header
 
     @property
     def height(self) -> int:
@@ -249,15 +207,16 @@ class ChatLayout:
                 markdown = markdown_kept[(text, width)] = old_markdown.get((text, width))
                 later = markdown is None
             entry = Entry(key, index, bar_of(message), is_dropped, None, None, owner=self)
+            entry.figure = figure = self.figures.get(message.id, "")
             entry.source, entry.later = (message, text, note, folds, markdown), later
             seen = old.get(key)
             if seen is not None:  # its rows from the last layout, if what they show is the same
-                head_sig, head, body_sig, body = seen
-                if head is not None and head_sig == _head_sig(message, index, is_dropped):
+                seen_head, head, body_sig, body = seen
+                if head is not None and seen_head == head_sig(message, index, is_dropped, figure):
                     entry._head = head
                 if body is not None and body_sig == _body_sig(message, text, note, folds, markdown):
                     entry._body = body
-                kept[key] = (head_sig, entry._head, body_sig, entry._body)
+                kept[key] = (seen_head, entry._head, body_sig, entry._body)
             if entry._head is None or entry._body is None:
                 if entry._body is not None:
                     body_rows = entry._body.height
@@ -266,7 +225,7 @@ class ChatLayout:
                 else:  # one line of text (most messages), `estimate_rows` without its calls
                     body_rows = -(-len(text) // step) if len(text) > width else 1
                 entry.guess = 1 + body_rows + (entry._head.height if entry._head else
-                                               _head_guess(message, is_dropped, width))
+                                               head_guess(message, is_dropped, width, figure))
                 entry.cost = 300 + (0 if entry._body else len(text) * (1 if text.isascii() else 50))
                 pending += entry.cost
             elif not later:
@@ -286,7 +245,7 @@ class ChatLayout:
         message, text, note, folds, markdown = entry.source
         before, width = entry.height, self.width
         if entry._head is None:
-            entry._head = Wrapped([header_block(message, entry.index, entry.dropped)], width)
+            entry._head = Wrapped([header_block(message, entry.index, entry.dropped, figure=entry.figure)], width)
         if entry.later and ask:
             markdown = self.markdown.get(text, width)  # a small reply at once, a big one is asked for
         if entry._body is None or markdown is not None and entry.later:
@@ -294,7 +253,7 @@ class ChatLayout:
                                               rendered=markdown), width)
             self.rewrapped += 1
             entry.later = markdown is None and entry.later
-        self._kept[entry.key] = (_head_sig(message, entry.index, entry.dropped), entry._head,
+        self._kept[entry.key] = (head_sig(message, entry.index, entry.dropped, entry.figure), entry._head,
                                  _body_sig(message, text, note, folds, markdown), entry._body)
         entry.source = entry.source if entry.later else None
         self.pending, entry.cost = self.pending - entry.cost, 0

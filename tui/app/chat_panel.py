@@ -21,6 +21,8 @@ class ChatPanel(Vertical):
     ChatPanel { width: 1fr; min-width: 30; }
     ChatPanel #messages { height: 1fr; }
     ChatPanel #status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
+    ChatPanel #slash-hint { height: auto; max-height: 2; color: $accent; padding: 0 1; display: none; }
+    ChatPanel #slash-hint.-shown { display: block; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -30,6 +32,7 @@ class ChatPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield ChatView(id="messages")
         yield Static(id="status")
+        yield Static(id="slash-hint")
         yield Composer(id="composer")
 
     @property
@@ -40,7 +43,8 @@ class ChatPanel(Vertical):
     def on_chat_updated(self, message: ChatUpdated) -> None:
         if message.chat.generation >= self.state.generation:  # an older picture never replaces a newer one
             self.state = message.chat
-            self.view.show(message.chat.messages, message.chat.dropped, message.chat.notes, message.chat.image_family)
+            self.view.show(message.chat.messages, message.chat.dropped, message.chat.notes, message.chat.image_family,
+                           message.chat.figures)
 
     def on_reply_updated(self, message: ReplyUpdated) -> None:
         event = message.event
@@ -57,6 +61,14 @@ class ChatPanel(Vertical):
     # -- what the app asks -------------------------------------------------------------------------
     def set_status(self, text: str, style: str = "") -> None:
         self.query_one("#status", Static).update(shown(text, style, limit=2000))
+
+    def show_hint(self, text: str) -> None:
+        """The /commands a partly typed line could be, under the status line ("" hides it)."""
+        hint = self.query_one("#slash-hint", Static)
+        if text != getattr(hint, "shown_text", None):
+            hint.shown_text = text
+            hint.update(shown(text, "", limit=400))
+            hint.set_class(bool(text), "-shown")
 
     def focused(self) -> tuple[int, Message] | None:
         """The selected message and its place, only while the transcript has focus."""

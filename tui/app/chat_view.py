@@ -8,6 +8,8 @@ Esc or i goes back to the composer. A reply that is arriving is wrapped again on
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding
@@ -76,11 +78,13 @@ class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True
         return max(MIN_WIDTH, self.scrollable_content_region.width - GUTTER - 1)
 
     def show(self, messages: list, dropped: set[int] | None = None, notes: dict[str, str] | None = None,
-             image_family: str = "") -> None:
-        """Show these messages; only messages that changed are wrapped again. A reply arriving stays last."""
+             image_family: str = "", figures: Mapping[str, str] | None = None) -> None:
+        """Show these messages; only messages that changed are wrapped again. A reply arriving stays last.
+        `figures`: by message id, the line of figures its header shows."""
         grew = len(messages) > len(self._messages)
         selected_key = self._selected_key()
         self.layout_model.image_family = image_family
+        self.layout_model.figures = dict(figures or {})
         self._messages, self._dropped, self._notes = list(messages), set(dropped or ()), dict(notes or {})
         if not self._laid_out:
             return  # laid out on the first resize, when the width is known

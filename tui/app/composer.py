@@ -1,4 +1,4 @@
-"""The message input: Enter sends, Alt+Enter or Ctrl+J adds a new line."""
+"""The message input: Enter sends, Alt+Enter or Ctrl+J adds a new line, Tab completes a /command."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from textual import events
 from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 from textual.document._wrapped_document import WrappedDocument
 from textual.message import Message
+
+from tui.controller.slash import completed
 
 from .safe_inputs import SafeTextArea
 
@@ -44,8 +46,31 @@ class Composer(SafeTextArea):
             super().__init__()
             self.composer, self.text = composer, text
 
+    class Recall(Message):
+        """Up or Down asks for an older or newer prompt from the history (tui/controller/recall.py)."""
+
+        def __init__(self, composer: "Composer", older: bool) -> None:
+            super().__init__()
+            self.composer, self.older = composer, older
+
     def __init__(self, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
+        self.recalled: str | None = None  # the prompt the history put here (Up and Down go on while it is unchanged)
+
+    def show_recalled(self, text: str) -> None:
+        self.recalled = text
+        self.text = text
+        self.move_cursor(self.document.end)
+
+    def _recalls(self, key: str) -> bool:
+        """Up on an empty composer (or on a prompt it recalled, from its first row) steps back; Down from its
+        last row steps forward. Anything typed or changed makes them move the cursor again."""
+        if self.text and self.text != self.recalled:
+            return False
+        row = self.cursor_location[0]
+        if key == "up":
+            return row == 0
+        return key == "down" and self.recalled is not None and row == self.document.line_count - 1
 
     @property
     def wrapped_document(self) -> WrappedDocument:
@@ -65,11 +90,29 @@ class Composer(SafeTextArea):
         end = self.document.get_location_from_index(len(sent))
         self.delete((0, 0), end)
 
+    def _complete_command(self) -> bool:
+        """Tab on a partly typed /command completes its name (else Tab moves focus, as everywhere)."""
+        line = completed(self.text)
+        if line is None or line == self.text:
+            return False
+        self.replace(line, (0, 0), self.document.end)
+        self.move_cursor(self.document.end)
+        return True
+
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.prevent_default()
             event.stop()
             self.post_message(self.Submitted(self, self.text))
+            return
+        if event.key in ("up", "down") and self._recalls(event.key):
+            event.prevent_default()
+            event.stop()
+            self.post_message(self.Recall(self, event.key == "up"))
+            return
+        if event.key == "tab" and self._complete_command():
+            event.prevent_default()
+            event.stop()
             return
         if event.key in ("alt+enter", "ctrl+j", "shift+enter"):
             event.prevent_default()

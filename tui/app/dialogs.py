@@ -14,6 +14,7 @@ from tui.context.budget import POLICIES
 from tui.context.safety import visible
 from tui.context.tokens import ENCODINGS, HF_TOKENIZERS, TokenizerNotFound, get_tokenizer
 from tui.controller import Controller
+from tui.controller.slash import help_lines
 
 from .chat_panel import ChatPanel
 from .chat_view import ChatView
@@ -203,4 +204,7 @@ class Dialogs:
         rows += [("enter", "send the message", "composer"), ("alt+enter / ctrl+j", "new line", "composer"),
                  ("tab / shift+tab", "move between composer, transcript and pane", "everywhere"),
                  ("ctrl+p", "command palette: every action", "everywhere")]
+        rows += [(line.split(" — ")[0], line.split(" — ", 1)[1], "composer") for line in help_lines()]
+        rows += [("tab", "complete a /command", "composer"),
+                 ("up / down", "earlier prompts, this session's then others' (in an empty composer)", "composer")]
         self.app.push_screen(HelpScreen(rows))

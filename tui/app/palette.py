@@ -12,6 +12,7 @@ from textual.app import SystemCommand
 from textual.markup import escape
 
 from .shown import one_line
+from .slash_commands import show_context
 
 if TYPE_CHECKING:
     from .app import CtxpaneApp
@@ -51,7 +52,13 @@ def palette_commands(app: "CtxpaneApp") -> Iterable[SystemCommand]:
         ("Copy document", "the rendered document the model is sent (control characters made visible)",
          app.action_copy_document),
         ("Copy request as curl", "the key as its $VARIABLE, never the key", app.action_copy_curl),
-        ("Help", "all keys", app.action_help),
+        ("Context grid", "what fills the window: system, tools, messages, reserved, free (/context)",
+         _named("action_context", lambda: show_context(app))),
+        ("Retry last question", "ask it again; the old reply is kept as a branch (/retry)",
+         _named("action_resend_from_here", app.controller.slash.retry)),
+        ("Summarise dropped turns now", "switch to the summarise policy and make the summary (/summarise)",
+         _named("action_pick_policy", app.controller.slash.summarise)),
+        ("Help", "all keys and /commands", app.action_help),
     ]
     history = app.controller.history
     if history.redo_label:
@@ -70,6 +77,14 @@ def palette_commands(app: "CtxpaneApp") -> Iterable[SystemCommand]:
         if app.check_action(getattr(callback, "__name__", "").removeprefix("action_"), ()):
             # labels carry outside text (file names, a branch's first words): one line, never markup
             yield SystemCommand(escape(one_line(title, 200)), escape(one_line(help_text, 400)), callback)
+
+
+def _named(action: str, callback):
+    """`callback` under an action's name, so the palette's check (a replay refuses changes) reads it."""
+    def named() -> None:
+        callback()
+    named.__name__ = action
+    return named
 
 
 def _shows_branch(app: "CtxpaneApp", index: int):

@@ -26,6 +26,8 @@ class Reply:
     truncated: bool | None = None  # llama.cpp says it cut the prompt
     prompt_eval_count: int | None = None  # Ollama's count of prompt tokens processed
     generated: list[str] | None = None  # each generated token's text, when the server sent logprobs
+    first_token_ms: int | None = None  # measured here, from sending to the first piece of the reply
+    elapsed_ms: int | None = None  # from sending to the end of the reply
     diagnostics: dict | None = None  # the provider's own word on a cache miss (Anthropic's cache_miss_reason)
     failure: Exception | None = field(default=None, repr=False, compare=False)  # the error it ended with, not saved
 
@@ -53,7 +55,7 @@ class Reply:
         record = {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
                   "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
                   "model": self.model, "incomplete": self.incomplete, "error": self.error}
-        for key in ("truncated", "prompt_eval_count", "diagnostics"):  # only when a server said so: older records stay alike
+        for key in ("truncated", "prompt_eval_count", "diagnostics", "first_token_ms", "elapsed_ms"):  # only when a server said so: older records stay alike
             if getattr(self, key) is not None:
                 record[key] = getattr(self, key)
         if self.generated is not None:  # the tokens as generated: what the server's cache holds of the reply

@@ -29,11 +29,14 @@ from .editing import Editing
 from .events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                      SessionChanged, StatusChanged)
 from .link import Link
+from .message_facts import ReplyFactsCache
 from .opening import Opening
 from .receiving import fit_now
 from .runtime import Handle, Runtime
 from .sending import Sending
 from .session_file import SessionFile
+from .recall import Recall
+from .slash import SlashRunner
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
 from .branches import branches_shown_from, kept_branches_notice
@@ -60,9 +63,12 @@ class Controller:
         self.tokenizing = Tokenizing(self)
         self.history = History(self)  # undo and redo (history.py)
         self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
+        self.slash = SlashRunner(self)  # the composer's /commands (slash.py)
+        self.recall = Recall(self)  # prompt history (recall.py)
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
+        self.reply_facts = ReplyFactsCache()  # the transcript's figures of each reply (message_facts.py)
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
         self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
@@ -84,7 +90,8 @@ class Controller:
     def chat_state(self) -> ChatState:
         view = self.wb.view
         return ChatState(self.generation, tuple(self.wb.session.messages), frozenset(self._dropped()),
-                         frozen_notes(self.notes), view.hidden.family if view is not None else "")
+                         frozen_notes(self.notes), view.hidden.family if view is not None else "",
+                         self.chat_figures())
 
     def pane_state(self) -> PaneState | None:
         wb, view = self.wb, self.wb.view
@@ -104,6 +111,9 @@ class Controller:
                         session.title, self.read_only, self.file.session_file, self.wb.template.name,
                         self.wb.tokenizer.name, self.wb.policy.name, session.model, self.link.url(session.base_url),
                         self.client is not None)
+
+    def chat_figures(self):
+        return self.reply_facts.lines(self.wb.view, self.wb.session.requests)
 
     def _dropped(self) -> set[int]:
         return {e.message for e in self.wb.view.ledger} if self.wb.view else set()
@@ -180,10 +190,10 @@ class Controller:
             if self._compute_for != self.generation and self._compute_timer is None:
                 self.compute(0.05)  # a change that asked for no computation of its own: compute it now
             return False
-        dropped_before = self._dropped()
+        before = self._dropped(), self.chat_figures()
         self.wb.view = view
         self._template_said = None  # the template takes the conversation again: a later refusal is said
-        if self._dropped() != dropped_before:
+        if (self._dropped(), self.chat_figures()) != before:
             self.show_chat()
         self.show_pane()
         return True
@@ -280,7 +290,11 @@ class Controller:
         self.changed()
 
     def set_model(self, name: str) -> None:
-        self.client.endpoint.model = self.wb.session.model = name
+        before = self.history.settings_before("model")
+        self.wb.session.model = name  # what the request body names; the link's, for its own calls
+        if self.client is not None:
+            self.client.endpoint.model = name
+        self.history.settings_changed(f"model {visible(name[:80])}", before)
         self.changed()
 
     async def models(self) -> list[str] | None:

@@ -25,13 +25,16 @@ async def stream_reply(client, body: dict, on_progress: Callable[[Reply], None],
     """
     assembler = ReplyAssembler()
     last_save, note = 0.0, ""  # the first piece of a reply is saved at once
+    started = time.monotonic()
 
     def on_delta(_text: str, progress: ReplyAssembler) -> None:
         nonlocal last_save
         # Every chunk goes to the view at once: the chat view wraps only the reply's last rows, and Textual
         # draws at most one frame per refresh interval however many chunks arrive (none waits for the next).
-        on_progress(progress.reply)
         now = time.monotonic()
+        if progress.reply.first_token_ms is None and progress.size:  # a role-only first chunk is no token yet
+            progress.reply.first_token_ms = round((now - started) * 1000)
+        on_progress(progress.reply)
         if now - last_save > SAVE_EVERY:
             on_checkpoint(progress.reply)
             last_save = now
@@ -46,4 +49,5 @@ async def stream_reply(client, body: dict, on_progress: Callable[[Reply], None],
         assembler.reply.incomplete = True
         assembler.reply.error = str(exc)
         assembler.reply.failure = exc  # a refusal for size says how many tokens the server counted
+    assembler.reply.elapsed_ms = round((time.monotonic() - started) * 1000)
     return assembler.reply, note

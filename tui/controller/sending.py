@@ -63,6 +63,7 @@ class Sending:
                        "the session as you wrote it (delete the message to remove it)", severity="warning",
                        title="Your API key is in your message")
         ctl.wb.commit_text(text)
+        ctl.recall.remember(text)
         if name_if_untitled(ctl.wb.session):
             announce(ctl)
         ctl.changed(save=False, compute=False)  # the request is computed by the send itself, below
@@ -193,13 +194,13 @@ class Sending:
             view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
             dropped = wb.summary_needed(view)
             if dropped:
-                await self._summary_call(wb, dropped)
+                await self.summary_call(wb, dropped)
             return await ctl.worker.run(lambda: wb.compute(with_draft=False))
         except TemplateRenderError as exc:
             self._not_sent(wb, exc)
             return None
 
-    async def _summary_call(self, wb: "Workbench", dropped: list) -> None:
+    async def summary_call(self, wb: "Workbench", dropped: list) -> None:
         ctl = self.ctl
         call = await ctl.worker.run(lambda: wb.summary_request(dropped))
         if call.body is None:

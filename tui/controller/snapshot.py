@@ -35,6 +35,7 @@ class ChatState:
     dropped: frozenset[int] = frozenset()
     notes: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> why that reply is incomplete
     image_family: str = ""  # how images are counted for their labels (tui/context/image_tokens.py)
+    figures: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> its figures' line
 
 
 @dataclass(frozen=True)

@@ -269,6 +269,7 @@ class Workbench:
                                                  reasoning_content=message.get("reasoning_content"),
                                                  provenance=Provenance("model", True), id=self.new_id(),
                                                  incomplete=reply.incomplete))
+            record.reply_id = self.session.messages[-1].id
         self.session.updated = now_iso()
 
     # -- message actions ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ schema in tui/sessions/schema.py (see parse.py). Layout (version 1), documented 
      "requests": [{number, time, body, reply, usage, cached_reported, timings, document_hash,
                    document_tokens, tokens_exact, dropped, predicted_cached, cache_cause,
                    cache_class, cache_source, cache_place, keep_all_tokens, template, tokenizer,
-                   message_count, message_ids, fit, received, cost}]}
+                   message_count, message_ids, reply_id, fit, received, cost}]}
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class RequestRecord:
     tokenizer: str = ""
     message_count: int = 0  # session messages when it was sent: the conversation up to this request
     message_ids: list[str] = field(default_factory=list)  # session id of each message in body["messages"]
+    reply_id: str = ""  # the session id of the message the reply became ("" if none came, or an older file)
     fit: dict | None = None  # before sending: does it fit the server's window (tui/sessions/receipts.py)
     received: dict | None = None  # after the reply: sent against received
     cost: dict | None = None  # what it cost, with the session's running totals

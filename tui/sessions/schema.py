@@ -159,6 +159,8 @@ class Reply(Struct):
     model: Str(1000) | None = None
     incomplete: bool = False
     error: Str(100_000) | None = None
+    first_token_ms: Int(0, BIG) | None = None  # measured by ctxpane: from sending to the first piece of the reply
+    elapsed_ms: Int(0, BIG) | None = None  # from sending to the reply's end
 
 
 class Body(Struct):
@@ -198,6 +200,7 @@ class RequestIn(Struct):
     tokenizer: PathText = ""
     message_count: Int(0, MAX_MESSAGES) = 0
     message_ids: List(Id, MAX_MESSAGES) = []
+    reply_id: Id = ""
     fit: FitIn | None = None
     received: ReceivedIn | None = None
     cost: CostIn | None = None

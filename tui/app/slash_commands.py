@@ -1,0 +1,42 @@
+"""The composer's line, sent or run: `//…` sends a `/…` line, `/name …` runs a command (tui/controller/slash.py),
+anything else is a message. Commands that open a dialog or a screen are opened here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui.controller.slash import Slash, literal, parse
+
+if TYPE_CHECKING:
+    from .app import CtxpaneApp
+
+
+def take_line(app: "CtxpaneApp", text: str) -> bool:
+    """Send or run the composer's line. True when it was taken (the composer lets it go)."""
+    escaped = literal(text)
+    if escaped is not None:
+        return app.controller.submit(escaped)
+    parsed = parse(text)
+    if parsed is None:
+        return app.controller.submit(text)
+    if parsed.kind is not None and app.replaying:
+        return False
+    if app.controller.slash.run(parsed):
+        return parsed.kind is not None  # a mistyped command stays in the composer, to be corrected
+    opens = {Slash.MODEL: app.action_pick_model, Slash.TEMPLATE: app.action_pick_template,
+             Slash.SYSTEM: app.action_edit_system, Slash.CONTEXT: lambda: show_context(app),
+             Slash.HELP: app.action_help}
+    opens[parsed.kind]()
+    return True
+
+
+def show_context(app: "CtxpaneApp") -> None:
+    from tui.context.context_grid import context_grid
+
+    from .context_screen import ContextScreen
+    pane = app.controller.pane_state()
+    if pane is None:
+        app.notify("nothing computed yet: the window's use is shown once the conversation is", severity="warning")
+        return
+    grid = context_grid(pane.view, pane.policy.context_window, pane.policy.max_tokens)
+    app.push_screen(ContextScreen(grid, pane.view.snapshot.counts.exact, app.roles))

@@ -1,0 +1,48 @@
+"""Each reply's facts, read from its request record for the transcript's figures (tui/context/message_figures.py).
+
+A record is read once it names its reply (a finished request never changes again); records read leniently, so
+an odd or older file shows what it can and never fails.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Mapping
+
+from tui.client.figures import reported_from_record
+from tui.client.schemas import lenient_count
+from tui.context.message_figures import ReplyFacts, message_figures
+
+NO_FIGURES: Mapping[str, str] = MappingProxyType({})
+
+
+class ReplyFactsCache:
+    def __init__(self) -> None:
+        self._read: dict[int, tuple[object, str, ReplyFacts]] = {}  # id(record) -> (record, its reply id, facts)
+
+    def facts(self, requests: list) -> list[ReplyFacts]:
+        found, kept = [], {}
+        for record in requests:
+            if not record.reply_id:
+                continue
+            seen = self._read.get(id(record))
+            if seen is None or seen[0] is not record or seen[1] != record.reply_id:
+                seen = (record, record.reply_id, read_facts(record))
+            kept[id(record)] = seen
+            found.append(seen[2])
+        self._read = kept
+        return found
+
+    def lines(self, view, requests: list) -> Mapping[str, str]:
+        """Each message's figures as one line, by message id."""
+        figures = message_figures(view, self.facts(requests))
+        return MappingProxyType({ident: line for ident, figure in figures.items() if (line := figure.line())})
+
+
+def read_facts(record) -> ReplyFacts:
+    reply = record.reply if isinstance(record.reply, dict) else {}
+    timings = reply.get("timings") if isinstance(reply.get("timings"), dict) else {}
+    rate = timings.get("predicted_per_second")
+    rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < 1e9 else None
+    return ReplyFacts(record.reply_id, reported_from_record(reply), lenient_count(reply.get("first_token_ms")),
+                      lenient_count(reply.get("elapsed_ms")), rate)

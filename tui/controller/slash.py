@@ -1,0 +1,175 @@
+"""Slash commands typed in the composer (`/model NAME`, `/retry`, …): parsed here, run by the controller or, for
+those that open a dialog or a screen, named back to the app. A leading `//` sends a line that starts with `/`.
+
+A line that starts with `/` and names no command is refused, never sent: `/cler` was meant for ctxpane, not for
+the model; a path (`/etc/hosts says…`) is sent with `//`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Slash(Enum):
+    MODEL = "model"
+    TEMPLATE = "template"
+    SYSTEM = "system"
+    CLEAR = "clear"
+    SUMMARISE = "summarise"
+    CONTEXT = "context"
+    EXPORT = "export"
+    RETRY = "retry"
+    HELP = "help"
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    kind: Slash
+    argument: str  # what it takes, for the completion's hint ("" for none)
+    help: str
+
+
+COMMANDS = (
+    SlashCommand(Slash.MODEL, "[name]", "use this model (without a name: pick from the server's list)"),
+    SlashCommand(Slash.TEMPLATE, "[name]", "render with this chat template (without a name: pick one)"),
+    SlashCommand(Slash.SYSTEM, "[text]", "set the system prompt (without text: edit it)"),
+    SlashCommand(Slash.CLEAR, "", "start a new, empty session (this one is saved)"),
+    SlashCommand(Slash.SUMMARISE, "", "summarise the turns the window drops, now (and from now on)"),
+    SlashCommand(Slash.CONTEXT, "", "what fills the window: system, tools, messages, reserved, free"),
+    SlashCommand(Slash.EXPORT, "", "write the transcript as Markdown beside the session"),
+    SlashCommand(Slash.RETRY, "", "ask the last question again (the old reply is kept as a branch)"),
+    SlashCommand(Slash.HELP, "", "list the slash commands"),
+)
+BY_NAME = {command.kind.value: command for command in COMMANDS}
+ALIASES = {"summarize": Slash.SUMMARISE, "compact": Slash.SUMMARISE, "new": Slash.CLEAR}
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A composer line read as a command: `kind` with its `argument`, or `unknown` (the word that named none)."""
+
+    kind: Slash | None = None
+    argument: str = ""
+    unknown: str = ""
+
+
+def literal(text: str) -> str | None:
+    """The text to send for a line that escapes its slash (`//…` sends `/…`); None for any other line."""
+    return text[1:] if text.startswith("//") else None
+
+
+def parse(text: str) -> Parsed | None:
+    """None: not a command (send it as it is; a `//` line sends `literal(text)`)."""
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    head, _, tail = text[1:].partition("\n")  # /system takes lines after its own
+    word, _, rest = head.partition(" ")
+    argument = rest + ("\n" + tail if tail else "")
+    name = word.strip().lower()
+    kind = ALIASES.get(name) or (BY_NAME[name].kind if name in BY_NAME else None)
+    if kind is None:
+        return Parsed(unknown=word[:40])
+    return Parsed(kind, argument.strip())
+
+
+def completions(text: str) -> list[SlashCommand]:
+    """The commands a partly typed first word could be (the composer's hint, and what Tab completes)."""
+    if not text.startswith("/") or text.startswith("//") or " " in text or "\n" in text:
+        return []
+    typed = text[1:].lower()
+    return [command for command in COMMANDS if command.kind.value.startswith(typed)]
+
+
+def completed(text: str) -> str | None:
+    """The line with its command's name completed (the longest part all candidates share), or None."""
+    found = completions(text)
+    if not found:
+        return None
+    names = [command.kind.value for command in found]
+    shared = names[0]
+    for name in names[1:]:
+        while not name.startswith(shared):
+            shared = shared[:-1]
+    whole = len(found) == 1
+    return "/" + shared + (" " if whole and found[0].argument else "") if len(shared) >= len(text) - 1 else None
+
+
+def hint(text: str) -> str:
+    """One line for under the composer: the commands that match, each with what it does."""
+    found = completions(text)
+    if not found:
+        return ""
+    if len(found) == 1:
+        command = found[0]
+        return f"/{command.kind.value} {command.argument}".rstrip() + f" — {command.help} (Tab completes)"
+    return "  ".join(f"/{command.kind.value}" for command in found) + "   (Tab completes, // sends a /)"
+
+
+def help_lines() -> list[str]:
+    return [f"/{c.kind.value} {c.argument}".rstrip() + f" — {c.help}" for c in COMMANDS] + \
+        ["//text — send a message that starts with /"]
+
+
+class SlashRunner:
+    """The commands that need no dialog, run on the controller; `run` says which are left to the app."""
+
+    def __init__(self, controller) -> None:
+        self.ctl = controller
+
+    def run(self, parsed: Parsed) -> bool:
+        """Run `parsed`; False when the app must (a picker, an editor, a screen). Said in one line if refused."""
+        ctl, argument = self.ctl, parsed.argument
+        if parsed.kind is None:
+            ctl.notify(f"no command /{parsed.unknown}: /help lists them; // sends a line starting with /",
+                       severity="error")
+            return True
+        runs = {Slash.MODEL: lambda: ctl.set_model(argument), Slash.TEMPLATE: lambda: self.template(argument),
+                Slash.SYSTEM: lambda: ctl.set_system_prompt(argument), Slash.CLEAR: ctl.new_session,
+                Slash.SUMMARISE: self.summarise, Slash.EXPORT: ctl.export_markdown, Slash.RETRY: self.retry}
+        if parsed.kind in (Slash.MODEL, Slash.TEMPLATE, Slash.SYSTEM) and not argument:
+            return False
+        run = runs.get(parsed.kind)
+        if run is None:
+            return False
+        run()
+        return True
+
+    def template(self, name: str) -> None:
+        names = [choice for choice, _label in self.ctl.template_choices()]
+        if name not in names:
+            self.ctl.notify(f"no template {name[:80]}: F3 lists them ({', '.join(names[:6])}, …)", severity="error")
+            return
+        self.ctl.set_template(name)
+
+    def retry(self) -> None:
+        messages = self.ctl.wb.session.messages
+        last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+        if last is None:
+            self.ctl.notify("nothing to retry: no question yet", severity="warning")
+            return
+        self.ctl.resend_from(last, messages[last])
+
+    def summarise(self) -> None:
+        ctl = self.ctl
+        if ctl.answering():
+            return
+        if ctl.wb.policy.name != "summarise":
+            ctl.set_policy("summarise")
+        if ctl.client is None:
+            ctl.notify("the policy is summarise now; offline, the summary is made by a model call once connected",
+                       severity="warning")
+            return
+        ctl.runtime.spawn(self._summarise_now, "summary")
+
+    async def _summarise_now(self) -> None:
+        ctl, wb = self.ctl, self.ctl.wb
+        view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+        dropped = wb.summary_needed(view)
+        if not dropped:
+            ctl.notify("nothing to summarise now: every turn fits the window; turns it drops later are "
+                       "summarised as they go")
+            return
+        await ctl.sending.summary_call(wb, dropped)
+        if ctl.wb is wb:
+            ctl.changed()
