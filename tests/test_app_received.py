@@ -8,6 +8,7 @@ import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from tui.app.chat_view import ChatView
+from tui.app.composer import Composer
 from tui.app.cost_view import CostView
 from tui.app.ledger_view import LedgerView
 from tui.context.messages import Message, Provenance
@@ -39,6 +40,9 @@ async def test_a_front_cut_is_said_in_the_chat_status_and_ledger(sessions, tmp_p
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await settle(pilot, app)
             await pilot.press(*"which came first", "enter")
+            await settle(pilot, app)
+            assert not app.controller.wb.session.requests and app.query_one(Composer).text == "which came first"
+            await pilot.press("enter")  # warned it will not fit (F9 would fit it); sent as it is, to see the cut
             for _ in range(100):
                 await settle(pilot, app)
                 if not app.controller.streaming:

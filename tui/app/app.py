@@ -77,6 +77,7 @@ class CtxpaneApp(SafeClipboard):
         Binding("f4", "pick_policy", "Policy", id="pick_policy"),
         Binding("f5", "toggle_fences", "Fences", id="toggle_fences"),
         Binding("f8,ctrl+comma", "settings", "Settings", id="settings"),  # f6/f7 are the composer's (select line/all)
+        Binding("f9", "fit_and_send", "Fit to the window and send", id="fit_and_send", show=False),
         # Shown by the transcript (chat_view.py); in the composer, Ctrl+Z undoes typing (its own binding).
         Binding("ctrl+z", "undo", "Undo", id="undo", show=False),
         Binding("ctrl+y", "redo", "Redo", id="redo", show=False),
@@ -85,7 +86,8 @@ class CtxpaneApp(SafeClipboard):
 
     # What changes the session (or asks to): refused, and left out of the footer and the palette, during a replay.
     EDITING = frozenset({"stop", "edit_system", "attach", "pick_model", "pick_template", "pick_tokenizer", "pick_policy",
-                         "toggle_fences", "undo", "redo", "show_branch", "edit_message", "delete_message", "pin_message", "resend_from_here",
+                         "toggle_fences", "undo", "redo", "fit_and_send", "show_branch", "edit_message", "delete_message",
+                         "pin_message", "resend_from_here",
                          "trust_endpoint", "new_session", "open_session", "replay", "settings", "reconnect",
                          "rename_session"})
 
@@ -254,6 +256,16 @@ class CtxpaneApp(SafeClipboard):
         text = recall.older(composer.text) if event.older else recall.newer()
         if text is not None:
             composer.show_recalled(text)
+
+    def action_fit_and_send(self) -> None:
+        """After an over-the-window warning: drop the oldest turns to fit, and send what the composer holds."""
+        composer = self.main(Composer)
+        text = composer.text
+        if self.controller.capabilities.fit_and_send(text):
+            composer.take(text)
+        else:
+            self.notify("F9 fits a message to the server's window: none is known (or nothing to send)",
+                        severity="warning")
 
     def action_search_prompts(self) -> None:
         from .prompt_search_screen import PromptSearchScreen

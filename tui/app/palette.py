@@ -58,6 +58,10 @@ def palette_commands(app: "CtxpaneApp") -> Iterable[SystemCommand]:
          _named("action_resend_from_here", app.controller.slash.retry)),
         ("Summarise dropped turns now", "switch to the summarise policy and make the summary (/summarise)",
          _named("action_pick_policy", app.controller.slash.summarise)),
+        ("Search prompt history", "what you sent, here and in other sessions, to the composer (Ctrl+R; Up in an "
+         "empty composer)", app.action_search_prompts),
+        ("Fit to the window and send", "drop the oldest turns to fit the server's window, send the composer's "
+         "message (F9)", app.action_fit_and_send),
         ("Help", "all keys and /commands", app.action_help),
     ]
     history = app.controller.history

@@ -196,6 +196,13 @@ class GenerationSettings(Struct):
     n_ctx: Context | None = None
 
 
+class Modalities(Struct):
+    """What llama.cpp's loaded model takes besides text (its /props `modalities`)."""
+
+    vision: bool | None = None
+    audio: bool | None = None
+
+
 class Props(Struct):
     """llama.cpp's /props."""
 
@@ -207,6 +214,7 @@ class Props(Struct):
     default_generation_settings: GenerationSettings | None = None
     total_slots: Annotated[int, Meta(ge=1, le=MAX_SLOTS)] | None = None
     endpoint_slots: bool | None = None
+    modalities: Modalities | None = None
 
 
 class Slot(Struct):

@@ -40,6 +40,7 @@ class ServerInfo:
     windows: list[WindowSize] = field(default_factory=list)  # every window figure found, with its source
     gateway: str = ""  # "LiteLLM" when a gateway stands in front of the server (its template etc. hidden)
     upstream: Upstream = field(default_factory=Upstream)  # what the gateway says it forwards to
+    vision: bool | None = None  # the server takes images (llama.cpp's /props modalities); None: not said
 
     @property
     def has_own_template(self) -> bool:
@@ -140,6 +141,7 @@ async def _probe_llamacpp(client: OpenAIClient, info: ServerInfo) -> bool:
     info.chat_template = props.chat_template or None
     info.bos_token, info.eos_token = props.bos_token, props.eos_token
     info.build = props.build_info or ""
+    info.vision = props.modalities.vision if props.modalities is not None else None
     settings = props.default_generation_settings
     info.windows = [w for w in info.windows if w.source != "server"]  # /props is the slot's own figure
     info.found_window(settings.n_ctx if settings else None, "server", "/props default_generation_settings.n_ctx")

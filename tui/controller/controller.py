@@ -23,6 +23,7 @@ from tui.context.safety import visible
 from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template, plain_chatml
 from tui.sessions.model import Session
 
+from .capabilities import Capabilities
 from .compute import SKIPPED, ComputeWorker
 from .connecting import connect
 from .editing import Editing
@@ -65,6 +66,7 @@ class Controller:
         self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
         self.slash = SlashRunner(self)  # the composer's /commands (slash.py)
         self.recall = Recall(self)  # prompt history (recall.py)
+        self.capabilities = Capabilities(self)  # what the server cannot take, said before sending
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()

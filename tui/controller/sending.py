@@ -44,7 +44,8 @@ class Sending:
         """Read the price table once, when a server connects (a send before it is read reads it itself)."""
         self.prices = await load_prices_once(self.ctl, self.prices)
 
-    def submit(self, text: str) -> bool:
+    def submit(self, text: str, checked: bool = False) -> bool:
+        """`checked`: the capability warning was seen and acted on (capabilities.py)."""
         ctl = self.ctl
         if self.streaming:
             ctl.notify("a reply is still streaming: Esc stops it", severity="warning")
@@ -56,6 +57,8 @@ class Sending:
         if ctl.client is None:
             ctl.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
                        severity="warning")
+            return False
+        if not checked and ctl.capabilities.hold(text):
             return False
         endpoint = ctl.client.endpoint
         if endpoint.key_searchable and endpoint.secrets[0] in text:  # kept as written: the user's own words

@@ -1,0 +1,70 @@
+"""Before a message is sent: what the server cannot take, said once, with what to do (issue 19).
+
+An image to a server whose /props says it has no vision, or a request over the server's window: the message
+stays in the composer with a warning; Enter again sends it as it is, F9 (over the window) drops the oldest
+turns to fit and sends. Nothing is refused for good: the user may want to see what the server does with it.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from .receiving import fit_now
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+
+class Concern(Enum):
+    NO_VISION = "no-vision"
+    OVER_WINDOW = "over-window"
+
+
+class Capabilities:
+    def __init__(self, controller: "Controller") -> None:
+        self.ctl = controller
+        self._warned: tuple[str, Concern] | None = None  # said for this text: Enter again sends it
+
+    def concern(self, text: str) -> tuple[Concern, str] | None:
+        """What the server cannot take in the request `text` would make, as computed for the pane."""
+        ctl = self.ctl
+        view, connection = ctl.wb.view, ctl.link.connection
+        if view is None or connection is None or ctl.wb.draft != text:  # no view of this message: nothing known
+            return None
+        if connection.info.vision is False and view.hidden.images:
+            count = len(view.hidden.images)
+            return Concern.NO_VISION, (f"the server says its model takes no images (/props modalities), and this "
+                                       f"request holds {count}: it may refuse it or ignore them. Enter sends "
+                                       "anyway")
+        fit = fit_now(ctl, view, ctl.wb.request_body(view))
+        if fit is not None and fit.fits is False:
+            return Concern.OVER_WINDOW, (f"⚠ {fit.message}. F9 drops the oldest turns to fit "
+                                         "and sends; Enter sends it as it is")
+        return None
+
+    def hold(self, text: str) -> bool:
+        """True (and said) when `text` should not be sent yet; said once, so Enter again sends it."""
+        found = self.concern(text)
+        if found is None or self._warned == (text, found[0]):
+            return False
+        self._warned = (text, found[0])
+        self.ctl.notify(found[1], severity="warning", title="Before sending", timeout=15)
+        return True
+
+    def fit_and_send(self, text: str) -> bool:
+        """F9: the drop-oldest policy with the server's window, then send. True when it was sent."""
+        ctl = self.ctl
+        connection = ctl.link.connection
+        window = connection.info.window if connection is not None else None
+        if window is None or not text.strip():
+            return False
+        before = ctl.history.settings_before("policy")
+        changes = {"name": "drop-oldest"}
+        if not ctl.wb.policy.context_window or ctl.wb.policy.context_window > window.tokens:
+            changes["context_window"] = window.tokens
+        ctl.wb.set_policy(**changes)
+        ctl.history.settings_changed(f"policy drop-oldest, window {window.tokens:,}", before)
+        ctl.changed()
+        self._warned = None
+        return ctl.sending.submit(text, checked=True)
