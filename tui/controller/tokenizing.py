@@ -41,8 +41,12 @@ class Tokenizing:
                 self._failed()
             return
         if chosen == self._chosen:  # else one chosen since (the server's own, at connect) stands
+            before = self.ctl.wb.tokenizer, self.ctl.wb.exact
             self.use(tokenizer, None)
-            if picked:
+            if picked:  # the user's own switch: one change in the history, undone like any other
+                from .history import Operation, OpKind
+                self.ctl.history.add(Operation(OpKind.TOKENIZER, f"tokenizer {visible(tokenizer.name)[:80]}",
+                                               before=before, after=(self.ctl.wb.tokenizer, self.ctl.wb.exact)))
                 self.say_how_counting_goes()
 
     def say_how_counting_goes(self) -> None:
