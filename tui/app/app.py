@@ -82,6 +82,10 @@ class CtxpaneApp(SafeClipboard):
         Binding("ctrl+z", "undo", "Undo", id="undo", show=False),
         Binding("ctrl+y", "redo", "Redo", id="redo", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
+        # Tab and Shift+Tab move the focus as the key arrives (priority): as a screen's bindings they ran after
+        # the focused widget's queue had taken the keys behind them (Shift+Tab then a word: the word was lost).
+        Binding("tab", "focus_step(True)", show=False, priority=True),
+        Binding("shift+tab", "focus_step(False)", show=False, priority=True),
     ]
 
     # What changes the session (or asks to): refused, and left out of the footer and the palette, during a replay.
@@ -290,9 +294,23 @@ class CtxpaneApp(SafeClipboard):
         return any(getattr(screen, "READ_ONLY", False) for screen in self.screen_stack)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_step":
+            return self._tab_moves_focus()
         if action == "edit_system" and isinstance(self.screen, ModalScreen):  # a dialog's editor keeps its Ctrl+E
             return False
         return not (action in self.EDITING and self.replaying)
+
+    def _tab_moves_focus(self) -> bool:
+        """Not where Tab is the editor's own: indenting, or in the composer, where it completes a /command typed
+        just before it (still in the composer's queue when the key arrives here: only the composer knows)."""
+        widget = self.focused
+        return not (isinstance(widget, Composer) or isinstance(widget, TextArea) and widget.tab_behavior == "indent")
+
+    def action_focus_step(self, forward: bool) -> None:
+        if forward:
+            self.screen.focus_next()
+        else:
+            self.screen.focus_previous()
 
     def action_stop(self) -> None:
         self.controller.stop()

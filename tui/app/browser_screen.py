@@ -69,6 +69,9 @@ class BrowserScreen(ModalScreen[Path | None]):
     BrowserScreen DataTable { height: 1fr; }
     BrowserScreen #browser-status { color: $text-muted; }
     """
+    # The list has the focus from the moment the screen is shown (a focus() in on_mount came after the first
+    # frame: a Shift+Tab typed on seeing the screen moved to the search box, then the list took the focus back).
+    AUTO_FOCUS = "#browser-table"
     # n and x where the list has the keys; F2 and F8 also from the search box, where letters are typed
     BINDINGS = [Binding("escape", "cancel", "Close"), Binding("enter", "open", "Open", show=True),
                 Binding("f2", "rename", "Rename"), Binding("f8", "delete", "Delete")]
@@ -96,7 +99,6 @@ class BrowserScreen(ModalScreen[Path | None]):
         table = self.query_one(DataTable)
         table.add_columns("title", "updated", "messages", "file", "found")
         self.relist()
-        table.focus()
 
     def relist(self) -> None:
         """Read the folder again (after a rename or delete) and show the current query's rows."""
