@@ -302,3 +302,12 @@ async def test_replay_names_a_message_on_a_branch_not_shown_as_such(tmp_path, mo
         places = dict(zip(view.shape.message_ids, view.shape.places))
         assert places[asked] == ON_BRANCH and asked in {m.id for b in session.branches for m in b.messages}
         ctl.close()
+
+
+async def test_the_transcript_says_where_another_version_is_kept(harness):
+    ctl = await harness.ready(ten_messages())
+    ctl.edit(2, "turn 2, edited")
+    edited = ctl.wb.session.messages[2]
+    assert ctl.chat_state().figures[edited.id].endswith("1 other version kept (palette: Show branch at #2)")
+    ctl.show_branch(0)  # the old one shown: the edited one is the other version now
+    assert "1 other version kept" in ctl.chat_state().figures[ctl.wb.session.messages[2].id]

@@ -106,3 +106,20 @@ def kept_branches_notice(session: Session) -> str:
     deeper = len(session.branches) - count
     said = f"{count} other branch{'es' if count != 1 else ''} of this conversation kept: palette → Show branch"
     return said + (f" ({deeper} more continue those branches)" if deeper else "")
+
+
+def fork_notes(session: Session) -> dict[str, str]:
+    """By message id: the note its header shows when other versions of what follows are kept (the message where
+    the shown continuation starts, or the fork itself when nothing is shown after it)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for start, _branch in branches_shown_from(session):
+        if start < len(session.messages):
+            ident = session.messages[start].id
+        elif start > 0:
+            ident = session.messages[start - 1].id
+        else:
+            continue
+        count, _place = counts.get(ident, (0, start))
+        counts[ident] = (count + 1, start)
+    return {ident: f"{count} other version{'s' if count > 1 else ''} kept (palette: Show branch at #{place})"
+            for ident, (count, place) in counts.items()}

@@ -13,14 +13,14 @@ computation never overwrites a newer view.
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable
 
-from tui.context.budget import PolicyError
 from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message
 from tui.context.request import RequestView
 from tui.context.safety import visible
-from tui.context.template_library import TemplateNotFound, builtin_names, builtin_template, load_template, plain_chatml
+from tui.context.template_library import TemplateNotFound, load_template, plain_chatml
 from tui.sessions.model import Session
 
 from .capabilities import Capabilities
@@ -38,10 +38,11 @@ from .sending import Sending
 from .session_file import SessionFile
 from .recall import Recall
 from .slash import SlashRunner
+from . import switching
 from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
 from .tokenizing import Tokenizing
-from .branches import branches_shown_from, kept_branches_notice
-from .history import History, Operation, OpKind
+from .branches import branches_shown_from, fork_notes, kept_branches_notice
+from .history import History
 from .tuning import Tuning
 from .workbench import CharEstimate, Workbench, template_from_session
 
@@ -115,7 +116,11 @@ class Controller:
                         self.client is not None)
 
     def chat_figures(self):
-        return self.reply_facts.lines(self.wb.view, self.wb.session.requests)
+        """Each message's header line: its figures, and a note where other versions of what follows are kept."""
+        lines = dict(self.reply_facts.lines(self.wb.view, self.wb.session.requests))
+        for ident, note in fork_notes(self.wb.session).items():
+            lines[ident] = f"{lines[ident]} · {note}" if lines.get(ident) else note
+        return MappingProxyType(lines)
 
     def _dropped(self) -> set[int]:
         return {e.message for e in self.wb.view.ledger} if self.wb.view else set()
@@ -265,51 +270,21 @@ class Controller:
 
     # -- settings -----------------------------------------------------------------------------------
     def template_choices(self) -> list[tuple[str, str]]:
-        options = [(name, name) for name in builtin_names()]
-        connection = self.link.connection
-        if connection and connection.template:
-            options.insert(0, ("@server", f"the server's own ({connection.info.kind})"))
-        return options
+        return switching.template_choices(self)
 
     def set_template(self, choice: str) -> None:
         """A shipped template by name, or '@server': the server's own."""
-        before = self.wb.template
-        self.wb.set_template(self.link.connection.template if choice == "@server" else builtin_template(choice))
-        self.history.add(Operation(OpKind.TEMPLATE, f"template {visible(self.wb.template.name)}", before=before,
-                                   after=self.wb.template))
-        self.tokenizing.say_how_counting_goes()
-        self.changed()
-        self.tuning.say_what_if()
+        switching.set_template(self, choice)
 
     def set_policy(self, name: str) -> None:
-        before = self.history.settings_before("policy")
-        try:
-            self.wb.set_policy(name=name)
-        except PolicyError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        self.history.settings_changed(f"policy {name}", before)
-        self.changed()
+        switching.set_policy(self, name)
 
     def set_model(self, name: str) -> None:
-        before = self.history.settings_before("model")
-        self.wb.session.model = name  # what the request body names; the link's, for its own calls
-        if self.client is not None:
-            self.client.endpoint.model = name
-        self.history.settings_changed(f"model {visible(name[:80])}", before)
-        self.changed()
+        switching.set_model(self, name)
 
     async def models(self) -> list[str] | None:
         """The server's models (None, and said why, when there are none to pick from)."""
-        from tui.client.errors import ClientError
-        if self.client is None:
-            self.notify("offline: no server to list models from", severity="warning")
-            return None
-        try:
-            return await self.client.list_models()
-        except ClientError as exc:
-            self.notify(visible(str(exc)), severity="error")
-            return None
+        return await switching.models(self)
 
     def branches(self) -> list:
         """(place, branch) of each branch that forks from the conversation shown (branches.py)."""
@@ -319,11 +294,7 @@ class Controller:
         self.editing.show_branch(index)
 
     def toggle_fences(self) -> None:
-        before = self.history.settings_before("fences")
-        self.wb.session.fences = not self.wb.session.fences
-        self.history.settings_changed(f"fences {'on' if self.wb.session.fences else 'off'}", before)
-        self.notify(f"fences {'on' if self.wb.session.fences else 'off'}")
-        self.changed()
+        switching.toggle_fences(self)
 
     # -- the tokenizer (tokenizing.py) ---------------------------------------------------------------
     def load_tokenizer(self, name: str | None = None) -> None:
