@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 MAX_ERROR_LINE = 400
 
@@ -44,3 +45,12 @@ def schema_error_line(message: str) -> str:
     if not field.replace("[...]", ""):  # inside free-form JSON, where msgspec does not name the keys
         return reason
     return f"field `{field}`: {reason}"
+
+
+def unknown_key_line(key: object, where: str, known: Iterable[str]) -> str:
+    """"`temprature`: unknown key in [params]; did you mean `temperature`?" — one line, the closest known key."""
+    import difflib
+    name = one_line(str(key), 60)
+    close = difflib.get_close_matches(str(key).lower(), sorted(known), n=1, cutoff=0.6)
+    hint = f"; did you mean `{close[0]}`?" if close else " (ignored)"
+    return f"`{name}`: unknown key in {where}{hint}"

@@ -59,6 +59,19 @@ class LaunchOptions:
     sessions_folder: Path | None = None
 
 
+def unknown_theme_line(name: str, themes) -> str:
+    import difflib
+    close = difflib.get_close_matches(name, sorted(themes), n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    return f"theme `{one_line(name, 60)}`: not found{hint} ({DEFAULT_THEME} is used)"
+
+
+def binding_ids() -> set[str]:
+    """Every binding config.toml's [keys] may remap: the app's and the transcript's."""
+    from .chat_view import ChatView
+    return {b.id for b in [*CtxpaneApp.BINDINGS, *ChatView.BINDINGS] if isinstance(b, Binding) and b.id}
+
+
 class CtxpaneApp(SafeClipboard):
     TITLE = "ctxpane"
     CSS = """
@@ -98,7 +111,7 @@ class CtxpaneApp(SafeClipboard):
     def __init__(self, options: LaunchOptions | None = None) -> None:
         super().__init__()
         self.options = options or LaunchOptions()
-        self.settings, self.problems = resolve(self.options.flags)
+        self.settings, self.problems = resolve(self.options.flags, key_ids=binding_ids())
         self.pane_themes, theme_errors = load_themes(config_dir() / "themes")
         self.problems += theme_errors
         self.replay_only = False
@@ -175,6 +188,8 @@ class CtxpaneApp(SafeClipboard):
         for pane_theme in self.pane_themes.values():
             self.register_theme(pane_theme.theme)
         wanted = self.settings.theme or DEFAULT_THEME
+        if wanted not in self.pane_themes:
+            self.problems.append(unknown_theme_line(wanted, self.pane_themes))
         self.theme = wanted if wanted in self.pane_themes else DEFAULT_THEME
 
     def on_mount(self) -> None:

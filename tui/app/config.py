@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from tui.context.outside_files import FileProblem, read_toml
+from tui.errors import unknown_key_line
 
 from platformdirs import user_config_dir
 
@@ -32,8 +34,14 @@ class Settings:
     scan_local: bool = True
     policy: dict = field(default_factory=dict)  # config.toml [policy]: new sessions take it
     params: dict = field(default_factory=dict)  # config.toml [params]: sampling parameters new sessions send
+    extra_params: dict = field(default_factory=dict)  # config.toml [extra_params]: sent as written, unchecked
     keys: dict[str, str] = field(default_factory=dict)
     source: dict[str, str] = field(default_factory=dict)  # where base_url etc. came from, for the status line
+
+
+TOP_KEYS = {"base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs",
+            "scan_local", "policy", "params", "extra_params", "keys"}
+TABLES = ("keys", "policy", "params", "extra_params")
 
 
 def read_config(path: Path) -> dict:
@@ -43,22 +51,39 @@ def read_config(path: Path) -> dict:
         data = read_toml(path)
     except FileProblem as exc:  # too deep, too large, not TOML, a FIFO: one line, and the defaults
         raise ConfigError(str(exc)) from None
-    for key in ("keys", "policy", "params"):
+    for key in TABLES:
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{path}: [{key}] must be a table")
     return data
 
 
-def resolve(flags: dict, environ: dict | None = None, config_path: Path | None = None) -> tuple[Settings, list[str]]:
-    """Flags win over the environment, which wins over the config file."""
+def unknown_keys(config: dict, key_ids: Iterable[str] | None) -> list[str]:
+    """A line for each key config.toml has and ctxpane does not know, with the closest known one ([policy] and
+    [params] are checked where new sessions take them: tui/controller/tuning.py)."""
+    problems = [unknown_key_line(key, "config.toml", TOP_KEYS) for key in config if key not in TOP_KEYS]
+    if key_ids is not None:
+        known = set(key_ids)
+        problems += [unknown_key_line(key, "[keys] (binding ids)", known) for key in config.get("keys", {})
+                     if key not in known]
+    return problems
+
+
+def resolve(flags: dict, environ: dict | None = None, config_path: Path | None = None,
+            key_ids: Iterable[str] | None = None) -> tuple[Settings, list[str]]:
+    """Flags win over the environment, which wins over the config file. `key_ids`: the binding ids [keys] may
+    remap (None: not checked)."""
     environ = os.environ if environ is None else environ
     problems: list[str] = []
     try:
         config = read_config(config_path or config_dir() / "config.toml")
     except ConfigError as exc:
         config, problems = {}, [str(exc)]
+    problems += unknown_keys(config, key_ids)
+    known_ids = set(key_ids) if key_ids is not None else None
     settings = Settings(policy=dict(config.get("policy", {})), params=dict(config.get("params", {})),
-                        keys={k: str(v) for k, v in config.get("keys", {}).items()},
+                        extra_params=dict(config.get("extra_params", {})),
+                        keys={k: str(v) for k, v in config.get("keys", {}).items()
+                              if known_ids is None or k in known_ids},
                         scan_local=bool(config.get("scan_local", True)))
     env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
     for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs"):

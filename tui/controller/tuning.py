@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable
 
 from tui.context.budget import POLICIES, PolicyError, PolicySettings
+from tui.errors import unknown_key_line
 from tui.sessions.model import Session
 
 from .titling import announce, name_if_untitled
@@ -55,6 +56,15 @@ FIELDS = (
 )
 POLICY_KEYS = {f.name for f in fields(PolicySettings)} - {"summary", "summary_cost", "summary_of"}
 PARAM_KEYS = {f.key for f in FIELDS if f.where == "params"}
+# What config.toml's [params] may send: OpenAI's chat completion fields and the sampling fields of llama.cpp,
+# vLLM and Ollama's OpenAI API. A misspelt key is named, never sent; [extra_params] sends a field as written.
+SAMPLING_PARAMS = PARAM_KEYS | {
+    "stop", "n", "logprobs", "top_logprobs", "logit_bias", "response_format", "reasoning_effort", "verbosity",
+    "parallel_tool_calls", "tool_choice", "user", "service_tier", "max_completion_tokens", "stream_options",
+    "typical_p", "repeat_penalty", "repeat_last_n", "mirostat", "mirostat_tau", "mirostat_eta", "tfs_z",
+    "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "xtc_probability", "xtc_threshold",
+    "samplers", "cache_prompt", "n_probs", "min_tokens", "repetition_penalty", "length_penalty",
+    "chat_template_kwargs", "keep_alive", "num_ctx"}
 
 
 def _number(field: Field, text: str) -> tuple[Any, str]:
@@ -100,16 +110,20 @@ def config_defaults(settings: Any) -> tuple[dict, dict, list[str]]:
     """config.toml's `[policy]` and `[params]` as a new session takes them, and what was wrong in them."""
     problems: list[str] = []
     policy = {k: v for k, v in dict(getattr(settings, "policy", {}) or {}).items() if k in POLICY_KEYS}
-    unknown = set(getattr(settings, "policy", {}) or {}) - POLICY_KEYS
-    if unknown:
-        problems.append(f"config.toml [policy]: unknown {', '.join(sorted(map(str, unknown)))} (ignored)")
+    for key in sorted(set(getattr(settings, "policy", {}) or {}) - POLICY_KEYS, key=str):
+        problems.append("config.toml: " + unknown_key_line(key, "[policy]", POLICY_KEYS))
     try:
         PolicySettings(**policy)
     except (PolicyError, TypeError) as exc:
         problems.append(f"config.toml [policy]: {exc} (defaults used)")
         policy = {}
     params = {}
-    for key, value in dict(getattr(settings, "params", {}) or {}).items():
+    given = dict(getattr(settings, "params", {}) or {})
+    for key in sorted(set(given) - SAMPLING_PARAMS, key=str):  # said, and never sent
+        problems.append("config.toml: " + unknown_key_line(key, "[params]", SAMPLING_PARAMS))
+    extra = dict(getattr(settings, "extra_params", {}) or {})  # sent as written: the user said so
+    wanted = {k: v for k, v in given.items() if k in SAMPLING_PARAMS} | extra
+    for key, value in wanted.items():
         if _sendable(value):
             params[key] = value
         else:  # NaN, infinity or a TOML date cannot go into a JSON body: it would fail every request
