@@ -10,7 +10,6 @@ from app_helpers import isolated, make_app, plain, settle
 from tui.app.chat_view import ChatView
 from tui.app.composer import Composer
 from tui.app.cost_view import CostView
-from tui.app.ledger_view import LedgerView
 from tui.context.messages import Message, Provenance
 from tui.sessions.store import save_session
 from tui.sessions.model import Session

@@ -9,7 +9,6 @@ from app_helpers import isolated, make_app, plain, settle
 from conftest import ROOT
 from tui.app.edit_screen import EditScreen
 from tui.app.replay_screen import ReplayScreen
-from tui.sessions.store import load_session
 
 SIZE = (150, 42)
 EDITING_KEYS = ("ctrl+e", "ctrl+o", "f3", "f4", "f5", "ctrl+z")

@@ -3,7 +3,6 @@ in which slot or the host cache) and, per request, the prediction beside the ser
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

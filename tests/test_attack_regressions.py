@@ -16,7 +16,7 @@ import pytest
 
 from tui.context import builtin_template, get_tokenizer, message_from_dict
 from tui.context.document import build_document
-from tui.context.fences import FenceStyle, fence, escape_pattern
+from tui.context.fences import FenceStyle, fence
 from tui.context.reader import forged_blocks
 from tui.context.request import RequestSettings, build_request
 from tui.context.safety import hidden_pattern, visible

@@ -131,7 +131,7 @@ def test_predicted_cache_matches_llamacpp_over_six_requests(llama_server):
         history.append(message_from_dict({"role": "assistant", "content": answer}, len(history)))
         previous = view.shape
     print("request, predicted cached, reported cache_n, cause:", *results, sep="\n  ")
-    for number, predicted, reported, cause in results:
+    for _number, predicted, reported, _cause in results:
         assert abs(predicted - reported) <= 1, results
     assert results[3][3].startswith("changed system prompt") and results[3][2] < 20, results
     assert all(r[2] > 100 for i, r in enumerate(results) if i not in (0, 3)), results

@@ -123,7 +123,8 @@ async def test_message_keys_act_on_the_selected_message_only_in_the_view(session
         await pilot.press("y")
         await settle(pilot, app)
         assert len(app.wb.session.messages) == 2 and "message 1 " not in chat.message_text(1)
-        assert re.match(r"user #1  📌 pinned  ~\d+ tok\nan edited message two", chat.message_text(1)) and chat.selected == 1
+        assert re.match(r"user #1  📌 pinned  ~\d+ tok · 1 other version kept[^\n]*\nan edited message two",
+                        chat.message_text(1)) and chat.selected == 1
 
 
 class PanelHarness(App):
@@ -295,7 +296,7 @@ def test_a_lazy_layout_ends_exact_and_wraps_only_what_is_asked():
     fresh = ChatLayout()
     fresh.update(messages, set(), {}, {}, 50)
     for entry in fresh.entries:
-        entry.head, entry.body  # wrapped one by one as they are read
+        _ = entry.head, entry.body  # wrapped one by one as they are read
     assert layout.first_row == fresh.first_row  # the guesses are all replaced by the real heights
     layout.update(messages[1:], set(), {}, {}, 50)  # a delete: the bodies stay, the headers (#index) are redone
     assert layout.rewrapped == 0 and all(entry._body is not None for entry in layout.entries)

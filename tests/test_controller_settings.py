@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from conftest import free_port
 from controller_helpers import Harness, connected, harness  # noqa: F401 - harness is a fixture

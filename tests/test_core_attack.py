@@ -6,13 +6,12 @@ Controller tests run on a plain asyncio loop (tests/controller_helpers.py); pilo
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
 from controller_helpers import Harness, connected, conversation, harness  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
-from tui.controller.events import Notice, ReplyEnded, ReplyProgress, ReplyStarted, SessionChanged
+from tui.controller.events import Notice, ReplyEnded, ReplyProgress, ReplyStarted
 from tui.sessions.store import load_session
 
 
@@ -272,7 +271,6 @@ async def test_a_computation_under_way_never_lands_over_a_newer_state(harness, c
     with the newer state's view, and no view of the older state is shown after the change."""
     import threading
 
-    from tui.context.template_library import builtin_template
     from tui.controller.events import PaneChanged
     from tui.sessions.model import Session
     ctl = await harness.ready()

@@ -48,7 +48,7 @@ def test_wrap_keeps_wide_characters_whole():
 def test_notes_split_lines_and_take_one_row():
     layout = fresh("hello world\nnext", [(5, Note("cache boundary", "cache"))], 40)
     rows = [layout.locate(r) for r in range(layout.height)]
-    assert [(l.note.text[s:e] if l.note else layout.text[s:e]) for l, s, e in rows] == \
+    assert [(line.note.text[s:e] if line.note else layout.text[s:e]) for line, s, e in rows] == \
         ["hello", "cache boundary", " world", "next"]
     narrow = fresh("hello", [(0, Note("a long note that wraps", "cache"))], 10)
     assert [narrow.locate(r)[0].note is not None for r in range(narrow.height)] == [True, True, True, False]

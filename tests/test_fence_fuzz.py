@@ -90,7 +90,7 @@ def conversation(draw, material):
     messages = [message_from_dict({"role": "system", "content": TRUSTED[0]}, 0),
                 message_from_dict({"role": "user", "content": TRUSTED[1]}, 1)]
     count = draw(st.integers(1, 3))
-    for index in range(count):
+    for _ in range(count):
         label = draw(st.one_of(st.just("file:a.txt"), bodies(material)))
         messages.append(message_from_dict({"role": "user", "content": draw(bodies(material)) or "x",
                                            "provenance": {"source": "document", "label": label}},

@@ -16,7 +16,6 @@ from controller_helpers import Harness
 from tui.client.connect import connect
 from tui.client.endpoint import Endpoint
 from tui.client.errors import AuthFailed
-from tui.client.http import OpenAIClient
 from tui.controller.events import StatusChanged
 from tui.sessions.model import Session
 

@@ -264,7 +264,6 @@ async def test_the_palette_shows_a_branch_as_text_and_a_replay_leaves_it_out(tmp
     import json as json_module
 
     from app_helpers import isolated, make_app, settle
-    from tui.sessions.model import Branch
     from conftest import ROOT
     isolated(monkeypatch, tmp_path)
     data = json_module.loads((ROOT / "sample_sessions" / "untrusted-document.ctxpane.json").read_text())

@@ -122,7 +122,7 @@ async def test_notifications_status_and_titles_with_hostile_text(sessions, tmp_p
     app = make_app(tmp_path, offline=True)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot, app)
-        for kind, text in HOSTILE.items():
+        for text in HOSTILE.values():
             app.notify(text, title=text)
             app.screen.notify(text, severity="error")
             app.notify(text, markup=True)  # a caller asking for markup still gets text

@@ -56,7 +56,7 @@ async def test_sample_opens_and_replays_in_the_app(monkeypatch, tmp_path, path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         assert isinstance(app.screen, ReplayScreen)
-        for index, record in enumerate(session.requests):
+        for index, _record in enumerate(session.requests):
             assert app.screen.index == index
             assert app.screen.step_view.matches
             rows = "".join(document_rows(app))

@@ -299,9 +299,9 @@ def test_the_tap_refuses_its_own_address_however_it_is_written(cli_in_process):
     """Issue 26: 127.1, 0.0.0.0, localhost. and ::ffff:127.0.0.1 got past the check, and one request then
     looped until file descriptors ran out."""
     from tui.commands.tap import forwards_to_itself
-    for upstream in ("http://127.1:8089/v1", "http://0.0.0.0:8089", "http://localhost.:8089",
+    for target in ("http://127.1:8089/v1", "http://0.0.0.0:8089", "http://localhost.:8089",
                      "http://[::ffff:127.0.0.1]:8089", "http://2130706433:8089", "http://x.localhost:8089"):
-        assert forwards_to_itself(upstream, "127.0.0.1", 8089), upstream
+        assert forwards_to_itself(target, "127.0.0.1", 8089), target
     assert not forwards_to_itself("http://127.0.0.1:8090", "127.0.0.1", 8089)
     assert not forwards_to_itself("http://face.cafe:8089", "127.0.0.1", 8089)
     result = cli_in_process("tap", "--upstream", "http://127.1:18123/v1", "--port", "18123", "--no-ui")

@@ -64,7 +64,7 @@ async def measure(tokens: int, keystrokes: int = 60) -> dict:
             app.refresh_pane()
             draw_visible(document_view)
             fast.append((time.perf_counter() - start) * 1000)
-        for i in range(max(5, keystrokes // 6)):
+        for _ in range(max(5, keystrokes // 6)):
             text += "y"
             start = time.perf_counter()
             app.wb.draft = text

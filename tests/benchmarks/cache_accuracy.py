@@ -31,14 +31,17 @@ async def main(url: str) -> None:
     p = {"temperature": 0, "max_tokens": 12}
     a = Session(params=dict(p), messages=[system("You are a terse geography tutor.")])
     b = Session(params=dict(p), messages=[system("You write short poems.")])
-    made.ctl.adopt(a, None); made.ctl.connect(); await made.idle(0.5)
+    made.ctl.adopt(a, None)
+    made.ctl.connect()
+    await made.idle(0.5)
     plan = [(a, "Name three rivers in Europe."), (a, "Which is longest?"), (b, "A haiku about snow."),
             (a, "And the shortest?"), (b, "Another about rain."), (a, "Which flows through Paris?"),
             (b, "One about the sea."), (a, "Thanks.")]
     rows = []
     for session, text in plan:
         if made.ctl.wb.session is not session:
-            made.ctl.adopt(session, None); await made.idle(0.3)
+            made.ctl.adopt(session, None)
+            await made.idle(0.3)
         await made.send(text)
         r = session.requests[-1]
         rows.append((("A" if session is a else "B") + str(len(session.requests)), r.predicted_cached, r.cached_reported,

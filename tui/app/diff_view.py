@@ -7,7 +7,6 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.context.cache import RequestShape, span_diff
-from tui.context.safety import visible
 
 from .shown import cells, shown_line
 

@@ -24,8 +24,7 @@ def stable_pieces(text: str, size: int = PIECE) -> list[str]:
     while len(text) - start > size:
         cut = _STABLE_CUT.search(text, start + size // 4, start + size)
         if cut is None:  # no punctuation: the last safe place in the window (an edit may move later cuts)
-            for cut in _SAFE_CUT.finditer(text, start + size // 2, start + size):
-                pass
+            cut = max(_SAFE_CUT.finditer(text, start + size // 2, start + size), key=lambda m: m.start(), default=None)
         end = cut.start() if cut else start + size  # no safe place at all (a run of spaces): cut where it must
         pieces.append(text[start:end])
         start = end

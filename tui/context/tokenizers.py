@@ -145,9 +145,8 @@ def _bpe_pieces(text: str) -> list[str]:
     so the tokens are the same; a run with no such place (a megabyte of spaces) is cut where it must."""
     pieces, start = [], 0
     while len(text) - start > BPE_PIECE:
-        cut = None
-        for cut in _SAFE_CUT.finditer(text, start + BPE_PIECE // 2, start + BPE_PIECE):
-            pass
+        cut = max(_SAFE_CUT.finditer(text, start + BPE_PIECE // 2, start + BPE_PIECE), key=lambda m: m.start(),
+                  default=None)  # the last safe place in the window
         end = cut.start() if cut else start + BPE_PIECE
         pieces.append(text[start:end])
         start = end
