@@ -59,7 +59,7 @@ async def test_f9_drops_the_oldest_turns_to_fit_and_sends(tmp_path, monkeypatch,
         ctl = made.ctl
         await typed(made, "Short question?")
         assert not ctl.submit("Short question?")
-        assert ctl.capabilities.fit_and_send("Short question?")
+        assert ctl.capabilities.fit_and_send("Short question?") == ""
         await made.until_replied()
         record = ctl.wb.session.requests[-1]
         assert ctl.wb.policy.name == "drop-oldest" and ctl.wb.policy.context_window == 512

@@ -7,7 +7,7 @@ import pytest
 from app_helpers import isolated, make_app, settle
 from tui.app.composer import Composer
 from tui.context.context_grid import CELLS, Kind, context_grid
-from tui.controller.slash import COMMANDS, Slash, completed, completions, hint, literal, parse
+from tui.controller.slash import COMMANDS, Outcome, Slash, completed, completions, hint, literal, parse
 
 
 def test_a_line_is_a_command_a_literal_or_a_message():
@@ -94,6 +94,31 @@ async def test_a_mistyped_command_is_said_and_stays_to_be_corrected(app_offline)
     assert any("no command /templat" in line and "//" in line for line in said)
     await typed(pilot, app, "/template no-such-template")
     assert any("no template no-such-template" in line for line in said)
+    assert app.query_one(Composer).text == "/template no-such-template"  # found by review: it vanished
+
+
+async def test_a_model_name_no_session_file_could_keep_is_refused_and_stays(app_offline):
+    """Found by review: `/model` and a pasted 5,000 characters wrote a file that could not be opened again."""
+    from tui.sessions.store import load_session
+    app, pilot = app_offline
+    for name in ("m" * 5000, "two\nlines", "esc\x1b[2J"):
+        await typed(pilot, app, "/model " + name)
+        assert app.query_one(Composer).text == "/model " + name and app.wb.session.model != name
+    await typed(pilot, app, "/model fine-model")
+    app.autosave(now=True)
+    await settle(pilot, app)
+    assert load_session(app.session_file).session.model == "fine-model"
+
+
+async def test_a_command_refused_while_a_reply_arrives_stays_in_the_composer(app_offline):
+    app, pilot = app_offline
+    app.controller.sending.streaming = True
+    try:
+        for line in ("/clear", "/system be brief", "/template llama3", "/model other"):
+            await typed(pilot, app, line)
+            assert app.query_one(Composer).text == line
+    finally:
+        app.controller.sending.streaming = False
 
 
 async def test_a_double_slash_sends_the_line_with_one_slash(app_offline):
@@ -139,7 +164,7 @@ async def test_retry_asks_the_last_question_again_and_keeps_the_old_reply(tmp_pa
         await made.idle(0.2)
         await made.send("Name a colour.")
         first = made.ctl.wb.session.messages[-1]
-        assert made.ctl.slash.run(parse("/retry"))
+        assert made.ctl.slash.run(parse("/retry")) is Outcome.DONE
         await made.until_replied()
         session = made.ctl.wb.session
         assert [m.role for m in session.messages] == ["user", "assistant"] and session.messages[-1] is not first

@@ -220,6 +220,7 @@ class CtxpaneApp(SafeClipboard):
         gc.collect()
         gc.freeze()  # what start-up built lives on: keep it out of later collections (shorter GC pauses)
         self.controller.load_tokenizer()
+        self.controller.recall.preload()
         if not self.options.offline:
             self.controller.connect()
         else:
@@ -270,6 +271,8 @@ class CtxpaneApp(SafeClipboard):
 
     def on_composer_recall(self, event: Composer.Recall) -> None:
         recall, composer = self.controller.recall, event.composer
+        if composer.text not in (event.text, composer.recalled):  # typed since the Up: the keys win
+            return
         if composer.text != (composer.recalled or ""):  # emptied by hand: the history starts again from the newest
             recall.reset()
         text = recall.older(composer.text) if event.older else recall.newer()
@@ -278,13 +281,18 @@ class CtxpaneApp(SafeClipboard):
 
     def action_fit_and_send(self) -> None:
         """After an over-the-window warning: drop the oldest turns to fit, and send what the composer holds."""
+        from tui.controller.slash import literal, parse
         composer = self.main(Composer)
         text = composer.text
-        if self.controller.capabilities.fit_and_send(text):
-            composer.take(text)
-        else:
-            self.notify("F9 fits a message to the server's window: none is known (or nothing to send)",
+        if parse(text) is not None:
+            self.notify("F9 sends a message: this line is a /command (// sends a line starting with /)",
                         severity="warning")
+            return
+        refused = self.controller.capabilities.fit_and_send(literal(text) or text)
+        if refused:
+            self.notify(refused, severity="warning")
+        else:
+            composer.take(text)
 
     def action_search_prompts(self) -> None:
         from .prompt_search_screen import PromptSearchScreen
@@ -310,16 +318,19 @@ class CtxpaneApp(SafeClipboard):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "focus_step":
-            return self._tab_moves_focus()
+            return self._tab_moves_focus(bool(parameters and parameters[0]))
         if action == "edit_system" and isinstance(self.screen, ModalScreen):  # a dialog's editor keeps its Ctrl+E
             return False
         return not (action in self.EDITING and self.replaying)
 
-    def _tab_moves_focus(self) -> bool:
-        """Not where Tab is the editor's own: indenting, or in the composer, where it completes a /command typed
-        just before it (still in the composer's queue when the key arrives here: only the composer knows)."""
+    def _tab_moves_focus(self, forward: bool) -> bool:
+        """Not where Tab is the editor's own: indenting, or in the composer, where Tab completes a /command typed
+        just before it (still in the composer's queue when the key arrives here: only the composer knows, and it
+        moves the focus itself when there is nothing to complete)."""
         widget = self.focused
-        return not (isinstance(widget, Composer) or isinstance(widget, TextArea) and widget.tab_behavior == "indent")
+        if isinstance(widget, TextArea) and widget.tab_behavior == "indent":
+            return False
+        return not (forward and isinstance(widget, Composer))
 
     def action_focus_step(self, forward: bool) -> None:
         if forward:

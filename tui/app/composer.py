@@ -7,7 +7,7 @@ from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 from textual.document._wrapped_document import WrappedDocument
 from textual.message import Message
 
-from tui.controller.slash import completed
+from tui.controller.slash import completed, completions
 
 from .safe_inputs import SafeTextArea
 
@@ -52,14 +52,16 @@ class Composer(SafeTextArea):
         def __init__(self, composer: "Composer", older: bool) -> None:
             super().__init__()
             self.composer, self.older = composer, older
+            self.text = composer.text  # what it held then: keys typed since win over the recall
 
     def __init__(self, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
         self.recalled: str | None = None  # the prompt the history put here (Up and Down go on while it is unchanged)
 
     def show_recalled(self, text: str) -> None:
+        """`text` in place of what the composer holds, as one edit (Ctrl+Z gives a draft back)."""
         self.recalled = text
-        self.text = text
+        self.replace(text, (0, 0), self.document.end)
         self.move_cursor(self.document.end)
 
     def _recalls(self, key: str) -> bool:
@@ -90,6 +92,16 @@ class Composer(SafeTextArea):
         end = self.document.get_location_from_index(len(sent))
         self.delete((0, 0), end)
 
+    def _passed_on(self, event: events.Key) -> bool:
+        """A key queued here before the focus moved on (a Tab, a dialog opening) goes where the focus is now."""
+        target = self.app.focused
+        if self.has_focus or target is None or target is self:
+            return False
+        event.prevent_default()
+        event.stop()
+        target.post_message(events.Key(event.key, event.character))
+        return True
+
     def _complete_command(self) -> bool:
         """Tab on a partly typed /command completes its name (else Tab moves focus, as everywhere)."""
         line = completed(self.text)
@@ -100,6 +112,8 @@ class Composer(SafeTextArea):
         return True
 
     async def _on_key(self, event: events.Key) -> None:
+        if self._passed_on(event):
+            return
         if event.key == "enter":
             event.prevent_default()
             event.stop()
@@ -110,9 +124,11 @@ class Composer(SafeTextArea):
             event.stop()
             self.post_message(self.Recall(self, event.key == "up"))
             return
-        if event.key == "tab" and self._complete_command():
+        if event.key == "tab":
             event.prevent_default()
             event.stop()
+            if not self._complete_command() and len(completions(self.text)) < 2:  # several: the hint lists them
+                self.screen.focus_next()  # here, in the composer's queue: the keys behind Tab follow the focus
             return
         if event.key in ("alt+enter", "ctrl+j", "shift+enter"):
             event.prevent_default()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui.controller.slash import Slash, literal, parse
+from tui.controller.slash import Outcome, Slash, literal, parse
 
 if TYPE_CHECKING:
     from .app import CtxpaneApp
@@ -21,8 +21,9 @@ def take_line(app: "CtxpaneApp", text: str) -> bool:
         return app.controller.submit(text)
     if parsed.kind is not None and app.replaying:
         return False
-    if app.controller.slash.run(parsed):
-        return parsed.kind is not None  # a mistyped command stays in the composer, to be corrected
+    outcome = app.controller.slash.run(parsed)
+    if outcome is not Outcome.FOR_APP:
+        return outcome is Outcome.DONE  # a refused line stays in the composer, to be corrected
     opens = {Slash.MODEL: app.action_pick_model, Slash.TEMPLATE: app.action_pick_template,
              Slash.SYSTEM: app.action_edit_system, Slash.CONTEXT: lambda: show_context(app),
              Slash.HELP: app.action_help}
@@ -38,5 +39,14 @@ def show_context(app: "CtxpaneApp") -> None:
     if pane is None:
         app.notify("nothing computed yet: the window's use is shown once the conversation is", severity="warning")
         return
-    grid = context_grid(pane.view, pane.policy.context_window, pane.policy.max_tokens)
+    grid = context_grid(pane.view, context_window(app, pane), pane.policy.max_tokens)
     app.push_screen(ContextScreen(grid, pane.view.snapshot.counts.exact, app.roles))
+
+
+def context_window(app: "CtxpaneApp", pane) -> int | None:
+    """The window the grid is drawn against: the policy's, else the server's (the one its warnings use)."""
+    if pane.policy.context_window:
+        return pane.policy.context_window
+    connection = app.controller.link.connection
+    window = connection.info.window if connection is not None else None
+    return window.tokens if window is not None else None

@@ -77,8 +77,8 @@ def _rate(facts: ReplyFacts, generated: int | None) -> float | None:
         return facts.server_per_second
     if generated is None or facts.first_token_ms is None or facts.elapsed_ms is None:
         return None
-    streaming_ms = facts.elapsed_ms - facts.first_token_ms
-    return generated / (streaming_ms / 1000) if streaming_ms > 0 and generated > 1 else None
+    streaming_ms = facts.elapsed_ms - facts.first_token_ms  # the first token arrived at its start: the rest in it
+    return (generated - 1) / (streaming_ms / 1000) if streaming_ms > 0 and generated > 1 else None
 
 
 def _cached_share(reported: Reported) -> float | None:

@@ -47,18 +47,24 @@ class Capabilities:
         """True (and said) when `text` should not be sent yet; said once, so Enter again sends it."""
         found = self.concern(text)
         if found is None or self._warned == (text, found[0]):
+            self._warned = None  # sent: the same text another time is warned about again
             return False
         self._warned = (text, found[0])
         self.ctl.notify(found[1], severity="warning", title="Before sending", timeout=15)
         return True
 
-    def fit_and_send(self, text: str) -> bool:
-        """F9: the drop-oldest policy with the server's window, then send. True when it was sent."""
+    def fit_and_send(self, text: str) -> str:
+        """F9: the drop-oldest policy with the server's window, then send. "" when sent, else why not (nothing
+        is changed then)."""
         ctl = self.ctl
         connection = ctl.link.connection
         window = connection.info.window if connection is not None else None
-        if window is None or not text.strip():
-            return False
+        if ctl.streaming:
+            return "a reply is still streaming: Esc stops it first"
+        if ctl.client is None or window is None:
+            return "F9 fits a message to the server's window: no server has said one"
+        if not text.strip():
+            return "nothing to send"
         before = ctl.history.settings_before("policy")
         changes = {"name": "drop-oldest"}
         if not ctl.wb.policy.context_window or ctl.wb.policy.context_window > window.tokens:
@@ -67,4 +73,4 @@ class Capabilities:
         ctl.history.settings_changed(f"policy drop-oldest, window {window.tokens:,}", before)
         ctl.changed()
         self._warned = None
-        return ctl.sending.submit(text, checked=True)
+        return "" if ctl.sending.submit(text, checked=True) else "not sent"

@@ -51,9 +51,16 @@ class Recall:
         """A prompt was sent: kept for later sessions (the file written off the loop)."""
         self.reset()
         client = self.ctl.client
-        secrets = list(client.endpoint.secrets) if client is not None else []
+        # the key as the redactor finds it (a placeholder such as "x" is no secret: every prompt would hold it)
+        secrets = list(client.endpoint.secrets) if client is not None and client.endpoint.key_searchable else []
         if self.history.add(text, self.ctl.wb.session.id, secrets):
             self.ctl.runtime.spawn(self._write, "prompt-history")
+
+    def preload(self) -> None:
+        """Read the history off the loop before the first Up needs it."""
+        async def read() -> None:
+            await asyncio.to_thread(self.history.prompts)
+        self.ctl.runtime.spawn(read, "prompt-history-read")
 
     async def _write(self) -> None:
         await asyncio.to_thread(self.history.write)

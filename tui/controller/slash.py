@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from tui.context.safety import visible
+
+MAX_NAME = 1000  # a model or template name: what a session file keeps of it
+
 
 class Slash(Enum):
     MODEL = "model"
@@ -111,56 +115,84 @@ def help_lines() -> list[str]:
         ["//text — send a message that starts with /"]
 
 
+class Outcome(Enum):
+    DONE = "done"  # run: the composer lets the line go
+    REFUSED = "refused"  # said why: the line stays in the composer, to be corrected
+    FOR_APP = "for-app"  # a picker, an editor or a screen: the app opens it
+
+
 class SlashRunner:
     """The commands that need no dialog, run on the controller; `run` says which are left to the app."""
 
     def __init__(self, controller) -> None:
         self.ctl = controller
 
-    def run(self, parsed: Parsed) -> bool:
-        """Run `parsed`; False when the app must (a picker, an editor, a screen). Said in one line if refused."""
+    def run(self, parsed: Parsed) -> Outcome:
+        """Run `parsed`, or say why not (in one line), or leave it to the app."""
         ctl, argument = self.ctl, parsed.argument
         if parsed.kind is None:
-            ctl.notify(f"no command /{parsed.unknown}: /help lists them; // sends a line starting with /",
+            ctl.notify(f"no command /{visible(parsed.unknown)}: /help lists them; // sends a line starting with /",
                        severity="error")
-            return True
-        runs = {Slash.MODEL: lambda: ctl.set_model(argument), Slash.TEMPLATE: lambda: self.template(argument),
-                Slash.SYSTEM: lambda: ctl.set_system_prompt(argument), Slash.CLEAR: ctl.new_session,
-                Slash.SUMMARISE: self.summarise, Slash.EXPORT: ctl.export_markdown, Slash.RETRY: self.retry}
-        if parsed.kind in (Slash.MODEL, Slash.TEMPLATE, Slash.SYSTEM) and not argument:
-            return False
+            return Outcome.REFUSED
+        if parsed.kind in (Slash.MODEL, Slash.TEMPLATE, Slash.SYSTEM) and not argument.strip():
+            return Outcome.FOR_APP
+        runs = {Slash.MODEL: lambda: self.model(argument), Slash.TEMPLATE: lambda: self.template(argument),
+                Slash.SYSTEM: lambda: self.changes() and _done(ctl.set_system_prompt, argument),
+                Slash.CLEAR: lambda: self.changes() and _done(ctl.new_session),
+                Slash.SUMMARISE: self.summarise, Slash.EXPORT: lambda: _done(ctl.export_markdown),
+                Slash.RETRY: self.retry}
         run = runs.get(parsed.kind)
         if run is None:
-            return False
-        run()
-        return True
+            return Outcome.FOR_APP
+        return Outcome.DONE if run() else Outcome.REFUSED
 
-    def template(self, name: str) -> None:
+    def changes(self) -> bool:
+        """Whether the session may change now (not while a reply arrives: said, as the keys say it)."""
+        return not self.ctl.answering()
+
+    def model(self, name: str) -> bool:
+        name = name.strip()
+        if len(name) > MAX_NAME or "\n" in name or visible(name) != name:
+            self.ctl.notify(f"not a model name: one line of at most {MAX_NAME:,} printable characters",
+                            severity="error")
+            return False
+        return self.changes() and _done(self.ctl.set_model, name)
+
+    def template(self, name: str) -> bool:
+        name = name.strip()
         names = [choice for choice, _label in self.ctl.template_choices()]
         if name not in names:
-            self.ctl.notify(f"no template {name[:80]}: F3 lists them ({', '.join(names[:6])}, …)", severity="error")
-            return
-        self.ctl.set_template(name)
+            self.ctl.notify(f"no template {visible(name[:80])}: F3 lists them ({', '.join(names[:6])}, …)",
+                            severity="error")
+            return False
+        return self.changes() and _done(self.ctl.set_template, name)
 
-    def retry(self) -> None:
+    def retry(self) -> bool:
         messages = self.ctl.wb.session.messages
         last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
         if last is None:
             self.ctl.notify("nothing to retry: no question yet", severity="warning")
-            return
+            return False
+        if self.ctl.client is None:
+            self.ctl.notify("offline: start with --base-url URL to send", severity="warning")
+            return False
+        if not self.changes():
+            return False
         self.ctl.resend_from(last, messages[last])
+        return True
 
-    def summarise(self) -> None:
+    def summarise(self) -> bool:
         ctl = self.ctl
-        if ctl.answering():
-            return
+        if not self.changes():
+            return False
         if ctl.wb.policy.name != "summarise":
             ctl.set_policy("summarise")
         if ctl.client is None:
             ctl.notify("the policy is summarise now; offline, the summary is made by a model call once connected",
                        severity="warning")
-            return
+            return True
         ctl.runtime.spawn(self._summarise_now, "summary")
+        return True
 
     async def _summarise_now(self) -> None:
         ctl, wb = self.ctl, self.ctl.wb
@@ -173,3 +205,8 @@ class SlashRunner:
         await ctl.sending.summary_call(wb, dropped)
         if ctl.wb is wb:
             ctl.changed()
+
+
+def _done(action, *arguments) -> bool:
+    action(*arguments)
+    return True

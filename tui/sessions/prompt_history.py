@@ -20,7 +20,9 @@ from .safe_io import SessionFileError, read_regular_file, write_atomic
 
 MAX_KEPT = 1000  # prompts kept across sessions
 MAX_PROMPT = 20_000  # characters: a longer message (a pasted file) is not a prompt to recall
-MAX_FILE = 32 * MAX_KEPT * 1024  # bytes read at most
+MAX_KEPT_CHARS = 2_000_000  # all prompts together: the oldest go first past it
+MAX_LINE = 6 * MAX_PROMPT + 200  # a prompt's line: JSON writes a control character as six (\u001b)
+MAX_FILE = 6 * MAX_KEPT_CHARS + 200 * MAX_KEPT  # bytes read at most: what the limits above can write
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class PromptHistory:
         self._prompts: list[Prompt] | None = None  # read on first use, oldest first
         self.problem = ""  # why the file could not be read or written ("" when it could)
         self._lock = threading.Lock()  # one write at a time; each writes the newest list there is
+        self._unreadable = False  # the file is there but could not be read: never written over
 
     def prompts(self) -> list[Prompt]:
         with self._lock:
@@ -52,13 +55,19 @@ class PromptHistory:
             return False
         prompts = [p for p in self.prompts() if p.text != text][-(MAX_KEPT - 1):]
         prompts.append(Prompt(text, session[:64]))
+        while sum(len(p.text) for p in prompts) > MAX_KEPT_CHARS:
+            prompts.pop(0)
         self._prompts = prompts
         return True
 
     def write(self) -> None:
         """The newest list to the file (a worker thread calls this: the file may be large)."""
         with self._lock:
-            lines = "".join(json.dumps({"text": p.text, "session": p.session}) + "\n" for p in self._prompts or ())
+            if self._unreadable:  # what is there may be someone's whole history: said, and left alone
+                self.problem = f"prompt history not saved: {self.path} could not be read, so it is not written over"
+                return
+            lines = "".join(json.dumps({"text": p.text, "session": p.session}, ensure_ascii=False) + "\n"
+                            for p in self._prompts or ())
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(self.path, lines)
@@ -71,14 +80,14 @@ class PromptHistory:
             raw = read_regular_file(self.path, MAX_FILE)
         except SessionFileError as exc:
             if self.path.exists() or os.path.islink(self.path):
-                self.problem = str(exc)
+                self.problem, self._unreadable = str(exc), True
             return []
         prompts = [prompt for line in raw.decode("utf-8", "replace").splitlines() if (prompt := _prompt(line))]
         return prompts[-MAX_KEPT:]
 
 
 def _prompt(line: str) -> Prompt | None:
-    if len(line) > 4 * MAX_PROMPT + 200:
+    if len(line) > MAX_LINE:
         return None
     try:
         data = json.loads(line)

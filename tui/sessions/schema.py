@@ -159,8 +159,10 @@ class Reply(Struct):
     model: Str(1000) | None = None
     incomplete: bool = False
     error: Str(100_000) | None = None
-    first_token_ms: Int(0, BIG) | None = None  # measured by ctxpane: from sending to the first piece of the reply
-    elapsed_ms: Int(0, BIG) | None = None  # from sending to the reply's end
+    # measured by ctxpane (from sending to the first piece of the reply, and to its end); read leniently where they
+    # are shown (tui/controller/message_facts.py): a figure for a header never makes a file unreadable
+    first_token_ms: Any = None
+    elapsed_ms: Any = None
 
 
 class Body(Struct):
