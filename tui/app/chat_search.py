@@ -65,7 +65,8 @@ class Searching:
         if not existing:
             self.parent.mount(search, after=self)
         search.value = search.value or self.search_query
-        search.focus()
+        # Focused now, not after the App's next message as focus() does: the keys typed behind / go to it.
+        self.screen.set_focus(search)
 
     def searchable_messages(self) -> list:
         return self._messages

@@ -23,12 +23,13 @@ from .chat_layout import ChatLayout, LiveReply
 from .chat_rows import GUTTER, RowPainter
 from .chat_search import Searching
 from .chat_selection import Selecting
+from .safe_inputs import OrderedKeys
 from .shown import drawn
 
 MIN_WIDTH = 10
 
 
-class ChatView(Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True):
+class ChatView(OrderedKeys, Selecting, Searching, RendersMarkdown, ScrollView, can_focus=True):
     DEFAULT_CSS = """
     ChatView { background: $background; overflow-y: auto; overflow-x: hidden; scrollbar-gutter: stable; }
     """ + chat_rows.CSS

@@ -92,16 +92,6 @@ class Composer(SafeTextArea):
         end = self.document.get_location_from_index(len(sent))
         self.delete((0, 0), end)
 
-    def _passed_on(self, event: events.Key) -> bool:
-        """A key queued here before the focus moved on (a Tab, a dialog opening) goes where the focus is now."""
-        target = self.app.focused
-        if self.has_focus or target is None or target is self:
-            return False
-        event.prevent_default()
-        event.stop()
-        target.post_message(events.Key(event.key, event.character))
-        return True
-
     def _complete_command(self) -> bool:
         """Tab on a partly typed /command completes its name (else Tab moves focus, as everywhere)."""
         line = completed(self.text)
@@ -112,8 +102,6 @@ class Composer(SafeTextArea):
         return True
 
     async def _on_key(self, event: events.Key) -> None:
-        if self._passed_on(event):
-            return
         if event.key == "enter":
             event.prevent_default()
             event.stop()
@@ -128,7 +116,8 @@ class Composer(SafeTextArea):
             event.prevent_default()
             event.stop()
             if not self._complete_command() and len(completions(self.text)) < 2:  # several: the hint lists them
-                self.screen.focus_next()  # here, in the composer's queue: the keys behind Tab follow the focus
+                self.screen.focus_next()
+                self._moved_focus = True  # the keys queued behind Tab follow the focus (OrderedKeys)
             return
         if event.key in ("alt+enter", "ctrl+j", "shift+enter"):
             event.prevent_default()

@@ -36,15 +36,13 @@ class Dialogs:
         return self.app.main(ChatPanel).focused()
 
     def _after_message_dialog(self, done):
-        """`done`, then typing goes to the composer again: a letter typed next is text, never a message key."""
-        def finish(result) -> None:
-            done(result)
-            self.app.call_after_refresh(self._to_composer)
-        return finish
+        """`done`; typing goes to the composer again: a letter typed next is text, never a message key.
 
-    def _to_composer(self) -> None:
-        if len(self.app.screen_stack) == 1:
-            self.app.main(Composer).focus()
+        The main screen's focus moves to the composer as the dialog opens (the dialog hides it): the screen hands
+        it back the moment the dialog closes. Moved after the next refresh, the keys typed right behind Ctrl+S
+        (or y) went to the transcript first, where e edits, d deletes and the other letters are lost."""
+        self.app.screen_stack[0].set_focus(self.app.main(Composer), scroll_visible=False)
+        return done
 
     # -- messages -----------------------------------------------------------------------------------
     def edit_message(self) -> None:

@@ -8,12 +8,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, TextArea
 
-from .safe_inputs import SafeInput, SafeTextArea
-
+from .safe_inputs import KeysBeforeFocus, SafeInput, SafeTextArea
 from .shown import shown_line
 
 
-class EditScreen(ModalScreen[tuple[str, str] | None]):
+class EditScreen(KeysBeforeFocus, ModalScreen[tuple[str, str] | None]):
     """Returns (text, label) on save, None on cancel. The label line shows only when asked for."""
 
     DEFAULT_CSS = """
@@ -23,6 +22,7 @@ class EditScreen(ModalScreen[tuple[str, str] | None]):
     EditScreen Horizontal { height: auto; align-horizontal: right; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
+    AUTO_FOCUS = "#editor"  # focused as the dialog is composed: the keys typed behind Ctrl+E land there
 
     def __init__(self, title: str, text: str = "", label: str | None = None) -> None:
         super().__init__()

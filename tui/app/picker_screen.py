@@ -9,16 +9,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from .safe_inputs import KeysBeforeFocus
 from .shown import shown_line
 
 
-class PickerScreen(ModalScreen[str | None]):
+class PickerScreen(KeysBeforeFocus, ModalScreen[str | None]):
     DEFAULT_CSS = """
     PickerScreen { align: center middle; }
     PickerScreen > Vertical { width: 80; max-width: 95%; height: auto; max-height: 80%; border: thick $primary; background: $surface; padding: 1; }
     PickerScreen OptionList { height: auto; max-height: 30; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    AUTO_FOCUS = "OptionList"  # focused as the list is composed: the keys typed behind F3 reach it
 
     def __init__(self, title: str, options: list[tuple[str, str]], current: str | None = None) -> None:
         super().__init__()

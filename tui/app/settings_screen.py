@@ -18,11 +18,11 @@ from textual.widgets import Button, Input, Label, Select, Static
 from tui.context.budget import POLICIES
 from tui.controller.tuning import FIELDS
 
-from .safe_inputs import SafeInput
+from .safe_inputs import KeysBeforeFocus, SafeInput
 from .shown import shown_line
 
 
-class SettingsScreen(ModalScreen[bool]):
+class SettingsScreen(KeysBeforeFocus, ModalScreen[bool]):
     """Dismissed with True once the settings were applied, False on cancel."""
 
     DEFAULT_CSS = """
@@ -42,6 +42,7 @@ class SettingsScreen(ModalScreen[bool]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Apply"),
                 Binding("ctrl+r", "reconnect", "Reconnect")]
+    AUTO_FOCUS = "#field-context_window"  # focused as the screen is composed: the keys typed behind F8 land there
 
     def __init__(self, values: dict[str, str], apply: Callable[[dict[str, str]], dict[str, str]],
                  reconnect: Callable[[], None]) -> None:
