@@ -255,7 +255,8 @@ class CtxpaneApp(SafeClipboard):
         elif isinstance(event, StatusChanged):
             self.main(ChatPanel).post_message(StatusUpdated(event.text, event.style))
         elif isinstance(event, Notice):
-            self.notify(event.text, title=event.title, severity=event.severity, timeout=event.timeout, markup=False)
+            self.notify(event.text, title=event.title, severity=event.severity.value, timeout=event.timeout,
+                        markup=False)
         elif isinstance(event, SessionChanged):
             self.sub_title = event.title
 

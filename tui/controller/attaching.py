@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from tui.context.image_files import IMAGE_LIMIT, ImageFileError, image_format, image_part
 from tui.context.safety import visible
 from tui.sessions.safe_io import SessionFileError, read_regular_file
+from .events import Severity
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -86,13 +87,13 @@ class Attaching:
         try:
             text = await asyncio.to_thread(read_attachment, path)
         except AttachError as exc:
-            ctl.notify(f"not attached: {visible(str(exc))}", severity="error", timeout=10)
+            ctl.notify(f"not attached: {visible(str(exc))}", severity=Severity.ERROR, timeout=10)
             return
         if isinstance(text, dict):
             self._landed(wb, path, text)
             return
         if not text.strip():
-            ctl.notify(f"not attached: {visible(str(path))} is empty", severity="warning")
+            ctl.notify(f"not attached: {visible(str(path))} is empty", severity=Severity.WARNING)
             return
         if not self._can_land(wb, path):
             return
@@ -106,7 +107,7 @@ class Attaching:
         ctl = self.ctl
         if ctl.wb is not wb:  # read while another session was opened: not into that one
             ctl.notify(f"{visible(path.name)} was not attached: another session was opened meanwhile",
-                       severity="warning")
+                       severity=Severity.WARNING)
             return False
         return not ctl.answering()
 

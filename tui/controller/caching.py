@@ -18,6 +18,7 @@ from tui.context.llamacpp_cache import LlamaCppCache
 from tui.context.safety import visible
 
 from .compute import SKIPPED
+from .events import Severity
 
 if TYPE_CHECKING:
     from tui.client.reply import Reply
@@ -46,7 +47,7 @@ class ServerCache:
         try:
             facts = await read_cache_facts(self.ctl.client)
         except ClientError as exc:
-            self.ctl.notify(visible(f"the server's cache cannot be modelled: {exc}"), severity="warning")
+            self.ctl.notify(visible(f"the server's cache cannot be modelled: {exc}"), severity=Severity.WARNING)
             return
         wb = self.ctl.wb
         if wb.session.requests:
@@ -56,7 +57,7 @@ class ServerCache:
             self.model, problem = replayed
             if problem:
                 self.ctl.notify(visible(f"the session's earlier requests could not be replayed into the model of "
-                                        f"the server's cache ({problem}): it starts empty"), severity="warning")
+                                        f"the server's cache ({problem}): it starts empty"), severity=Severity.WARNING)
         else:
             self.model = LlamaCppCache(facts.config())
         self._share()

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from .receiving import fit_now
+from .events import Severity
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -50,7 +51,7 @@ class Capabilities:
             self._warned = None  # sent: the same text another time is warned about again
             return False
         self._warned = (text, found[0])
-        self.ctl.notify(found[1], severity="warning", title="Before sending", timeout=15)
+        self.ctl.notify(found[1], severity=Severity.WARNING, title="Before sending", timeout=15)
         return True
 
     def fit_and_send(self, text: str) -> str:

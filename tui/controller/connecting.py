@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tui.client.errors import AuthFailed, ClientError
 from tui.context.safety import visible
+from .events import Tone
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -36,12 +37,12 @@ async def connect(ctl: "Controller") -> None:
         if not ctl.wb.session.messages:
             ctl.adopt(sample_session(), None, keep_draft=True)  # what was typed meanwhile stays the draft
         ctl.status("offline: no server found. Connect with --base-url URL (or $OPENAI_BASE_URL); "
-                   "the pane works on what you type.", "yellow")
+                   "the pane works on what you type.", Tone.CAUTION)
         return
     try:
         endpoint = ctl.link.endpoint_for(base, source, ctl.wb.session.model)
     except EndpointError as exc:
-        ctl.status(f"bad base URL: {exc}", "red")
+        ctl.status(f"bad base URL: {exc}", Tone.BAD)
         return
     ctl.status(f"connecting to {endpoint.base_url} ({source})…")
     try:

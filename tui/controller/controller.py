@@ -34,7 +34,8 @@ from .message_facts import ReplyFactsCache
 from .opening import Opening
 from .receiving import fit_now
 from .runtime import Handle, Runtime
-from .sending import Sending
+from .reply_stream import STOPPED
+from .sending import NOT_SENT, Sending
 from .session_file import SessionFile
 from .recall import Recall
 from .slash import SlashRunner
@@ -45,6 +46,7 @@ from .branches import branches_shown_from, fork_notes, kept_branches_notice
 from .history import History
 from .tuning import Tuning
 from .workbench import CharEstimate, Workbench, template_from_session
+from .events import Severity, Tone
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
 LARGE_DRAFT = 1 << 15  # characters: past this, typing never waits for the pane
@@ -129,11 +131,12 @@ class Controller:
     def emit(self, event: Event) -> None:
         self.listener(event)
 
-    def notify(self, text: str, *, severity: str = "information", title: str = "", timeout: float | None = None) -> None:
-        self.emit(Notice(text, severity, title, timeout))
+    def notify(self, text: str, *, severity: Severity = Severity.INFORMATION, title: str = "",
+               timeout: float | None = None) -> None:
+        self.emit(Notice(text, Severity(severity), title, timeout))
 
-    def status(self, text: str, style: str = "") -> None:
-        self.emit(StatusChanged(text, style))
+    def status(self, text: str, style: Tone = Tone.PLAIN) -> None:
+        self.emit(StatusChanged(text, Tone(style)))
 
     def show_chat(self) -> None:
         self.emit(ChatChanged(self.chat_state()))
@@ -209,7 +212,7 @@ class Controller:
         said = f"template {self.wb.template.name} rejects the conversation: {exc}"
         if said != self._template_said:  # said once, not again on every keystroke while it keeps refusing
             self._template_said = said
-            self.notify(said, severity="error", timeout=10)
+            self.notify(said, severity=Severity.ERROR, timeout=10)
         self.wb.view = None
         self.show_chat()
 
@@ -332,7 +335,7 @@ class Controller:
             template = load_template(self.settings.template) if self.settings.template else \
                 template_from_session(session.template)
         except (TemplateNotFound, OSError) as exc:
-            self.notify(visible(str(exc)), severity="error")
+            self.notify(visible(str(exc)), severity=Severity.ERROR)
             template = plain_chatml()
         tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
         self.wb = Workbench(session, template, tokenizer, draft=draft, content_specials=self.wb.content_specials)
@@ -383,7 +386,7 @@ class Controller:
     def reply_ended(self, note: str) -> None:
         self.emit(ReplyEnded())
         if note:  # the error stays under the reply it cut short (or the question, if none came), and in the status
-            self.status(note, "yellow" if note.startswith("■") else "red")
+            self.status(note, Tone.CAUTION if note in (STOPPED, NOT_SENT) else Tone.BAD)  # stopped, or failed
             last = self.wb.session.messages[-1] if self.wb.session.messages else None
             if last is not None:
                 self.notes[last.id] = note

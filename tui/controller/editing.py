@@ -15,6 +15,7 @@ from tui.context.messages import Message
 
 from .branches import TooManyBranches, branch_off, branches_shown_from, repoint, show
 from .history import Operation, OpKind
+from .events import Severity
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -27,7 +28,7 @@ class Editing:
     def resend_from(self, index: int, expected: Message | None = None) -> None:
         """Drop what follows the user message at or before `index`, and send the conversation again."""
         if self.ctl.client is None:
-            self.ctl.notify("offline: start with --base-url URL to send", severity="warning")
+            self.ctl.notify("offline: start with --base-url URL to send", severity=Severity.WARNING)
             return
         if self.answering() or self._stale(index, expected):
             return
@@ -46,7 +47,7 @@ class Editing:
         try:
             kept = branch_off(session, index + 1, f"before {label}")  # what followed stays, as a branch
         except TooManyBranches as exc:
-            self.ctl.notify(str(exc), severity="error")
+            self.ctl.notify(str(exc), severity=Severity.ERROR)
             return False
         self.ctl.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=messages[index].id))
         self.ctl.changed()
@@ -57,13 +58,13 @@ class Editing:
         messages = self.ctl.wb.session.messages
         if 0 <= index < len(messages) and (expected is None or messages[index] is expected):
             return False
-        self.ctl.notify("the conversation changed meanwhile: nothing was done", severity="warning")
+        self.ctl.notify("the conversation changed meanwhile: nothing was done", severity=Severity.WARNING)
         return True
 
     def answering(self) -> bool:
         """True (and said) while a reply streams: the conversation it answers is not changed under it."""
         if self.ctl.streaming:
-            self.ctl.notify("a reply is still streaming: Esc stops it first", severity="warning")
+            self.ctl.notify("a reply is still streaming: Esc stops it first", severity=Severity.WARNING)
         return self.ctl.streaming
 
     def edit(self, index: int, text: str, expected: Message | None = None) -> None:
@@ -79,7 +80,7 @@ class Editing:
             try:
                 kept = branch_off(session, index, f"before {label}")
             except TooManyBranches as exc:
-                self.ctl.notify(str(exc), severity="error")
+                self.ctl.notify(str(exc), severity=Severity.ERROR)
                 return
             session.messages.append(replace(old, content=text, id=self.ctl.wb.new_id(), incomplete=False))
             self.ctl.history.add(Operation(OpKind.BRANCH, label, other=kept, anchor=kept.fork if kept else ""))
@@ -135,7 +136,7 @@ class Editing:
         ctl = self.ctl
         found = branches_shown_from(ctl.wb.session)
         if ctl.read_only:
-            ctl.notify("read-only session: the branch shown stays", severity="warning")
+            ctl.notify("read-only session: the branch shown stays", severity=Severity.WARNING)
             return
         if self.answering() or not 0 <= index < len(found):
             return

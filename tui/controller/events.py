@@ -7,9 +7,28 @@ app's one way to the screen (tui/app/shown.py), never as markup.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from .snapshot import ChatState, PaneState
+
+
+class Severity(StrEnum):
+    """How a notice is shown (Textual's severities, by name)."""
+
+    INFORMATION = "information"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class Tone(StrEnum):
+    """The status line's colour, by what the line says."""
+
+    PLAIN = ""
+    GOOD = "green"  # it agrees, it is exact, it is connected
+    CAUTION = "yellow"  # stopped, estimated, waiting: worth a look
+    BAD = "red"  # failed, will not fit
+    ASIDE = "magenta"  # a note beside the conversation (a provider's own count)
 
 
 @dataclass(frozen=True)
@@ -40,7 +59,7 @@ class StatusChanged:
     """The one status line under the transcript: the endpoint, a failure, what is going on."""
 
     text: str
-    style: str = ""
+    style: Tone = Tone.PLAIN
 
 
 @dataclass(frozen=True)
@@ -48,7 +67,7 @@ class Notice:
     """Something to tell the user once (a notification)."""
 
     text: str
-    severity: str = "information"
+    severity: Severity = Severity.INFORMATION
     title: str = ""
     timeout: float | None = None
 

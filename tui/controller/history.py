@@ -20,6 +20,7 @@ from tui.context.messages import Message
 from tui.sessions.model import Branch, Session
 
 from .branches import branch_off, continuation_start, repoint, repoint_back, show
+from .events import Severity
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -209,7 +210,7 @@ class History:
         try:
             run(op, self.ctl.wb)
         except ValueError as exc:  # (a branch whose fork is gone): said, and kept to try again
-            self.ctl.notify(f"cannot {verb} {op.label}: {exc}", severity="warning")
+            self.ctl.notify(f"cannot {verb} {op.label}: {exc}", severity=Severity.WARNING)
             return False
         target.append(source.pop())
         self.ctl.notify(f"{past}: {op.label}")
@@ -218,10 +219,10 @@ class History:
 
     def _may(self, what: str) -> bool:
         if self.ctl.read_only:
-            self.ctl.notify(f"read-only session: nothing to {what}", severity="warning")
+            self.ctl.notify(f"read-only session: nothing to {what}", severity=Severity.WARNING)
             return False
         if self.ctl.streaming:
-            self.ctl.notify(f"a reply is arriving: stop it (Esc) before you {what}", severity="warning")
+            self.ctl.notify(f"a reply is arriving: stop it (Esc) before you {what}", severity=Severity.WARNING)
             return False
         return True
 

@@ -14,6 +14,7 @@ from tui.sessions.model import Session, recover_interrupted_reply
 from tui.sessions.store import Opened, SessionFileError, load_session
 
 from .samples import sample_session
+from .events import Severity, Tone
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -38,9 +39,9 @@ class Opening:
             try:
                 opened = await asyncio.to_thread(read_and_recover, path)
             except SessionFileError as exc:
-                ctl.notify(visible(str(exc)), title="cannot open session", severity="error", timeout=60)
+                ctl.notify(visible(str(exc)), title="cannot open session", severity=Severity.ERROR, timeout=60)
                 ctl.status(visible(f"could not open {path.name}: a new session was started instead (the file is "
-                                   "left as it is)"), "red")
+                                   "left as it is)"), Tone.BAD)
                 ctl.adopt(ctl.tuning.fresh_session(), None, keep_draft=True)  # never another session (a sample)
                 return
             else:
@@ -54,12 +55,12 @@ class Opening:
     def _opened_first(self, opened: Opened, recovered: bool, path: Path) -> None:
         ctl = self.ctl
         if opened.note:
-            ctl.notify(visible(opened.note), severity="warning", timeout=10)
+            ctl.notify(visible(opened.note), severity=Severity.WARNING, timeout=10)
         ctl.adopt(opened.session, path, opened.read_only, keep_draft=True)
         ctl.status("")
         if recovered:
             ctl.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
-                       severity="warning", timeout=10)
+                       severity=Severity.WARNING, timeout=10)
             ctl.file.autosave(now=True)
 
     def open_file(self, path: Path | None) -> None:
@@ -73,7 +74,7 @@ class Opening:
         try:
             opened = await asyncio.to_thread(load_session, path)
         except SessionFileError as exc:
-            ctl.notify(visible(str(exc)), title="cannot open session", severity="error")
+            ctl.notify(visible(str(exc)), title="cannot open session", severity=Severity.ERROR)
             return
         if ctl.wb is not wb or ctl.answering():  # another session was asked for since, or a send began: it stays
             return
@@ -98,7 +99,7 @@ class Opening:
         try:
             copy = resend_session(session, step)
         except ValueError as exc:
-            ctl.notify(visible(str(exc)), severity="error")
+            ctl.notify(visible(str(exc)), severity=Severity.ERROR)
             return False
         ctl.file.autosave(now=True)
         ctl.adopt(copy, None)
@@ -128,6 +129,6 @@ class Opening:
         try:
             await asyncio.to_thread(write)
         except OSError as exc:
-            ctl.notify(f"cannot write {target}: {exc}", severity="error")
+            ctl.notify(f"cannot write {target}: {exc}", severity=Severity.ERROR)
             return
         ctl.notify(f"transcript written to {target}")

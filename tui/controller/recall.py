@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from tui.sessions.prompt_history import PromptHistory
+from .events import Severity
 
 MAX_FOUND = 200
 
@@ -65,4 +66,4 @@ class Recall:
     async def _write(self) -> None:
         await asyncio.to_thread(self.history.write)
         if self.history.problem:
-            self.ctl.notify(self.history.problem, severity="warning")
+            self.ctl.notify(self.history.problem, severity=Severity.WARNING)

@@ -16,6 +16,7 @@ from tui.context.received import ADDED, DROPPED, REFUSED, Receipt, observed
 from tui.context.safety import visible
 from tui.context.window import FitCheck, WindowSize, fit_check
 from tui.sessions.receipts import record_fit, settle
+from .events import Severity, Tone
 
 if TYPE_CHECKING:
     from tui.client.reply import Reply
@@ -65,7 +66,7 @@ def check_before_sending(ctl: "Controller", record: "RequestRecord", view: "Requ
     fit = fit_to_server(ctl, view, body)
     record_fit(record, fit)
     if fit.fits is False:
-        ctl.status(visible(f"⚠ will not fit: {fit.message} ({window_said(fit.window)})"), "red")
+        ctl.status(visible(f"⚠ will not fit: {fit.message} ({window_said(fit.window)})"), Tone.BAD)
     return fit
 
 
@@ -81,7 +82,7 @@ def settle_after(ctl: "Controller", wb: "Workbench", record: "RequestRecord", vi
         reported = reported_from_reply(reply) if failure is None else None
         settle(record, wb.session, view, reported, receipt, prices, wb.cache_rule)
     except Exception as exc:  # noqa: BLE001 - odd figures never keep the reply from being kept
-        ctl.notify(visible(f"could not compare sent with received: {exc}"), severity="warning")
+        ctl.notify(visible(f"could not compare sent with received: {exc}"), severity=Severity.WARNING)
         return None
     learned = observed(receipt, record.number)
     if learned is not None and info is not None:  # plan the next requests with it (below the server's own figure)
@@ -107,7 +108,7 @@ def say_receipt(ctl: "Controller", receipt: Receipt | None) -> None:
     last = messages[-1].id
     earlier = ctl.notes.get(last)
     ctl.notes[last] = f"{earlier}\n{note}" if earlier else note
-    ctl.status(note, "red")
+    ctl.status(note, Tone.BAD)
     ctl.changed(save=False)
 
 
@@ -118,5 +119,5 @@ async def load_prices_once(ctl: "Controller", prices: PriceTable | None) -> Pric
     from tui.sessions.price_files import load_prices
     table, problems = await ctl.worker.run(load_prices)
     for problem in problems:
-        ctl.notify(visible(problem), severity="warning", timeout=10)
+        ctl.notify(visible(problem), severity=Severity.WARNING, timeout=10)
     return table

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .events import Tone
+
 if TYPE_CHECKING:
     from tui.client.reply import Reply
 
@@ -34,5 +36,5 @@ def mark_last_message(ctl: "Controller", mark: str) -> None:
     if not mark or not messages:
         return
     ctl.notes[messages[-1].id] = mark
-    ctl.status(mark, "yellow")
+    ctl.status(mark, Tone.CAUTION)
     ctl.changed(save=False)

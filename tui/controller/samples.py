@@ -6,7 +6,8 @@ import json
 
 from tui.shipped import shipped_folder
 from tui.context.messages import Message, Provenance
-from tui.sessions.model import Session, SessionFormatError, session_from_dict
+from tui.sessions.model import Session, SessionFormatError
+from tui.sessions.parse import session_from_dict
 
 OFFLINE_SAMPLE = "forged-tool-result.ctxpane.json"
 

@@ -21,6 +21,7 @@ from .caching import ServerCache, report_line
 from .receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
 from .reply_stream import stream_reply
 from .titling import announce, name_if_untitled
+from .events import Severity, Tone
 
 COUNT_WAIT = 10.0  # seconds a provider's pre-send count may take before the request goes without it
 
@@ -48,7 +49,7 @@ class Sending:
         """`checked`: the capability warning was seen and acted on (capabilities.py)."""
         ctl = self.ctl
         if self.streaming:
-            ctl.notify("a reply is still streaming: Esc stops it", severity="warning")
+            ctl.notify("a reply is still streaming: Esc stops it", severity=Severity.WARNING)
             return False
         if not text.strip():
             return False
@@ -56,14 +57,14 @@ class Sending:
             return ctl.tuning.wait_to_send(text)
         if ctl.client is None:
             ctl.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
-                       severity="warning")
+                       severity=Severity.WARNING)
             return False
         if not checked and ctl.capabilities.hold(text):
             return False
         endpoint = ctl.client.endpoint
         if endpoint.key_searchable and endpoint.secrets[0] in text:  # kept as written: the user's own words
             ctl.notify(f"your message holds the key from ${endpoint.key_env}: it is sent to the model and kept in "
-                       "the session as you wrote it (delete the message to remove it)", severity="warning",
+                       "the session as you wrote it (delete the message to remove it)", severity=Severity.WARNING,
                        title="Your API key is in your message")
         ctl.wb.commit_text(text)
         ctl.recall.remember(text)
@@ -83,7 +84,7 @@ class Sending:
             self._job.cancel()
             if not self._begun:  # cancelled before its first step: none of _send will run, so end it here
                 self.streaming = False
-                self.ctl.status(NOT_SENT, "yellow")
+                self.ctl.status(NOT_SENT, Tone.CAUTION)
                 self.ctl.file.autosave()
 
     async def _send(self) -> None:
@@ -129,7 +130,7 @@ class Sending:
                 wb.update_record(record, progress)
                 save()
             reply, note = await stream_reply(
-                ctl.client, body, progress, checkpoint, lambda text: ctl.wb is wb and ctl.status(text, "yellow"))
+                ctl.client, body, progress, checkpoint, lambda text: ctl.wb is wb and ctl.status(text, Tone.CAUTION))
         finally:
             self.streaming = False
             if record is not None:
@@ -144,10 +145,10 @@ class Sending:
                     ctl.reply_ended(note)
                     mark_last_message(ctl, reply_mark(reply))
                     if report_line(cached) and not receipt_note(receipt):
-                        ctl.status(report_line(cached), "green" if cached.agrees else "yellow")
+                        ctl.status(report_line(cached), Tone.GOOD if cached.agrees else Tone.CAUTION)
                     say_receipt(ctl, receipt)
             elif note and ctl.wb is wb:
-                ctl.status(note, "yellow")
+                ctl.status(note, Tone.CAUTION)
                 ctl.file.autosave()
 
     async def _provider_count(self, wb: "Workbench", body: dict, view: RequestView) -> None:
@@ -158,7 +159,7 @@ class Sending:
         import asyncio
 
         from tui.client.provider_count import CountKind, ProviderCount, provider_count
-        ctl.status(f"asking {kind} for its count of the request…", "yellow")
+        ctl.status(f"asking {kind} for its count of the request…", Tone.CAUTION)
         try:  # the count is a courtesy: a slow count endpoint never holds the send for long
             counted = await asyncio.wait_for(provider_count(ctl.client, CountKind(kind), body, view.sent_tokens,
                                                             view.snapshot.counts.exact), COUNT_WAIT)
@@ -166,7 +167,7 @@ class Sending:
             counted = ProviderCount(CountKind(kind), None, view.sent_tokens, view.snapshot.counts.exact,
                                     f"no answer in {COUNT_WAIT:g} s: sent without it")
         if ctl.wb is wb:  # a notice: the status line is the reply's from here on
-            ctl.notify(visible(counted.line()), severity="information" if counted.tokens is not None else "warning",
+            ctl.notify(visible(counted.line()), severity=Severity.INFORMATION if counted.tokens is not None else "warning",
                        timeout=12)
 
     async def _prepare(self, wb: "Workbench") -> RequestView | None:
@@ -183,7 +184,7 @@ class Sending:
         return view
 
     def _not_sent(self, wb: "Workbench", exc: TemplateRenderError) -> None:
-        self.ctl.notify(f"not sent: template {wb.template.name} rejects the conversation: {exc}", severity="error",
+        self.ctl.notify(f"not sent: template {wb.template.name} rejects the conversation: {exc}", severity=Severity.ERROR,
                         timeout=10)
         self.ctl.file.autosave()
 
@@ -207,16 +208,16 @@ class Sending:
         ctl = self.ctl
         call = await ctl.worker.run(lambda: wb.summary_request(dropped))
         if call.body is None:
-            ctl.status(f"could not summarise: {call.reason}: sending with the placeholder", "red")
+            ctl.status(f"could not summarise: {call.reason}: sending with the placeholder", Tone.BAD)
             return
         cut = " (turns cut to fit the window)" if call.cut else ""
-        ctl.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", "yellow")
+        ctl.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", Tone.CAUTION)
         try:
             sent_at = time.time()
             reply = await ctl.client.chat(call.body)
         except ClientError as exc:
             wb.summaries_asked.discard(frozenset(m.id for m in dropped))  # failed: a later send may ask again
-            ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", "red")
+            ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", Tone.BAD)
             return
         cost = int((reply.usage or {}).get("total_tokens") or 0)
         self.cache.after_summary(call.shape, reply, sent_at)
@@ -224,4 +225,4 @@ class Sending:
         wb.set_summary(reply.content, cost, dropped)
         ctl.history.settings_changed(f"summary of {len(dropped)} messages", before)
         ctl.generation += 1  # the policy holds the summary now: views computed before are stale
-        ctl.status(f"summary made: {cost} tokens spent on it", "yellow")
+        ctl.status(f"summary made: {cost} tokens spent on it", Tone.CAUTION)

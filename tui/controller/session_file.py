@@ -18,6 +18,7 @@ from tui.sessions.store import SessionLock, SessionLocked, session_path
 
 from .runtime import Runtime
 from .saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
+from .events import Severity
 
 SAVE_DELAY = 0.3  # seconds: changes within this are written once
 
@@ -51,7 +52,7 @@ class SessionFile:
                 self.lock = lock
             except SessionLocked as exc:
                 self.read_only = True
-                self.notify(visible(str(exc)) + " — opened read-only", severity="warning", timeout=15)
+                self.notify(visible(str(exc)) + " — opened read-only", severity=Severity.WARNING, timeout=15)
         self.session_file = path
 
     def _let_go(self) -> None:
@@ -113,7 +114,7 @@ class SessionFile:
         if self._closing:  # the loop is waiting for the writer: quitting reports it, a call to the loop would wait
             return
         try:
-            self.runtime.soon(lambda: self.notify(str(failure), severity="error", timeout=15))
+            self.runtime.soon(lambda: self.notify(str(failure), severity=Severity.ERROR, timeout=15))
         except RuntimeError:
             pass  # the app has ended: quitting reports it
 

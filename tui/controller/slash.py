@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tui.context.safety import visible
+from .events import Severity
 
 MAX_NAME = 1000  # a model or template name: what a session file keeps of it
 
@@ -132,7 +133,7 @@ class SlashRunner:
         ctl, argument = self.ctl, parsed.argument
         if parsed.kind is None:
             ctl.notify(f"no command /{visible(parsed.unknown)}: /help lists them; // sends a line starting with /",
-                       severity="error")
+                       severity=Severity.ERROR)
             return Outcome.REFUSED
         if parsed.kind in (Slash.MODEL, Slash.TEMPLATE, Slash.SYSTEM) and not argument.strip():
             return Outcome.FOR_APP
@@ -154,7 +155,7 @@ class SlashRunner:
         name = name.strip()
         if len(name) > MAX_NAME or "\n" in name or visible(name) != name:
             self.ctl.notify(f"not a model name: one line of at most {MAX_NAME:,} printable characters",
-                            severity="error")
+                            severity=Severity.ERROR)
             return False
         return self.changes() and _done(self.ctl.set_model, name)
 
@@ -163,7 +164,7 @@ class SlashRunner:
         names = [choice for choice, _label in self.ctl.template_choices()]
         if name not in names:
             self.ctl.notify(f"no template {visible(name[:80])}: F3 lists them ({', '.join(names[:6])}, …)",
-                            severity="error")
+                            severity=Severity.ERROR)
             return False
         return self.changes() and _done(self.ctl.set_template, name)
 
@@ -171,10 +172,10 @@ class SlashRunner:
         messages = self.ctl.wb.session.messages
         last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
         if last is None:
-            self.ctl.notify("nothing to retry: no question yet", severity="warning")
+            self.ctl.notify("nothing to retry: no question yet", severity=Severity.WARNING)
             return False
         if self.ctl.client is None:
-            self.ctl.notify("offline: start with --base-url URL to send", severity="warning")
+            self.ctl.notify("offline: start with --base-url URL to send", severity=Severity.WARNING)
             return False
         if not self.changes():
             return False
@@ -189,7 +190,7 @@ class SlashRunner:
             ctl.set_policy("summarise")
         if ctl.client is None:
             ctl.notify("the policy is summarise now; offline, the summary is made by a model call once connected",
-                       severity="warning")
+                       severity=Severity.WARNING)
             return True
         ctl.runtime.spawn(self._summarise_now, "summary")
         return True

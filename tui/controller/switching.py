@@ -10,6 +10,7 @@ from tui.context.safety import visible
 from tui.context.template_library import builtin_names, builtin_template
 
 from .history import Operation, OpKind
+from .events import Severity
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -39,7 +40,7 @@ def set_policy(ctl: "Controller", name: str) -> None:
     try:
         ctl.wb.set_policy(name=name)
     except PolicyError as exc:
-        ctl.notify(str(exc), severity="error")
+        ctl.notify(str(exc), severity=Severity.ERROR)
         return
     ctl.history.settings_changed(f"policy {name}", before)
     ctl.changed()
@@ -58,12 +59,12 @@ async def models(ctl: "Controller") -> list[str] | None:
     """The server's models (None, and said why, when there are none to pick from)."""
     from tui.client.errors import ClientError
     if ctl.client is None:
-        ctl.notify("offline: no server to list models from", severity="warning")
+        ctl.notify("offline: no server to list models from", severity=Severity.WARNING)
         return None
     try:
         return await ctl.client.list_models()
     except ClientError as exc:
-        ctl.notify(visible(str(exc)), severity="error")
+        ctl.notify(visible(str(exc)), severity=Severity.ERROR)
         return None
 
 

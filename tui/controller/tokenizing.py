@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from tui.context.safety import visible
 from tui.context.tokens import SegmentCache, TokenizerNotFound, get_tokenizer
+from .events import Severity, Tone
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -36,7 +37,7 @@ class Tokenizing:
         try:
             tokenizer = await asyncio.to_thread(get_tokenizer, spec)
         except TokenizerNotFound as exc:
-            self.ctl.notify(visible(str(exc)), severity="error")
+            self.ctl.notify(visible(str(exc)), severity=Severity.ERROR)
             if chosen == self._chosen:
                 self._failed()
             return
@@ -57,7 +58,7 @@ class Tokenizing:
         exact = is_exact(wb.template, wb.tokenizer, wb.exact)
         self.ctl.status(f"counting {visible(wb.template.name)} with {visible(wb.tokenizer.name)}: " +
                         ("exact" if exact else "estimate (not the model's own tokenizer)"),
-                        "green" if exact else "yellow")
+                        Tone.GOOD if exact else Tone.CAUTION)
 
     def _failed(self) -> None:
         """No tokenizer: the estimate stays, and the cache boundary is read with it."""
@@ -80,9 +81,9 @@ class Tokenizing:
         ctl.wb.cache = SegmentCache()  # counts cached so far came from the other tokenizer
         if falling_back:
             ctl.status("the server's tokenizer does not answer: counting locally (estimate) until it is back",
-                       "yellow")
+                       Tone.CAUTION)
         else:
-            ctl.status("the server's tokenizer is back: counts are exact again", "green")
+            ctl.status("the server's tokenizer is back: counts are exact again", Tone.GOOD)
         ctl.changed(save=False)
 
     def retry_server(self) -> None:

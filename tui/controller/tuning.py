@@ -19,6 +19,7 @@ from tui.errors import unknown_key_line
 from tui.sessions.model import Session
 
 from .titling import announce, name_if_untitled
+from .events import Severity, Tone
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -217,7 +218,7 @@ class Tuning:
         for problem in problems:
             if problem not in self._said:
                 self._said.add(problem)
-                ctl.notify(problem, severity="warning", timeout=10)
+                ctl.notify(problem, severity=Severity.WARNING, timeout=10)
         session = Session(base_url=ctl.wb.session.base_url, model=ctl.wb.session.model, params=params)
         connection = ctl.link.connection
         if connection is not None and connection.info.n_ctx and "context_window" not in policy:
@@ -253,13 +254,13 @@ class Tuning:
             self._send_waiting()
         elif self.waiting:
             self.ctl.status("offline: your message is kept and goes once the server answers "
-                            "(palette: Reconnect)", "yellow")
+                            "(palette: Reconnect)", Tone.CAUTION)
 
     def reconnect(self) -> None:
         """Drop the link and connect again (the endpoint may have changed)."""
         ctl = self.ctl
         if ctl.streaming:
-            ctl.notify("a reply is streaming: stop it (Esc) before reconnecting", severity="warning")
+            ctl.notify("a reply is streaming: stop it (Esc) before reconnecting", severity=Severity.WARNING)
             return
         old = ctl.link.client
         ctl.link.client = ctl.link.connection = None
@@ -275,12 +276,12 @@ class Tuning:
         ctl = self.ctl
         self._cancel_retry()
         if not retry:
-            ctl.status(f"{text} (palette: Reconnect)", "red")
+            ctl.status(f"{text} (palette: Reconnect)", Tone.BAD)
             return
         pause = self._pause
         self._pause = min(self._pause * 2, RETRY_MOST)
         self._retry = ctl.runtime.later(pause, ctl.connect)
-        ctl.status(f"{text} · trying again in {pause:g}s (palette: Reconnect)", "red")
+        ctl.status(f"{text} · trying again in {pause:g}s (palette: Reconnect)", Tone.BAD)
 
     def _cancel_retry(self) -> None:
         if self._retry is not None:
@@ -314,7 +315,7 @@ class Tuning:
     def say_what_if(self) -> None:
         note = self.what_if()
         if note:
-            self.ctl.status(note, "magenta")
+            self.ctl.status(note, Tone.ASIDE)
 
     # -- a message sent while connecting ----------------------------------------------------------------
     def may_wait(self) -> bool:
@@ -327,14 +328,14 @@ class Tuning:
         """Sent before the connection is up: kept, and sent once it is. False when one already waits."""
         ctl = self.ctl
         if self.waiting:
-            ctl.notify("still connecting: your last message is waiting to be sent", severity="warning")
+            ctl.notify("still connecting: your last message is waiting to be sent", severity=Severity.WARNING)
             return False
         ctl.wb.commit_text(text)
         if name_if_untitled(ctl.wb.session):  # named at once, as a message sent at once is
             announce(ctl)
         self.waiting = True
         ctl.changed()
-        ctl.status("connecting… your message is sent once the server answers", "yellow")
+        ctl.status("connecting… your message is sent once the server answers", Tone.CAUTION)
         return True
 
     def _send_waiting(self) -> None:
