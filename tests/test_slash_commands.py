@@ -172,3 +172,18 @@ async def test_retry_asks_the_last_question_again_and_keeps_the_old_reply(tmp_pa
         assert len(session.requests) == 2
     finally:
         made.ctl.close()
+
+
+async def test_the_pane_shows_what_a_line_would_send_never_a_command(app_offline):
+    app, pilot = app_offline
+    composer = app.query_one(Composer)
+    composer.focus()
+    await pilot.press(*"/con")
+    await settle(pilot, app)
+    assert app.wb.draft == ""  # a command is not sent: no draft in the document
+    composer.text = "//etc/hosts?"
+    await settle(pilot, app)
+    assert app.wb.draft == "/etc/hosts?"
+    composer.text = "plain words"
+    await settle(pilot, app)
+    assert app.wb.draft == "plain words"

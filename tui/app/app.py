@@ -37,7 +37,7 @@ from .context_pane import ContextPane
 from .copying import Copier
 from .dialogs import Dialogs
 from .runtime import TextualRuntime
-from .slash_commands import take_line
+from .slash_commands import draft_of, take_line
 from .palette import palette_commands
 from .shown import GLYPHS, bounded, one_line, use_glyphs
 from .themes import DEFAULT_THEME, load_themes
@@ -263,7 +263,7 @@ class CtxpaneApp(SafeClipboard):
     # -- what widgets ask for ------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if isinstance(event.text_area, Composer):
-            self.controller.set_draft(event.text_area.text)
+            self.controller.set_draft(draft_of(event.text_area.text))
             self.main(ChatPanel).show_hint(hint(event.text_area.text[:40]))
 
     def on_composer_submitted(self, event: Composer.Submitted) -> None:

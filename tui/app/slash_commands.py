@@ -11,6 +11,14 @@ if TYPE_CHECKING:
     from .app import CtxpaneApp
 
 
+def draft_of(text: str) -> str:
+    """What the pane shows as the draft: a /command is not sent (none), a `//` line is sent with one slash."""
+    escaped = literal(text)
+    if escaped is not None:
+        return escaped
+    return "" if parse(text) is not None else text
+
+
 def take_line(app: "CtxpaneApp", text: str) -> bool:
     """Send or run the composer's line. True when it was taken (the composer lets it go)."""
     escaped = literal(text)
