@@ -11,7 +11,8 @@ from test_cache_server import Session, facts, system
 from tui.context import get_tokenizer, message_from_dict
 from tui.context.llamacpp_cache import LlamaCppCache
 from tui.sessions.cache_replay import replay_cache, seconds
-from tui.sessions.model import RequestRecord, Session as SessionFile, SessionFormatError, session_from_dict
+from tui.sessions.model import RequestRecord, Session as SessionFile, SessionFormatError
+from tui.sessions.parse import session_from_dict
 from tui.sessions.replay import Replayer
 from tui.sessions.session_template import template_from_session
 from tui.sessions.store import load_session, save_session

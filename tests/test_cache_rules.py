@@ -141,7 +141,7 @@ def test_hosted_servers_get_their_provider_rule():
 
 
 def test_against_the_previous_request_only_every_rule_applies():
-    from tui.context.cache import cache_prefix
+    from tui.context.cache_predict import cache_prefix
     from tui.context.document import Document, Span
 
     def document(text):

@@ -19,7 +19,7 @@ from tui.client.endpoint import Endpoint
 from tui.client.http import OpenAIClient
 from tui.client.server_cache import read_cache_facts
 from tui.context import get_tokenizer, load_template, message_from_dict
-from tui.context.cache import cache_prefix
+from tui.context.cache_predict import cache_prefix
 from tui.context.cache_predict import cache_report, held_prompt
 from tui.context.llamacpp_cache import LlamaCppCache
 from tui.context.request import RequestSettings, build_request

@@ -1,4 +1,4 @@
-"""The layer rules (pyproject.toml, [tool.importlinter]) hold, and a forbidden import breaks them.
+"""The layer rules and the no-cycle rule (pyproject.toml, [tool.importlinter]) hold, and breaking one is seen.
 
 tests/test_engine_purity.py checks what is loaded at run time; this checks every import written in
 the source, including ones inside functions, with import-linter's `lint-imports`.
@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 from conftest import ROOT
@@ -60,14 +61,74 @@ BREAKS = {
 }
 
 
+def plant(root: Path, relative: str, line: str) -> None:
+    """`line` appended at the end (after any `from __future__`), so the module stays valid Python."""
+    target = root / relative
+    source = target.read_text()
+    target.write_text(source + ("\n" if not source.endswith("\n") else "") + line)
+
+
+def broken_contracts(result: subprocess.CompletedProcess) -> list[str]:
+    """The names of the contracts `lint-imports` reports broken ("NAME BROKEN", then maybe "(N ignored imports)")."""
+    assert result.returncode == 1, result.stdout + result.stderr
+    return [row.partition(" BROKEN")[0] for row in result.stdout.splitlines()
+            if row.endswith(" BROKEN") or " BROKEN (" in row]
+
+
 @pytest.mark.parametrize("case", BREAKS)
 def test_a_forbidden_import_breaks_its_contract(copy_of_the_source, case):
     relative, line, contract = BREAKS[case]
-    target = copy_of_the_source / relative
-    source = target.read_text()
-    # appended at the end (after any `from __future__`), so the module stays valid Python
-    target.write_text(source + ("\n" if not source.endswith("\n") else "") + line)
+    plant(copy_of_the_source, relative, line)
     result = lint(copy_of_the_source)
-    assert result.returncode == 1, result.stdout + result.stderr
-    broken = [row for row in result.stdout.splitlines() if row.endswith(" BROKEN")]
-    assert any(contract in row for row in broken), result.stdout  # (an import of the app breaks all three)
+    broken = broken_contracts(result)
+    assert any(contract in name for name in broken), result.stdout  # (an import of the app breaks all three)
+
+
+NO_CYCLES = "No import cycles among the subpackages, nor among the modules of a package"
+CYCLES = {  # the import planted, and the package whose children it puts in a cycle
+    "the cache comparison imports a server model built on it": (
+        "tui/context/cache.py", "from .provider_cache import ProviderCache\n", "tui.context"),
+    "a gateway check imports the doctor, inside a function": (
+        "tui/client/doctor_gateway.py", "\n\ndef _report():\n    from .doctor import Report\n    return Report\n",
+        "tui.client"),
+    "a type-only import closes a cycle the contract does not list": (
+        "tui/sessions/model.py", "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .parse import convert\n",
+        "tui.sessions"),
+    "the engine imports the session files, which import the engine": (
+        "tui/context/budget.py", "import tui.sessions.model\n", "tui"),
+}
+
+
+@pytest.mark.parametrize("case", CYCLES)
+def test_a_planted_cycle_breaks_the_no_cycle_contract(copy_of_the_source, case):
+    relative, line, package = CYCLES[case]
+    plant(copy_of_the_source, relative, line)
+    result = lint(copy_of_the_source)
+    assert broken_contracts(result) == [NO_CYCLES], result.stdout
+    assert f"No cycles are allowed in {package}." in result.stdout, result.stdout
+
+
+def test_no_package_has_an_import_cycle_at_run_time():
+    """The contract lets through only the type-only imports it lists; without any TYPE_CHECKING import, and
+    with nothing ignored, no package's children import each other in a cycle."""
+    graph = grimp.build_graph("tui", cache_dir=None, exclude_type_checking_imports=True)
+    packages = sorted(module for module in graph.modules if graph.find_children(module))
+    cycles = [cycle for package in packages for cycle in sibling_cycles(graph, package)]
+    assert not cycles, "import cycles at run time:\n" + "\n".join(cycles)
+
+
+def sibling_cycles(graph: grimp.ImportGraph, package: str) -> list[str]:
+    """Each cycle among the children of `package`, as a chain of modules, one per import that would break it."""
+    depth = package.count(".") + 2
+
+    def child(module: str) -> str:
+        return ".".join(module.split(".")[:depth])
+
+    cycles = []
+    for importer, imported in sorted(graph.nominate_cycle_breakers(package)):
+        back = graph.find_shortest_chain(importer=child(imported), imported=child(importer), as_packages=True) or ()
+        if back[:1] == (imported,) and back[-1:] == (importer,):
+            cycles.append(" -> ".join((importer, *back)))
+        else:  # the way back starts or ends elsewhere in the two children
+            cycles.append(f"{importer} -> {imported}, and back: {' -> '.join(back)}")
+    return cycles

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tui.context import assemble
@@ -12,6 +11,7 @@ from tui.context.template_library import ChatTemplate, plain_chatml, template_fr
 from tui.context.templates import TemplateRenderError
 
 from .doctor_gateway import check_gateway_errors, check_replies, check_stream, hidden, upstream_text
+from .doctor_report import Check, Report
 from .errors import ClientError
 from .http import OpenAIClient
 from .schemas import Prompt, Tokenized
@@ -33,29 +33,6 @@ SAMPLE = [
     {"role": "user", "content": "Thanks! And tomorrow?"},
 ]
 LONG_PREFIX = " ".join(f"Rule {i}: keep answers short and cite sources." for i in range(40))
-
-
-@dataclass
-class Check:
-    name: str
-    status: str  # ok, warn, fail, skip
-    detail: str
-    data: dict = field(default_factory=dict)
-
-
-@dataclass
-class Report:
-    url: str
-    server: dict
-    checks: list[Check]
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if any(c.status in ("fail", "warn") for c in self.checks) else 0
-
-    def to_json(self) -> dict:
-        return {"url": self.url, "server": self.server, "checks": [asdict(c) for c in self.checks],
-                "exit_code": self.exit_code}
 
 
 def server_template(info: ServerInfo) -> tuple[ChatTemplate, bool]:

@@ -9,7 +9,8 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from tui.client.doctor import Report, run_doctor
+from tui.client.doctor import run_doctor
+from tui.client.doctor_report import Report
 from tui.client.endpoint import Endpoint, EndpointError
 from tui.client.errors import ClientError
 from tui.client.http import Limits, OpenAIClient

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from tui.commands.arguments import STEP, QuietParser, whole_number
-from tui.commands.sessions_common import open_session, session_engine, template_failures
+from tui.commands.inputs import open_session
+from tui.commands.sessions_common import session_engine, template_failures
 from tui.commands.terminal import write_text
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer

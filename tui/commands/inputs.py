@@ -11,6 +11,8 @@ from typing import Any
 
 from tui.errors import UsageError
 from tui.sessions.model import Session, SessionFormatError
+from tui.sessions.safe_io import SessionFileError, about, read_regular_file
+from tui.sessions.store import Opened, load_session
 from tui.context.messages import Message
 from tui.context.template_library import ChatTemplate, TemplateNotFound, load_template
 from tui.context.tokens import Tokenizer, TokenizerNotFound, get_tokenizer
@@ -21,7 +23,6 @@ MAX_INPUT_BYTES = 64 * 1024 * 1024
 def read_json_file(path_text: str, what: str = "file") -> Any:
     """A JSON value from a file the user named, with the bounds of a session file; one line if not."""
     from tui.sessions.parse import json_value
-    from tui.sessions.safe_io import SessionFileError, about, read_regular_file
 
     path = Path(path_text).expanduser()
     try:
@@ -66,10 +67,16 @@ def read_conversation(path_text: str) -> Conversation:
 
 def session_conversation(path_text: str) -> Conversation:
     """A session file, opened like `replay` opens it (a newer version is read, never written)."""
-    from tui.commands.sessions_common import open_session
-
     session = open_session(path_text).session
     return Conversation(session.messages, session.tools, session, session.model)
+
+
+def open_session(path_text: str) -> Opened:
+    """A session file the user named; one line (status 2) when it cannot be read or is not a session."""
+    try:
+        return load_session(Path(path_text).expanduser())
+    except SessionFileError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def refuse_special_file(spec: str) -> None:

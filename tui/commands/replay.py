@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tui.commands.arguments import STEP, QuietParser, whole_number
-from tui.commands.sessions_common import open_session, session_engine, template_failures
+from tui.commands.inputs import open_session
+from tui.commands.sessions_common import session_engine, template_failures
 from tui.commands.terminal import json_text
 from tui.errors import UsageError, one_line
 from tui.sessions.receipts import cost_line, received_line

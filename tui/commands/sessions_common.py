@@ -1,11 +1,14 @@
-"""Opening a session file for the headless commands: one clear line and status 2 when it cannot be."""
+"""A session file in the headless commands: the template and tokenizer to render it, a failing template as one line.
+
+The file itself is opened by inputs.open_session, like any other file the user names (status 2 if it cannot be).
+"""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
+from tui.commands.inputs import open_template, open_tokenizer
 from tui.context.errors import TemplateRenderError
 from tui.context.template_library import TemplateNotFound
 from tui.context.tokens import TokenizerNotFound, get_tokenizer
@@ -13,19 +16,10 @@ from tui.errors import UsageError
 from tui.sessions.model import Session
 from tui.sessions.replay import offline_tokenizer_name
 from tui.sessions.session_template import template_from_session
-from tui.sessions.store import Opened, SessionFileError, load_session
-
-
-def open_session(path_text: str) -> Opened:
-    try:
-        return load_session(Path(path_text).expanduser())
-    except SessionFileError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def session_engine(session: Session, template: str | None = None, tokenizer: str | None = None):
     """The template and tokenizer to render a session with: the user's choice, else what the session stores."""
-    from tui.commands.inputs import open_template, open_tokenizer
     try:
         chosen = open_template(template) if template else template_from_session(session.template)
     except TemplateNotFound as exc:

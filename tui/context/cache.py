@@ -1,8 +1,10 @@
-"""The cache-stable prefix: what a request shares with the previous one, and why it stops there.
+"""What the cache comparison starts from: a request's shape, and where two requests' texts part.
 
-Provider rules for what is actually reused live in cache_rules.py (one table); this module keeps the
-comparison with the previous request, which every rule starts from. Prediction against every prompt a
-server may still hold is in cache_predict.py; the causes of a break are classed in cache_causes.py.
+Provider rules for what is actually reused live in cache_rules.py (one table); this module keeps what
+every rule starts from: the request's shape, the common prefix of two texts, the token at an offset and
+the span-by-span difference. The prediction (against the previous request, or every prompt a server may
+still hold) is in cache_predict.py, above the server models built on these shapes; the causes of a break
+are classed in cache_causes.py.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from .document import Document
+from .cache_rules import RULES as TABLE, SERVER, prefix_cached, rule_for
 from .tokens import TokenIndex
 
 RULES = ("llama.cpp", "openai", "openai-5.6", "anthropic", "gemini", "deepseek", "none")
@@ -91,44 +93,10 @@ def common_prefix_length(a: str, b: str, step: int = 4096) -> int:
 
 def predict_cached(rule: str, prefix_tokens: int, total_tokens: int, model: object = None) -> int:
     """Tokens a prefix rule reuses of `total_tokens` when `prefix_tokens` are shared (cache_rules.py)."""
-    from .cache_rules import RULES as TABLE, SERVER, prefix_cached, rule_for
-
     found = rule_for(rule)
     if found.kind == SERVER:  # against one earlier prompt a server model is its bare rule
         return max(0, min(prefix_tokens, total_tokens - 1))
     return prefix_cached(found, prefix_tokens, total_tokens, model) if found is not TABLE["none"] else 0
-
-
-def _cached_after(rule: str, previous: RequestShape, current: RequestShape, shared: int) -> int:
-    """What `rule` reuses when the previous request is the only one sent: rules that read only stored
-    units or marked breakpoints ask the provider model (with that one request), the others count the prefix."""
-    from .cache_rules import BREAKPOINTS, UNITS, rule_for
-
-    if rule_for(rule).kind not in (BREAKPOINTS, UNITS):
-        return predict_cached(rule, shared, current.tokens.total)
-    from .cache_history import HeldPrompt
-    from .provider_cache import ProviderCache
-
-    model = ProviderCache(rule)
-    model.record(HeldPrompt(1, previous, previous.tokens.total))
-    return model.predict(current).cached
-
-
-def cache_prefix(previous: RequestShape | None, current: RequestShape, document: Document,
-                 rule: str = "llama.cpp") -> CachePrefix:
-    """The prefix `current` shares with the previous request, and what `rule` reuses of it."""
-    from .cache_causes import FIRST, classify, excerpt
-
-    total = current.tokens.total
-    if previous is None:
-        return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule, FIRST, None, "")
-    boundary = common_prefix_length(previous.text, current.text)
-    shared = min(current.tokens.tokens_before(boundary), previous.tokens.total)
-    cause = classify(previous, current, document, boundary)
-    return CachePrefix(boundary, shared, total, cause.message, cause.span_kind, cause.text,
-                       _cached_after(rule, previous, current, shared), rule, cause.kind,
-                       diverges=excerpt(current.text, at := token_start(current.tokens, shared)),
-                       diverged=excerpt(previous.text, at))
 
 
 def token_start(index: TokenIndex, token: int) -> int:

@@ -1,8 +1,9 @@
-"""Cache prediction for one request against every prompt the server may still hold, and the report after.
+"""Cache prediction for one request, against the previous one or every prompt held, and the report after.
 
-Before sending: `predict_prefix` asks the server's model (llamacpp_cache.LlamaCppCache, or
-provider_cache.ProviderCache for hosted APIs) what it will reuse, names the earlier request the reuse
-comes from, and classes the first divergent token against that request. After the reply:
+Before sending: `cache_prefix` compares the request with the previous one alone; `predict_prefix` asks
+the server's model (llamacpp_cache.LlamaCppCache, or provider_cache.ProviderCache for hosted APIs) what
+it will reuse, names the earlier request the reuse comes from, and classes the first divergent token
+against that request. After the reply:
 `held_prompt` turns the request and the server's figures into what the model records next, and
 `cache_report` compares the prediction with the server's `cache_n` / `cached_tokens`.
 """
@@ -12,16 +13,41 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from .cache import CachePrefix, RequestShape, token_start
+from .cache import CachePrefix, RequestShape, common_prefix_length, predict_cached, token_start
 from .cache_causes import APPENDED, FIRST, REASONING, REPLY, SUMMARY, Cause, classify, excerpt
-from .cache_history import HeldPrompt, Shared, is_summary_call, request_name
-from .cache_rules import rule_known
+from .cache_history import HeldPrompt, Shared, is_summary_call, request_name, shared_prefix
+from .cache_rules import BREAKPOINTS, UNITS, rule_for, rule_known
 from .document import Document
 from .llamacpp_cache import LlamaCppCache
 from .provider_cache import ProviderCache
 
 UNMODELLED = "server state not modelled"  # a report's class when the server held more or less than modelled
 RULE_UNKNOWN = "cache rule not known"  # a report's class when there was no rule to predict with
+
+
+def cache_prefix(previous: RequestShape | None, current: RequestShape, document: Document,
+                 rule: str = "llama.cpp") -> CachePrefix:
+    """The prefix `current` shares with the previous request, and what `rule` reuses of it."""
+    total = current.tokens.total
+    if previous is None:
+        return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule, FIRST, None, "")
+    boundary = common_prefix_length(previous.text, current.text)
+    shared = min(current.tokens.tokens_before(boundary), previous.tokens.total)
+    cause = classify(previous, current, document, boundary)
+    return CachePrefix(boundary, shared, total, cause.message, cause.span_kind, cause.text,
+                       _cached_after(rule, previous, current, shared), rule, cause.kind,
+                       diverges=excerpt(current.text, at := token_start(current.tokens, shared)),
+                       diverged=excerpt(previous.text, at))
+
+
+def _cached_after(rule: str, previous: RequestShape, current: RequestShape, shared: int) -> int:
+    """What `rule` reuses when the previous request is the only one sent: rules that read only stored
+    units or marked breakpoints ask the provider model (with that one request), the others count the prefix."""
+    if rule_for(rule).kind not in (BREAKPOINTS, UNITS):
+        return predict_cached(rule, shared, current.tokens.total)
+    model = ProviderCache(rule)
+    model.record(HeldPrompt(1, previous, previous.tokens.total))
+    return model.predict(current).cached
 
 
 def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape, document: Document,
@@ -59,8 +85,6 @@ def _held(server: LlamaCppCache | ProviderCache) -> dict[int, HeldPrompt]:
 
 def _best(candidates: list[tuple[int, str, int]], held: dict[int, HeldPrompt], current: RequestShape) -> Shared | None:
     """Without a source, the held prompt sharing the most explains what was missed."""
-    from .cache_history import shared_prefix
-
     best = max(candidates, key=lambda c: c[2], default=None)
     return shared_prefix(held[best[0]], current, 0) if best and best[0] in held else None
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import base64
 import struct
 
-from .image_tokens import MAX_SIDE
-
 IMAGE_LIMIT = 20 * 1024 * 1024  # bytes of one image file
 # Pixels one image may declare: past this, image libraries refuse to decode it (a decompression bomb).
 MAX_PIXELS = 178_956_970
+MAX_SIDE = 100_000  # pixels: a larger declared size is a corrupt or hostile header
 MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WebP": "image/webp"}
 
 

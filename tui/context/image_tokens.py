@@ -23,6 +23,8 @@ from functools import lru_cache
 from struct import error as struct_error
 from typing import Any
 
+from .image_files import MAX_SIDE, ImageFileError, image_size
+
 ESTIMATE = "estimate"
 
 FAMILIES: dict[str, dict[str, Any]] = {
@@ -49,7 +51,6 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
 # What llama.cpp's server writes in the text for an image part before it renders a template that takes
 # text only (mtmd's default marker); the server puts the image's tokens in its place.
 MEDIA_MARKER = "<__media__>"
-MAX_SIDE = 100_000  # pixels: a larger declared size is a corrupt or hostile header
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,6 @@ def data_url_image(head: str) -> tuple[str, int, int] | None:
     we read, a header that lies or is cut short: such an image is counted at the assumed size, and said so)."""
     import base64
     import binascii
-
-    from .image_files import ImageFileError, image_size
 
     meta, comma, payload = head.partition(",")
     if not comma or not meta.endswith(";base64"):

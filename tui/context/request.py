@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from .tool_text import settle_tools, tool_texts
 from .assemble import Snapshot, assemble, is_exact
 from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
-from .cache import CachePrefix, RequestShape, cache_prefix
+from .cache import CachePrefix, RequestShape
+from .cache_predict import cache_prefix, predict_prefix
 from .cache_rules import OPENAI_MARK
 from .document import Document, Span
 from .fences import FenceStyle, FencedText, control_strings, fence
@@ -355,7 +356,6 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     hidden.notes += reasoning_notes(settings.model, settings.base_url, [messages[i] for i in plan.kept])
     plan = _judged(plan, snapshot.counts.total + hidden.image_extra, settings.policy)
     if server is not None:
-        from .cache_predict import predict_prefix
         prefix = predict_prefix(server, shape, document, settings.cache_rule, now)
     else:
         prefix = cache_prefix(previous, shape, document, settings.cache_rule)

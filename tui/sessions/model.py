@@ -19,7 +19,6 @@ import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from tui.context.budget import PolicySettings
 from tui.context.messages import Message, Provenance
@@ -152,16 +151,6 @@ def id_floor(messages: list[Message], requests: list[RequestRecord]) -> int:
         if found:
             highest = max(highest, int(found.group(1)))
     return min(highest + 1, MAX_NEXT_ID)
-
-
-def session_from_dict(data: Any) -> Session:
-    """Check and build a session from a JSON value (the schema in tui/sessions/schema.py is the gate).
-
-    Raises SessionFormatError with one clause naming the field; NewerVersion for a newer file.
-    """
-    from .parse import session_from_dict as checked
-
-    return checked(data)
 
 
 def recover_interrupted_reply(session: Session) -> bool:

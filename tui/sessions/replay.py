@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from tui.context.budget import LedgerEntry, PolicySettings
-from tui.context.cache import cache_prefix
+from tui.context.cache_predict import cache_prefix
 from tui.context.document import first_difference
 from tui.context.fences import FenceStyle
 from tui.context.errors import TemplateRenderError

@@ -15,7 +15,8 @@ from tui.context.request_bytes import request_text
 from tui.context.safety import paste_safe
 
 from .safe_io import about
-from .model import RequestRecord, Session, SessionFormatError, now_iso, session_from_dict
+from .model import RequestRecord, Session, SessionFormatError, now_iso
+from .parse import session_from_dict
 
 
 class TransferError(ValueError):
