@@ -32,6 +32,7 @@ from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, Repl
 from .clipboard import SafeClipboard
 from .chat_panel import ChatPanel
 from .composer import Composer
+from .composer_actions import ComposerActions, unknown_theme_line
 from .config import config_dir, resolve
 from .context_pane import ContextPane
 from .copying import Copier
@@ -59,20 +60,13 @@ class LaunchOptions:
     sessions_folder: Path | None = None
 
 
-def unknown_theme_line(name: str, themes) -> str:
-    import difflib
-    close = difflib.get_close_matches(name, sorted(themes), n=1)
-    hint = f"; did you mean `{close[0]}`?" if close else ""
-    return f"theme `{one_line(name, 60)}`: not found{hint} ({DEFAULT_THEME} is used)"
-
-
 def binding_ids() -> set[str]:
     """Every binding config.toml's [keys] may remap: the app's and the transcript's."""
     from .chat_view import ChatView
     return {b.id for b in [*CtxpaneApp.BINDINGS, *ChatView.BINDINGS] if isinstance(b, Binding) and b.id}
 
 
-class CtxpaneApp(SafeClipboard):
+class CtxpaneApp(ComposerActions, SafeClipboard):
     TITLE = "ctxpane"
     CSS = """
     #main { height: 1fr; }
@@ -270,40 +264,6 @@ class CtxpaneApp(SafeClipboard):
         if take_line(self, event.text):
             event.composer.take(event.text)
 
-    def on_composer_recall(self, event: Composer.Recall) -> None:
-        recall, composer = self.controller.recall, event.composer
-        if composer.text not in (event.text, composer.recalled):  # typed since the Up: the keys win
-            return
-        if composer.text != (composer.recalled or ""):  # emptied by hand: the history starts again from the newest
-            recall.reset()
-        text = recall.older(composer.text) if event.older else recall.newer()
-        if text is not None:
-            composer.show_recalled(text)
-
-    def action_fit_and_send(self) -> None:
-        """After an over-the-window warning: drop the oldest turns to fit, and send what the composer holds."""
-        from tui.controller.slash import literal, parse
-        composer = self.main(Composer)
-        text = composer.text
-        if parse(text) is not None:
-            self.notify("F9 sends a message: this line is a /command (// sends a line starting with /)",
-                        severity="warning")
-            return
-        refused = self.controller.capabilities.fit_and_send(literal(text) or text)
-        if refused:
-            self.notify(refused, severity="warning")
-        else:
-            composer.take(text)
-
-    def action_search_prompts(self) -> None:
-        from .prompt_search_screen import PromptSearchScreen
-
-        def done(text: str | None) -> None:
-            if text is not None:
-                self.main(Composer).show_recalled(text)
-                self.main(Composer).focus()
-        self.push_screen(PromptSearchScreen(self.controller.recall.search), done)
-
     def on_replay_screen_resend(self, event: ReplayScreen.Resend) -> None:
         """Re-send from a replayed step, as a new session (the replayed one is kept)."""
         while len(self.screen_stack) > 1:
@@ -323,21 +283,6 @@ class CtxpaneApp(SafeClipboard):
         if action == "edit_system" and isinstance(self.screen, ModalScreen):  # a dialog's editor keeps its Ctrl+E
             return False
         return not (action in self.EDITING and self.replaying)
-
-    def _tab_moves_focus(self, forward: bool) -> bool:
-        """Not where Tab is the editor's own: indenting, or in the composer, where Tab completes a /command typed
-        just before it (still in the composer's queue when the key arrives here: only the composer knows, and it
-        moves the focus itself when there is nothing to complete)."""
-        widget = self.focused
-        if isinstance(widget, TextArea) and widget.tab_behavior == "indent":
-            return False
-        return not (forward and isinstance(widget, Composer))
-
-    def action_focus_step(self, forward: bool) -> None:
-        if forward:
-            self.screen.focus_next()
-        else:
-            self.screen.focus_previous()
 
     def action_stop(self) -> None:
         self.controller.stop()

@@ -1,0 +1,70 @@
+"""The app's part around the composer: the prompt history's Up/Down and Ctrl+R, F9, and Tab moving the focus."""
+
+from __future__ import annotations
+
+import difflib
+
+from textual.widgets import TextArea
+
+from .composer import Composer
+from .shown import one_line
+from .themes import DEFAULT_THEME
+
+
+def unknown_theme_line(name: str, themes) -> str:
+    close = difflib.get_close_matches(name, sorted(themes), n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    return f"theme `{one_line(name, 60)}`: not found{hint} ({DEFAULT_THEME} is used)"
+
+
+class ComposerActions:
+    """Mixed into CtxpaneApp (app.py): its `controller`, `main`, `notify` and `push_screen` are the app's."""
+
+    def on_composer_recall(self, event: Composer.Recall) -> None:
+        recall, composer = self.controller.recall, event.composer
+        if composer.text not in (event.text, composer.recalled):  # typed since the Up: the keys win
+            return
+        if composer.text != (composer.recalled or ""):  # emptied by hand: the history starts again from the newest
+            recall.reset()
+        text = recall.older(composer.text) if event.older else recall.newer()
+        if text is not None:
+            composer.show_recalled(text)
+
+    def action_fit_and_send(self) -> None:
+        """After an over-the-window warning: drop the oldest turns to fit, and send what the composer holds."""
+        from tui.controller.slash import literal, parse
+        composer = self.main(Composer)
+        text = composer.text
+        if parse(text) is not None:
+            self.notify("F9 sends a message: this line is a /command (// sends a line starting with /)",
+                        severity="warning")
+            return
+        refused = self.controller.capabilities.fit_and_send(literal(text) or text)
+        if refused:
+            self.notify(refused, severity="warning")
+        else:
+            composer.take(text)
+
+    def action_search_prompts(self) -> None:
+        from .prompt_search_screen import PromptSearchScreen
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.main(Composer).show_recalled(text)
+                self.main(Composer).focus()
+        self.push_screen(PromptSearchScreen(self.controller.recall.search), done)
+
+    def _tab_moves_focus(self, forward: bool) -> bool:
+        """Not where Tab is the editor's own: indenting, or in the composer, where Tab completes a /command typed
+        just before it (still in the composer's queue when the key arrives here: only the composer knows, and it
+        moves the focus itself when there is nothing to complete)."""
+        widget = self.focused
+        if isinstance(widget, TextArea) and widget.tab_behavior == "indent":
+            return False
+        return not (forward and isinstance(widget, Composer))
+
+    def action_focus_step(self, forward: bool) -> None:
+        if forward:
+            self.screen.focus_next()
+        else:
+            self.screen.focus_previous()
