@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import random
 import string
+import unicodedata
+
+from textual import events
+from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 
 EDITING = ("backspace", "delete", "left", "right", "home", "end")
 # Every letter: e, d, n, x, y… are bindings somewhere (the transcript, a confirmation, the browser's list).
@@ -54,3 +58,21 @@ def random_burst(rng: random.Random, length: int = 24, printable: str = PRINTABL
     for _ in range(length - 1):
         keys.append(rng.choice(EDITING) if rng.random() < 0.35 else rng.choice(printable))
     return keys
+
+
+def key_event(key: str) -> events.Key:
+    """The event a terminal's key makes, named as Textual's pilot names it."""
+    name = _character_to_key(key) if len(key) == 1 and not key.isalnum() else key
+    try:
+        char = unicodedata.lookup(_get_unicode_name_from_key(REPLACED_KEYS.get(name, name)))
+    except KeyError:
+        char = name if len(name) == 1 else None
+    return events.Key(name, char)
+
+
+def post(app, keys: list[str]) -> None:
+    """Every key sent as the terminal's driver sends what it read, before the app handles any of them."""
+    for key in keys:
+        event = key_event(key)
+        event.set_sender(app)
+        app._driver.send_message(event)

@@ -6,18 +6,12 @@ meantime (its queue runs on while the app decides) were wiped with it.
 
 from __future__ import annotations
 
-from textual import events
 
 from app_helpers import isolated, make_app, settle
+from key_bursts import post as burst
 from tui.app.composer import Composer
 
 
-def burst(app, keys) -> None:
-    """Keys as a terminal sends a burst: all queued at once (pilot.press waits for the app after each key)."""
-    for key in keys:
-        event = events.Key(key, key if len(key) == 1 else None)
-        event.set_sender(app)
-        app._driver.send_message(event)
 
 
 async def test_keys_typed_after_enter_are_kept_and_the_sent_text_goes(tmp_path, monkeypatch):

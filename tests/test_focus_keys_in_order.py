@@ -4,19 +4,13 @@ them: Shift+Tab then a word in the session browser lost the word."""
 
 from __future__ import annotations
 
-from textual import events
 from textual.widgets import Input
 
 from app_helpers import isolated, make_app, settle
+from key_bursts import post as burst
 from tui.app.composer import Composer
 
 
-def burst(app, keys) -> None:
-    """Keys as a terminal sends a burst: all queued at once (pilot.press waits for the app after each key)."""
-    for key in keys:
-        event = events.Key(key, key if len(key) == 1 else None)
-        event.set_sender(app)
-        app._driver.send_message(event)
 
 
 async def test_a_word_typed_right_behind_shift_tab_lands_in_the_search_box(tmp_path, monkeypatch):

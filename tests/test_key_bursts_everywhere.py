@@ -15,16 +15,14 @@ import random
 import string
 import threading
 import time
-import unicodedata
 
 import pytest
 from textual import events
-from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.widgets import Input, TextArea
 
 from app_helpers import isolated, make_app, settle
 from fault_server import Handler, QuietServer, chunk
-from key_bursts import LineEditor, random_burst
+from key_bursts import LineEditor, post, random_burst
 from tui.app.chat_search import ChatSearch
 from tui.app.chat_view import ChatView
 from tui.app.composer import Composer
@@ -33,24 +31,6 @@ from tui.app.settings_screen import SettingsScreen
 
 SIZE = (160, 48)
 RUNS = 20
-
-
-def key_event(key: str) -> events.Key:
-    """The event a terminal's key makes, named as Textual's pilot names it."""
-    name = _character_to_key(key) if len(key) == 1 and not key.isalnum() else key
-    try:
-        char = unicodedata.lookup(_get_unicode_name_from_key(REPLACED_KEYS.get(name, name)))
-    except KeyError:
-        char = name if len(name) == 1 else None
-    return events.Key(name, char)
-
-
-def post(app, keys: list[str]) -> None:
-    """Every key sent as the terminal's driver sends what it read, before the app handles any of them."""
-    for key in keys:
-        event = key_event(key)
-        event.set_sender(app)
-        app._driver.send_message(event)
 
 
 async def burst(pilot, app, keys: list[str]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app_helpers import isolated, make_app, settle
-from test_focus_keys_in_order import burst
+from key_bursts import post as burst
 from tui.app.composer import Composer
 from tui.context.messages import Message
 from tui.sessions.model import Session
@@ -159,3 +159,67 @@ async def test_arrows_pressed_fast_each_take_a_step(tmp_path, monkeypatch):
         burst(app, ["down", "down"])
         await settle(pilot, app)
         assert composer.text == ""
+
+
+async def test_a_transcript_key_moved_by_the_keymap_no_longer_acts(tmp_path, monkeypatch):
+    """Found by the second review: the transcript ran its bindings as the class declared them, so after
+    `edit_message = "ctrl+g"` both e and Ctrl+G opened the editor."""
+    from tui.app.chat_view import ChatView
+    from tui.app.edit_screen import EditScreen
+    app = await opened(tmp_path, monkeypatch)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        app.set_keymap({"edit_message": "ctrl+g"})
+        app.query_one(ChatView).focus()
+        await settle(pilot, app)
+        burst(app, ["e"])
+        await settle(pilot, app)
+        assert not isinstance(app.screen, EditScreen)
+        burst(app, ["ctrl+g"])
+        await settle(pilot, app)
+        assert isinstance(app.screen, EditScreen)
+
+
+async def test_tab_in_the_burst_that_opens_the_settings_moves_to_the_next_field(tmp_path, monkeypatch):
+    """Found by the second review: a Tab that reached the settings before a field had focus was run at once,
+    found no field, and was lost; the keys behind it went into the first field."""
+    from tui.app.settings_screen import SettingsScreen
+    app = await opened(tmp_path, monkeypatch)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        app.query_one(Composer).focus()
+        burst(app, ["f8", "ctrl+a", "ctrl+k", "1", "2", "tab", "x"])
+        await settle(pilot, app)
+        assert isinstance(app.screen, SettingsScreen)
+        first = app.screen.query_one("#field-context_window")
+        assert first.value == "12" and app.focused is not first and app.focused.value.endswith("x")
+
+
+async def test_keys_typed_behind_enter_in_the_settings_go_to_the_composer(tmp_path, monkeypatch):
+    """Found by the second review: Enter applied the form only after the keys behind it were typed into the
+    field ("hi" in the context window), so the form was refused and stayed open holding them."""
+    from tui.app.settings_screen import SettingsScreen
+    app = await opened(tmp_path, monkeypatch)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        app.query_one(Composer).focus()
+        burst(app, ["f8"])
+        await settle(pilot, app)
+        burst(app, ["end", "enter", *"hi"])
+        await settle(pilot, app)
+        assert not isinstance(app.screen, SettingsScreen) and app.query_one(Composer).text == "hi"
+
+
+async def test_n_typed_behind_enter_in_the_search_is_the_transcripts(tmp_path, monkeypatch):
+    """Found by the second review: the focus left the search box only when the search worker ended, so an n
+    typed behind Enter became part of the query ("then")."""
+    from tui.app.chat_search import ChatSearch
+    from tui.app.chat_view import ChatView
+    app = await opened(tmp_path, monkeypatch)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        app.query_one(ChatView).focus()
+        burst(app, ["slash", *"que", "enter", "n"])
+        await settle(pilot, app)
+        assert app.query_one(ChatSearch).value == "que" and isinstance(app.focused, ChatView)
+        assert app.query_one(ChatView).matches == [0]

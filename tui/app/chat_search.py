@@ -7,9 +7,7 @@ screen is highlighted by the chat view. Esc closes the search and clears the hig
 
 from __future__ import annotations
 
-from textual import on
 from textual.binding import Binding
-from textual.widgets import Input
 
 from .safe_inputs import SafeInput
 
@@ -34,15 +32,16 @@ class ChatSearch(SafeInput):
 
     def __init__(self, view, **kwargs) -> None:
         super().__init__(placeholder="Search the transcript (Enter: find; then n / N; Esc: close)",
-                         max_length=MAX_QUERY, **kwargs)
+                         max_length=MAX_QUERY, submit_now=self.find, **kwargs)
         self.view = view
 
-    @on(Input.Submitted)
-    def find(self, event: Input.Submitted) -> None:
-        event.stop()
+    def find(self) -> None:
+        """Enter: search in a worker; the transcript has the focus at once, so the n or N typed behind Enter is
+        the transcript's, not more of the query."""
         query, messages = self.value, list(self.view.searchable_messages())
         if not query:
             return
+        self.screen.set_focus(self.view)
         self.run_worker(lambda: self._search(messages, query), thread=True, exclusive=True, group="chat-search")
 
     def _search(self, messages: list, query: str) -> None:

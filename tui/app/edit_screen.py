@@ -38,9 +38,6 @@ class EditScreen(KeysBeforeFocus, ModalScreen[tuple[str, str] | None]):
                 yield Button("Cancel", id="cancel")
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
 
-    def on_mount(self) -> None:
-        self.query_one("#editor", TextArea).focus()
-
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_save() if event.button.id == "save" else self.action_cancel()
 

@@ -32,9 +32,6 @@ class PickerScreen(KeysBeforeFocus, ModalScreen[str | None]):
             yield OptionList(*[Option(shown_line(("● " if value == self.current else "  ") + label), id=value)
                                for value, label in self.options], id="options")
 
-    def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
-
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
 

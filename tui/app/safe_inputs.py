@@ -3,6 +3,8 @@ burst of keys in the order it was typed."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from textual import events
 from textual.widgets import Input, TextArea
 
@@ -16,6 +18,9 @@ async def pass_on(app, event: events.Key) -> None:
     A widget that types nothing (a list, a button, the transcript) only passes a key up to the bindings, which
     act after the keys behind it: its binding acts here instead (Tab on the policy list sent the next field's
     keys to the list)."""
+    if app.focused is None and isinstance(app.screen, KeysBeforeFocus):  # a dialog still opening: held, in order
+        app.screen._forward_event(events.Key(event.key, event.character))  # (a Tab run now would find no field)
+        return
     with app._context():  # as the App runs a binding: see OrderedKeys._on_key
         if await app._check_bindings(event.key, priority=True):
             return
@@ -68,7 +73,12 @@ class OrderedKeys:
             self._moved_focus = app.focused is not focused
 
     def _own_action(self, key: str) -> str | None:
-        for binding in self._bindings.key_to_bindings.get(key, []):  # type: ignore[attr-defined]
+        bindings = self._bindings  # type: ignore[attr-defined]
+        keymap = self.app._keymap  # type: ignore[attr-defined]
+        if keymap:  # the keys as config.toml's [keys] remapped them (Textual applies them in its binding chain)
+            bindings = bindings.copy()
+            bindings.apply_keymap(keymap)
+        for binding in bindings.key_to_bindings.get(key, []):
             name = binding.action.split("(", 1)[0]
             if hasattr(self, f"action_{name}") and self.check_action(name, ()) is not False:  # type: ignore
                 return binding.action
@@ -105,4 +115,17 @@ class SafeTextArea(OrderedKeys, VisibleLines, TextArea):
 
 
 class SafeInput(OrderedKeys, VisibleLines, Input):
-    """An Input for text from outside (a label, a title, a search)."""
+    """An Input for text from outside (a label, a title, a search).
+
+    `submit_now`: what Enter does, run as the key arrives (a Submitted message is handled after the keys typed
+    behind Enter: they went into a field of a form that was closing)."""
+
+    def __init__(self, *args, submit_now: Callable[[], object] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.submit_now = submit_now
+
+    async def action_submit(self) -> None:
+        if self.submit_now is None:
+            await super().action_submit()
+        else:
+            self.submit_now()

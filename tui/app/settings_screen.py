@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Label, Select, Static
 
 from tui.context.budget import POLICIES
 from tui.controller.tuning import FIELDS
@@ -71,10 +71,11 @@ class SettingsScreen(KeysBeforeFocus, ModalScreen[bool]):
         if key == "name":
             return Select([(name, name) for name in POLICIES], value=value if value in POLICIES else POLICIES[0],
                           allow_blank=False, id=f"field-{key}")
-        return SafeInput(value, id=f"field-{key}")
+        return SafeInput(value, id=f"field-{key}", submit_now=self.action_save)
 
     def on_mount(self) -> None:
-        self.query_one("#field-context_window", Input).focus()
+        # (no focus() here: AUTO_FOCUS has focused the first field; a focus() lands a refresh later and took the
+        # focus back from the field a Tab held since F8 had moved it to)
         for error in self.query(".error"):
             error.display = False
 
@@ -97,9 +98,6 @@ class SettingsScreen(KeysBeforeFocus, ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         actions = {"save": self.action_save, "cancel": self.action_cancel, "reconnect": self.action_reconnect}
         actions[event.button.id or "cancel"]()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.action_save()
 
     def action_save(self) -> None:
         errors = self.apply(self.form())
