@@ -47,10 +47,16 @@ def schema_error_line(message: str) -> str:
     return f"field `{field}`: {reason}"
 
 
+def closest(word: str, known: Iterable[str]) -> str | None:
+    """The known name `word` was most likely meant to be (a misspelling), or None."""
+    import difflib
+    found = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
 def unknown_key_line(key: object, where: str, known: Iterable[str]) -> str:
     """"`temprature`: unknown key in [params]; did you mean `temperature`?" — one line, the closest known key."""
-    import difflib
     name = one_line(str(key), 60)
-    close = difflib.get_close_matches(str(key).lower(), sorted(known), n=1, cutoff=0.6)
-    hint = f"; did you mean `{close[0]}`?" if close else " (ignored)"
+    close = closest(str(key).lower(), known)
+    hint = f"; did you mean `{close}`?" if close else " (ignored)"
     return f"`{name}`: unknown key in {where}{hint}"

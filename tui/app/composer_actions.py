@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
-
 from textual.widgets import TextArea
+
+from tui.errors import closest
 
 from .composer import Composer
 from .shown import one_line
@@ -12,8 +12,8 @@ from .themes import DEFAULT_THEME
 
 
 def unknown_theme_line(name: str, themes) -> str:
-    close = difflib.get_close_matches(name, sorted(themes), n=1)
-    hint = f"; did you mean `{close[0]}`?" if close else ""
+    close = closest(name, themes)
+    hint = f"; did you mean `{close}`?" if close else ""
     return f"theme `{one_line(name, 60)}`: not found{hint} ({DEFAULT_THEME} is used)"
 
 
@@ -32,16 +32,17 @@ class ComposerActions:
 
     def action_fit_and_send(self) -> None:
         """After an over-the-window warning: drop the oldest turns to fit, and send what the composer holds."""
-        from tui.controller.slash import literal, parse
+        from .slash_commands import message_of
         composer = self.main(Composer)
         text = composer.text
-        if parse(text) is not None:
+        message = message_of(text)
+        if message is None:
             self.notify("F9 sends a message: this line is a /command (// sends a line starting with /)",
-                        severity="warning")
+                        severity="warning", markup=False)
             return
-        refused = self.controller.capabilities.fit_and_send(literal(text) or text)
+        refused = self.controller.capabilities.fit_and_send(message)
         if refused:
-            self.notify(refused, severity="warning")
+            self.notify(refused, severity="warning", markup=False)
         else:
             composer.take(text)
 

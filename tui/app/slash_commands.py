@@ -5,28 +5,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tui.controller.receiving import server_window
 from tui.controller.slash import Outcome, Slash, literal, parse
 
 if TYPE_CHECKING:
     from .app import CtxpaneApp
 
 
-def draft_of(text: str) -> str:
-    """What the pane shows as the draft: a /command is not sent (none), a `//` line is sent with one slash."""
+def message_of(text: str) -> str | None:
+    """What the composer's line sends: a `//` line with one slash, a message as it is; None for a /command."""
     escaped = literal(text)
     if escaped is not None:
         return escaped
-    return "" if parse(text) is not None else text
+    return text if parse(text) is None else None
+
+
+def draft_of(text: str) -> str:
+    """What the pane shows as the draft: what the line would send (nothing for a /command)."""
+    return message_of(text) or ""
 
 
 def take_line(app: "CtxpaneApp", text: str) -> bool:
     """Send or run the composer's line. True when it was taken (the composer lets it go)."""
-    escaped = literal(text)
-    if escaped is not None:
-        return app.controller.submit(escaped)
+    message = message_of(text)
+    if message is not None:
+        return app.controller.submit(message)
     parsed = parse(text)
-    if parsed is None:
-        return app.controller.submit(text)
     if parsed.kind is not None and app.replaying:
         return False
     outcome = app.controller.slash.run(parsed)
@@ -45,7 +49,8 @@ def show_context(app: "CtxpaneApp") -> None:
     from .context_screen import ContextScreen
     pane = app.controller.pane_state()
     if pane is None:
-        app.notify("nothing computed yet: the window's use is shown once the conversation is", severity="warning")
+        app.notify("nothing computed yet: the window's use is shown once the conversation is", severity="warning",
+                   markup=False)
         return
     grid = context_grid(pane.view, context_window(app, pane), pane.policy.max_tokens)
     app.push_screen(ContextScreen(grid, pane.view.snapshot.counts.exact, app.roles))
@@ -55,6 +60,5 @@ def context_window(app: "CtxpaneApp", pane) -> int | None:
     """The window the grid is drawn against: the policy's, else the server's (the one its warnings use)."""
     if pane.policy.context_window:
         return pane.policy.context_window
-    connection = app.controller.link.connection
-    window = connection.info.window if connection is not None else None
+    window, _kind = server_window(app.controller)
     return window.tokens if window is not None else None

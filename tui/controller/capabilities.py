@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .receiving import fit_now
+from .receiving import fit_now, server_window
 from .events import Severity
 
 if TYPE_CHECKING:
@@ -58,8 +58,7 @@ class Capabilities:
         """F9: the drop-oldest policy with the server's window, then send. "" when sent, else why not (nothing
         is changed then)."""
         ctl = self.ctl
-        connection = ctl.link.connection
-        window = connection.info.window if connection is not None else None
+        window, _kind = server_window(ctl)
         if ctl.streaming:
             return "a reply is still streaming: Esc stops it first"
         if ctl.client is None or window is None:

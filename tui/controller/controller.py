@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message
@@ -74,6 +74,7 @@ class Controller:
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.worker = ComputeWorker()
         self.reply_facts = ReplyFactsCache()  # the transcript's figures of each reply (message_facts.py)
+        self._figures_shown: Mapping[str, str] | None = None  # the headers' lines the transcript shows now
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
         self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
@@ -92,11 +93,12 @@ class Controller:
     def read_only(self) -> bool:
         return self.file.read_only
 
-    def chat_state(self) -> ChatState:
+    def chat_state(self, figures: Mapping[str, str] | None = None) -> ChatState:
+        """`figures`: the headers' lines, when the caller has just computed them."""
         view = self.wb.view
         return ChatState(self.generation, tuple(self.wb.session.messages), frozenset(self._dropped()),
                          frozen_notes(self.notes), view.hidden.family if view is not None else "",
-                         self.chat_figures())
+                         self.chat_figures() if figures is None else figures)
 
     def pane_state(self) -> PaneState | None:
         wb, view = self.wb, self.wb.view
@@ -138,8 +140,10 @@ class Controller:
     def status(self, text: str, style: Tone = Tone.PLAIN) -> None:
         self.emit(StatusChanged(text, Tone(style)))
 
-    def show_chat(self) -> None:
-        self.emit(ChatChanged(self.chat_state()))
+    def show_chat(self, figures: Mapping[str, str] | None = None) -> None:
+        chat = self.chat_state(figures)
+        self._figures_shown = chat.figures
+        self.emit(ChatChanged(chat))
 
     def show_pane(self) -> None:
         pane = self.pane_state()
@@ -200,11 +204,12 @@ class Controller:
             if self._compute_for != self.generation and self._compute_timer is None:
                 self.compute(0.05)  # a change that asked for no computation of its own: compute it now
             return False
-        before = self._dropped(), self.chat_figures()
+        dropped_before = self._dropped()
         self.wb.view = view
         self._template_said = None  # the template takes the conversation again: a later refusal is said
-        if (self._dropped(), self.chat_figures()) != before:
-            self.show_chat()
+        figures = self.chat_figures()  # the new view's counts: shown again only if a header changes
+        if self._dropped() != dropped_before or figures != self._figures_shown:
+            self.show_chat(figures)
         self.show_pane()
         return True
 
