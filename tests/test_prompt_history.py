@@ -98,18 +98,23 @@ async def test_ctrl_r_finds_a_prompt_and_puts_it_in_the_composer(tmp_path, monke
         assert app.query_one(Composer).text == "how big is the quota"
 
 
-async def test_what_is_sent_is_remembered_for_the_next_session(tmp_path, monkeypatch):
+async def remembered_after_sending(tmp_path, text: str) -> list[str]:
+    """Send `text` to a loopback server as the user would; the prompts the history file holds after it."""
     from controller_helpers import Harness
     from fault_server import FaultServer
-    isolated(monkeypatch, tmp_path)
     with FaultServer(delay=0.0) as server:
         made = Harness(tmp_path, base_url=server.url + "/ok")
         try:
             await made.ready()
             made.ctl.connect()
             await made.idle()
-            await made.send("remember me please")
+            await made.send(text)
             await made.idle(0.2)
         finally:
             made.ctl.close()
-    assert "remember me please" in [p.text for p in PromptHistory(history_file()).prompts()]
+    return [p.text for p in PromptHistory(history_file()).prompts()]
+
+
+async def test_what_is_sent_is_remembered_for_the_next_session(tmp_path, monkeypatch):
+    isolated(monkeypatch, tmp_path)
+    assert "remember me please" in await remembered_after_sending(tmp_path, "remember me please")

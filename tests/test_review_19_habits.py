@@ -113,22 +113,10 @@ def test_non_ascii_prompts_come_back_and_an_unreadable_history_is_never_written_
 
 
 async def test_a_placeholder_key_does_not_stop_prompts_being_kept(tmp_path, monkeypatch):
-    from controller_helpers import Harness
-    from fault_server import FaultServer
-    from tui.sessions.prompt_history import history_file
+    from test_prompt_history import remembered_after_sending
     isolated(monkeypatch, tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "x")  # llama.cpp takes any key; "x" is everyone's placeholder
-    with FaultServer(delay=0.0) as server:
-        made = Harness(tmp_path, base_url=server.url + "/ok")
-        try:
-            await made.ready()
-            made.ctl.connect()
-            await made.idle()
-            await made.send("explain the xor trick")
-            await made.idle(0.2)
-        finally:
-            made.ctl.close()
-    assert "explain the xor trick" in [p.text for p in PromptHistory(history_file()).prompts()]
+    assert "explain the xor trick" in await remembered_after_sending(tmp_path, "explain the xor trick")
 
 
 def test_an_odd_timing_figure_never_makes_a_session_unreadable(tmp_path):
