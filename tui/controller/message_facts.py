@@ -13,8 +13,6 @@ from tui.client.figures import reported_from_record
 from tui.client.schemas import lenient_count
 from tui.context.message_figures import ReplyFacts, message_figures
 
-NO_FIGURES: Mapping[str, str] = MappingProxyType({})
-
 
 class ReplyFactsCache:
     def __init__(self) -> None:
