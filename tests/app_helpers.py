@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tui.app.app import CtxpaneApp, LaunchOptions
-from tui.app.document_view import DocumentView
+from tui.app.pane.document_tab import DocumentView
 
 
 def isolated(monkeypatch, tmp_path: Path) -> Path:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import isolated, make_app, settle
-from tui.app.chat_search import ChatSearch, find_matches
-from tui.app.chat_view import ChatView
+from tui.app.chat.search import ChatSearch, find_matches
+from tui.app.chat.transcript import ChatView
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
@@ -69,7 +69,7 @@ async def test_typing_slash_or_n_in_the_composer_only_types(tmp_path, monkeypatc
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await pilot.press("slash", "n", "N")
-        from tui.app.composer import Composer
+        from tui.app.chat.composer import Composer
         # typed, not searched; a /line is a command, so the pane's draft (what would be sent) is empty
         assert not app.query(ChatSearch) and app.query_one(Composer).text == "/nN" and app.wb.draft == ""
 

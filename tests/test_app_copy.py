@@ -6,7 +6,7 @@ import stat
 
 from app_helpers import isolated, make_app, settle
 from test_chat_markdown import markdown_session
-from tui.app.chat_view import ChatView
+from tui.app.chat.transcript import ChatView
 from tui.app.copying import clipboard_file
 
 REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nand\n\n```sh\necho two\n```\n"

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
-from tui.app.cost_view import CostView
+from tui.app.pane.cost_tab import CostView
 from window_servers import WindowServer
 
 SIZE = (160, 48)

@@ -7,7 +7,7 @@ import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from image_bytes import png
-from tui.app.chat_view import ChatView
+from tui.app.chat.transcript import ChatView
 
 SIZE = (160, 48)
 

@@ -8,7 +8,7 @@ import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from fault_server import FaultServer
-from tui.app.confirm_screen import ConfirmScreen
+from tui.app.screens.confirm import ConfirmScreen
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
 

@@ -7,12 +7,12 @@ import pytest
 from app_helpers import document_rows, isolated, make_app, plain, settle
 from controller_helpers import eight_turns
 from fault_server import FaultServer
-from tui.app.composer import Composer
-from tui.app.context_pane import ContextPane
-from tui.app.edit_screen import EditScreen
-from tui.app.help_screen import HelpScreen
-from tui.app.chat_view import ChatView
-from tui.app.picker_screen import PickerScreen
+from tui.app.chat.composer import Composer
+from tui.app.pane.pane import ContextPane
+from tui.app.screens.edit import EditScreen
+from tui.app.screens.help import HelpScreen
+from tui.app.chat.transcript import ChatView
+from tui.app.screens.picker import PickerScreen
 from tui.context.messages import Message, Provenance
 
 SIZE = (160, 48)
@@ -283,7 +283,7 @@ async def test_summarise_policy_makes_a_summary_with_a_model_call(sessions, tmp_
 
 
 async def test_session_browser_lists_searches_renames_deletes(sessions, tmp_path):
-    from tui.app.browser_screen import BrowserScreen
+    from tui.app.screens.sessions import BrowserScreen
     from tui.sessions.model import Session
     from tui.sessions.store import load_session, save_session
     folder = tmp_path / "sessions"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
-from tui.app.chat_view import ChatView
-from tui.app.composer import Composer
-from tui.app.cost_view import CostView
+from tui.app.chat.transcript import ChatView
+from tui.app.chat.composer import Composer
+from tui.app.pane.cost_tab import CostView
 from tui.context.messages import Message, Provenance
 from tui.sessions.store import save_session
 from tui.sessions.model import Session

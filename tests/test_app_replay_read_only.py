@@ -7,8 +7,8 @@ import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from conftest import ROOT
-from tui.app.edit_screen import EditScreen
-from tui.app.replay_screen import ReplayScreen
+from tui.app.screens.edit import EditScreen
+from tui.app.screens.replay import ReplayScreen
 
 SIZE = (150, 42)
 EDITING_KEYS = ("ctrl+e", "ctrl+o", "f3", "f4", "f5", "ctrl+z")

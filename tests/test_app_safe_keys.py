@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import isolated, make_app, settle
-from tui.app.chat_view import ChatView
-from tui.app.composer import Composer
-from tui.app.confirm_screen import ConfirmScreen
+from tui.app.chat.transcript import ChatView
+from tui.app.chat.composer import Composer
+from tui.app.screens.confirm import ConfirmScreen
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
 from tui.sessions.store import load_session, save_session
@@ -204,7 +204,7 @@ def test_quitting_prints_where_the_session_was_saved(tmp_path, capsys):
 
 async def test_one_numbering_scheme_in_the_chat_the_document_and_the_ledger(sessions, tmp_path):
     from app_helpers import document_rows, plain
-    from tui.app.ledger_view import LedgerView
+    from tui.app.pane.ledger_tab import LedgerView
     session = chat(12)
     session.policy.update(name="drop-oldest", context_window=60, max_tokens=10)
     app, _path = open_app(tmp_path, session)
@@ -246,7 +246,7 @@ async def test_a_resize_keeps_the_scroll_position_while_the_composer_has_focus(s
 
 
 async def test_ctrl_e_edits_the_system_prompt_from_the_composer_but_not_inside_a_dialog(sessions, tmp_path):
-    from tui.app.edit_screen import EditScreen
+    from tui.app.screens.edit import EditScreen
     app, _path = open_app(tmp_path, chat())
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)

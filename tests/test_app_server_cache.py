@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
-from tui.app.cache_view import CacheView
+from tui.app.pane.cache_tab import CacheView
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
 

@@ -11,7 +11,7 @@ from conftest import SHARED, free_port, need_shared
 from tui.controller.tokenizer_fallback import FallbackTokenizer
 from tui.client.endpoint import Endpoint
 from tui.client.server_tokenizer import ServerTokenizer
-from tui.context.tokens import get_tokenizer
+from tui.context.tokens.counting import get_tokenizer
 
 pytestmark = pytest.mark.server
 SCRIPT = SHARED / "server" / "start-llama-server.sh"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
-from tui.app.settings_screen import SettingsScreen
+from tui.app.screens.settings import SettingsScreen
 
 SIZE = (120, 40)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import Tab
 
 from app_helpers import isolated, make_app, settle
-from tui.app.context_pane import TABS, ContextPane
+from tui.app.pane.pane import TABS, ContextPane
 
 
 async def test_every_tab_is_reachable_at_80x24(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import openai
 import pytest
 from textual.widgets import OptionList, Static
 
-from tui.app.context_pane import ContextPane
+from tui.app.pane.pane import ContextPane
 from app_helpers import plain
 from tui.app.tap_app import TapApp
 

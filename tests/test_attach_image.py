@@ -8,7 +8,7 @@ import pytest
 
 from controller_helpers import harness  # noqa: F401 - a fixture
 from image_bytes import gif, jpeg, png, png_header, webp_lossless
-from tui.context.image_files import ImageFileError, image_size
+from tui.context.images.files import ImageFileError, image_size
 from tui.controller.attaching import read_attachment
 from tui.controller.events import Notice
 
@@ -92,7 +92,7 @@ def test_declared_dimensions_at_the_bound_are_accepted_and_beyond_refused():
 
 
 def test_an_image_over_the_size_limit_is_refused(tmp_path, monkeypatch):
-    import tui.context.image_files as files
+    import tui.context.images.files as files
     monkeypatch.setattr(files, "IMAGE_LIMIT", 1000)
     path = tmp_path / "big.png"
     path.write_bytes(png(100, 100) + b"\x00" * 2000)
@@ -108,7 +108,7 @@ def test_an_image_part_round_trips_through_the_session_file_and_bad_ones_are_ref
     from tui.sessions.model import Session, SessionFormatError
     from tui.sessions.parse import decode_session
     from tui.sessions.store import session_text
-    from tui.context.image_files import image_part
+    from tui.context.images.files import image_part
 
     part = image_part(png(640, 480), "shot.png")
     session = Session(messages=[Message("user", [part], id="m1")])

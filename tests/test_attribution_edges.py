@@ -13,8 +13,8 @@ import pytest
 
 from tui.context import builtin_template, get_tokenizer
 from tui.context.document import build_document
-from tui.context.reader import forged_blocks
-from tui.context.tokens import BPE_PIECE
+from tui.context.untrusted.forged_blocks import forged_blocks
+from tui.context.tokens.counting import BPE_PIECE
 
 
 def jinja_render(source):

@@ -11,8 +11,8 @@ import tui.context.document as document_module
 from tui.context import builtin_template, get_tokenizer, message_from_dict
 from tui.context.assemble import assemble
 from tui.context.document import build_document
-from tui.context.fences import LABEL_MAX, FenceStyle, fence
-from tui.context.reader import forged_blocks, read_blocks
+from tui.context.untrusted.fences import LABEL_MAX, FenceStyle, fence
+from tui.context.untrusted.forged_blocks import forged_blocks, read_blocks
 from tui.context.request import RequestSettings, build_request
 
 # The old sentinels, and look-alikes of the new ones (a private-use run, o/c, a field number).

@@ -3,7 +3,7 @@
 import pytest
 
 from tui.context import builtin_template, get_tokenizer, message_from_dict
-from tui.context.budget import ORPHAN, PolicyError, PolicySettings, cost_series, groups, plan_truncation, still_in_window
+from tui.context.policy.truncation import ORPHAN, PolicyError, PolicySettings, cost_series, groups, plan_truncation, still_in_window
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, build_request
 

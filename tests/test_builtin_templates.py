@@ -3,9 +3,9 @@
 import pytest
 
 from conftest import template_source
-from tui.context.template_library import (TemplateNotFound, builtin_names, builtin_template, load_template,
+from tui.context.templates.library import (TemplateNotFound, builtin_names, builtin_template, load_template,
                                           template_from_text)
-from tui.context.templates import TemplateRenderError
+from tui.context.templates.hf_render import TemplateRenderError
 
 CONVERSATIONS = {
     "system_3turn": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi  there"},

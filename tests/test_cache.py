@@ -7,9 +7,9 @@ import pytest
 
 from conftest import DATA
 from tui.context import builtin_template, get_tokenizer, load_template, message_from_dict
-from tui.context.budget import PolicySettings
-from tui.context.cache import common_prefix_length, predict_cached, span_diff
-from tui.context.tokens import token_index
+from tui.context.policy.truncation import PolicySettings
+from tui.context.cache.prefix import common_prefix_length, predict_cached, span_diff
+from tui.context.tokens.counting import token_index
 from tui.context.request import RequestSettings, build_request
 
 

@@ -1,12 +1,12 @@
 """The first divergent token between two requests, and its cause class; the report after the server's figures."""
 
 from tui.context import builtin_template, get_tokenizer, message_from_dict
-from tui.context.budget import PolicySettings
-from tui.context.cache_causes import (EDITED_TURN, JSON_KEY_ORDER, REASONING, SYSTEM_PROMPT, TEMPLATE_VALUE, TOOLS,
+from tui.context.policy.truncation import PolicySettings
+from tui.context.cache.causes import (EDITED_TURN, JSON_KEY_ORDER, REASONING, SYSTEM_PROMPT, TEMPLATE_VALUE, TOOLS,
                                       TRUNCATION)
-from tui.context.cache import token_start
-from tui.context.cache_predict import cache_report, held_prompt
-from tui.context.llamacpp_cache import LlamaCppCache
+from tui.context.cache.prefix import token_start
+from tui.context.cache.predict import cache_report, held_prompt
+from tui.context.cache.llamacpp import LlamaCppCache
 from tui.context.request import RequestSettings, build_request
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": {"city": "Paris", "day": 2}}}
@@ -112,12 +112,12 @@ def test_token_start_finds_each_token():
 
 def test_a_template_switch_or_fences_toggled_is_named_as_such():
     """Before: 'template text changed' after a template switch, 'edited tool message' after toggling fences."""
-    from tui.context.cache_causes import SWITCHED
-    from tui.context.fences import FenceStyle
+    from tui.context.cache.causes import SWITCHED
+    from tui.context.untrusted.fences import FenceStyle
     from tui.context.messages import Message, Provenance
     from tui.context.request import RequestSettings, build_request
-    from tui.context.template_library import builtin_template
-    from tui.context.tokenizers import get_tokenizer
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.tokenizers import get_tokenizer
     messages = [Message("user", "hi", id="u1"), Message("assistant", "hello", id="a1"),
                 Message("tool", "a result", id="t1", provenance=Provenance("tool", False)), Message("user", "n", id="u2")]
     qwen = get_tokenizer("qwen3")
@@ -134,12 +134,12 @@ def test_a_template_switch_or_fences_toggled_is_named_as_such():
 
 def test_an_edit_is_not_blamed_on_fences_toggled_for_other_messages():
     """Found by review: with no untrusted text, an edit and fences turned off was named 'fences turned off'."""
-    from tui.context.cache_causes import EDITED_TURN
-    from tui.context.fences import FenceStyle
+    from tui.context.cache.causes import EDITED_TURN
+    from tui.context.untrusted.fences import FenceStyle
     from tui.context.messages import Message
     from tui.context.request import RequestSettings, build_request
-    from tui.context.template_library import builtin_template
-    from tui.context.tokenizers import get_tokenizer
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.tokenizers import get_tokenizer
     qwen, template = get_tokenizer("qwen3"), builtin_template("qwen3")
     before = [Message("user", "hi there friend", id="u1"), Message("assistant", "hello", id="a1"),
               Message("user", "next", id="u2")]
@@ -150,11 +150,11 @@ def test_an_edit_is_not_blamed_on_fences_toggled_for_other_messages():
 
 
 def test_a_switch_between_two_templates_of_one_name_is_named():
-    from tui.context.cache_causes import SWITCHED
+    from tui.context.cache.causes import SWITCHED
     from tui.context.messages import Message
     from tui.context.request import RequestSettings, build_request
-    from tui.context.template_library import builtin_template, template_from_text
-    from tui.context.tokenizers import get_tokenizer
+    from tui.context.templates.library import builtin_template, template_from_text
+    from tui.context.tokens.tokenizers import get_tokenizer
     messages = [Message("user", "hi", id="u1")]
     one = template_from_text(builtin_template("chatml").source, "file:a.jinja", "custom")
     two = template_from_text(builtin_template("qwen3").source, "file:b.jinja", "custom")

@@ -8,11 +8,11 @@ from array import array
 
 import pytest
 
-from tui.context.cache import RequestShape
-from tui.context.cache_history import HeldPrompt, shared_prefix
+from tui.context.cache.prefix import RequestShape
+from tui.context.cache.history import HeldPrompt, shared_prefix
 from tui.context.document import Document, Span
-from tui.context.llamacpp_cache import LlamaCppCache, LlamaCppConfig
-from tui.context.tokens import token_index
+from tui.context.cache.llamacpp import LlamaCppCache, LlamaCppConfig
+from tui.context.tokens.counting import token_index
 
 
 class OneTokenPerCharacter:
@@ -153,7 +153,7 @@ def test_the_reply_counts_as_far_as_the_generated_tokens_are_repeated():
 def test_a_server_that_said_it_processed_no_prompt_tokens_does_not_break_the_next_prediction():
     """A lying server's usage.prompt_tokens = 0 (and no reply tokens): the slot then 'holds' 0 tokens. The next
     request, which shares nothing and so takes the slot by LRU, must be predicted (nothing reused), not crash."""
-    from tui.context.cache_predict import held_prompt
+    from tui.context.cache.predict import held_prompt
 
     model = LlamaCppCache(LlamaCppConfig())
     model.record(held_prompt(1, shape("hello there"), {"content": ""}, {"prompt_tokens": 0, "completion_tokens": 0}))

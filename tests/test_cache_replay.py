@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, start_llama_server
 from test_cache_server import Session, facts, system
 from tui.context import get_tokenizer, message_from_dict
-from tui.context.llamacpp_cache import LlamaCppCache
+from tui.context.cache.llamacpp import LlamaCppCache
 from tui.sessions.cache_replay import replay_cache, seconds
 from tui.sessions.model import RequestRecord, Session as SessionFile, SessionFormatError
 from tui.sessions.parse import session_from_dict

@@ -1,4 +1,4 @@
-"""Each provider's cache rule from the one table (tui/context/cache_rules.py), on worked examples.
+"""Each provider's cache rule from the one table (tui/context/cache/rules.py), on worked examples.
 
 Every expected figure is worked out by hand in the comment beside it, from the rule as the provider
 documents it (the table's `sources`), not from the code under test.
@@ -7,12 +7,12 @@ documents it (the table's `sources`), not from the code under test.
 import pytest
 
 from test_cache_model import shape
-from tui.context.cache import RequestShape, predict_cached
-from tui.context.cache_history import HeldPrompt
-from tui.context.cache_rules import (RULES, breakpoint_cost, breakpoint_usage, disputed_for, minimum_for, prefix_cached,
+from tui.context.cache.prefix import RequestShape, predict_cached
+from tui.context.cache.history import HeldPrompt
+from tui.context.cache.rules import (RULES, breakpoint_cost, breakpoint_usage, disputed_for, minimum_for, prefix_cached,
                                      unit_cached)
-from tui.context.provider_cache import ProviderCache
-from tui.context.registry import cache_rule
+from tui.context.cache.providers import ProviderCache
+from tui.context.families.registry import cache_rule
 
 
 def test_every_rule_says_where_its_figures_come_from():
@@ -141,7 +141,7 @@ def test_hosted_servers_get_their_provider_rule():
 
 
 def test_against_the_previous_request_only_every_rule_applies():
-    from tui.context.cache_predict import cache_prefix
+    from tui.context.cache.predict import cache_prefix
     from tui.context.document import Document, Span
 
     def document(text):
@@ -160,7 +160,7 @@ def test_against_the_previous_request_only_every_rule_applies():
 
 
 def test_anthropic_prediction_names_where_the_prompts_part():
-    from tui.context.cache_predict import predict_prefix
+    from tui.context.cache.predict import predict_prefix
     from tui.context.document import Document, Span
 
     cache = ProviderCache("anthropic", "claude-sonnet-4-5")
@@ -179,12 +179,12 @@ def test_anthropic_prediction_names_where_the_prompts_part():
 def test_a_server_whose_rule_is_not_known_gets_no_prediction_and_the_report_says_so():
     """Behind a gateway the Cache tab predicted with OpenAI's rule ("openai would reuse 0") while the server reused
     19, and nothing said the rule was a guess (issue 18)."""
-    from tui.context.cache_predict import RULE_UNKNOWN, cache_report
-    from tui.context.cache_rules import rule_known
+    from tui.context.cache.predict import RULE_UNKNOWN, cache_report
+    from tui.context.cache.rules import rule_known
     from tui.context.request import RequestSettings, build_request
     from tui.context.messages import Message
-    from tui.context.template_library import builtin_template
-    from tui.context.tokenizers import get_tokenizer
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.tokenizers import get_tokenizer
     settings = RequestSettings(builtin_template("qwen3"), get_tokenizer("qwen3"), cache_rule=cache_rule("litellm", "x"))
     view = build_request([Message("user", "hello there " * 20, id="u1")], settings)
     assert not rule_known(view.prefix.rule)
@@ -236,7 +236,7 @@ def test_gpt_5_6_caches_at_its_breakpoints_not_at_128_token_steps():
 ])
 def test_the_gpt_generation_picks_the_rule(model, rule):
     assert cache_rule("openai", model) == rule
-    from tui.context.registry import offline_cache_rule
+    from tui.context.families.registry import offline_cache_rule
     assert offline_cache_rule(model) == rule  # gpt-6-sol has no registry row: still OpenAI's rule, not llama.cpp's
 
 

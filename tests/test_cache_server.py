@@ -1,7 +1,7 @@
 """Cache prediction against the real llama.cpp server: slots and host-memory prompt cache.
 
 Each test starts its own server (its own port, a known empty cache) and sends a sequence that returns
-to earlier conversations. The model (tui/context/llamacpp_cache.py) is built from what the client
+to earlier conversations. The model (tui/context/cache/llamacpp.py) is built from what the client
 reads of /props and /slots, fed with each request and the server's figures, and must predict the
 server's `timings.cache_n` within one token on every request.
 """
@@ -19,9 +19,9 @@ from tui.client.endpoint import Endpoint
 from tui.client.http import OpenAIClient
 from tui.client.server_cache import read_cache_facts
 from tui.context import get_tokenizer, load_template, message_from_dict
-from tui.context.cache_predict import cache_prefix
-from tui.context.cache_predict import cache_report, held_prompt
-from tui.context.llamacpp_cache import LlamaCppCache
+from tui.context.cache.predict import cache_prefix
+from tui.context.cache.predict import cache_report, held_prompt
+from tui.context.cache.llamacpp import LlamaCppCache
 from tui.context.request import RequestSettings, build_request
 
 pytestmark = pytest.mark.server

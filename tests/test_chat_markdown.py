@@ -6,8 +6,8 @@ import pytest
 from rich.style import Style
 
 from app_helpers import isolated, make_app, settle
-from tui.app.chat_markdown import MARKDOWN_LIMIT, markdown_blocks
-from tui.app.chat_view import ChatView
+from tui.app.chat.markdown import MARKDOWN_LIMIT, markdown_blocks
+from tui.app.chat.transcript import ChatView
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
@@ -119,7 +119,7 @@ def test_html_in_a_reply_is_shown_as_text_not_dropped():
 
 @pytest.mark.timeout(60)  # a hang guard; its speed is measured in tests/benchmarks/bench_transcript.py
 def test_a_one_megabyte_reply_is_laid_out_plain():
-    from tui.app.chat_layout import ChatLayout
+    from tui.app.chat.layout import ChatLayout
     huge = Message("assistant", ("# big\n\n" + "word **bold** `code` " * 50 + "\n\n") * 1000,
                    provenance=Provenance("model", True), id="a1")
     assert len(huge.text()) > 1_000_000

@@ -11,13 +11,13 @@ import pytest
 from textual.app import App, ComposeResult
 
 from app_helpers import isolated, make_app, settle
-from tui.app.chat_panel import ChatPanel
-from tui.app.chat_layout import ChatLayout, LiveReply
-from tui.app.chat_view import ChatView
-from tui.app.chat_wrap import wrap_text
-from tui.app.composer import Composer
-from tui.app.edit_screen import EditScreen
-from tui.app.updates import ChatUpdated
+from tui.app.chat.panel import ChatPanel
+from tui.app.chat.layout import ChatLayout, LiveReply
+from tui.app.chat.transcript import ChatView
+from tui.app.chat.wrap import wrap_text
+from tui.app.chat.composer import Composer
+from tui.app.screens.edit import EditScreen
+from tui.app.messages import ChatUpdated
 from tui.context.messages import Message, Provenance
 from tui.controller.snapshot import ChatState
 from tui.sessions.model import Session
@@ -343,7 +343,7 @@ async def test_scrolling_a_big_session_keeps_what_is_on_screen_in_place():
 
 def test_several_notes_under_one_reply_are_each_a_line_of_their_own():
     """A refusal said by the server and by the receipt: two notes, two lines, no '↵' between them."""
-    from tui.app.chat_layout import ChatLayout
+    from tui.app.chat.layout import ChatLayout
     reply = Message("assistant", "", provenance=Provenance("model", True), id="a1")
     layout = ChatLayout()
     layout.update([Message("user", "go", id="u1"), reply], set(),

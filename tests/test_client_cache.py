@@ -8,8 +8,8 @@ from test_client_hostile import client_for, BODY
 from tui.client.errors import MalformedAnswer, MalformedChunk
 from tui.client.reply import ReplyAssembler
 from tui.client.server_cache import read_cache_facts, slot_context
-from tui.context.cache_history import HeldPrompt
-from tui.context.llamacpp_cache import LlamaCppCache
+from tui.context.cache.history import HeldPrompt
+from tui.context.cache.llamacpp import LlamaCppCache
 from test_cache_model import shape
 
 

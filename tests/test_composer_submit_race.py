@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from app_helpers import isolated, make_app, settle
 from key_bursts import post as burst
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 
 
 

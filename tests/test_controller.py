@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from controller_helpers import harness  # noqa: F401 - a fixture
-from tui.context.template_library import ChatTemplate, builtin_template
+from tui.context.templates.library import ChatTemplate, builtin_template
 from tui.controller.events import ChatChanged, Notice, PaneChanged, SessionChanged
 from tui.context.messages import Message
 from tui.sessions.model import Session

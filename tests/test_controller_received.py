@@ -106,7 +106,7 @@ async def test_a_refused_request_leaves_no_empty_assistant_message_to_send_next_
 async def test_the_pane_header_warns_before_sending_while_the_draft_grows_past_the_window(tmp_path, monkeypatch):
     """The live check: no send needed. A short draft fits; a long one is said over the server's window, in red,
     with the figure's source and what this kind of server will do."""
-    from tui.app.summary import summary_text
+    from tui.app.pane.header import summary_text
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with WindowServer("vllm", n_ctx=300) as server:
         made = await connected(tmp_path, server.url)

@@ -14,7 +14,7 @@ import pytest
 
 from controller_helpers import Harness, connected, harness, summarised_on_a_server  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
-from tui.context.template_library import template_from_text
+from tui.context.templates.library import template_from_text
 from tui.controller.events import (ChatChanged, Notice, ReplyEnded, ReplyProgress, ReplyStarted,
                                    StatusChanged)
 from tui.sessions.model import Session

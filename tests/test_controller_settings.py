@@ -149,7 +149,7 @@ async def test_reconnect_switches_the_endpoint(tmp_path, monkeypatch):
 
 
 async def test_a_template_picked_while_the_server_renders_its_own_is_marked_what_if(tmp_path, monkeypatch):
-    from tui.app.summary import summary_text
+    from tui.app.pane.header import summary_text
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FaultServer(delay=0.01) as server:
         made = await connected(tmp_path, server.url + "/llama")

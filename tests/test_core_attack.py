@@ -197,9 +197,9 @@ async def test_a_slow_local_tokenizer_load_never_replaces_the_servers_own(tmp_pa
 
 async def test_the_chat_view_survives_deletes_under_the_cursor_a_tiny_screen_and_an_empty_session():
     from test_chat_view import PanelHarness, numbered
-    from tui.app.chat_panel import ChatPanel
-    from tui.app.chat_view import ChatView
-    from tui.app.updates import ChatUpdated, ReplyUpdated
+    from tui.app.chat.panel import ChatPanel
+    from tui.app.chat.transcript import ChatView
+    from tui.app.messages import ChatUpdated, ReplyUpdated
     from tui.controller.snapshot import ChatState
     app = PanelHarness()
     messages = tuple(numbered(10_000, words=2).messages)
@@ -252,7 +252,7 @@ async def test_export_turns_the_session_into_markdown_off_the_event_loop(harness
 def test_a_20_mb_session_is_laid_out_and_resized_without_freezing_the_loop():
     import time
 
-    from tui.app.chat_layout import ChatLayout
+    from tui.app.chat.layout import ChatLayout
     from tui.context.messages import Message
     messages = [Message("user" if i % 2 == 0 else "assistant", "word " * 400 + str(i), id=f"m{i}")
                 for i in range(10_000)]
@@ -294,7 +294,7 @@ async def test_a_computation_under_way_never_lands_over_a_newer_state(harness, c
             ctl.set_template("llama3")
             wanted = "<|start_header_id|>"
         elif change == "tokenizer":
-            from tui.context.tokens import get_tokenizer
+            from tui.context.tokens.counting import get_tokenizer
             ctl.use_tokenizer(get_tokenizer("cl100k_base"), None)
             wanted = "first draft"
         elif change == "open another":
@@ -328,8 +328,8 @@ async def test_the_edit_dialog_is_not_opened_while_a_reply_streams(tmp_path, mon
     """Edit (e) on a message while a reply streams: refused when the key is pressed, not after the user has
     typed the whole edit into the dialog (which the controller would then refuse)."""
     from app_helpers import isolated, make_app, settle
-    from tui.app.chat_view import ChatView
-    from tui.app.edit_screen import EditScreen
+    from tui.app.chat.transcript import ChatView
+    from tui.app.screens.edit import EditScreen
     isolated(monkeypatch, tmp_path)
     with FaultServer(delay=0.3) as server:
         app = make_app(tmp_path, flags={"base_url": f"{server.url}/slow"})
@@ -419,7 +419,7 @@ async def test_what_is_typed_while_looking_for_a_server_stays_the_draft(tmp_path
 
 async def test_a_template_that_refuses_is_said_once_not_on_every_keystroke(harness):
     """A template that rejects the conversation: typing ten characters gave ten error notifications (10 s each)."""
-    from tui.context.template_library import template_from_text
+    from tui.context.templates.library import template_from_text
     from tui.controller.events import Notice
     ctl = await harness.ready()
     ctl.wb.set_template(template_from_text("{{ raise_exception('no, not this one') }}", "server:test", "t"))

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from tui.context.costs import RequestTokens, add_totals, amounts, curve, request_cost, reusable
-from tui.context.prices import PriceTableError, parse_price_table
+from tui.context.pricing.costs import RequestTokens, add_totals, amounts, curve, request_cost, reusable
+from tui.context.pricing.prices import PriceTableError, parse_price_table
 from tui.sessions.price_files import load_prices, shipped_prices
 
 TABLE = """
@@ -170,12 +170,12 @@ def test_a_predicted_anthropic_cache_write_is_priced_at_the_write_price(ttl, wri
     """Anthropic bills writing a marked prefix at 1.25x input for 5 minutes (the default) and 2x for an hour: the
     cache model predicts the write, so the cost before any reply must carry it (Sonnet 4.5 in the shipped table:
     $3 input, $3.75 write (5m); a 1-hour write is 2 x $3 = $6.00)."""
-    from tui.context.budget import PolicySettings
+    from tui.context.policy.truncation import PolicySettings
     from tui.context.messages import Message, Provenance
-    from tui.context.provider_cache import ProviderCache
+    from tui.context.cache.providers import ProviderCache
     from tui.context.request import RequestSettings, build_request
-    from tui.context.template_library import template_from_text
-    from tui.context.tokens import get_tokenizer
+    from tui.context.templates.library import template_from_text
+    from tui.context.tokens.counting import get_tokenizer
     from tui.sessions.receipts import cost_of
 
     control = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}

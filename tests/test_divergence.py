@@ -17,11 +17,11 @@ import pytest
 from conftest import shared_template_source
 from tui.context import builtin_template, get_tokenizer, message_from_dict
 from tui.context.document import build_document
-from tui.context.fences import FenceStyle, fence
-from tui.context.reader import forged_blocks, read_blocks
+from tui.context.untrusted.fences import FenceStyle, fence
+from tui.context.untrusted.forged_blocks import forged_blocks, read_blocks
 from tui.context.request import RequestSettings, build_request
-from tui.context.safety import visible
-from tui.context.template_library import template_from_text
+from tui.context.untrusted.visible import visible
+from tui.context.templates.library import template_from_text
 
 TOOL_RESPONSE = "<tool_response>x</tool_response>"  # Qwen3 tests user text for this: marked text fails the test
 

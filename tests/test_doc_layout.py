@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.app.doc_layout import DocLayout, Note, wrap_points
+from tui.app.pane.document_layout import DocLayout, Note, wrap_points
 
 pieces = st.sampled_from(["a", "bb", "\n", "\n\n", "一", "👋", "x" * 30, " ", "é"])
 texts = st.lists(pieces, max_size=40).map("".join)

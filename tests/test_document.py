@@ -7,7 +7,7 @@ import time_machine
 
 from conftest import load_cases, template_source
 from tui.context import build_document
-from tui.context.template_library import builtin_template, template_from_text
+from tui.context.templates.library import builtin_template, template_from_text
 
 CASES = [c for c in load_cases() if "expected" in c]
 

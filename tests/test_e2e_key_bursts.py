@@ -63,8 +63,8 @@ async def test_ctrl_c_with_nothing_selected_still_reaches_the_app(tmp_path, monk
 
 def test_replay_predicts_with_the_models_provider_rule():
     """Found by review: every replay predicted with llama.cpp's rule, a gpt-4o session too."""
-    from tui.context.template_library import builtin_template
-    from tui.context.tokenizers import get_tokenizer
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.tokenizers import get_tokenizer
     from tui.sessions.model import Session
     from tui.sessions.replay import Replayer
     for model, rule in (("gpt-4o", "openai"), ("claude-sonnet-4-5", "anthropic"), ("tiny-qwen3", "llama.cpp")):

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tui.context import builtin_template, get_tokenizer, message_from_dict
-from tui.context.fences import FenceStyle
-from tui.context.reader import masked_text, read_blocks
+from tui.context.untrusted.fences import FenceStyle
+from tui.context.untrusted.forged_blocks import masked_text, read_blocks
 from tui.context.request import RequestSettings, build_request, fence_escapes
-from tui.context.template_library import builtin_names
-from tui.context.tokens import ENCODINGS, all_special_tokens, load_ranks
+from tui.context.templates.library import builtin_names
+from tui.context.tokens.counting import ENCODINGS, all_special_tokens, load_ranks
 
 TOKENIZERS = ["o200k_base", "o200k_harmony", "cl100k_base", "qwen3"]
 EXAMPLES_PER_TEMPLATE = 120  # x 9 templates: over 1,000 conversations
@@ -46,7 +46,7 @@ def reference_encoder(name: str):
     if name == "qwen3":
         from tokenizers import Tokenizer
 
-        raw = lzma.decompress(resources.files("tui.context").joinpath("tokenizer_files",
+        raw = lzma.decompress(resources.files("tui.context.tokens").joinpath("tokenizer_files",
                                                                       "qwen3-tokenizer.json.xz").read_bytes())
         tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
         tokenizer.encode_special_tokens = False  # added tokens in the text become their ids, as in llama.cpp

@@ -8,13 +8,13 @@ from textual.widgets import Input
 
 from app_helpers import isolated, make_app, settle
 from key_bursts import post as burst
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 
 
 
 
 async def test_a_word_typed_right_behind_shift_tab_lands_in_the_search_box(tmp_path, monkeypatch):
-    from tui.app.browser_screen import BrowserScreen
+    from tui.app.screens.sessions import BrowserScreen
     isolated(monkeypatch, tmp_path)
     app = make_app(tmp_path, offline=True)
     async with app.run_test(size=(160, 45)) as pilot:

@@ -6,7 +6,7 @@ from importlib import resources
 
 import pytest
 
-from tui.context.template_library import builtin_template
+from tui.context.templates.library import builtin_template
 
 harmony = pytest.importorskip("openai_harmony")
 H = harmony
@@ -22,7 +22,7 @@ TOOLS = [{"type": "function", "function": {
 @pytest.fixture(scope="module")
 def encoding(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiktoken")
-    raw = gzip.decompress(resources.files("tui.context").joinpath("encodings", "o200k_base.tiktoken.gz").read_bytes())
+    raw = gzip.decompress(resources.files("tui.context.tokens").joinpath("encodings", "o200k_base.tiktoken.gz").read_bytes())
     (folder / "o200k_base.tiktoken").write_bytes(raw)
     import os
     os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(folder)  # the library reads its vocabulary offline from here

@@ -15,17 +15,17 @@ from tokenizers import Tokenizer
 
 from conftest import DATA, ROOT, shared_template_source
 from image_bytes import png
-from tui.context.cache_causes import REASONING
-from tui.context.fences import FenceStyle
-from tui.context.image_files import image_part
+from tui.context.cache.causes import REASONING
+from tui.context.untrusted.fences import FenceStyle
+from tui.context.images.files import image_part
 from tui.context.messages import Message, Provenance
-from tui.context.reasoning_rules import matching_rules
+from tui.context.families.reasoning_rules import matching_rules
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_template, load_template, template_from_text
-from tui.context.tokens import get_tokenizer
+from tui.context.templates.library import builtin_template, load_template, template_from_text
+from tui.context.tokens.counting import get_tokenizer
 
 RAW = Tokenizer.from_str(lzma.decompress(
-    (ROOT / "tui" / "context" / "tokenizer_files" / "qwen3-tokenizer.json.xz").read_bytes()).decode("utf-8"))
+    (ROOT / "tui" / "context" / "tokens" / "tokenizer_files" / "qwen3-tokenizer.json.xz").read_bytes()).decode("utf-8"))
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
                                              "parameters": {"type": "object",
                                                             "properties": {"city": {"type": "string"}}}}}]

@@ -8,11 +8,11 @@ import urllib.request
 import pytest
 
 from conftest import DATA
-from tui.context.fences import FenceStyle
+from tui.context.untrusted.fences import FenceStyle
 from tui.context.messages import messages_from_list
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import load_template
-from tui.context.tokens import get_tokenizer
+from tui.context.templates.library import load_template
+from tui.context.tokens.counting import get_tokenizer
 
 pytestmark = pytest.mark.server
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from controller_helpers import Harness, harness  # noqa: F401 - harness is a fixture
 from tui.context.assemble import assemble
-from tui.context.budget import PolicySettings
+from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_template
-from tui.context.tokens import get_tokenizer
+from tui.context.templates.library import builtin_template
+from tui.context.tokens.counting import get_tokenizer
 from tui.controller.events import StatusChanged
 from tui.sessions.model import Session
 
@@ -89,7 +89,7 @@ async def test_a_server_that_shows_no_template_gets_no_system_turn_the_user_did_
     """A vLLM-like server (no template to read) serving a model of no known family: the pane assumes plain ChatML,
     without Qwen 2.5's default system prompt, and says the template is assumed; a Qwen model name assumes its
     family's template, an OpenAI one the shape of OpenAI's published accounting."""
-    from tui.app.summary import summary_text
+    from tui.app.pane.header import summary_text
     from window_servers import WindowServer
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for model, template in (("gpt-4o", "openai"), ("mystery-model", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):

@@ -16,7 +16,7 @@ import pytest
 
 from app_helpers import isolated, make_app, settle
 from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
-from tui.context.outside_files import FileProblem, parse_json, parse_toml
+from tui.context.untrusted.outside_files import FileProblem, parse_json, parse_toml
 
 DEPTH = 60_000
 DEEP_TOML = {
@@ -143,8 +143,8 @@ def test_legitimate_toml_is_still_read():
 
 def test_a_template_or_tokenizer_that_is_a_fifo_is_refused_without_waiting(tmp_path):
     from tui.context.errors import TemplateNotFound
-    from tui.context.template_library import load_template as open_template
-    from tui.context.tokenizers import TokenizerNotFound, get_tokenizer
+    from tui.context.templates.library import load_template as open_template
+    from tui.context.tokens.tokenizers import TokenizerNotFound, get_tokenizer
     for name in ("t.jinja", "tokenizer.json"):
         os.mkfifo(tmp_path / name)
     with pytest.raises(TemplateNotFound, match="not a regular file"):
@@ -154,6 +154,6 @@ def test_a_template_or_tokenizer_that_is_a_fifo_is_refused_without_waiting(tmp_p
 
 
 def test_a_tool_description_nested_50000_deep_is_compared_not_a_crash():
-    from tui.context.cache_causes import _canonical
+    from tui.context.cache.causes import _canonical
     deep = "[" * 50_000
     assert _canonical({"description": deep}) == json.dumps({"description": deep}, ensure_ascii=False)

@@ -15,15 +15,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from app_helpers import isolated, make_app, settle
-from tui.app.browser_screen import BrowserScreen
-from tui.app.confirm_screen import ConfirmScreen
-from tui.app.context_pane import ContextPane
-from tui.app.edit_screen import EditScreen
-from tui.app.help_screen import HelpScreen
-from tui.app.picker_screen import PickerScreen
+from tui.app.screens.sessions import BrowserScreen
+from tui.app.screens.confirm import ConfirmScreen
+from tui.app.pane.pane import ContextPane
+from tui.app.screens.edit import EditScreen
+from tui.app.screens.help import HelpScreen
+from tui.app.screens.picker import PickerScreen
 from tui.client.reply import Reply
 from tui.context.messages import Message, Provenance
-from tui.context.template_library import template_from_text
+from tui.context.templates.library import template_from_text
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
 
@@ -258,7 +258,7 @@ async def test_document_view_draws_text_after_hidden_characters(sessions, tmp_pa
         app.refresh_all()
         await settle(pilot, app)
         from app_helpers import document_rows
-        from tui.app.document_view import DocumentView
+        from tui.app.pane.document_tab import DocumentView
         width = app.query_one(DocumentView).size.width
         rows = document_rows(app)
         assert "TRANSFERTHEFUNDS" in "".join(rows).replace(" ", ""), rows

@@ -10,18 +10,18 @@ from importlib import resources
 import pytest
 
 from tui.context.assemble import assemble
-from tui.context.identity import ESTIMATE, MODEL_FILE, SERVER, SHIPPED, Identity, estimate, exact_counts, \
+from tui.context.families.identity import ESTIMATE, MODEL_FILE, SERVER, SHIPPED, Identity, estimate, exact_counts, \
     tokenizer_identity
-from tui.context.registry import FAMILIES, cache_rule, context_window, family_for_model, offline_tokenizer, \
+from tui.context.families.registry import FAMILIES, cache_rule, context_window, family_for_model, offline_tokenizer, \
     recorded_tokenizer, tokenizer_for_family, tokenizer_for_model
-from tui.context.template_library import builtin_names, builtin_template, template_from_text
-from tui.context.tokens import get_tokenizer
+from tui.context.templates.library import builtin_names, builtin_template, template_from_text
+from tui.context.tokens.counting import get_tokenizer
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello wörld, 42 times?"}]
 
 
 def shipped_qwen3_bytes() -> bytes:
-    return lzma.decompress(resources.files("tui.context").joinpath("tokenizer_files", "qwen3-tokenizer.json.xz")
+    return lzma.decompress(resources.files("tui.context.tokens").joinpath("tokenizer_files", "qwen3-tokenizer.json.xz")
                            .read_bytes())
 
 
@@ -250,7 +250,7 @@ def test_each_builtin_templates_family_and_tokenizer(template, family, tokenizer
 
 
 def test_every_builtin_template_is_in_the_registry():
-    from tui.context.registry import HOSTED_TEMPLATES
+    from tui.context.families.registry import HOSTED_TEMPLATES
     assert sorted(builtin_names()) == sorted([*(name for family in FAMILIES.values() for name in family.templates),
                                               *HOSTED_TEMPLATES.values()])
 

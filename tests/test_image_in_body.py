@@ -13,7 +13,7 @@ import json
 import pytest
 
 from image_bytes import gif, jpeg, png, webp_lossless
-from tui.context.image_tokens import estimate, image_label, part_estimate
+from tui.context.images.tokens import estimate, image_label, part_estimate
 
 MAKERS = {"PNG": png, "JPEG": jpeg, "GIF": gif, "WebP": webp_lossless}
 MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WebP": "image/webp"}

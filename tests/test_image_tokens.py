@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.context.image_tokens import FAMILIES, estimate, family_for, image_label, part_estimate, with_media_markers
+from tui.context.images.tokens import FAMILIES, estimate, family_for, image_label, part_estimate, with_media_markers
 
 
 @pytest.mark.parametrize("width,height,detail,tokens", [

@@ -3,8 +3,8 @@
 import pytest
 
 from tui.context import assemble, builtin_template, get_tokenizer
-from tui.context.incremental import splice_message
-from tui.context.tokens import SegmentCache
+from tui.context.tokens.draft_splice import splice_message
+from tui.context.tokens.counting import SegmentCache
 
 
 def conversation(n, draft="draft"):

@@ -23,11 +23,11 @@ from textual.widgets import Input, TextArea
 from app_helpers import isolated, make_app, settle
 from fault_server import Handler, QuietServer, chunk
 from key_bursts import LineEditor, post, random_burst
-from tui.app.chat_search import ChatSearch
-from tui.app.chat_view import ChatView
-from tui.app.composer import Composer
-from tui.app.edit_screen import EditScreen
-from tui.app.settings_screen import SettingsScreen
+from tui.app.chat.search import ChatSearch
+from tui.app.chat.transcript import ChatView
+from tui.app.chat.composer import Composer
+from tui.app.screens.edit import EditScreen
+from tui.app.screens.settings import SettingsScreen
 
 SIZE = (160, 48)
 RUNS = 20

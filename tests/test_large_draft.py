@@ -7,8 +7,8 @@ import random
 import pytest
 
 from app_helpers import isolated, make_app, settle
-from tui.app.composer import Composer
-from tui.context.tokens import LONG_SEGMENT, SegmentCache, get_tokenizer
+from tui.app.chat.composer import Composer
+from tui.context.tokens.counting import LONG_SEGMENT, SegmentCache, get_tokenizer
 
 ODD = ["\n", "\n\n", "  ", "   x", "é", "e\u0301", "123456", "def f(x):\n    return x", "😀👍🏽", "\t", "'s",
        " 's", "!!", " \n ", "中文字符", "a, b", "(x) y", "end.", "<|im_start|>"]

@@ -43,8 +43,8 @@ def copy_of_the_source(tmp_path) -> Path:
 
 
 BREAKS = {
-    "engine imports rich": ("tui/context/cache.py", "import rich.text\n", "imports no UI, terminal or network"),
-    "engine imports httpx": ("tui/context/budget.py", "import httpx\n", "imports no UI, terminal or network"),
+    "engine imports rich": ("tui/context/cache/prefix.py", "import rich.text\n", "imports no UI, terminal or network"),
+    "engine imports httpx": ("tui/context/policy/truncation.py", "import httpx\n", "imports no UI, terminal or network"),
     "sessions import textual": ("tui/sessions/store.py", "from textual.widget import Widget\n",
                                 "do not import Textual"),
     "client imports textual": ("tui/client/reply.py", "import textual\n", "do not import Textual"),
@@ -56,7 +56,7 @@ BREAKS = {
     "a command imports the app, inside a function": (
         "tui/commands/export.py", "\n\ndef _open_app():\n    from tui.app.app import CtxpaneApp\n    return CtxpaneApp\n",
         "Nothing below the app imports the app"),
-    "the engine imports the app": ("tui/context/cache.py", "from tui.app import shown\n",
+    "the engine imports the app": ("tui/context/cache/prefix.py", "from tui.app import shown\n",
                                    "Nothing below the app imports the app"),
 }
 
@@ -87,15 +87,17 @@ def test_a_forbidden_import_breaks_its_contract(copy_of_the_source, case):
 NO_CYCLES = "No import cycles among the subpackages, nor among the modules of a package"
 CYCLES = {  # the import planted, and the package whose children it puts in a cycle
     "the cache comparison imports a server model built on it": (
-        "tui/context/cache.py", "from .provider_cache import ProviderCache\n", "tui.context"),
+        "tui/context/cache/prefix.py", "from tui.context.cache.providers import ProviderCache\n", "tui.context.cache"),
+    "the model families' tables import the templates, which read those tables": (
+        "tui/context/families/registry.py", "import tui.context.templates.library\n", "tui.context"),
     "a gateway check imports the doctor, inside a function": (
-        "tui/client/doctor_gateway.py", "\n\ndef _report():\n    from .doctor import Report\n    return Report\n",
-        "tui.client"),
+        "tui/client/doctor/gateway.py", "\n\ndef _report():\n    from tui.client.doctor.server import Report\n    return Report\n",
+        "tui.client.doctor"),
     "a type-only import closes a cycle the contract does not list": (
         "tui/sessions/model.py", "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .parse import convert\n",
         "tui.sessions"),
     "the engine imports the session files, which import the engine": (
-        "tui/context/budget.py", "import tui.sessions.model\n", "tui"),
+        "tui/context/policy/truncation.py", "import tui.sessions.model\n", "tui"),
 }
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import DATA
-from tui.context.template_library import TemplateNotFound, load_template
+from tui.context.templates.library import TemplateNotFound, load_template
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

@@ -7,7 +7,7 @@ import re
 
 from controller_helpers import Harness
 from tui.context.message_figures import MessageFigures, ReplyFacts, message_figures
-from tui.context.received import Reported
+from tui.context.fit.received import Reported
 from tui.sessions.model import Session
 from tui.sessions.store import load_session
 

@@ -10,11 +10,11 @@ import json
 import pytest
 
 from app_helpers import isolated, make_app, settle
-from tui.app.chat_panel import ChatPanel
-from tui.app.chat_view import ChatView
+from tui.app.chat.panel import ChatPanel
+from tui.app.chat.transcript import ChatView
 from tui.controller.workbench import Workbench
 from tui.context.messages import Message, Provenance
-from tui.context.template_library import builtin_template
+from tui.context.templates.library import builtin_template
 from tui.sessions.model import MAX_NEXT_ID, RequestRecord, Session, recover_interrupted_reply
 from tui.sessions.parse import decode_session
 from tui.sessions.store import SessionFileError, load_session, save_session, session_text

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tui.context.fences import FenceStyle
+from tui.context.untrusted.fences import FenceStyle
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_names, builtin_template
-from tui.context.tokenizers import get_tokenizer
+from tui.context.templates.library import builtin_names, builtin_template
+from tui.context.tokens.tokenizers import get_tokenizer
 
 TOOL = {"type": "function", "function": {"name": "get_current_weather",
                                          "description": "Get the current weather in a given location",
@@ -70,7 +70,7 @@ def test_on_every_real_template_the_tools_cell_is_what_the_tools_add():
     (a BPE merge at the edge): the tools' cell is now settled against the same request without tools."""
     from conftest import shared_template_source
     from tui.context.errors import TemplateRenderError
-    from tui.context.template_library import template_from_text
+    from tui.context.templates.library import template_from_text
     names = _real_template_names()
     if names == ["(../shared absent)"]:
         shared_template_source("any")  # skips (or fails under CI) with the reason

@@ -12,7 +12,7 @@ import shlex
 
 from app_helpers import isolated, make_app, settle
 from tap_helpers import RunningTap
-from tui.app.request_view import RequestView
+from tui.app.pane.request_tab import RequestView
 from tui.context.request_bytes import request_bytes
 from tui.sessions.store import load_session
 from tui.sessions.transfer import export_curl, export_request

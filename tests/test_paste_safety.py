@@ -19,7 +19,7 @@ from hypothesis import given, strategies as st
 from app_helpers import settle
 from test_app_copy import app_on_reply, select_reply, wait_notice
 from tui.app.copying import clipboard_file
-from tui.context.safety import json_paste_safe, paste_safe
+from tui.context.untrusted.visible import json_paste_safe, paste_safe
 from tui.sessions.transfer import curl_command
 from tap_helpers import upstream  # noqa: F401 - a fixture
 
@@ -190,7 +190,7 @@ async def test_a_copied_reply_pasted_into_a_bracketed_paste_shell_runs_nothing(t
 
 async def test_ctrl_c_in_an_editor_copies_the_selection_made_safe(tmp_path, monkeypatch):
     """Found by review: Textual's TextArea copies its selection with App.copy_to_clipboard, past the Copier."""
-    from tui.app.request_view import RequestView
+    from tui.app.pane.request_tab import RequestView
     reply = "csi \x9b201~ esc \x1b[201~ bidi \u202e end"
     app = app_on_reply(tmp_path, monkeypatch, reply)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -7,7 +7,7 @@ import json
 import os
 
 from app_helpers import isolated, make_app, settle
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 from tui.context.messages import Message
 from tui.sessions.model import Session
 from tui.sessions.prompt_history import MAX_KEPT, MAX_PROMPT, PromptHistory, history_file
@@ -82,7 +82,7 @@ async def test_up_and_down_step_through_this_sessions_questions_then_the_others(
 
 
 async def test_ctrl_r_finds_a_prompt_and_puts_it_in_the_composer(tmp_path, monkeypatch):
-    from tui.app.prompt_search_screen import PromptSearchScreen
+    from tui.app.screens.prompt_search import PromptSearchScreen
     isolated(monkeypatch, tmp_path)
     path = tmp_path / "asked.ctxpane.json"
     save_session(session_with("how big is the quota", "what about pricing"), path)

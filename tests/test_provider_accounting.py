@@ -105,7 +105,7 @@ def test_a_body_and_its_imported_session_render_alike_and_never_as_exact(cli_in_
 
 def test_the_app_and_render_pick_the_same_tokenizer_for_a_model_of_no_known_family():
     from tui.context.assumed import assumed_template, assumed_tokenizer
-    from tui.context.registry import tokenizer_for_model
+    from tui.context.families.registry import tokenizer_for_model
     for model in ("my-azure-deployment", "", "loop-model"):
         assert assumed_tokenizer(model, assumed_template(model)[0]) == tokenizer_for_model(model)
 
@@ -156,7 +156,7 @@ def test_render_predicts_the_cache_with_the_models_provider_rule(cli_in_process,
 
 
 def test_a_custom_tool_is_written_by_its_name_and_description():
-    from tui.context.template_library import builtin_template
+    from tui.context.templates.library import builtin_template
     text = builtin_template("openai").render([{"role": "user", "content": "hi"}], add_generation_prompt=True,
                                              tools=[{"type": "custom", "custom": {"name": "code_exec",
                                                                                   "description": "Run code."}}])

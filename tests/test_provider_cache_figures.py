@@ -10,7 +10,7 @@ from tui.client.figures import reported_from_reply
 from tui.client.reply import ReplyAssembler
 from tui.client.schemas import Chunk
 from tui.context import builtin_template, get_tokenizer, message_from_dict
-from tui.context.cache_predict import cache_report, provider_diagnosis
+from tui.context.cache.predict import cache_report, provider_diagnosis
 from tui.context.request import RequestSettings, build_request
 from tui.sessions.price_files import shipped_prices
 from tui.sessions.receipts import cost_of
@@ -84,7 +84,7 @@ def test_odd_cache_figures_are_unknown_not_a_failed_reply():
 
 def test_a_session_whose_request_was_predicted_from_the_summary_call_loads_again(tmp_path):
     """The summary call is held as request 0: a session saved with it as a request's cache source must load."""
-    from tui.context.cache_history import SUMMARY_CALL
+    from tui.context.cache.history import SUMMARY_CALL
     from tui.sessions.store import load_session, save_session
     from tui.sessions.model import RequestRecord, Session
     session = Session(requests=[RequestRecord(number=1, time="2026-12-02T06:00:00+00:00", body={"messages": []},

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tui.context.budget import PolicySettings
+from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
-from tui.context.received import (ADDED, DROPPED, MATCH, REFUSED, UNKNOWN, Reported,
+from tui.context.fit.received import (ADDED, DROPPED, MATCH, REFUSED, UNKNOWN, Reported,
                                   affected_messages, compare, dropped_range, message_ranges, shape_ranges)
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_template
-from tui.context.tokens import get_tokenizer
-from tui.context.window import WindowSize, choose_window, fit_check
+from tui.context.templates.library import builtin_template
+from tui.context.tokens.counting import get_tokenizer
+from tui.context.fit.window import WindowSize, choose_window, fit_check
 
 # A request of 100 tokens: 2 of overhead (say BOS), then four messages, then a 3-token generation prompt.
 #   sys  [2, 22)   u1 [22, 52)   a1 [52, 67)   u2 [67, 97)   overhead [97, 100)
@@ -177,7 +177,7 @@ def test_a_truncated_flag_without_counts_is_still_said():
 
 
 def test_what_ollama_keeps_of_an_overflow_depends_on_its_version():
-    from tui.context import ollama_cut
+    from tui.context.fit import ollama_cut
     # 0.30.11 on (llm/llama_server.go contextShiftPromptLimit): num_ctx - max((num_ctx - keep) // 2, 1)
     for num_ctx in (4096, 4097, 300, 301):
         for keep in (4, 5):

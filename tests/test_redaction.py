@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from app_helpers import isolated, make_app, settle
 from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
 from tui.context.messages import Message
-from tui.context.redaction import Redactor, credential_name, redact_url, searchable
+from tui.context.untrusted.redaction import Redactor, credential_name, redact_url, searchable
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.redacted import redacted_session
 from tui.sessions.store import load_session, save_session, session_text
@@ -315,7 +315,7 @@ def test_path_parameters_and_key_shaped_query_values_are_masked_in_the_tap_list(
 
 async def test_a_key_put_in_the_sessions_parameters_is_not_shown_or_copied(tmp_path, monkeypatch):
     from test_chat_markdown import markdown_session
-    from tui.app.request_view import RequestView
+    from tui.app.pane.request_tab import RequestView
     isolated(monkeypatch, tmp_path)
     path = markdown_session(tmp_path, "a reply")
     data = json.loads(path.read_text())

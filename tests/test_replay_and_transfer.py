@@ -8,8 +8,8 @@ from app_helpers import document_rows, isolated, make_app, plain
 from conftest import ROOT
 from test_session_hostile_files import settle  # waits out cancelled rebuild workers
 from test_sessions import bad_files, digest
-from tui.app.chat_view import ChatView
-from tui.app.replay_screen import ReplayScreen
+from tui.app.chat.transcript import ChatView
+from tui.app.screens.replay import ReplayScreen
 from tui.sessions.store import load_session
 
 SAMPLES = sorted((ROOT / "sample_sessions").glob("*.ctxpane.json"))

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import ROOT
-from tui.context.template_library import builtin_template
+from tui.context.templates.library import builtin_template
 from tui.cli import main
 
 SAMPLES = sorted((ROOT / "sample_sessions").glob("*.ctxpane.json"))

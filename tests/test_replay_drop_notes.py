@@ -1,7 +1,7 @@
 """Replay shows each step with its own messages and never crashes (issue 18).
 
 Before: `ctxpane replay FILE --step N` on a session whose requests dropped messages and that got shorter since
-exited with IndexError (tui/app/document_view.py): a step's ledger names messages by their place in the session
+exited with IndexError (tui/app/pane/document_tab.py): a step's ledger names messages by their place in the session
 when the request was made, and the notes were looked up in the session as it is now; in tap recordings and
 replays the "✂ dropped" notes quoted another message's text.
 """
@@ -9,7 +9,7 @@ replays the "✂ dropped" notes quoted another message's text.
 from __future__ import annotations
 
 from app_helpers import document_rows, isolated, make_app, plain, settle
-from tui.app.replay_screen import ReplayScreen
+from tui.app.screens.replay import ReplayScreen
 from tui.context.messages import Message
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.store import save_session
@@ -61,10 +61,10 @@ async def test_replaying_a_step_of_a_shrunk_session_quotes_each_dropped_message_
 def test_a_repeated_id_never_makes_a_note_quote_another_message():
     """Found by review: a file made elsewhere with two messages of one id; the note quoted the later one."""
     from tui.context.drop_notes import drop_notes
-    from tui.context.budget import PolicySettings
+    from tui.context.policy.truncation import PolicySettings
     from tui.context.request import RequestSettings, build_request
-    from tui.context.template_library import builtin_template
-    from tui.context.tokenizers import get_tokenizer
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.tokenizers import get_tokenizer
     messages = [Message("user", "OLDEST question about apples", id="x"), Message("assistant", "an answer", id="x"),
                 Message("user", "LATER question about pears", id="m2")]
     view = build_request(messages, RequestSettings(builtin_template("chatml"), get_tokenizer("qwen3"),
@@ -75,8 +75,8 @@ def test_a_repeated_id_never_makes_a_note_quote_another_message():
 
 def test_the_cache_cause_of_a_replayed_step_names_messages_as_the_chat_does_now(tmp_path):
     """Found by review: in replay the cause said '#0, #1' by the body's own order, naming other messages."""
-    from tui.context.template_library import builtin_template
-    from tui.context.tokenizers import get_tokenizer
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.tokenizers import get_tokenizer
     from tui.sessions.replay import Replayer
     session = shrunk_session()
     replayer = Replayer(session, builtin_template("chatml"), get_tokenizer("qwen3"))

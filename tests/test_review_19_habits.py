@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app_helpers import isolated, make_app, settle
 from key_bursts import post as burst
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 from tui.context.messages import Message
 from tui.sessions.model import Session
 from tui.sessions.prompt_history import PromptHistory
@@ -50,7 +50,7 @@ async def test_ctrl_r_over_a_draft_is_undone_with_ctrl_z(tmp_path, monkeypatch):
 
 
 async def test_keys_behind_tab_and_shift_tab_follow_the_focus_out_of_the_composer(tmp_path, monkeypatch):
-    from tui.app.chat_view import ChatView
+    from tui.app.chat.transcript import ChatView
     app = await opened(tmp_path, monkeypatch)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
@@ -152,8 +152,8 @@ async def test_arrows_pressed_fast_each_take_a_step(tmp_path, monkeypatch):
 async def test_a_transcript_key_moved_by_the_keymap_no_longer_acts(tmp_path, monkeypatch):
     """Found by the second review: the transcript ran its bindings as the class declared them, so after
     `edit_message = "ctrl+g"` both e and Ctrl+G opened the editor."""
-    from tui.app.chat_view import ChatView
-    from tui.app.edit_screen import EditScreen
+    from tui.app.chat.transcript import ChatView
+    from tui.app.screens.edit import EditScreen
     app = await opened(tmp_path, monkeypatch)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
@@ -171,7 +171,7 @@ async def test_a_transcript_key_moved_by_the_keymap_no_longer_acts(tmp_path, mon
 async def test_tab_in_the_burst_that_opens_the_settings_moves_to_the_next_field(tmp_path, monkeypatch):
     """Found by the second review: a Tab that reached the settings before a field had focus was run at once,
     found no field, and was lost; the keys behind it went into the first field."""
-    from tui.app.settings_screen import SettingsScreen
+    from tui.app.screens.settings import SettingsScreen
     app = await opened(tmp_path, monkeypatch)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot, app)
@@ -186,7 +186,7 @@ async def test_tab_in_the_burst_that_opens_the_settings_moves_to_the_next_field(
 async def test_keys_typed_behind_enter_in_the_settings_go_to_the_composer(tmp_path, monkeypatch):
     """Found by the second review: Enter applied the form only after the keys behind it were typed into the
     field ("hi" in the context window), so the form was refused and stayed open holding them."""
-    from tui.app.settings_screen import SettingsScreen
+    from tui.app.screens.settings import SettingsScreen
     app = await opened(tmp_path, monkeypatch)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot, app)
@@ -201,8 +201,8 @@ async def test_keys_typed_behind_enter_in_the_settings_go_to_the_composer(tmp_pa
 async def test_n_typed_behind_enter_in_the_search_is_the_transcripts(tmp_path, monkeypatch):
     """Found by the second review: the focus left the search box only when the search worker ended, so an n
     typed behind Enter became part of the query ("then")."""
-    from tui.app.chat_search import ChatSearch
-    from tui.app.chat_view import ChatView
+    from tui.app.chat.search import ChatSearch
+    from tui.app.chat.transcript import ChatView
     app = await opened(tmp_path, monkeypatch)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)

@@ -12,7 +12,7 @@ import threading
 import time
 
 from app_helpers import isolated, make_app, settle
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 from tui.controller.saver import IDLE_SECONDS, SessionWriter, snapshot
 from tui.sessions import store
 from tui.sessions.model import Session

@@ -10,17 +10,17 @@ import pytest
 
 from tui.client.endpoint import Endpoint
 from tui.client.errors import ClientError, ContextOverflow
-from tui.client.doctor import run_doctor
+from tui.client.doctor.server import run_doctor
 from tui.client.figures import receipt_after, reported_from_record
 from tui.client.http import Limits, OpenAIClient
 from tui.client.server_info import probe
-from tui.context.budget import PolicySettings
+from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
-from tui.context.received import DROPPED, MATCH, REFUSED, observed
+from tui.context.fit.received import DROPPED, MATCH, REFUSED, observed
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_template
-from tui.context.tokens import get_tokenizer
-from tui.context.window import choose_window, fit_check
+from tui.context.templates.library import builtin_template
+from tui.context.tokens.counting import get_tokenizer
+from tui.context.fit.window import choose_window, fit_check
 from window_servers import OLLAMA_KEEP, WindowServer, ollama_kept_after_keep
 
 SECRET = "The password is PERIWINKLE."

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from server_conversations import CONVERSATIONS
-from tui.client.doctor import server_template
+from tui.client.doctor.server import server_template
 from tui.client.endpoint import Endpoint
 from tui.client.errors import ContextOverflow
 from tui.client.http import OpenAIClient

@@ -14,13 +14,13 @@ from dataclasses import replace
 import pytest
 
 from app_helpers import isolated, make_app, settle
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 from tui.controller.workbench import Workbench
-from tui.context.fences import FenceStyle
+from tui.context.untrusted.fences import FenceStyle
 from tui.context.messages import Message, Provenance, message_from_dict
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_template
-from tui.context.tokens import get_tokenizer
+from tui.context.templates.library import builtin_template
+from tui.context.tokens.counting import get_tokenizer
 from tui.sessions import replay
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.replay import Replayer

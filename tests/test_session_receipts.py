@@ -9,21 +9,21 @@ import json
 import pytest
 from fault_server import FaultServer
 
-from tui.client.doctor import server_template
+from tui.client.doctor.server import server_template
 from tui.client.endpoint import Endpoint
 from tui.client.errors import ClientError, ContextOverflow
 from tui.client.figures import reported_from_error, reported_from_reply
 from tui.client.http import Limits, OpenAIClient
 from tui.client.reply import Reply
 from tui.client.server_info import probe
-from tui.context.budget import PolicySettings
+from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
-from tui.context.prices import PriceTableError, parse_price_table
-from tui.context.received import Reported, compare_view
+from tui.context.pricing.prices import PriceTableError, parse_price_table
+from tui.context.fit.received import Reported, compare_view
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_template
-from tui.context.tokens import get_tokenizer
-from tui.context.window import WindowSize, fit_check
+from tui.context.templates.library import builtin_template
+from tui.context.tokens.counting import get_tokenizer
+from tui.context.fit.window import WindowSize, fit_check
 from tui.sessions.model import RequestRecord, Session, now_iso
 from tui.sessions.parse import decode_session
 from tui.sessions.receipts import record_fit, settle
@@ -262,7 +262,7 @@ def test_a_refusal_naming_an_impossible_window_is_not_taken_as_the_window(tmp_pa
 def test_a_cost_record_the_schema_lets_through_with_no_amounts_is_shown_not_a_crash(tmp_path, run_cli, cost, shown):
     """Every field of a cost record has a default: a priced record with no `paid`, or one with no running
     totals, passes the schema, so what shows it must do without them."""
-    from tui.app.cost_money import money_text  # the Cost tab's money part
+    from tui.app.pane.cost_amounts import money_text  # the Cost tab's money part
 
     _session, path = offline_session(tmp_path)
     data = json.loads(path.read_text())
@@ -287,7 +287,7 @@ def test_a_server_saying_it_processed_no_prompt_tokens_reveals_no_window():
 
 def test_the_replay_line_of_a_cut_without_figures_says_the_servers_flag_not_0_tokens():
     """`truncated: true` with no count, or with a count equal to what was sent: no tokens to name, no place."""
-    from tui.context.received import compare, message_ranges
+    from tui.context.fit.received import compare, message_ranges
     from tui.sessions.receipts import received_line, received_record
     ranges = message_ranges([("u1", "content", 0, 1, 100)], {"u1": "user"})
     for reported in (Reported(truncated=True), Reported(prompt_tokens=100, truncated=True)):

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from conftest import ROOT
 from tui.controller.workbench import Workbench
 from tui.context.errors import TemplateRenderError
-from tui.context.fences import FenceStyle
+from tui.context.untrusted.fences import FenceStyle
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import TemplateNotFound
-from tui.context.tokens import get_tokenizer
+from tui.context.templates.library import TemplateNotFound
+from tui.context.tokens.counting import get_tokenizer
 from tui.errors import schema_error_line
 from tui.sessions.model import SessionFormatError, recover_interrupted_reply
 from tui.sessions.parse import decode_session

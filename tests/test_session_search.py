@@ -237,7 +237,7 @@ def table_rows(browser) -> list[list[str]]:
 
 
 async def open_browser(app, pilot):
-    from tui.app.browser_screen import BrowserScreen
+    from tui.app.screens.sessions import BrowserScreen
     await settle(pilot, app)
     app.action_open_session()
     await settle(pilot, app)
@@ -279,7 +279,7 @@ async def test_the_browser_finds_a_word_in_a_messages_body_and_shows_the_snippet
 
 
 async def test_a_stale_content_result_is_dropped(tmp_path, monkeypatch):
-    from tui.app.browser_screen import ContentFound
+    from tui.app.screens.sessions import ContentFound
     from tui.sessions.search_index import Hit
     isolated(monkeypatch, tmp_path)
     folder = tmp_path / "sessions"
@@ -309,7 +309,7 @@ class SlowIndex(SearchIndex):
 
 
 async def test_the_browser_shows_indexing_progress(tmp_path, monkeypatch):
-    from tui.app.browser_screen import BrowserScreen
+    from tui.app.screens.sessions import BrowserScreen
     isolated(monkeypatch, tmp_path)
     folder = tmp_path / "sessions"
     write(folder, "a", "an albatross", title="Sea")

@@ -220,7 +220,7 @@ def test_the_lock_never_admits_two_writers_across_processes(tmp_path):
 def test_a_builtin_template_keeps_the_defaults_it_was_used_with(tmp_path):
     """Plain ChatML (no default system turn: an assumed template) is saved as the built-in and its changed default;
     reopened, it renders as it did, so replay matches; a default named like the engine's own arguments is refused."""
-    from tui.context.template_library import plain_chatml
+    from tui.context.templates.library import plain_chatml
     from tui.controller.workbench import template_spec
     from tui.sessions.session_template import template_from_session
     from tui.sessions.store import save_session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import isolated, make_app, settle
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 from tui.context.context_grid import CELLS, Kind, context_grid
 from tui.controller.slash import COMMANDS, Outcome, Slash, completed, completions, hint, literal, parse
 
@@ -34,9 +34,9 @@ def test_completion_completes_the_shared_part_and_a_whole_name_with_its_space():
 def test_the_grid_is_the_tokens_tabs_breakdown_in_a_hundred_cells(tmp_path):
     from tui.context.messages import Message
     from tui.context.request import RequestSettings, build_request
-    from tui.context.template_library import builtin_template
-    from tui.context.tokenizers import get_tokenizer
-    from tui.context.budget import PolicySettings
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.tokenizers import get_tokenizer
+    from tui.context.policy.truncation import PolicySettings
     messages = [Message("system", "Be brief. " * 30, id="s"), Message("user", "hi " * 200, id="u")]
     settings = RequestSettings(builtin_template("qwen3"), get_tokenizer("o200k_base"),
                                policy=PolicySettings(context_window=2000, max_tokens=300))
@@ -143,7 +143,7 @@ async def test_tab_completes_and_the_hint_says_what_it_does(app_offline):
 
 
 async def test_context_shows_the_grid_of_the_pane_the_user_sees(app_offline):
-    from tui.app.context_screen import ContextScreen
+    from tui.app.screens.context_grid import ContextScreen
     app, pilot = app_offline
     await typed(pilot, app, "/context")
     assert isinstance(app.screen, ContextScreen)

@@ -34,7 +34,7 @@ async def test_the_palettes_screenshot_is_saved_where_it_can_be_and_said_plainly
 
 def test_drop_oldest_never_starts_the_request_with_a_reply():
     """Before: a budget that kept the newest assistant turn but not its question sent the reply first."""
-    from tui.context.budget import ORPHAN, PolicySettings, plan_truncation
+    from tui.context.policy.truncation import ORPHAN, PolicySettings, plan_truncation
     roles = ["system", "user", "assistant", "user", "assistant", "user"]
     costs = [5, 40, 12, 30, 10, 8]  # the newest question, its predecessor's reply, then nothing more fits
     plan = plan_truncation(roles, costs, 3, [False] * 6, [False] * 6,
@@ -88,7 +88,7 @@ async def test_a_file_that_cannot_be_opened_is_never_swapped_for_the_sample(tmp_
 async def test_the_browsers_search_box_types_n_and_x_and_f2_renames_from_it(tmp_path, monkeypatch):
     """Before: n and x were the screen's keys, so typing them in the search box did nothing or acted."""
     from app_helpers import isolated, make_app, settle
-    from tui.app.browser_screen import BrowserScreen
+    from tui.app.screens.sessions import BrowserScreen
     from tui.context.messages import Message
     from tui.sessions.store import save_session
     isolated(monkeypatch, tmp_path)
@@ -112,7 +112,7 @@ async def test_the_browsers_search_box_types_n_and_x_and_f2_renames_from_it(tmp_
 
 def test_the_panes_own_notes_wrap_at_word_boundaries_and_the_document_does_not():
     """Before: 'of it / s tokens', 'tok / ens'. The document keeps its exact characters, wrapped at the width."""
-    from tui.app.doc_layout import DocLayout, Note
+    from tui.app.pane.document_layout import DocLayout, Note
     note = Note("── cached above: 14 tokens (predicted reuse 0) │ new below: 6 tokens — none: the whole "
                 "previous request is reused ──", "cache")
     text = "abcdefghij" * 9
@@ -129,7 +129,7 @@ def test_the_panes_own_notes_wrap_at_word_boundaries_and_the_document_does_not()
 
 
 def test_a_drop_note_takes_one_row_until_shown_whole():
-    from tui.app.doc_layout import DocLayout, Note
+    from tui.app.pane.document_layout import DocLayout, Note
     long_note = Note("✂ #3 (user, 120 tokens) dropped by drop-oldest: did not fit the budget of 400 tokens "
                      "(walking back from the newest) — 'Summarise the test schedule in three bullet points'", "dropped")
     notes = [(0, long_note)] * 8
@@ -144,7 +144,7 @@ def test_a_drop_note_takes_one_row_until_shown_whole():
 
 
 def test_plain_glyphs_replace_the_marks_that_need_an_emoji_font(tmp_path):
-    from tui.app.chat_layout import header_block
+    from tui.app.chat.layout import header_block
     from tui.app.config import resolve
     from tui.app.shown import use_glyphs
     from tui.context.messages import Message

@@ -6,7 +6,7 @@ import pytest
 
 from app_helpers import isolated, make_app, settle
 from conftest import ROOT
-from tui.app.composer import Composer
+from tui.app.chat.composer import Composer
 
 SAMPLES = ROOT / "sample_sessions"
 SIZE = (150, 42)

@@ -7,12 +7,12 @@ import pytest
 
 from controller_helpers import Harness, connected
 from fault_server import FaultServer
-from tui.context.budget import PolicySettings
+from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, build_request
-from tui.context.summary_call import summary_call
-from tui.context.template_library import builtin_template as get_template
-from tui.context.tokens import get_tokenizer
+from tui.context.policy.summary_call import summary_call
+from tui.context.templates.library import builtin_template as get_template
+from tui.context.tokens.counting import get_tokenizer
 from tui.controller.events import StatusChanged
 from tui.sessions.model import Session
 

@@ -6,9 +6,9 @@ import uuid
 import pytest
 
 from controller_helpers import Harness, eight_turns
-from tui.context.cache_causes import SUMMARY
+from tui.context.cache.causes import SUMMARY
 from tui.context.messages import Message
-from tui.context.cache_history import SUMMARY_CALL, request_name
+from tui.context.cache.history import SUMMARY_CALL, request_name
 from tui.controller.events import StatusChanged
 from tui.sessions.model import Session
 
@@ -56,7 +56,7 @@ def test_two_summary_calls_are_held_apart():
 
     from tui.client.reply import Reply
     from tui.context import builtin_template, get_tokenizer
-    from tui.context.summary_call import summary_shape
+    from tui.context.policy.summary_call import summary_shape
     from tui.controller.caching import ServerCache
 
     class Recording:  # stands in for the model of the server's cache: what it is asked to hold

@@ -3,12 +3,12 @@ one summary" where the summary was made of 6 (two more were left out after it wa
 
 from __future__ import annotations
 
-from tui.context.budget import PolicySettings
-from tui.context.fences import FenceStyle
+from tui.context.policy.truncation import PolicySettings
+from tui.context.untrusted.fences import FenceStyle
 from tui.context.messages import Message
 from tui.context.request import RequestSettings, build_request
-from tui.context.template_library import builtin_template
-from tui.context.tokenizers import get_tokenizer
+from tui.context.templates.library import builtin_template
+from tui.context.tokens.tokenizers import get_tokenizer
 
 
 def view_with(summary_of: list[str], window: int):

@@ -195,8 +195,8 @@ async def asyncio_sleep() -> None:
 async def test_the_apps_request_tab_shows_a_key_in_the_body_as_stars(upstream, tmp_path):
     from textual.widgets import OptionList
 
-    from tui.app.context_pane import ContextPane
-    from tui.app.request_view import RequestView
+    from tui.app.pane.pane import ContextPane
+    from tui.app.pane.request_tab import RequestView
     from tui.app.tap_app import TapApp
 
     secret = "sk-shown-body-secret-0123456789"

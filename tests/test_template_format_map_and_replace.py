@@ -9,8 +9,8 @@ test still passed.
 import pytest
 
 from tui.context.errors import TemplateLimitError, TemplateRenderError
-from tui.context.render_limits import RenderLimits
-from tui.context.templates import render_limited, render_template
+from tui.context.templates.limits import RenderLimits
+from tui.context.templates.hf_render import render_limited, render_template
 
 pytestmark = pytest.mark.timeout(60)
 QUICK = RenderLimits(seconds=0.3, max_memory=300 << 20)

@@ -16,9 +16,9 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from conftest import load_cases, template_source
 from tui.context.errors import TemplateLimitError, TemplateRenderError
-from tui.context.render_limits import RenderLimits
-from tui.context.template_library import builtin_names, builtin_template, template_from_text
-from tui.context.templates import (DictFactory, GenerationTag, SafeNamespace, hf_tojson, normalise_message,
+from tui.context.templates.limits import RenderLimits
+from tui.context.templates.library import builtin_names, builtin_template, template_from_text
+from tui.context.templates.hf_render import (DictFactory, GenerationTag, SafeNamespace, hf_tojson, normalise_message,
                                    raise_exception, render_limited, render_template, strftime_now)
 
 pytestmark = pytest.mark.timeout(60)

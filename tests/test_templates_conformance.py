@@ -8,8 +8,8 @@ import time_machine
 
 from conftest import load_cases, template_source
 from tui.context import render_template
-from tui.context.template_library import builtin_template
-from tui.context.templates import TemplateRenderError
+from tui.context.templates.library import builtin_template
+from tui.context.templates.hf_render import TemplateRenderError
 
 CASES = load_cases()
 

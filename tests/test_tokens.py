@@ -9,8 +9,8 @@ import pytest
 from conftest import load_cases, template_source
 from tui.context import get_tokenizer, tokenizer_for_model
 from tui.context.assemble import assemble
-from tui.context.template_library import builtin_template, template_from_text
-from tui.context.tokens import ENCODING_SHA256, ENCODINGS, SegmentCache, TokenizerNotFound, load_ranks
+from tui.context.templates.library import builtin_template, template_from_text
+from tui.context.tokens.counting import ENCODING_SHA256, ENCODINGS, SegmentCache, TokenizerNotFound, load_ranks
 
 
 class CountingTokenizer:
@@ -40,7 +40,7 @@ def conversation(n):
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
 def test_shipped_encodings_match_tiktoken_hash(name):
-    raw = gzip.decompress(resources.files("tui.context").joinpath("encodings", f"{name}.tiktoken.gz").read_bytes())
+    raw = gzip.decompress(resources.files("tui.context.tokens").joinpath("encodings", f"{name}.tiktoken.gz").read_bytes())
     assert hashlib.sha256(raw).hexdigest() == ENCODING_SHA256[name]
 
 

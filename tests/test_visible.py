@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
 # Each range must be shown in full: both ends and a point inside.
 CARRIERS = {

@@ -13,19 +13,19 @@ import json
 
 import pytest
 
-from tui.client.doctor import server_template
+from tui.client.doctor.server import server_template
 from tui.client.endpoint import Endpoint
 from tui.client.errors import ClientError, ContextOverflow
 from tui.client.figures import receipt_after
 from tui.client.http import Limits, OpenAIClient
 from tui.client.server_info import probe
-from tui.client.window_check import check_window
-from tui.context.budget import PolicySettings
+from tui.client.doctor.window import check_window
+from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
-from tui.context.received import MATCH, REFUSED
+from tui.context.fit.received import MATCH, REFUSED
 from tui.context.request import RequestSettings, build_request
-from tui.context.tokens import get_tokenizer
-from tui.context.window import fit_check
+from tui.context.tokens.counting import get_tokenizer
+from tui.context.fit.window import fit_check
 
 pytestmark = pytest.mark.server
 

@@ -11,7 +11,7 @@ with vLLM's 400 ("This model's maximum context length is N tokens. However, you 
 non-system messages: the cut is by someone other than the window.
 
 Each renders the messages as ChatML itself and tokenizes with the Qwen3 tokenizer shipped in
-tui/context/tokenizer_files (read with the `tokenizers` library directly, not through ctxpane), and
+tui/context/tokens/tokenizer_files (read with the `tokenizers` library directly, not through ctxpane), and
 answers with the text it kept, so a test can see which messages really survived.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-TOKENIZER = Path(__file__).resolve().parent.parent / "tui" / "context" / "tokenizer_files" / "qwen3-tokenizer.json.xz"
+TOKENIZER = Path(__file__).resolve().parent.parent / "tui" / "context" / "tokens" / "tokenizer_files" / "qwen3-tokenizer.json.xz"
 OLLAMA_KEEP = 4
 HALVING_OLLAMA = "0.30.11"  # the first release whose cut keeps about half the window (llm/llama_server.go)
 

@@ -14,7 +14,7 @@ class UsageError(Exception):
 
 def one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
     """`text` as one printable line: control and BiDi characters shown, newlines too, length bounded."""
-    from tui.context.safety import visible
+    from tui.context.untrusted.visible import visible
 
     flat = visible(str(text)).replace("\r\n", "␤").replace("\n", "␤").replace("\t", " ")
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"

@@ -68,7 +68,7 @@ async def pane_follows(pilot, app, composer, timeout: float = 60.0) -> float:
 async def run(size: int, keys: int, rounds: int) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from app_helpers import make_app, settle
-    from tui.app.composer import Composer
+    from tui.app.chat.composer import Composer
 
     folder = Path(tempfile.mkdtemp(prefix="ctxpane-bench-composer-"))
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):

@@ -20,11 +20,11 @@ import time
 
 from tests.benchmarks.corpus import conversation
 from tui.app.app import CtxpaneApp, LaunchOptions
-from tui.app.document_view import DocumentView
+from tui.app.pane.document_tab import DocumentView
 from tui.context import builtin_template, get_tokenizer
 from tui.context.messages import message_from_dict
 from tui.context.request import build_request
-from tui.context.tokens import SegmentCache
+from tui.context.tokens.counting import SegmentCache
 from tui.sessions.model import Session
 
 

@@ -80,7 +80,7 @@ def write_sessions(folder: Path, requests: int, tokens: int) -> tuple[Path, Path
 
 # -- one opening, in a child process ------------------------------------------------------------------
 async def open_once(path: Path) -> dict:
-    from tui.app.composer import Composer
+    from tui.app.chat.composer import Composer
 
     expected = json.loads(path.read_bytes())
     wanted_messages, has_requests = len(expected["messages"]), bool(expected["requests"])

@@ -9,8 +9,8 @@ import time
 
 from tests.benchmarks.corpus import conversation
 from tui.context import assemble, builtin_template, get_tokenizer
-from tui.context.incremental import splice_message
-from tui.context.tokens import SegmentCache
+from tui.context.tokens.draft_splice import splice_message
+from tui.context.tokens.counting import SegmentCache
 
 
 def timed(fn, repeat):

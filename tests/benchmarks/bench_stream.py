@@ -33,7 +33,7 @@ from pathlib import Path
 from textual.app import App
 
 from tui.app import app as app_module
-from tui.app.chat_view import ChatView
+from tui.app.chat.transcript import ChatView
 from tui.client.reply import ReplyAssembler
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"

@@ -86,8 +86,8 @@ def draw_visible(chat) -> None:
 
 # -- open, in a child process -------------------------------------------------------------------------
 async def open_once(path: Path, count: int) -> dict:
-    from tui.app.chat_view import ChatView
-    from tui.app.composer import Composer
+    from tui.app.chat.transcript import ChatView
+    from tui.app.chat.composer import Composer
 
     clock = Stopwatch(TIMEOUT)
     app = opened_app(path)
@@ -149,7 +149,7 @@ def bench_open(folder: Path, count: int, runs: int, env: dict) -> None:
 # -- scroll, in this process --------------------------------------------------------------------------
 async def scroll_once(path: Path, pages: int) -> dict:
     from tui.app.app import CtxpaneApp, LaunchOptions
-    from tui.app.chat_view import ChatView
+    from tui.app.chat.transcript import ChatView
 
     app = CtxpaneApp(LaunchOptions(file=path, flags={"no_scan": True}, offline=True,
                                    sessions_folder=path.parent / "sessions"))
@@ -222,7 +222,7 @@ def bench_scroll(folder: Path, count: int, pages: int) -> None:
 async def resize_once(count: int, chars: int) -> dict:
     from textual.app import App
 
-    from tui.app.chat_view import ChatView
+    from tui.app.chat.transcript import ChatView
 
     class One(App):
         def compose(self):
@@ -276,10 +276,10 @@ def bench_resize(count: int, chars: int) -> None:
 # -- streaming, in this process -----------------------------------------------------------------------
 async def stream_once(chunks: int) -> dict:
     from tui.app.app import CtxpaneApp, LaunchOptions
-    from tui.app.chat_panel import ChatPanel
-    from tui.app.chat_view import ChatView
-    from tui.app.chat_wrap import wrap_text
-    from tui.app.updates import ReplyUpdated
+    from tui.app.chat.panel import ChatPanel
+    from tui.app.chat.transcript import ChatView
+    from tui.app.chat.wrap import wrap_text
+    from tui.app.messages import ReplyUpdated
     from tui.controller.events import ReplyEnded, ReplyProgress, ReplyStarted
 
     rng = random.Random(8)

@@ -23,29 +23,29 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, TextArea
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 from tui.controller import Controller
 from tui.controller.slash import hint
 from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                                    SessionChanged, StatusChanged)
 
-from .clipboard import SafeClipboard
-from .chat_panel import ChatPanel
-from .composer import Composer
-from .composer_actions import ComposerActions, unknown_theme_line
-from .config import config_dir, resolve
-from .context_pane import ContextPane
-from .copying import Copier
-from .dialogs import Dialogs
-from .runtime import TextualRuntime
-from .slash_commands import draft_of, take_line
-from .palette import palette_commands
-from .shown import GLYPHS, bounded, one_line, use_glyphs
-from .themes import DEFAULT_THEME, load_themes
-from .updates import ChatUpdated, PaneUpdated, ReplyUpdated, StatusUpdated
+from tui.app.clipboard import SafeClipboard
+from tui.app.chat.panel import ChatPanel
+from tui.app.chat.composer import Composer
+from tui.app.composer_actions import ComposerActions, unknown_theme_line
+from tui.app.config import config_dir, resolve
+from tui.app.pane.pane import ContextPane
+from tui.app.copying import Copier
+from tui.app.dialogs import Dialogs
+from tui.app.textual_runtime import TextualRuntime
+from tui.app.slash_commands import draft_of, take_line
+from tui.app.palette import palette_commands
+from tui.app.shown import GLYPHS, bounded, one_line, use_glyphs
+from tui.app.themes import DEFAULT_THEME, load_themes
+from tui.app.messages import ChatUpdated, PaneUpdated, ReplyUpdated, StatusUpdated
 
 if TYPE_CHECKING:
-    from .replay_screen import ReplayScreen  # imported when a replay starts: not at start-up
+    from tui.app.screens.replay import ReplayScreen  # imported when a replay starts: not at start-up
 
 W = TypeVar("W", bound=Widget)
 
@@ -62,7 +62,7 @@ class LaunchOptions:
 
 def binding_ids() -> set[str]:
     """Every binding config.toml's [keys] may remap: the app's and the transcript's."""
-    from .chat_view import ChatView
+    from tui.app.chat.transcript import ChatView
     return {b.id for b in [*CtxpaneApp.BINDINGS, *ChatView.BINDINGS] if isinstance(b, Binding) and b.id}
 
 
@@ -343,7 +343,7 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         self.dialogs.trust_endpoint()
 
     def action_settings(self) -> None:
-        from .settings_screen import SettingsScreen
+        from tui.app.screens.settings import SettingsScreen
         tuning = self.controller.tuning
         self.push_screen(SettingsScreen(tuning.values(), tuning.apply, tuning.reconnect))
 
@@ -373,7 +373,7 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         self.controller.export_markdown()
 
     def action_search_chat(self) -> None:
-        from .chat_view import ChatView
+        from tui.app.chat.transcript import ChatView
         self.main(ChatView).action_search()
 
     def action_copy_reply(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.app import App
 
-from tui.context.safety import paste_safe
+from tui.context.untrusted.visible import paste_safe
 
 
 class SafeClipboard(App):

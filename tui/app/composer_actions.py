@@ -6,9 +6,9 @@ from textual.widgets import TextArea
 
 from tui.errors import closest
 
-from .composer import Composer
-from .shown import one_line
-from .themes import DEFAULT_THEME
+from tui.app.chat.composer import Composer
+from tui.app.shown import one_line
+from tui.app.themes import DEFAULT_THEME
 
 
 def unknown_theme_line(name: str, themes) -> str:
@@ -32,7 +32,7 @@ class ComposerActions:
 
     def action_fit_and_send(self) -> None:
         """After an over-the-window warning: drop the oldest turns to fit, and send what the composer holds."""
-        from .slash_commands import message_of
+        from tui.app.slash_commands import message_of
         composer = self.main(Composer)
         text = composer.text
         message = message_of(text)
@@ -47,7 +47,7 @@ class ComposerActions:
             composer.take(text)
 
     def action_search_prompts(self) -> None:
-        from .prompt_search_screen import PromptSearchScreen
+        from tui.app.screens.prompt_search import PromptSearchScreen
 
         def done(text: str | None) -> None:
             if text is not None:

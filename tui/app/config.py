@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from tui.context.outside_files import FileProblem, read_toml
+from tui.context.untrusted.outside_files import FileProblem, read_toml
 from tui.errors import unknown_key_line
 
 from platformdirs import user_config_dir

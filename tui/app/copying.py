@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 
 from platformdirs import user_cache_dir
 
-from tui.context.redaction import Redactor
-from tui.context.safety import paste_safe
+from tui.context.untrusted.redaction import Redactor
+from tui.context.untrusted.visible import paste_safe
 from tui.sessions.redacted import outside_words
 from tui.sessions.transfer import curl_command
 
-from .confirm_screen import ConfirmScreen
+from tui.app.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:
-    from .app import CtxpaneApp
+    from tui.app.app import CtxpaneApp
 
 
 def clipboard_file() -> Path:
@@ -83,7 +83,7 @@ class Copier:
 
     def _reply(self):
         """The selected message, else the last reply."""
-        from .chat_panel import ChatPanel
+        from tui.app.chat.panel import ChatPanel
         panel = self.app.main(ChatPanel)
         focused = panel.focused()
         if focused is not None:

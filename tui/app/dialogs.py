@@ -10,22 +10,22 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from tui.context.budget import POLICIES
-from tui.context.safety import visible
-from tui.context.tokens import ENCODINGS, HF_TOKENIZERS, TokenizerNotFound, get_tokenizer
+from tui.context.policy.truncation import POLICIES
+from tui.context.untrusted.visible import visible
+from tui.context.tokens.counting import ENCODINGS, HF_TOKENIZERS, TokenizerNotFound, get_tokenizer
 from tui.controller import Controller
 from tui.controller.slash import help_lines
 
-from .chat_panel import ChatPanel
-from .chat_view import ChatView
-from .composer import Composer
-from .confirm_screen import ConfirmScreen
-from .edit_screen import EditScreen
-from .help_screen import HelpScreen
-from .picker_screen import PickerScreen
+from tui.app.chat.panel import ChatPanel
+from tui.app.chat.transcript import ChatView
+from tui.app.chat.composer import Composer
+from tui.app.screens.confirm import ConfirmScreen
+from tui.app.screens.edit import EditScreen
+from tui.app.screens.help import HelpScreen
+from tui.app.screens.picker import PickerScreen
 
 if TYPE_CHECKING:
-    from .app import CtxpaneApp
+    from tui.app.app import CtxpaneApp
 
 
 class Dialogs:
@@ -170,7 +170,7 @@ class Dialogs:
     def open_session(self) -> None:
         from tui.sessions.store import sessions_dir
 
-        from .browser_screen import BrowserScreen
+        from tui.app.screens.sessions import BrowserScreen
         folder = self.app.options.sessions_folder or sessions_dir()
         self.app.push_screen(BrowserScreen(folder, self.controller.file.session_file), self.controller.open_file)
 
@@ -178,7 +178,7 @@ class Dialogs:
         """Step through the session's requests as they were sent (the tokenizer loads off the loop)."""
         from tui.sessions.replay import Replayer, offline_tokenizer_name
 
-        from .replay_screen import ReplayScreen
+        from tui.app.screens.replay import ReplayScreen
         wb = self.controller.wb
         session = wb.session
         if not session.requests:

@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_app(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from .app import CtxpaneApp, LaunchOptions
+    from tui.app.app import CtxpaneApp, LaunchOptions
 
     options = LaunchOptions(file=Path(args.file).expanduser() if args.file else None,
                             flags={"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
@@ -38,7 +38,7 @@ def run_app(argv: list[str]) -> int:
 
 def run_replay(path: Path, step: int | None = None) -> int:
     """`ctxpane replay FILE`: the app on a checked session file, stepping through its requests."""
-    from .app import CtxpaneApp, LaunchOptions
+    from tui.app.app import CtxpaneApp, LaunchOptions
 
     return _run(CtxpaneApp(LaunchOptions(file=path, flags={"no_scan": True}, replay=True, replay_step=step)))
 
@@ -51,19 +51,19 @@ def _run(app) -> int:
         return app.return_code or 1
     saved = app.session_file
     if saved is not None and not (app.read_only or getattr(app, "replay_only", False)) and saved.is_file():  # so the user knows where to find it again
-        from tui.context.safety import visible
+        from tui.context.untrusted.visible import visible
         print(f"ctxpane: session saved in {visible(str(saved))}")
     return app.return_code or 0
 
 
 def run_tap(request) -> int:
     """`ctxpane tap --upstream URL`: the proxy with its requests shown live (tui/app/tap_app.py)."""
-    from .tap_app import TapApp
+    from tui.app.tap_app import TapApp
 
     app = TapApp(request.upstream, request.folder, request.host, request.port, request.max_body)
     app.run()
     import sys
-    from tui.context.safety import visible
+    from tui.context.untrusted.visible import visible
     if app.failure:
         print(f"ctxpane: error: {visible(app.failure)}", file=sys.stderr)
     elif app.conversations:

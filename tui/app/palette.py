@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Iterable
 from textual.app import SystemCommand
 from textual.markup import escape
 
-from .shown import one_line
-from .slash_commands import show_context
+from tui.app.shown import one_line
+from tui.app.slash_commands import show_context
 
 if TYPE_CHECKING:
-    from .app import CtxpaneApp
+    from tui.app.app import CtxpaneApp
 
 
 def palette_commands(app: "CtxpaneApp") -> Iterable[SystemCommand]:

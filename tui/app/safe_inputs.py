@@ -8,7 +8,7 @@ from typing import Callable
 from textual import events
 from textual.widgets import Input, TextArea
 
-from .shown import VisibleLines
+from tui.app.shown import VisibleLines
 
 
 async def pass_on(app, event: events.Key) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from rich.text import Text
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
 MAX_SHOWN = 200_000  # characters in one widget (a message body); the document view shows all
 MAX_LINE = 240  # characters in a one-line place: a title, a label, a table cell, an option
@@ -48,7 +48,7 @@ def drawn_width(char: str) -> int:
 
 def message_text(message: Any, image_family: str = "") -> str:
     """A message's text for the chat: its text parts, each image part a short label, never its data."""
-    from tui.context.image_tokens import image_label
+    from tui.context.images.tokens import image_label
     from tui.context.messages import image_parts
     text = message.text()
     parts = image_parts(message.content)

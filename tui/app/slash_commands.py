@@ -9,7 +9,7 @@ from tui.controller.receiving import server_window
 from tui.controller.slash import Outcome, Slash, literal, parse
 
 if TYPE_CHECKING:
-    from .app import CtxpaneApp
+    from tui.app.app import CtxpaneApp
 
 
 def message_of(text: str) -> str | None:
@@ -46,7 +46,7 @@ def take_line(app: "CtxpaneApp", text: str) -> bool:
 def show_context(app: "CtxpaneApp") -> None:
     from tui.context.context_grid import context_grid
 
-    from .context_screen import ContextScreen
+    from tui.app.screens.context_grid import ContextScreen
     pane = app.controller.pane_state()
     if pane is None:
         app.notify("nothing computed yet: the window's use is shown once the conversation is", severity="warning",

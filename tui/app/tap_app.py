@@ -20,16 +20,16 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.context.cache_rules import shown_figure
-from tui.context.budget import PolicySettings
+from tui.context.cache.rules import shown_figure
+from tui.context.policy.truncation import PolicySettings
 from tui.sessions.receipts import request_series
 from tui.tap.client_cuts import messages_of
 
-from .clipboard import SafeClipboard
-from .context_pane import ContextPane, PaneData
-from .shown import one_line, shown, shown_line
-from .summary import summary_text
-from .themes import DEFAULT_ROLES
+from tui.app.clipboard import SafeClipboard
+from tui.app.pane.pane import ContextPane, PaneData
+from tui.app.shown import one_line, shown, shown_line
+from tui.app.pane.header import summary_text
+from tui.app.themes import DEFAULT_ROLES
 
 LIVE_EVERY = 0.25  # seconds between two redraws of a streaming reply's line
 MAX_LISTED = 2000  # requests listed (the oldest leave the list; their session files stay)

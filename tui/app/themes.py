@@ -10,7 +10,7 @@ from pathlib import Path
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from tui.context.outside_files import FileProblem, parse_toml, read_bounded
+from tui.context.untrusted.outside_files import FileProblem, parse_toml, read_bounded
 from tui.shipped import shipped_folder
 
 COLOR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel", "warning",

@@ -8,16 +8,16 @@ from dataclasses import dataclass
 import httpx
 
 from tui.context.assumed import assumed_template as assumed_template_for
-from tui.context.identity import SERVER, SHIPPED
-from tui.context.registry import checked_on_server, tokenizer_for_model
-from tui.context.template_library import ChatTemplate, template_from_text
-from tui.context.tokens import TokenizerNotFound, get_tokenizer
+from tui.context.families.identity import SERVER, SHIPPED
+from tui.context.families.registry import checked_on_server, tokenizer_for_model
+from tui.context.templates.library import ChatTemplate, template_from_text
+from tui.context.tokens.counting import TokenizerNotFound, get_tokenizer
 
-from .endpoint import Endpoint
-from .errors import ClientError
-from .http import Limits, OpenAIClient
-from .schemas import Tokenized
-from .server_info import ServerInfo, probe
+from tui.client.endpoint import Endpoint
+from tui.client.errors import ClientError
+from tui.client.http import Limits, OpenAIClient
+from tui.client.schemas import Tokenized
+from tui.client.server_info import ServerInfo, probe
 
 LOCAL_PORTS = ((8080, "llama.cpp"), (11434, "Ollama"), (1234, "LM Studio"), (8000, "vLLM"))
 PROBE_TEXT = "Hello wörld <|im_start|>system\n42"

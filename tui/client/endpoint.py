@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from tui.context.redaction import Redactor, searchable
+from tui.context.untrusted.redaction import Redactor, searchable
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # Where a base URL may come from for the key to go with it. Anything else is a suggestion.
@@ -118,7 +118,7 @@ class Endpoint:
     @property
     def secrets(self) -> list[str]:
         """What must never be written anywhere (for session and export redaction). Whether free text is searched
-        for it is the redactor's rule (tui/context/redaction.py): a placeholder such as "x" or "anything" is not."""
+        for it is the redactor's rule (tui/context/untrusted/redaction.py): a placeholder such as "x" or "anything" is not."""
         return [self._key] if self._key else []
 
     @property

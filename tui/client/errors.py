@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
 MAX_MESSAGE = 2000  # characters of an error message; server text inside it is cut shorter
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 
-from .endpoint import Endpoint
-from .errors import (AuthFailed, BadRequest, ClientError, ConnectionFailed, ConnectTimedOut, ContextOverflow,
+from tui.client.endpoint import Endpoint
+from tui.client.errors import (AuthFailed, BadRequest, ClientError, ConnectionFailed, ConnectTimedOut, ContextOverflow,
                      NameNotResolved, NotFound, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TLSFailed)
-from .reply import Reply
-from .schemas import MAX_CONTEXT, ErrorBody, ErrorDetail, decode, excerpt
+from tui.client.reply import Reply
+from tui.client.schemas import MAX_CONTEXT, ErrorBody, ErrorDetail, decode, excerpt
 
 DETAIL = 600  # characters of the server's own words quoted in a message
 RESOLVE_HINTS = ("name or service not known", "nodename nor servname", "temporary failure in name resolution",

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tui.context.received import Receipt, Reported, compare_view
-from tui.context.window import WindowSize
+from tui.context.fit.received import Receipt, Reported, compare_view
+from tui.context.fit.window import WindowSize
 
-from .errors import ClientError, ContextOverflow
-from .reply import Reply
-from .schemas import MAX_COUNT, lenient_count
+from tui.client.errors import ClientError, ContextOverflow
+from tui.client.reply import Reply
+from tui.client.schemas import MAX_COUNT, lenient_count
 
 if TYPE_CHECKING:
     from tui.context.request import RequestView
 
-    from .server_info import ServerInfo
+    from tui.client.server_info import ServerInfo
 
 
 def _details(usage: dict) -> dict:

@@ -17,16 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
-from .errors import AuthFailed, ClientError, MalformedAnswer, ServerFailed
-from .failures import key_hint
-from .schemas import GatewayModels, GatewayReadiness, convert
+from tui.client.errors import AuthFailed, ClientError, MalformedAnswer, ServerFailed
+from tui.client.failures import key_hint
+from tui.client.schemas import GatewayModels, GatewayReadiness, convert
 
 if TYPE_CHECKING:
-    from .endpoint import Endpoint
-    from .http import OpenAIClient
-    from .server_info import ServerInfo
+    from tui.client.endpoint import Endpoint
+    from tui.client.http import OpenAIClient
+    from tui.client.server_info import ServerInfo
 
 LITELLM = "litellm"
 NAME_LIMIT = 200  # characters of an upstream name or address kept (they come from the gateway)

@@ -18,13 +18,13 @@ import httpx
 
 from tui.context.request_bytes import request_bytes
 
-from .endpoint import Endpoint
-from .errors import ClientError, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TooLarge
-from .failures import status_error, transport_error
-from .reply import Reply, ReplyAssembler, reply_from_response
-from .schemas import Chunk, ErrorDetail, ModelList, decode, excerpt
-from .sse import MAX_LINE
-from .stream import DeltaCallback, read_stream
+from tui.client.endpoint import Endpoint
+from tui.client.errors import ClientError, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TooLarge
+from tui.client.failures import status_error, transport_error
+from tui.client.reply import Reply, ReplyAssembler, reply_from_response
+from tui.client.schemas import Chunk, ErrorDetail, ModelList, decode, excerpt
+from tui.client.sse import MAX_LINE
+from tui.client.stream import DeltaCallback, read_stream
 
 StatusCallback = Callable[[str], Any]
 KEY_STYLE_HEADER = "X-Ctxpane-Key-Style"  # taken off every request before it leaves: which header carries the key

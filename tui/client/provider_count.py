@@ -19,9 +19,9 @@ from urllib.parse import quote, urlsplit
 
 from msgspec import Struct
 
-from .errors import ClientError
-from .http import OpenAIClient
-from .schemas import Count
+from tui.client.errors import ClientError
+from tui.client.http import OpenAIClient
+from tui.client.schemas import Count
 
 
 

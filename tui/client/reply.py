@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import TooLarge
-from .schemas import MAX_TOOL_CALLS, Chunk, TokenLogprob, ToolCallDelta, plain
+from tui.client.errors import TooLarge
+from tui.client.schemas import MAX_TOOL_CALLS, Chunk, TokenLogprob, ToolCallDelta, plain
 
 
 @dataclass

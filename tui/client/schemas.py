@@ -13,7 +13,7 @@ from typing import Annotated, Any, Callable, TypeVar
 import msgspec
 from msgspec import Meta, Struct
 
-from .errors import MalformedAnswer, NotJSON
+from tui.client.errors import MalformedAnswer, NotJSON
 
 MAX_CONTEXT = 10**8
 MAX_COUNT = 10**12  # token counts in usage and timings

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tui.context.llamacpp_cache import LlamaCppCache, LlamaCppConfig, held_tokens
+from tui.context.cache.llamacpp import LlamaCppCache, LlamaCppConfig, held_tokens
 
-from .errors import ClientError, MalformedAnswer, NotJSON, TooLarge
-from .http import OpenAIClient
-from .schemas import Props, Slot, Slots
+from tui.client.errors import ClientError, MalformedAnswer, NotJSON, TooLarge
+from tui.client.http import OpenAIClient
+from tui.client.schemas import Props, Slot, Slots
 
 DEFAULT_CACHE_RAM_MIB = 8192  # llama.cpp's --cache-ram default (its --help, build b11669)
 

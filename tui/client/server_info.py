@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.context.registry import context_window
-from tui.context.window import WindowSize, choose_window
+from tui.context.families.registry import context_window
+from tui.context.fit.window import WindowSize, choose_window
 
-from .errors import ClientError, MalformedAnswer, NotJSON, ServerFailed, TooLarge
-from .gateway import Upstream, auth_problem, is_litellm, probe_litellm
-from .http import OpenAIClient
-from .schemas import LMStudioModels, ModelList, OllamaPs, OllamaShow, Props, Version, context_size, convert
+from tui.client.errors import ClientError, MalformedAnswer, NotJSON, ServerFailed, TooLarge
+from tui.client.gateway import Upstream, auth_problem, is_litellm, probe_litellm
+from tui.client.http import OpenAIClient
+from tui.client.schemas import LMStudioModels, ModelList, OllamaPs, OllamaShow, Props, Version, context_size, convert
 
 HOSTED = {"api.openai.com": "openai", "openrouter.ai": "openrouter", "api.together.xyz": "together",
           "api.groq.com": "groq", "api.mistral.ai": "mistral", "api.deepseek.com": "deepseek",
@@ -48,7 +48,7 @@ class ServerInfo:
 
     @property
     def window(self) -> WindowSize | None:
-        """The window to plan with: the most trusted figure found (tui/context/window.py)."""
+        """The window to plan with: the most trusted figure found (tui/context/fit/window.py)."""
         return choose_window(self.windows)
 
     def found_window(self, tokens: int | None, source: str, detail: str) -> None:

@@ -19,12 +19,12 @@ from itertools import accumulate
 
 import httpx
 
-from tui.context.identity import SERVER, Identity
+from tui.context.families.identity import SERVER, Identity
 
-from .endpoint import Endpoint
-from .errors import ClientError, MalformedAnswer, ReadTimedOut, TokenizerUnavailable, TooLarge
-from .failures import status_error, transport_error
-from .schemas import Token, Tokenized, decode
+from tui.client.endpoint import Endpoint
+from tui.client.errors import ClientError, MalformedAnswer, ReadTimedOut, TokenizerUnavailable, TooLarge
+from tui.client.failures import status_error, transport_error
+from tui.client.schemas import Token, Tokenized, decode
 
 FIRST_BACKOFF, LAST_BACKOFF = 2.0, 30.0
 

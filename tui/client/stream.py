@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import httpx
 
-from .endpoint import Endpoint
-from .errors import ClientError, MalformedChunk, ReadTimedOut, StreamErrorEvent, TooLarge
-from .reply import ReplyAssembler
-from .schemas import Chunk, ErrorDetail, decode, excerpt
-from .sse import Event, SSEParser, SSETooLarge
+from tui.client.endpoint import Endpoint
+from tui.client.errors import ClientError, MalformedChunk, ReadTimedOut, StreamErrorEvent, TooLarge
+from tui.client.reply import ReplyAssembler
+from tui.client.schemas import Chunk, ErrorDetail, decode, excerpt
+from tui.client.sse import Event, SSEParser, SSETooLarge
 
 if TYPE_CHECKING:
-    from .http import Limits
+    from tui.client.http import Limits
 
 DeltaCallback = Callable[[str, ReplyAssembler], Any]
 

@@ -9,15 +9,15 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from tui.client.doctor import run_doctor
-from tui.client.doctor_report import Report
+from tui.client.doctor.server import run_doctor
+from tui.client.doctor.report import Report
 from tui.client.endpoint import Endpoint, EndpointError
 from tui.client.errors import ClientError
 from tui.client.http import Limits, OpenAIClient
-from tui.client.window_check import MAX_AUTO
+from tui.client.doctor.window import MAX_AUTO
 from tui.commands.arguments import QuietParser, seconds
 from tui.commands.terminal import json_text
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 from tui.errors import UsageError, one_line
 
 MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "skip": ("-", "dim")}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tui.commands.inputs import MAX_INPUT_BYTES
 from tui.commands.arguments import QuietParser
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 from tui.errors import UsageError, one_line
 from tui.sessions.safe_io import SessionFileError, read_regular_file
 from tui.sessions.store import save_session, session_path

@@ -14,8 +14,8 @@ from tui.sessions.model import Session, SessionFormatError
 from tui.sessions.safe_io import SessionFileError, about, read_regular_file
 from tui.sessions.store import Opened, load_session
 from tui.context.messages import Message
-from tui.context.template_library import ChatTemplate, TemplateNotFound, load_template
-from tui.context.tokens import Tokenizer, TokenizerNotFound, get_tokenizer
+from tui.context.templates.library import ChatTemplate, TemplateNotFound, load_template
+from tui.context.tokens.counting import Tokenizer, TokenizerNotFound, get_tokenizer
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 

@@ -12,14 +12,14 @@ from tui.commands.provider_counting import add_arguments as add_provider_count, 
 from tui.commands.render_figures import figures
 from tui.commands.render_output import write_document, write_json, write_summary
 from tui.commands.sessions_common import session_engine
-from tui.context.budget import POLICIES, PolicyError, PolicySettings
-from tui.context.cache import RULES
-from tui.context.fences import FenceStyle
+from tui.context.policy.truncation import POLICIES, PolicyError, PolicySettings
+from tui.context.cache.prefix import RULES
+from tui.context.untrusted.fences import FenceStyle
 from tui.context.assumed import assumed_template, assumed_tokenizer, provably_exact
 from tui.context.request import RequestSettings, RequestView, build_request
-from tui.context.templates import TemplateRenderError
-from tui.context.registry import offline_cache_rule
-from tui.context.safety import visible
+from tui.context.templates.hf_render import TemplateRenderError
+from tui.context.families.registry import offline_cache_rule
+from tui.context.untrusted.visible import visible
 from tui.errors import UsageError, one_line
 from tui.sessions.model import Session
 

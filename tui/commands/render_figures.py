@@ -11,11 +11,11 @@ import argparse
 from pathlib import Path
 
 from tui.commands.inputs import Conversation
-from tui.context.budget import PolicySettings
-from tui.context.costs import curve
-from tui.context.prices import PriceTable, PriceTableError
+from tui.context.policy.truncation import PolicySettings
+from tui.context.pricing.costs import curve
+from tui.context.pricing.prices import PriceTable, PriceTableError
 from tui.context.request import RequestView
-from tui.context.window import WindowSize, fit_check
+from tui.context.fit.window import WindowSize, fit_check
 from tui.errors import UsageError
 from tui.sessions.price_files import load_prices, read_prices, shipped_prices
 from tui.sessions.receipts import cost_of

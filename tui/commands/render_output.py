@@ -12,7 +12,7 @@ from rich.text import Text
 from tui.commands.terminal import is_terminal, json_text, write_text
 from tui.context.assemble import Snapshot
 from tui.context.request import RequestView
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
 ROLE_STYLES = {"system": "magenta", "developer": "magenta", "user": "green", "assistant": "cyan",
                "tool": "yellow", "none": "white"}

@@ -10,8 +10,8 @@ from typing import Iterator
 
 from tui.commands.inputs import open_template, open_tokenizer
 from tui.context.errors import TemplateRenderError
-from tui.context.template_library import TemplateNotFound
-from tui.context.tokens import TokenizerNotFound, get_tokenizer
+from tui.context.templates.library import TemplateNotFound
+from tui.context.tokens.counting import TokenizerNotFound, get_tokenizer
 from tui.errors import UsageError
 from tui.sessions.model import Session
 from tui.sessions.replay import offline_tokenizer_name

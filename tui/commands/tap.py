@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.context.cache_rules import shown_figure
+from tui.context.cache.rules import shown_figure
 from tui.commands.arguments import QuietParser, whole_number
 from tui.errors import UsageError, one_line
 

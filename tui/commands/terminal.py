@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
 
 def is_terminal(out: TextIO) -> bool:

@@ -7,17 +7,17 @@ Names are loaded on first use, so importing one part (say, the reader) does not 
 from importlib import import_module
 
 # `assemble` is both a module and its main function: bind the function now (the module is light).
-from .assemble import Snapshot as Snapshot, assemble as assemble
+from tui.context.assemble import Snapshot as Snapshot, assemble as assemble
 
 _EXPORTS = {
     "Document": "document", "Span": "document", "build_document": "document",
     "Message": "messages", "Provenance": "messages", "message_from_dict": "messages",
     "messages_from_list": "messages",
-    "ChatTemplate": "template_library", "TemplateNotFound": "errors", "builtin_names": "template_library",
-    "builtin_template": "template_library", "load_template": "template_library",
-    "TemplateRenderError": "errors", "render_template": "templates",
-    "TokenCounts": "tokens", "get_tokenizer": "tokens", "tokenizer_for_model": "registry",
-    "Identity": "identity", "tokenizer_identity": "identity", "exact_counts": "identity",
+    "ChatTemplate": "templates.library", "TemplateNotFound": "errors", "builtin_names": "templates.library",
+    "builtin_template": "templates.library", "load_template": "templates.library",
+    "TemplateRenderError": "errors", "render_template": "templates.hf_render",
+    "TokenCounts": "tokens.counting", "get_tokenizer": "tokens.counting", "tokenizer_for_model": "families.registry",
+    "Identity": "families.identity", "tokenizer_identity": "families.identity", "exact_counts": "families.identity",
 }
 __all__ = sorted([*_EXPORTS, "Snapshot", "assemble"])
 

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 import re
 from dataclasses import dataclass, field
 
-from .document import Document, build_document
-from .identity import exact_counts, template_identity, tokenizer_identity
-from .messages import Message
-from .tokens import SegmentCache, TokenCounts, Tokenizer, count_tokens
+from tui.context.document import Document, build_document
+from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
+from tui.context.messages import Message
+from tui.context.tokens.counting import SegmentCache, TokenCounts, Tokenizer, count_tokens
 
 if TYPE_CHECKING:
-    from .template_library import ChatTemplate
+    from tui.context.templates.library import ChatTemplate
 
 # Control-token strings of the common families, flagged wherever they appear in content.
 COMMON_SPECIALS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",

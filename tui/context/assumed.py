@@ -8,8 +8,8 @@ template (a hosted family's is the shape of its provider's published accounting)
 
 from __future__ import annotations
 
-from .registry import family_for_model, template_for_model, tokenizer_for_family, tokenizer_for_model
-from .template_library import ChatTemplate, builtin_template, plain_chatml
+from tui.context.families.registry import family_for_model, template_for_model, tokenizer_for_family, tokenizer_for_model
+from tui.context.templates.library import ChatTemplate, builtin_template, plain_chatml
 
 
 def assumed_template(model: object) -> tuple[ChatTemplate, str | None]:

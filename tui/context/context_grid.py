@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .request import TOOLS_PART
+from tui.context.request import TOOLS_PART
 
 if TYPE_CHECKING:
-    from .request import RequestView
+    from tui.context.request import RequestView
 
 CELLS = 100  # a 10 by 10 grid: a cell is a hundredth of the window
 

@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .alignment import Segment, align, search_fields
-from .divergence import attribute, leaves, note_marked_use
-from .marking import Field, Marked, input_strings, mark_inputs, new_key, read_marked
+from tui.context.attribution.alignment import Segment, align, search_fields
+from tui.context.attribution.divergence import attribute, leaves, note_marked_use
+from tui.context.attribution.marking import Field, Marked, input_strings, mark_inputs, new_key, read_marked
 
 ROLE_WORDS = re.compile(r"(user|assistant|system|developer|tool|model|ipython|human|bot|functions?)\b",
                         re.IGNORECASE)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .messages import Message
-from .request import RequestView
-from .safety import visible
+from tui.context.messages import Message
+from tui.context.request import RequestView
+from tui.context.untrusted.visible import visible
 
 EXCERPT = 70  # characters of a dropped message quoted in its note
 

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from .cache_causes import REASONING
-from .document import Document
-from .image_tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_format, part_size
-from .messages import Message, image_parts
-from .tokens import SegmentCache, TokenIndex
+from tui.context.cache.causes import REASONING
+from tui.context.document import Document
+from tui.context.images.tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_format, part_size
+from tui.context.messages import Message, image_parts
+from tui.context.tokens.counting import SegmentCache, TokenIndex
 
 NO_MESSAGE = -1  # the turn of text no message wrote
 CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")

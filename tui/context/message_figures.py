@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from .received import Reported
+from tui.context.fit.received import Reported
 
 if TYPE_CHECKING:
-    from .request import RequestView
+    from tui.context.request import RequestView
 
 
 @dataclass(frozen=True)

@@ -10,24 +10,24 @@ from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass, field, replace
 
-from .tool_text import settle_tools, tool_texts
-from .assemble import Snapshot, assemble, is_exact
-from .budget import LedgerEntry, Plan, PolicySettings, plan_truncation
-from .cache import CachePrefix, RequestShape
-from .cache_predict import cache_prefix, predict_prefix
-from .cache_rules import OPENAI_MARK
-from .document import Document, Span
-from .fences import FenceStyle, FencedText, control_strings, fence
-from .hidden_tokens import HiddenTokens, hidden_tokens
-from .errors import TemplateRenderError
-from .image_tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
-from .messages import Message, content_text, image_parts
-from .reasoning_rules import reasoning_notes
-from .reader import ForgedBlock, forged_blocks
-from .tokens import SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens, token_index
+from tui.context.templates.tool_text import settle_tools, tool_texts
+from tui.context.assemble import Snapshot, assemble, is_exact
+from tui.context.policy.truncation import LedgerEntry, Plan, PolicySettings, plan_truncation
+from tui.context.cache.prefix import CachePrefix, RequestShape
+from tui.context.cache.predict import cache_prefix, predict_prefix
+from tui.context.cache.rules import OPENAI_MARK
+from tui.context.document import Document, Span
+from tui.context.untrusted.fences import FenceStyle, FencedText, control_strings, fence
+from tui.context.hidden_tokens import HiddenTokens, hidden_tokens
+from tui.context.errors import TemplateRenderError
+from tui.context.images.tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
+from tui.context.messages import Message, content_text, image_parts
+from tui.context.families.reasoning_rules import reasoning_notes
+from tui.context.untrusted.forged_blocks import ForgedBlock, forged_blocks
+from tui.context.tokens.counting import SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens, token_index
 
 if TYPE_CHECKING:
-    from .template_library import ChatTemplate
+    from tui.context.templates.library import ChatTemplate
 
 SUMMARY_ID = "summary"
 IMAGES_PART = "images (estimate)"
@@ -368,10 +368,10 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
 
 def empty_view(settings: RequestSettings) -> RequestView:
     """The view of a conversation with no messages yet: nothing to render, nothing sent."""
-    from .assemble import Snapshot
-    from .budget import Plan
-    from .cache import CachePrefix
-    from .tokens import TokenCounts
+    from tui.context.assemble import Snapshot
+    from tui.context.policy.truncation import Plan
+    from tui.context.cache.prefix import CachePrefix
+    from tui.context.tokens.counting import TokenCounts
 
     document = Document("", [], [])
     counts = TokenCounts(0, {}, {}, False, settings.tokenizer.name)

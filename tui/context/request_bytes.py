@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .safety import json_paste_safe
+from tui.context.untrusted.visible import json_paste_safe
 
 
 def request_text(body: Any) -> str:

@@ -2,7 +2,7 @@
 
 A text file is sent fenced. An image (PNG, JPEG, GIF or WebP, known by its magic bytes) becomes an
 `image_url` content part with a base64 data: URL, its pixel size read from its header and kept for
-counting (tui/context/image_files.py). The path may be given as the dialog's label with nothing
+counting (tui/context/images/files.py). The path may be given as the dialog's label with nothing
 pasted, or typed alone as the pasted text. Every problem (missing, unreadable, a directory or FIFO,
 binary, too big, a corrupt or hostile image) is one clear line.
 """
@@ -13,13 +13,13 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui.context.image_files import IMAGE_LIMIT, ImageFileError, image_format, image_part
-from tui.context.safety import visible
+from tui.context.images.files import IMAGE_LIMIT, ImageFileError, image_format, image_part
+from tui.context.untrusted.visible import visible
 from tui.sessions.safe_io import SessionFileError, read_regular_file
-from .events import Severity
+from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 ATTACH_LIMIT = 2 * 1024 * 1024  # bytes: a document for a context window, not an archive
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})

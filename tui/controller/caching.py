@@ -12,21 +12,21 @@ import copy
 from typing import TYPE_CHECKING
 
 from tui.client.errors import ClientError
-from tui.context.cache_history import SUMMARY_CALL, is_summary_call
-from tui.context.cache_predict import CacheReport, cache_report, held_prompt
-from tui.context.llamacpp_cache import LlamaCppCache
-from tui.context.safety import visible
+from tui.context.cache.history import SUMMARY_CALL, is_summary_call
+from tui.context.cache.predict import CacheReport, cache_report, held_prompt
+from tui.context.cache.llamacpp import LlamaCppCache
+from tui.context.untrusted.visible import visible
 
-from .compute import SKIPPED
-from .events import Severity
+from tui.controller.compute import SKIPPED
+from tui.controller.events import Severity
 
 if TYPE_CHECKING:
     from tui.client.reply import Reply
-    from tui.context.cache import RequestShape
+    from tui.context.cache.prefix import RequestShape
     from tui.context.request import RequestView
     from tui.sessions.model import RequestRecord
 
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 
 class ServerCache:

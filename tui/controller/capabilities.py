@@ -10,11 +10,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .receiving import fit_now, server_window
-from .events import Severity
+from tui.controller.receiving import fit_now, server_window
+from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 
 class Concern(Enum):

@@ -9,23 +9,23 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from tui.client.errors import AuthFailed, ClientError
-from tui.context.safety import visible
-from .events import Tone
+from tui.context.untrusted.visible import visible
+from tui.controller.events import Tone
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 
 async def connect(ctl: "Controller") -> None:
     """Find the server (the URL given, else a local one), connect, and take what it offers: its template,
     its context window, and the tokenizer that counts as it does. Said in the status line at each step."""
     from tui.client.connect import connect as open_connection, scan_local
-    from tui.context.template_library import plain_chatml
+    from tui.context.templates.library import plain_chatml
     from tui.client.endpoint import EndpointError
-    from tui.context.registry import cache_rule
-    from tui.context.tokens import get_tokenizer
+    from tui.context.families.registry import cache_rule
+    from tui.context.tokens.counting import get_tokenizer
 
-    from .samples import sample_session
+    from tui.controller.samples import sample_session
     settings = ctl.settings
     base, source = ctl.link.where_to_connect(ctl.wb.session.base_url)
     if not base and settings.scan_local:

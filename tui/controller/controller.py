@@ -19,34 +19,34 @@ from typing import Any, Callable, Mapping
 from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message
 from tui.context.request import RequestView
-from tui.context.safety import visible
-from tui.context.template_library import TemplateNotFound, load_template, plain_chatml
+from tui.context.untrusted.visible import visible
+from tui.context.templates.library import TemplateNotFound, load_template, plain_chatml
 from tui.sessions.model import Session
 
-from .capabilities import Capabilities
-from .compute import SKIPPED, ComputeWorker
-from .connecting import connect
-from .editing import Editing
-from .events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
+from tui.controller.capabilities import Capabilities
+from tui.controller.compute import SKIPPED, ComputeWorker
+from tui.controller.connecting import connect
+from tui.controller.editing import Editing
+from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
                      SessionChanged, StatusChanged)
-from .link import Link
-from .message_facts import ReplyFactsCache
-from .opening import Opening
-from .receiving import fit_now
-from .runtime import Handle, Runtime
-from .reply_stream import STOPPED
-from .sending import NOT_SENT, Sending
-from .session_file import SessionFile
-from .recall import Recall
-from .slash import SlashRunner
-from . import switching
-from .snapshot import ChatState, PaneState, Snapshot, frozen_notes
-from .tokenizing import Tokenizing
-from .branches import branches_shown_from, fork_notes, kept_branches_notice
-from .history import History
-from .tuning import Tuning
-from .workbench import CharEstimate, Workbench, template_from_session
-from .events import Severity, Tone
+from tui.controller.link import Link
+from tui.controller.message_facts import ReplyFactsCache
+from tui.controller.opening import Opening
+from tui.controller.receiving import fit_now
+from tui.controller.runtime import Handle, Runtime
+from tui.controller.reply_stream import STOPPED
+from tui.controller.sending import NOT_SENT, Sending
+from tui.controller.session_file import SessionFile
+from tui.controller.recall import Recall
+from tui.controller.slash import SlashRunner
+from tui.controller import switching
+from tui.controller.snapshot import ChatState, PaneState, Snapshot, frozen_notes
+from tui.controller.tokenizing import Tokenizing
+from tui.controller.branches import branches_shown_from, fork_notes, kept_branches_notice
+from tui.controller.history import History
+from tui.controller.tuning import Tuning
+from tui.controller.workbench import CharEstimate, Workbench, template_from_session
+from tui.controller.events import Severity, Tone
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
 LARGE_DRAFT = 1 << 15  # characters: past this, typing never waits for the pane
@@ -78,7 +78,7 @@ class Controller:
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
         self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
-        self._probed = None  # the template the worker has probed for splicing (tui/context/incremental.py)
+        self._probed = None  # the template the worker has probed for splicing (tui/context/tokens/draft_splice.py)
 
     # -- reading the state --------------------------------------------------------------------------
     @property
@@ -273,7 +273,7 @@ class Controller:
 
     def attach(self, text: str, label: str) -> None:
         """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
-        from .attaching import Attaching
+        from tui.controller.attaching import Attaching
         Attaching(self).attach(text, label)
 
     # -- settings -----------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ class Controller:
         self.opening.new_session()
 
     def rename_session(self, title: str) -> bool:
-        from .titling import rename
+        from tui.controller.titling import rename
         return rename(self, title)
 
     def resend_from_step(self, session: Session, step: int) -> bool:

@@ -13,12 +13,12 @@ from dataclasses import replace
 
 from tui.context.messages import Message
 
-from .branches import TooManyBranches, branch_off, branches_shown_from, repoint, show
-from .history import Operation, OpKind
-from .events import Severity
+from tui.controller.branches import TooManyBranches, branch_off, branches_shown_from, repoint, show
+from tui.controller.history import Operation, OpKind
+from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 
 class Editing:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from .snapshot import ChatState, PaneState
+from tui.controller.snapshot import ChatState, PaneState
 
 
 class Severity(StrEnum):

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from tui.context.messages import Message
 from tui.sessions.model import Branch, Session
 
-from .branches import branch_off, continuation_start, repoint, repoint_back, show
-from .events import Severity
+from tui.controller.branches import branch_off, continuation_start, repoint, repoint_back, show
+from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 DEPTH = 200  # operations kept; the oldest goes first
 

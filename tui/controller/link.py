@@ -11,7 +11,7 @@ import asyncio
 from typing import Any, Callable
 
 from tui.client.endpoint import Endpoint
-from tui.context.tokens import get_tokenizer
+from tui.context.tokens.counting import get_tokenizer
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
 
@@ -68,9 +68,9 @@ class Link:
     async def server_tokenizer(self, endpoint: Endpoint, template: Any, on_change: Callable[[bool], None]):
         """The server's /tokenize, with a local tokenizer standing in (an estimate) while it is away."""
         from tui.client.server_tokenizer import ServerTokenizer
-        from tui.context.registry import tokenizer_for_family
+        from tui.context.families.registry import tokenizer_for_family
 
-        from .tokenizer_fallback import FallbackTokenizer
+        from tui.controller.tokenizer_fallback import FallbackTokenizer
         local = await asyncio.to_thread(get_tokenizer, tokenizer_for_family(template.identity.family))
         server = ServerTokenizer(endpoint, set(template.special_strings()))
         return FallbackTokenizer(server, local, on_change)

@@ -9,15 +9,15 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 from tui.sessions.model import Session, recover_interrupted_reply
 from tui.sessions.store import Opened, SessionFileError, load_session
 
-from .samples import sample_session
-from .events import Severity, Tone
+from tui.controller.samples import sample_session
+from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 
 def read_and_recover(path: Path) -> tuple[Opened, bool]:
@@ -116,7 +116,7 @@ class Opening:
         from tui.sessions import transfer
         from tui.sessions.store import sessions_dir, write_private
 
-        from .saver import snapshot
+        from tui.controller.saver import snapshot
         ctl = self.ctl
         folder = ctl.file.session_file.parent if ctl.file.session_file else (ctl.file.folder or sessions_dir())
         target = folder / f"{ctl.wb.session.id}.md"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from tui.sessions.prompt_history import PromptHistory
-from .events import Severity
+from tui.controller.events import Severity
 
 MAX_FOUND = 200
 

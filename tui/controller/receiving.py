@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 
 from tui.client.errors import ClientError
 from tui.client.figures import receipt_after, reported_from_reply
-from tui.context.prices import PriceTable
-from tui.context.received import ADDED, DROPPED, REFUSED, Receipt, observed
-from tui.context.safety import visible
-from tui.context.window import FitCheck, WindowSize, fit_check
+from tui.context.pricing.prices import PriceTable
+from tui.context.fit.received import ADDED, DROPPED, REFUSED, Receipt, observed
+from tui.context.untrusted.visible import visible
+from tui.context.fit.window import FitCheck, WindowSize, fit_check
 from tui.sessions.receipts import record_fit, settle
-from .events import Severity, Tone
+from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
     from tui.client.reply import Reply
     from tui.context.request import RequestView
     from tui.sessions.model import RequestRecord
 
-    from .controller import Controller
-    from .workbench import Workbench
+    from tui.controller.controller import Controller
+    from tui.controller.workbench import Workbench
 
 LOUD = (DROPPED, ADDED, REFUSED)  # verdicts said under the reply; a match is only recorded
 

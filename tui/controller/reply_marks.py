@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .events import Tone
+from tui.controller.events import Tone
 
 if TYPE_CHECKING:
     from tui.client.reply import Reply
 
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 EMPTY = "(empty reply: the model sent no text)"
 CUT = "✂ cut at max tokens (finish_reason: length)"

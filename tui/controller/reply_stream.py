@@ -11,7 +11,7 @@ from typing import Callable
 
 from tui.client.errors import ClientError
 from tui.client.reply import Reply, ReplyAssembler
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
 SAVE_EVERY = 1.0  # a kill mid-reply loses at most this much
 STOPPED = "■ stopped: the reply is kept, marked incomplete"

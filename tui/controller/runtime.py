@@ -1,6 +1,6 @@
 """How the controller runs its jobs and timers: given by its host, so it needs no UI toolkit.
 
-The app gives a runtime made of Textual workers and timers (tui/app/runtime.py); tests and scripts
+The app gives a runtime made of Textual workers and timers (tui/app/textual_runtime.py); tests and scripts
 use AsyncioRuntime below. Every callback runs on the event loop's thread.
 """
 

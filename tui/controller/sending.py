@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING
 from tui.client.errors import ClientError
 from tui.context.errors import TemplateRenderError
 from tui.context.request import RequestView
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 
-from .reply_marks import mark_last_message, reply_mark
-from .caching import ServerCache, report_line
-from .receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
-from .reply_stream import stream_reply
-from .titling import announce, name_if_untitled
-from .events import Severity, Tone
+from tui.controller.reply_marks import mark_last_message, reply_mark
+from tui.controller.caching import ServerCache, report_line
+from tui.controller.receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
+from tui.controller.reply_stream import stream_reply
+from tui.controller.titling import announce, name_if_untitled
+from tui.controller.events import Severity, Tone
 
 COUNT_WAIT = 10.0  # seconds a provider's pre-send count may take before the request goes without it
 
 if TYPE_CHECKING:
-    from .controller import Controller
-    from .workbench import Workbench
+    from tui.controller.controller import Controller
+    from tui.controller.workbench import Workbench
 
 NOT_SENT = "■ stopped before it was sent: your message is kept"
 

@@ -12,13 +12,13 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from tui.context.safety import visible
+from tui.context.untrusted.visible import visible
 from tui.sessions.model import Session
 from tui.sessions.store import SessionLock, SessionLocked, session_path
 
-from .runtime import Runtime
-from .saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
-from .events import Severity
+from tui.controller.runtime import Runtime
+from tui.controller.saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
+from tui.controller.events import Severity
 
 SAVE_DELAY = 0.3  # seconds: changes within this are written once
 

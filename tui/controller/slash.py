@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from tui.context.safety import visible
-from .events import Severity
+from tui.context.untrusted.visible import visible
+from tui.controller.events import Severity
 
 MAX_NAME = 1000  # a model or template name: what a session file keeps of it
 

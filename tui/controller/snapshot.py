@@ -12,11 +12,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from tui.context.budget import PolicySettings
-from tui.context.cache import RequestShape
+from tui.context.policy.truncation import PolicySettings
+from tui.context.cache.prefix import RequestShape
 from tui.context.messages import Message
 from tui.context.request import RequestView
-from tui.context.window import FitCheck
+from tui.context.fit.window import FitCheck
 
 NO_NOTES: Mapping[str, str] = MappingProxyType({})
 
@@ -34,7 +34,7 @@ class ChatState:
     messages: tuple[Message, ...]
     dropped: frozenset[int] = frozenset()
     notes: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> why that reply is incomplete
-    image_family: str = ""  # how images are counted for their labels (tui/context/image_tokens.py)
+    image_family: str = ""  # how images are counted for their labels (tui/context/images/tokens.py)
     figures: Mapping[str, str] = field(default_factory=lambda: NO_NOTES)  # message id -> its figures' line
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui.context.budget import PolicyError
-from tui.context.safety import visible
-from tui.context.template_library import builtin_names, builtin_template
+from tui.context.policy.truncation import PolicyError
+from tui.context.untrusted.visible import visible
+from tui.context.templates.library import builtin_names, builtin_template
 
-from .history import Operation, OpKind
-from .events import Severity
+from tui.controller.history import Operation, OpKind
+from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 
 def template_choices(ctl: "Controller") -> list[tuple[str, str]]:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from tui.sessions.model import Session
 
-from .events import SessionChanged
+from tui.controller.events import SessionChanged
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 UNTITLED = ("", "New session")
 TITLE_FROM_MESSAGE = 60  # characters of the first user message

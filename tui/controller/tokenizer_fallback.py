@@ -12,7 +12,7 @@ from array import array
 from typing import Any, Callable
 
 from tui.client.errors import ClientError
-from tui.context.identity import Identity, as_estimate, tokenizer_identity
+from tui.context.families.identity import Identity, as_estimate, tokenizer_identity
 
 
 class FallbackTokenizer:

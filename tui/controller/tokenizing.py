@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from tui.context.safety import visible
-from tui.context.tokens import SegmentCache, TokenizerNotFound, get_tokenizer
-from .events import Severity, Tone
+from tui.context.untrusted.visible import visible
+from tui.context.tokens.counting import SegmentCache, TokenizerNotFound, get_tokenizer
+from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from tui.controller.controller import Controller
 
 
 class Tokenizing:
@@ -45,7 +45,7 @@ class Tokenizing:
             before = self.ctl.wb.tokenizer, self.ctl.wb.exact
             self.use(tokenizer, None)
             if picked:  # the user's own switch: one change in the history, undone like any other
-                from .history import Operation, OpKind
+                from tui.controller.history import Operation, OpKind
                 self.ctl.history.add(Operation(OpKind.TOKENIZER, f"tokenizer {visible(tokenizer.name)[:80]}",
                                                before=before, after=(self.ctl.wb.tokenizer, self.ctl.wb.exact)))
                 self.say_how_counting_goes()

@@ -14,16 +14,16 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable
 
-from tui.context.budget import POLICIES, PolicyError, PolicySettings
+from tui.context.policy.truncation import POLICIES, PolicyError, PolicySettings
 from tui.errors import unknown_key_line
 from tui.sessions.model import Session
 
-from .titling import announce, name_if_untitled
-from .events import Severity, Tone
+from tui.controller.titling import announce, name_if_untitled
+from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
-    from .controller import Controller
-    from .runtime import Handle
+    from tui.controller.controller import Controller
+    from tui.controller.runtime import Handle
 
 RETRY_FIRST, RETRY_MOST = 2.0, 60.0  # seconds between tries to reach a server that is down
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

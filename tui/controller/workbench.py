@@ -13,15 +13,15 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tui.client.reply import Reply
-from tui.context.cache_rules import rule_known
-from tui.context.budget import PolicySettings
-from tui.context.cache import RequestShape
-from tui.context.fences import FenceStyle
-from tui.context.incremental import splice_message
+from tui.context.cache.rules import rule_known
+from tui.context.policy.truncation import PolicySettings
+from tui.context.cache.prefix import RequestShape
+from tui.context.untrusted.fences import FenceStyle
+from tui.context.tokens.draft_splice import splice_message
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, RequestView, build_request, empty_view
-from tui.context.template_library import ChatTemplate
-from tui.context.tokens import SegmentCache, Tokenizer
+from tui.context.templates.library import ChatTemplate
+from tui.context.tokens.counting import SegmentCache, Tokenizer
 from tui.sessions.model import RequestRecord, Session, now_iso
 from tui.sessions.receipts import request_series
 from tui.sessions.session_template import builtin_defaults, template_from_session  # noqa: F401 - the app imports it here
@@ -323,7 +323,7 @@ class Workbench:
     def summary_request(self, messages: list[Message]):
         """The model call that makes a summary, fitted to the window (renders a template: off the loop)."""
         from tui.context.request import fence_escapes
-        from tui.context.summary_call import summary_call
+        from tui.context.policy.summary_call import summary_call
         self.summaries_asked.add(frozenset(m.id for m in messages))
         return summary_call(messages, self.template, self.tokenizer, self.session.model,
                             self.policy.context_window, fence_escapes(self.template, self.tokenizer))

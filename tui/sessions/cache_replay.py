@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from tui.context.cache import CachePrefix
-from tui.context.cache_predict import CacheReport, cache_report, held_prompt, predict_prefix
-from tui.context.llamacpp_cache import LlamaCppCache, LlamaCppConfig
-from tui.context.provider_cache import ProviderCache
+from tui.context.cache.prefix import CachePrefix
+from tui.context.cache.predict import CacheReport, cache_report, held_prompt, predict_prefix
+from tui.context.cache.llamacpp import LlamaCppCache, LlamaCppConfig
+from tui.context.cache.providers import ProviderCache
 
-from .model import Session
-from .replay import Replayer
+from tui.sessions.model import Session
+from tui.sessions.replay import Replayer
 
 
 @dataclass

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
-from tui.context.budget import PolicySettings
+from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
 
 FORMAT = "ctxpane-session"
@@ -56,7 +56,7 @@ class RequestRecord:
     dropped: list[dict] = field(default_factory=list)
     predicted_cached: int | None = None
     cache_cause: str = ""
-    cache_class: str = ""  # the cause's class (tui/context/cache_causes.py)
+    cache_class: str = ""  # the cause's class (tui/context/cache/causes.py)
     cache_source: int | None = None  # the earlier request the predicted reuse comes from
     cache_place: str = ""  # where the server holds it ("slot 0", "prompt cache -> slot 0", ...)
     keep_all_tokens: int = 0

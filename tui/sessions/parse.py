@@ -14,9 +14,9 @@ import msgspec
 from tui.context.messages import UNTRUSTED_SOURCES, Message, Provenance, default_source
 from tui.errors import schema_error_line
 
-from . import schema
-from .model import FORMAT, VERSION, Branch, NewerVersion, RequestRecord, Session, SessionFormatError, id_floor, now_iso
-from .safe_io import decode_problem, explain, structure_problem, text_problem
+from tui.sessions import schema
+from tui.sessions.model import FORMAT, VERSION, Branch, NewerVersion, RequestRecord, Session, SessionFormatError, id_floor, now_iso
+from tui.sessions.safe_io import decode_problem, explain, structure_problem, text_problem
 
 _HEADER = msgspec.json.Decoder(schema.Header)
 _SESSION = msgspec.json.Decoder(schema.SessionIn)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from platformdirs import user_config_dir
 
-from tui.context.prices import PriceTable, PriceTableError, parse_price_table
-from tui.context.safety import visible
+from tui.context.pricing.prices import PriceTable, PriceTableError, parse_price_table
+from tui.context.untrusted.visible import visible
 
-from .safe_io import SessionFileError, read_regular_file
+from tui.sessions.safe_io import SessionFileError, read_regular_file
 
 FILE_NAME = "prices.toml"
 READ_LIMIT = 1024 * 1024  # what is read at all; the table's own bound (MAX_BYTES) is checked on the bytes
@@ -26,7 +26,7 @@ def user_prices_path() -> Path:
 
 
 def shipped_prices() -> PriceTable:
-    return parse_price_table(resources.files("tui.context").joinpath(FILE_NAME).read_bytes(), "shipped")
+    return parse_price_table(resources.files("tui.context.pricing").joinpath(FILE_NAME).read_bytes(), "shipped")
 
 
 def read_prices(path: Path) -> PriceTable:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 
-from .safe_io import SessionFileError, read_regular_file, write_atomic
+from tui.sessions.safe_io import SessionFileError, read_regular_file, write_atomic
 
 MAX_KEPT = 1000  # prompts kept across sessions
 MAX_PROMPT = 20_000  # characters: a longer message (a pasted file) is not a prompt to recall

@@ -1,6 +1,6 @@
 """The session file's schema for what the server did with each request and what it cost: the check before
 sending, sent against received, and the priced figures with their running totals
-(tui/context/window.py, received.py, costs.py; tui/sessions/receipts.py writes them)."""
+(tui/context/fit/window.py, received.py, costs.py; tui/sessions/receipts.py writes them)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
-from .schema_types import BIG, Id, Int, List, MAX_MESSAGES, MAX_REQUESTS, Name, Note, Number, PathText, Str, Time
+from tui.sessions.schema_types import BIG, Id, Int, List, MAX_MESSAGES, MAX_REQUESTS, Name, Note, Number, PathText, Str, Time
 
 
 class WindowIn(Struct):
@@ -60,7 +60,7 @@ class ReceivedIn(Struct):
     observed_window: Int(1, 10 ** 8) | None = None
     notes: List(Note, 50) = []
     summary: Note = ""
-    images_estimate: Int(0, BIG) = 0  # image tokens estimated (tui/context/image_tokens.py)
+    images_estimate: Int(0, BIG) = 0  # image tokens estimated (tui/context/images/tokens.py)
     images_reconciled: Int(-BIG, BIG) | None = None  # what the server's count leaves for the images
 
 

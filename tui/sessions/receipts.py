@@ -1,7 +1,7 @@
 """What a request record keeps of the window check, sent against received, and cost.
 
 The app calls `record_fit` when it sends and `settle` when the reply (or a refusal) is in; both
-take engine figures (tui/context/window.py, received.py, costs.py), so this layer needs no client.
+take engine figures (tui/context/fit/window.py, received.py, costs.py), so this layer needs no client.
 Records are bounded like the rest of the session file: long lists and texts are cut here.
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui.context.budget import cost_series
-from tui.context.costs import RequestTokens, add_totals, request_cost, reusable
-from tui.context.prices import PriceTable
-from tui.context.received import Receipt, Reported
-from tui.context.window import FitCheck
+from tui.context.policy.truncation import cost_series
+from tui.context.pricing.costs import RequestTokens, add_totals, request_cost, reusable
+from tui.context.pricing.prices import PriceTable
+from tui.context.fit.received import Receipt, Reported
+from tui.context.fit.window import FitCheck
 from tui.errors import one_line
 
-from .model import RequestRecord, Session
+from tui.sessions.model import RequestRecord, Session
 
 if TYPE_CHECKING:
     from tui.context.request import RequestView
@@ -78,7 +78,7 @@ def request_tokens(view: "RequestView", reported: Reported | None, previous: dic
 def longer_write(rule: str, lifetime: str) -> float | None:
     """The write price's multiple of input for a lifetime longer than the table's own (Anthropic's 1-hour
     writes: 2x, where cache_write is the 5-minute 1.25x); None: the table's cache_write price applies."""
-    from tui.context.cache_rules import RULES
+    from tui.context.cache.rules import RULES
     lifetimes = RULES[rule].lifetimes if rule in RULES else ()
     multiples = [life.write_multiplier for life in lifetimes if life.write_multiplier]
     chosen = next((life.write_multiplier for life in lifetimes if life.label == lifetime), None)

@@ -1,4 +1,4 @@
-"""A session as it may be written to a file: secrets out, by the rules of tui/context/redaction.py.
+"""A session as it may be written to a file: secrets out, by the rules of tui/context/untrusted/redaction.py.
 
 What people wrote is kept as written: the messages, the tools a harness wrote, and
 inside each request the messages (or input, system, instructions …) of its body and the reply's content,
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from tui.context.redaction import Redactor, bearer_tokens_masked, redact_url
+from tui.context.untrusted.redaction import Redactor, bearer_tokens_masked, redact_url
 
 BODY_WORDS = frozenset({"messages", "input", "instructions", "system", "prompt", "contents", "tools", "functions",
                         "response_format", "tool_choice"})

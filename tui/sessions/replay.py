@@ -12,18 +12,18 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from tui.context.budget import LedgerEntry, PolicySettings
-from tui.context.cache_predict import cache_prefix
+from tui.context.policy.truncation import LedgerEntry, PolicySettings
+from tui.context.cache.predict import cache_prefix
 from tui.context.document import first_difference
-from tui.context.fences import FenceStyle
+from tui.context.untrusted.fences import FenceStyle
 from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message, MessageError, message_from_dict
 from tui.context.request import RequestSettings, RequestView, build_request
-from tui.context.template_library import ChatTemplate, TemplateNotFound, builtin_template
-from tui.context.tokens import SegmentCache, Tokenizer
+from tui.context.templates.library import ChatTemplate, TemplateNotFound, builtin_template
+from tui.context.tokens.counting import SegmentCache, Tokenizer
 
-from .model import RequestRecord, Session
-from .session_template import template_from_session
+from tui.sessions.model import RequestRecord, Session
+from tui.sessions.session_template import template_from_session
 
 
 @dataclass
@@ -57,8 +57,8 @@ def offline_tokenizer_name(recorded: str, template: ChatTemplate | str) -> str:
     --tokenizer to count with it again. `template` is the template (its identity gives the family);
     a built-in's name is accepted too.
     """
-    from tui.context.identity import template_identity
-    from tui.context.registry import family_for_template, offline_tokenizer
+    from tui.context.families.identity import template_identity
+    from tui.context.families.registry import family_for_template, offline_tokenizer
     family = family_for_template(template) if isinstance(template, str) else template_identity(template).family
     return offline_tokenizer(recorded, family)
 
@@ -89,7 +89,7 @@ def body_messages(record: RequestRecord, index: int) -> list[Message]:
 
 class Replayer:
     def __init__(self, session: Session, template: ChatTemplate, tokenizer: Tokenizer, cache_rule: str | None = None):
-        from tui.context.registry import offline_cache_rule
+        from tui.context.families.registry import offline_cache_rule
         self.session, self.template, self.tokenizer = session, template, tokenizer
         self.cache_rule = cache_rule or offline_cache_rule(session.model)  # (gpt-4o: OpenAI's, not llama.cpp's)
         self.cache = SegmentCache()

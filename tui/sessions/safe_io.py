@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tui.context.outside_files import MAX_DEPTH, FileProblem, nesting_problem, read_bounded
+from tui.context.untrusted.outside_files import MAX_DEPTH, FileProblem, nesting_problem, read_bounded
 from tui.errors import one_line, schema_error_line
 
 BOM = b"\xef\xbb\xbf"
@@ -79,7 +79,7 @@ def decode_problem(raw: bytes, exc: Exception) -> str:
 
 def explain(line: str) -> str:
     """Add the allowed values to an "invalid enum value" line, for the enumerations a person edits."""
-    from tui.context.budget import POLICIES
+    from tui.context.policy.truncation import POLICIES
     from tui.context.messages import ROLES, SOURCES
 
     allowed = {"role": ROLES, "source": SOURCES, "policy.name": POLICIES}

@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta, Struct, field
 
-from tui.context.budget import POLICIES
+from tui.context.policy.truncation import POLICIES
 from tui.context.messages import SOURCES
 
-from .receipt_schema import CostIn, FitIn, ReceivedIn
-from .schema_types import (  # noqa: F401 - re-exported: callers read the bounds here
+from tui.sessions.receipt_schema import CostIn, FitIn, ReceivedIn
+from tui.sessions.schema_types import (  # noqa: F401 - re-exported: callers read the bounds here
     BIG, Free, Hash, Id, Int, Key, Label, List, MAX_BRANCHES, MAX_MESSAGES, TITLE_LIMIT, TITLE_READ, MAX_NEXT_ID, MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE,
     MAX_TEXT, MAX_TOOLS, MAX_TOOL_CALLS, MAX_VARIABLES, Name, Note, Number, PathText, RESERVED_VARIABLES, Role,
     SessionId, Str, Text, Time, VarName, Wire, conform)

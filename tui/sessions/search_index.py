@@ -25,7 +25,7 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from .store import SUFFIX, load_session
+from tui.sessions.store import SUFFIX, load_session
 
 __all__ = ["Backing", "FileState", "Hit", "SearchIndex", "SearchResult", "default_index_path", "match_expression"]
 

@@ -7,7 +7,7 @@ ctxpane reads, so only the stored text is used; without text, the built-in of th
 
 from __future__ import annotations
 
-from tui.context.template_library import BUILTINS, ChatTemplate, TemplateNotFound, builtin_template
+from tui.context.templates.library import BUILTINS, ChatTemplate, TemplateNotFound, builtin_template
 
 
 def template_from_session(spec: dict) -> ChatTemplate:

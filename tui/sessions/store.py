@@ -11,8 +11,8 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 
-from .model import VERSION, Session, SessionFormatError
-from .safe_io import SessionFileError, about, read_regular_file, write_atomic, write_private
+from tui.sessions.model import VERSION, Session, SessionFormatError
+from tui.sessions.safe_io import SessionFileError, about, read_regular_file, write_atomic, write_private
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionFileError", "SessionLock", "SessionLocked",
            "list_sessions", "load_session", "save_session", "session_path", "session_text", "sessions_dir",
@@ -49,7 +49,7 @@ def load_session(path: Path) -> Opened:
     The file is only read: opened without blocking (a FIFO is refused), never written here.
     """
     raw = read_regular_file(path, MAX_SESSION_BYTES)
-    from .parse import decode_session, newer_note  # msgspec loads with the first session, not at start-up
+    from tui.sessions.parse import decode_session, newer_note  # msgspec loads with the first session, not at start-up
 
     try:
         session, version = decode_session(raw)
@@ -63,7 +63,7 @@ def load_session(path: Path) -> Opened:
 def session_text(session: Session, secrets: list[str] | None = None) -> str:
     """The file's text, keys out (on the decoded values, never in anybody's words: tui/sessions/redacted.py):
     made where the session lives, written anywhere (write_atomic)."""
-    from .redacted import redacted_session
+    from tui.sessions.redacted import redacted_session
 
     return json.dumps(redacted_session(session.to_dict(), secrets or []), ensure_ascii=False, indent=1)
 

@@ -7,16 +7,16 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui.context.image_tokens import family_for, image_label
+from tui.context.images.tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
 from tui.context.assumed import assumed_template, assumed_tokenizer
-from tui.context.redaction import Redactor, credential_name
+from tui.context.untrusted.redaction import Redactor, credential_name
 from tui.context.request_bytes import request_text
-from tui.context.safety import paste_safe
+from tui.context.untrusted.visible import paste_safe
 
-from .safe_io import about
-from .model import RequestRecord, Session, SessionFormatError, now_iso
-from .parse import session_from_dict
+from tui.sessions.safe_io import about
+from tui.sessions.model import RequestRecord, Session, SessionFormatError, now_iso
+from tui.sessions.parse import session_from_dict
 
 
 class TransferError(ValueError):
@@ -56,7 +56,7 @@ def body_params(body: dict) -> tuple[dict, list[str]]:
 
 def import_file(path: Path, raw: bytes) -> Imported:
     """An OpenAI chat-completions request body (.json) or one message per line (.jsonl), checked like a session."""
-    from .parse import json_value, messages_from_data, tools_from_data
+    from tui.sessions.parse import json_value, messages_from_data, tools_from_data
 
     if not raw.strip():
         raise TransferError(f"{path} is empty")
@@ -97,7 +97,7 @@ def import_file(path: Path, raw: bytes) -> Imported:
 
 def _several_lines_of_json(raw: bytes) -> bool:
     """A file of more than one JSON value, one per line (JSONL saved as .json)."""
-    from .parse import json_value
+    from tui.sessions.parse import json_value
 
     lines = [line for line in raw.splitlines() if line.strip()]
     if len(lines) < 2:
@@ -114,7 +114,7 @@ def _several_lines_of_json(raw: bytes) -> bool:
 
 
 def _jsonl(path: Path, raw: bytes) -> list:
-    from .parse import json_value
+    from tui.sessions.parse import json_value
 
     items = []
     for number, line in enumerate(raw.splitlines(), start=1):

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import Any
 
-from tui.context.budget import LedgerEntry
+from tui.context.policy.truncation import LedgerEntry
 from tui.context.messages import Message, message_from_dict
 from tui.sessions.model import RequestRecord
 from tui.sessions.replay import _ledger
 
-from .conversations import REWRITTEN, TRIMMED, Match
-from .state import Thread
+from tui.tap.conversations import REWRITTEN, TRIMMED, Match
+from tui.tap.state import Thread
 
 
 def messages_of(wire: list, ids: list[str]) -> list[Message]:

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import asyncio
 
-from tui.context.tokens import get_tokenizer
+from tui.context.tokens.counting import get_tokenizer
 
-from .recorder import Engine
+from tui.tap.recorder import Engine
 
 LEARN_TIMEOUT = 15.0  # seconds for the whole probe: an upstream that trickles never holds up the recording
 
 
 def learn_engine(upstream: str, model: str = "") -> Engine:
     """Ask the upstream (without any key) for its template and tokenizer; run it off the event loop."""
-    from tui.context.template_library import plain_chatml
+    from tui.context.templates.library import plain_chatml
     from tui.client.endpoint import Endpoint
-    from tui.context.registry import cache_rule, tokenizer_for_model
+    from tui.context.families.registry import cache_rule, tokenizer_for_model
 
     try:
         endpoint = Endpoint(upstream, model, source="scan")  # never a key: the tap holds none

@@ -23,20 +23,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from tui.context.budget import PolicySettings
-from tui.context.cache_causes import REASONING, REPLY
+from tui.context.policy.truncation import PolicySettings
+from tui.context.cache.causes import REASONING, REPLY
 from tui.context.messages import Message, Provenance
-from tui.context.cache_rules import rule_known
-from tui.context.identity import SHIPPED
-from tui.context.redaction import Redactor, credential_name, key_shaped
+from tui.context.cache.rules import rule_known
+from tui.context.families.identity import SHIPPED
+from tui.context.untrusted.redaction import Redactor, credential_name, key_shaped
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.redacted import BODY_WORDS, outside_words
 
-from .client_cuts import client_cuts, messages_of, with_cache_effect
-from .conversations import Conversation, Conversations
-from .replies import reply_of, stream_record
-from .server import Exchange
-from .state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
+from tui.tap.client_cuts import client_cuts, messages_of, with_cache_effect
+from tui.tap.conversations import Conversation, Conversations
+from tui.tap.replies import reply_of, stream_record
+from tui.tap.server import Exchange
+from tui.tap.state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
 
 log = logging.getLogger("ctxpane.tap")
 
@@ -68,7 +68,7 @@ class Recorder:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxpane-tap-record")
         self._lock = threading.Lock()
         self.prices = None
-        self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/llamacpp_cache.py)
+        self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/cache/llamacpp.py)
         self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
         self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
 
@@ -124,7 +124,7 @@ class Recorder:
             self.engine = self.engine_source(model)
             self._assumed[_family_key(model)] = self.engine
             if self.engine.cache_config is not None:
-                from tui.context.llamacpp_cache import LlamaCppCache
+                from tui.context.cache.llamacpp import LlamaCppCache
                 self.server_cache = LlamaCppCache(self.engine.cache_config)
         if not model or getattr(self.engine.template, "kind", "") != SHIPPED:
             return self.engine  # the upstream's own template and tokenizer count for every model
@@ -137,7 +137,7 @@ class Recorder:
         """The cache predicted against every prompt the server may still hold (its slots and prompt cache, from
         every conversation through the tap), as the app predicts its own requests; the record says where from."""
 
-        from tui.context.cache_predict import predict_prefix
+        from tui.context.cache.predict import predict_prefix
 
         prefix = predict_prefix(self.server_cache, view.shape, view.document, self.engine.cache_rule, time.time())
         source = self.tapped.get(prefix.source) if prefix.source is not None else None
@@ -241,7 +241,7 @@ class Recorder:
         if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone \
                 and tapped.view is not None:
     
-            from tui.context.cache_predict import held_prompt
+            from tui.context.cache.predict import held_prompt
 
             # The tap never asks for logprobs (it changes nothing), so which tokens the server generated is not
             # known: the reply's reuse is not assumed, the prediction covers the prompts held.
@@ -378,7 +378,7 @@ class Recorder:
 
 
 def _family_key(model: str) -> str:
-    from tui.context.registry import family_for_model
+    from tui.context.families.registry import family_for_model
     found = family_for_model(model)
     return found.key if found else ""
 

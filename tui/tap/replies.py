@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 
-from .server import Exchange
+from tui.tap.server import Exchange
 
 MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
 MAX_OFFSETS = 20_000  # chunk arrival times kept in the record

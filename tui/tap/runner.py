@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .recorder import Recorder, Tapped
-from .server import DEFAULT_MAX_BODY, TapServer
+from tui.tap.recorder import Recorder, Tapped
+from tui.tap.server import DEFAULT_MAX_BODY, TapServer
 
 SWITCH_INTERVAL = 0.0005  # seconds
 
@@ -48,7 +48,7 @@ class Tap:
     def __init__(self, upstream: str, folder: Path, host: str = "127.0.0.1", port: int = 8089,
                  max_body: int = DEFAULT_MAX_BODY, on_change: Callable[[str, Tapped], None] | None = None,
                  engine_source=None):
-        from .engine import learn_engine
+        from tui.tap.engine import learn_engine
 
         self.server = TapServer(upstream, host, port, max_body)
         source = engine_source or (lambda model: learn_engine(upstream, model))

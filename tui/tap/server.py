@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import unquote_plus, urlsplit
 
-from tui.context.redaction import credential_name, key_shaped
+from tui.context.untrusted.redaction import credential_name, key_shaped
 
 import httpx
 from aiohttp import web

@@ -9,8 +9,8 @@ from typing import Any
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.replay import Replayer
 
-from .conversations import Conversation
-from .server import Exchange
+from tui.tap.conversations import Conversation
+from tui.tap.server import Exchange
 
 
 @dataclass

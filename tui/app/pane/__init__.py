@@ -1,0 +1,1 @@
+"""The right side: the context pane and one widget per tab, each drawn from the pane's state."""

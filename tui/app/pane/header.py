@@ -1,0 +1,58 @@
+"""The one line above the pane's tabs: the request at a glance."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tui.context.policy.truncation import PolicySettings
+from tui.context.request import RequestView
+from tui.context.fit.window import FitCheck
+
+from tui.app.shown import one_line
+
+
+def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
+                 prefix: str = "", what_if: bool = False, fit: FitCheck | None = None,
+                 assumed: bool = False) -> Text:
+    counts = view.snapshot.counts
+    text = Text(one_line(prefix))
+    text.append(f"{view.sent_tokens} tokens", style="bold")
+    label = "what-if" if what_if else "exact" if counts.exact and not view.image_tokens else "estimate"
+    images = "; text exact, images estimated" if counts.exact and view.image_tokens and not what_if else ""
+    text.append(f" {label} ({one_line(counts.tokenizer, 60)}{images})")  # what-if: not the server's count
+    text.append(f" of {policy.context_window}" if policy.context_window else "")
+    text.append(f" · template {one_line(view.snapshot.template, 60)}")
+    if assumed:  # the server's template is unseen (a gateway, a hosted API): this one is a guess
+        text.append(" (assumed)", style="bold yellow")
+    if what_if:  # the server renders its own template: these figures are for the one picked here
+        text.append(" (what-if)", style="bold magenta")
+    text.append(f" · policy {one_line(policy.name, 30)}")
+    if has_previous:
+        text.append(f" · cached above {view.prefix.tokens} / new below {view.prefix.total_tokens - view.prefix.tokens}")
+    if view.ledger:
+        text.append(f" · {len(view.ledger)} dropped", style="bold yellow")
+    if counts.content_controls:
+        plural = "s" if counts.content_controls != 1 else ""
+        text.append(f" · server reads {counts.content_controls} control string{plural} in your text as tokens",
+                    style="bold red")
+    if view.fences:
+        text.append(f" · {len(view.fences)} fenced")
+    if view.forged:
+        text.append(f" · {len(view.forged)} FORGED", style="bold red")
+    if read_only:
+        text.append(" · read-only", style="bold")
+    add_fit(text, fit)
+    return text
+
+
+def add_fit(text: Text, fit: FitCheck | None) -> None:
+    """Before sending, loudly: the request as it stands will not fit the server's real window."""
+    if fit is None or fit.fits is not False or fit.window is None:
+        return
+    window = f"window {fit.window.tokens} ({one_line(fit.window.source, 20)})"
+    if fit.over_by:
+        text.append(f" · ⚠ {fit.over_by} tokens over the server's {window}: {one_line(fit.consequence, 80)}",
+                    style="bold red")
+    else:
+        text.append(f" · ⚠ {fit.reply_room} tokens left in the server's {window} for a reply of up to "
+                    f"{fit.max_tokens}: {one_line(fit.consequence, 80)}", style="bold yellow")

@@ -1,0 +1,90 @@
+"""Ledger: every message the policy left out of the request, why, and since when; plus a search."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from tui.context.drop_notes import entry_name
+from tui.context.policy.truncation import still_in_window
+from tui.context.request import RequestView
+from tui.context.untrusted.visible import visible
+
+from tui.app.safe_inputs import SafeInput
+from tui.app.shown import cells, one_line
+
+
+class LedgerView(Vertical):
+    DEFAULT_CSS = """
+    LedgerView { padding: 0 1; }
+    LedgerView Input { margin: 1 0 0 0; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._view: RequestView | None = None
+        self._texts: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="ledger-table")
+        yield SafeInput(placeholder="is this text still in the window? type to search", id="ledger-search")
+        yield Static(id="ledger-hits")
+
+    def show(self, view: RequestView, texts: list[str], requests: list | tuple = (),
+             messages: list | None = None) -> None:
+        self._view, self._texts = view, texts
+        if not view.ledger:
+            table = Text(f"nothing dropped: policy {view.plan.kept and 'keeps every message' or ''}", style="dim")
+        else:
+            table = Table(box=None, header_style="bold")
+            for column in ("message", "role", "tokens", "policy", "since", "reason"):
+                table.add_column(column)
+            for entry in view.ledger:
+                name = entry_name(entry, messages) if messages is not None else f"#{entry.message}"
+                table.add_row(*cells([name, entry.role, entry.tokens, entry.policy,
+                                      f"request {entry.since_request}", entry.reason]), style="strike")
+        if view.summary_line():
+            table = Group(table, Text(view.summary_line(), style="bold"))
+        received = received_lines(requests)
+        self.query_one("#ledger-table", Static).update(Group(received, table) if received.plain else table)
+        self._search(self.query_one("#ledger-search", Input).value)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._search(event.value)
+
+    def _search(self, query: str) -> None:
+        hits_widget = self.query_one("#ledger-hits", Static)
+        if not query or self._view is None:
+            hits_widget.update("")
+            return
+        hits = still_in_window(self._texts, self._view.plan, query)
+        if not hits:
+            hits_widget.update(Text("not found in any message", style="dim"))
+            return
+        out = Text()
+        for hit in hits:
+            if hit["kept"]:
+                out.append(f"#{hit['message']}: in the window\n", style="green")
+            else:
+                out.append(one_line(f"#{hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})") + "\n", style="red")
+        hits_widget.update(out)
+
+
+LOUD = ("dropped", "added", "refused")
+
+
+def received_lines(requests: list | tuple) -> Text:
+    """What the server did not process as sent, request by request (from each record's receipt), newest last."""
+    out = Text()
+    for record in requests:
+        received = getattr(record, "received", None) or {}
+        if received.get("verdict") in LOUD:
+            out.append(one_line(f"request {record.number}: {visible(received.get('summary', ''))}", 2000) + "\n",
+                       style="bold red")
+    if out.plain:
+        out = Text("sent vs received\n", style="bold") + out
+    return out

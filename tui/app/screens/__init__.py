@@ -1,0 +1,1 @@
+"""One screen per file; a screen answers through dismiss and never touches the controller."""

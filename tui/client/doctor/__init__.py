@@ -1,0 +1,1 @@
+"""`ctxpane doctor`'s checks of a server and a gateway against the engine, and their report."""

@@ -1,0 +1,1 @@
+"""The server's window before sending, and what the server says it took after."""

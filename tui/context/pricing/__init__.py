@@ -1,0 +1,1 @@
+"""Dollars: the dated price table and the arithmetic over token counts."""

@@ -1,0 +1,1 @@
+"""Where a chat template comes from, and how untrusted Jinja runs: sandboxed, bounded, interruptible."""
