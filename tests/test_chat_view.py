@@ -14,10 +14,11 @@ from app_helpers import isolated, make_app, settle
 from tui.app.chat.panel import ChatPanel
 from tui.app.chat.layout import ChatLayout, LiveReply
 from tui.app.chat.transcript import ChatView
-from tui.app.chat.wrap import wrap_text
+from tui.app.chat.wrap import Wrapped, wrap_text
 from tui.app.chat.composer import Composer
 from tui.app.screens.edit import EditScreen
 from tui.app.messages import ChatUpdated
+from tui.controller.events import ReplyGrew
 from tui.context.messages import Message, Provenance
 from tui.controller.snapshot import ChatState
 from tui.sessions.model import Session
@@ -214,6 +215,29 @@ async def test_streaming_growth_is_drawn_and_rewraps_only_the_tail():
         chat.show([Message("user", "tell me", id="u1"), Message("assistant", text, id="a1")])
         await pilot.pause()
         assert chat.message_lines(1)[1:] == [line.replace("\t", "⇥") for line in fresh_rows(text, width)]
+
+
+async def test_a_streamed_delta_extends_the_reply_and_a_missed_one_is_caught_up(monkeypatch):
+    rng = random.Random(11)
+    pieces = ["ab ", "c", "   ", "long" * 30, "\n", "界界", " ", "x\ty", "🙂 "]
+    extended = []
+    original = Wrapped.extend
+    monkeypatch.setattr(Wrapped, "extend", lambda self, *a: extended.append(1) or original(self, *a))
+    app = Harness()
+    async with app.run_test(size=(60, 20)) as pilot:
+        chat = app.query_one(ChatView)
+        chat.show([Message("user", "go", id="u1")])
+        chat.begin_reply()
+        text = ""
+        for step in range(300):
+            told = len(text)
+            text += rng.choice(pieces)
+            if step % 97 == 50:
+                continue  # this piece never reaches the view: the next event must bring it too
+            chat.reply_grew(ReplyGrew(text, told))
+        await pilot.pause()
+        assert chat.message_lines(-1)[1:] == [line.replace("\t", "⇥") for line in fresh_rows(text, chat.text_width)]
+        assert len(extended) > 250  # nearly every chunk took the delta path; the missed pieces and the first did not
 
 
 def test_growing_wrap_matches_a_fresh_wrap_at_every_step():

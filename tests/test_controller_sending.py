@@ -15,7 +15,7 @@ import pytest
 from controller_helpers import Harness, connected, harness, summarised_on_a_server  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
 from tui.context.templates.library import template_from_text
-from tui.controller.events import (ChatChanged, Notice, ReplyEnded, ReplyProgress, ReplyStarted,
+from tui.controller.events import (ChatChanged, Notice, ReplyEnded, ReplyGrew, ReplyStarted,
                                    StatusChanged)
 from tui.sessions.model import Session
 
@@ -39,8 +39,11 @@ async def test_send_streams_the_reply_and_keeps_it(tmp_path, monkeypatch):
         assert not ctl.submit("again")  # one request at a time
         await made.idle(0.1)
         assert not ctl.streaming
-        kinds = [type(e) for e in made.events if isinstance(e, (ReplyStarted, ReplyProgress, ReplyEnded))]
-        assert kinds[0] is ReplyStarted and kinds[-1] is ReplyEnded and ReplyProgress in kinds
+        kinds = [type(e) for e in made.events if isinstance(e, (ReplyStarted, ReplyGrew, ReplyEnded))]
+        assert kinds[0] is ReplyStarted and kinds[-1] is ReplyEnded and ReplyGrew in kinds
+        grew = made.of(ReplyGrew)  # each event says where its new text starts: the pieces make the reply
+        assert [e.content_from for e in grew] == [0] + [len(e.content) for e in grew[:-1]]
+        assert "".join(e.added for e in grew) == "Hello, wörld 👋"
         last = ctl.wb.session.messages[-1]
         assert last.role == "assistant" and last.text() == "Hello, wörld 👋" and not last.incomplete
         assert ctl.wb.session.messages[-2].text() == "hello there"
@@ -59,7 +62,7 @@ async def test_stop_mid_stream_keeps_the_partial_reply(tmp_path, monkeypatch):
         ctl.submit("tell me a story")
         for _ in range(100):
             await asyncio.sleep(0.05)
-            if any("reply" in e.content for e in made.of(ReplyProgress)):
+            if any("reply" in e.content for e in made.of(ReplyGrew)):
                 break
         ctl.stop()
         await made.idle(0.1)

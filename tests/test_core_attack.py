@@ -11,14 +11,14 @@ import pytest
 
 from controller_helpers import Harness, connected, conversation, harness  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
-from tui.controller.events import Notice, ReplyEnded, ReplyProgress, ReplyStarted
+from tui.controller.events import Notice, ReplyEnded, ReplyGrew, ReplyStarted
 from tui.sessions.store import load_session
 
 
 async def _first_progress(made: Harness) -> None:
     for _ in range(200):
         await asyncio.sleep(0.02)
-        if made.of(ReplyProgress):
+        if made.of(ReplyGrew):
             return
     raise AssertionError("no reply arrived")
 
@@ -63,7 +63,7 @@ async def test_a_reply_that_ends_after_another_session_opened_stays_in_its_own(t
         switched = len(made.events)
         await _until_done(made)
         after = made.events[switched:]
-        assert not [e for e in after if isinstance(e, (ReplyProgress, ReplyStarted, ReplyEnded))], \
+        assert not [e for e in after if isinstance(e, (ReplyGrew, ReplyStarted, ReplyEnded))], \
             "the old session's reply is streamed into the newly opened one"
         assert ctl.wb.session.messages[-1].text() == "And the price?"
         saved = load_session(first_file).session
@@ -199,7 +199,7 @@ async def test_the_chat_view_survives_deletes_under_the_cursor_a_tiny_screen_and
     from test_chat_view import PanelHarness, numbered
     from tui.app.chat.panel import ChatPanel
     from tui.app.chat.transcript import ChatView
-    from tui.app.messages import ChatUpdated, ReplyUpdated
+    from tui.app.messages import ChatUpdated, ReplyArrived, ReplyBegan, ReplyFinished
     from tui.controller.snapshot import ChatState
     app = PanelHarness()
     messages = tuple(numbered(10_000, words=2).messages)
@@ -212,8 +212,8 @@ async def test_the_chat_view_survives_deletes_under_the_cursor_a_tiny_screen_and
         await pilot.press("end")
         assert chat.selected == 9999
         panel.post_message(ChatUpdated(ChatState(1, messages[:5000])))  # the selected half deleted
-        panel.post_message(ReplyUpdated(ReplyStarted()))
-        panel.post_message(ReplyUpdated(ReplyProgress("a reply " * 50)))
+        panel.post_message(ReplyBegan())
+        panel.post_message(ReplyArrived(ReplyGrew("a reply " * 50)))
         await pilot.pause()
         assert chat.selected == 4999 and panel.focused()[0] == 4999
         await pilot.press("down", "pagedown", "enter", "up", "pageup", "home", "end")
@@ -221,7 +221,7 @@ async def test_the_chat_view_survives_deletes_under_the_cursor_a_tiny_screen_and
         await pilot.pause()
         await pilot.press("pageup", "up", "down", "end", "enter")
         assert chat.visible_lines() and chat.selected is not None and chat.selected < 5000
-        panel.post_message(ReplyUpdated(ReplyEnded()))
+        panel.post_message(ReplyFinished())
         panel.post_message(ChatUpdated(ChatState(2, ())))  # everything deleted
         await pilot.pause()
         await pilot.press("up", "down", "pageup", "pagedown", "home", "end", "enter", "e", "d")

@@ -16,7 +16,7 @@ resize  The chat view alone (no context pane) with `--messages` messages of at l
         shown, while the terminal is resized four times, and while Home, End and PageUp are pressed.
         Goal: no stall over 100 ms.
 stream  A reply growing by `--chunks` chunks of ~10 tokens (~20k tokens in all) fed to the chat panel
-        as the app does (the controller's ReplyProgress), each followed by drawing every row on screen; per-chunk
+        as the app does (the controller's ReplyGrew), each followed by drawing every row on screen; per-chunk
         cost over the first and the last tenth of the reply. Goal: the end no slower than the start.
         (End to end against the real server: tests/benchmarks/bench_stream.py.)
 """
@@ -279,8 +279,8 @@ async def stream_once(chunks: int) -> dict:
     from tui.app.chat.panel import ChatPanel
     from tui.app.chat.transcript import ChatView
     from tui.app.chat.wrap import wrap_text
-    from tui.app.messages import ReplyUpdated
-    from tui.controller.events import ReplyEnded, ReplyProgress, ReplyStarted
+    from tui.app.messages import ReplyArrived, ReplyBegan, ReplyFinished
+    from tui.controller.events import ReplyGrew
 
     rng = random.Random(8)
     app = CtxpaneApp(LaunchOptions(flags={"no_scan": True}, offline=True))
@@ -288,12 +288,13 @@ async def stream_once(chunks: int) -> dict:
         await pilot.pause(0.3)
         await idle(app)
         panel, chat = app.query_one(ChatPanel), app.query_one(ChatView)
-        panel.on_reply_updated(ReplyUpdated(ReplyStarted()))  # what the app delivers for the controller's events
+        panel.on_reply_began(ReplyBegan())  # what the app delivers for the controller's events
         content, costs = "", []
         for i in range(chunks):  # ~10 tokens a chunk; a paragraph break now and then, as replies have
+            told = len(content)
             content += " ".join(rng.choice(PROSE) for _ in range(8)) + ("\n\n" if i % 40 == 39 else " ")
             start = time.perf_counter()
-            panel.on_reply_updated(ReplyUpdated(ReplyProgress(content)))
+            panel.on_reply_arrived(ReplyArrived(ReplyGrew(content, told)))
             draw_visible(chat)
             costs.append((time.perf_counter() - start) * 1000)
             if i % 50 == 0:
@@ -301,7 +302,7 @@ async def stream_once(chunks: int) -> dict:
         start = time.perf_counter()
         wrap_text(content, chat.text_width)
         naive = (time.perf_counter() - start) * 1000
-        panel.on_reply_updated(ReplyUpdated(ReplyEnded()))
+        panel.on_reply_finished(ReplyFinished())
         tenth = max(1, chunks // 10)
         return {"start": stats(costs[:tenth]), "end": stats(costs[-tenth:]), "all": stats(costs),
                 "chars": len(content), "rows": chat.layout_model.height, "naive": naive}

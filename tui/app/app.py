@@ -26,7 +26,7 @@ from textual.widgets import Footer, Header, TextArea
 from tui.context.untrusted.visible import visible
 from tui.controller import Controller
 from tui.controller.slash import hint
-from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
+from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyGrew, ReplyStarted,
                                    SessionChanged, StatusChanged)
 
 from tui.app.clipboard import SafeClipboard
@@ -42,7 +42,7 @@ from tui.app.slash_commands import draft_of, take_line
 from tui.app.palette import palette_commands
 from tui.app.shown import GLYPHS, bounded, one_line, use_glyphs
 from tui.app.themes import DEFAULT_THEME, load_themes
-from tui.app.messages import ChatUpdated, PaneUpdated, ReplyUpdated, StatusUpdated
+from tui.app.messages import ChatUpdated, PaneUpdated, ReplyArrived, ReplyBegan, ReplyFinished, StatusUpdated
 
 if TYPE_CHECKING:
     from tui.app.screens.replay import ReplayScreen  # imported when a replay starts: not at start-up
@@ -240,19 +240,23 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
             pass
 
     def _deliver(self, event: Event) -> None:
-        if isinstance(event, ChatChanged):
-            self.main(ChatPanel).post_message(ChatUpdated(event.chat))
-        elif isinstance(event, PaneChanged):
-            self.main(ContextPane).post_message(PaneUpdated(event.pane))
-        elif isinstance(event, (ReplyStarted, ReplyProgress, ReplyEnded)):
-            self.main(ChatPanel).post_message(ReplyUpdated(event))
-        elif isinstance(event, StatusChanged):
-            self.main(ChatPanel).post_message(StatusUpdated(event.text, event.style))
-        elif isinstance(event, Notice):
-            self.notify(event.text, title=event.title, severity=event.severity.value, timeout=event.timeout,
-                        markup=False)
-        elif isinstance(event, SessionChanged):
-            self.sub_title = event.title
+        match event:
+            case ChatChanged(chat=chat):
+                self.main(ChatPanel).post_message(ChatUpdated(chat))
+            case PaneChanged(pane=pane):
+                self.main(ContextPane).post_message(PaneUpdated(pane))
+            case ReplyStarted():
+                self.main(ChatPanel).post_message(ReplyBegan())
+            case ReplyGrew():
+                self.main(ChatPanel).post_message(ReplyArrived(event))
+            case ReplyEnded():
+                self.main(ChatPanel).post_message(ReplyFinished())
+            case StatusChanged(text=text, style=style):
+                self.main(ChatPanel).post_message(StatusUpdated(text, style))
+            case Notice(text=text, title=title, severity=severity, timeout=timeout):
+                self.notify(text, title=title, severity=severity.value, timeout=timeout, markup=False)
+            case SessionChanged(title=title):
+                self.sub_title = title
 
     # -- what widgets ask for ------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from tui.controller.events import ReplyEnded, ReplyProgress, ReplyStarted
+from tui.controller.events import ReplyGrew
 from tui.controller.snapshot import ChatState, PaneState
 
 
@@ -16,12 +16,20 @@ class ChatUpdated(Message):
         self.chat = chat
 
 
-class ReplyUpdated(Message):
-    """For the chat panel: a reply started, grew, or ended."""
+class ReplyBegan(Message):
+    """For the chat panel: a request was sent; its reply is shown after the messages until ReplyFinished."""
 
-    def __init__(self, event: ReplyStarted | ReplyProgress | ReplyEnded) -> None:
+
+class ReplyArrived(Message):
+    """For the chat panel: more of the reply (the controller's ReplyGrew: what is new, and where it starts)."""
+
+    def __init__(self, grew: ReplyGrew) -> None:
         super().__init__()
-        self.event = event
+        self.grew = grew
+
+
+class ReplyFinished(Message):
+    """For the chat panel: the reply ended; the next ChatUpdated holds it as a message."""
 
 
 class StatusUpdated(Message):

@@ -27,7 +27,7 @@ from tui.controller.capabilities import Capabilities
 from tui.controller.compute import SKIPPED, ComputeWorker
 from tui.controller.connecting import connect
 from tui.controller.editing import Editing
-from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyProgress, ReplyStarted,
+from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyStarted,
                      SessionChanged, StatusChanged)
 from tui.controller.link import Link
 from tui.controller.message_facts import ReplyFactsCache
@@ -384,9 +384,6 @@ class Controller:
     # -- for the sending flow ----------------------------------------------------------------------------
     def reply_started(self) -> None:
         self.emit(ReplyStarted())
-
-    def reply_progress(self, content: str, reasoning: str, tool_calls: list | None) -> None:
-        self.emit(ReplyProgress(content, reasoning or "", tuple(tool_calls or ())))
 
     def reply_ended(self, note: str) -> None:
         self.emit(ReplyEnded())

@@ -78,12 +78,20 @@ class ReplyStarted:
 
 
 @dataclass(frozen=True)
-class ReplyProgress:
-    """The reply so far (sent for every chunk while it streams)."""
+class ReplyGrew:
+    """More of the reply arrived (sent for every chunk while it streams): `content[content_from:]` and
+    `reasoning[reasoning_from:]` are what is new. The texts so far ride along (shared, not copied), so a view
+    that missed a piece (it showed another session meanwhile) catches up instead of showing a gap."""
 
     content: str
+    content_from: int = 0
     reasoning: str = ""
+    reasoning_from: int = 0
     tool_calls: tuple = ()
+
+    @property
+    def added(self) -> str:
+        return self.content[self.content_from:]
 
 
 @dataclass(frozen=True)
@@ -91,5 +99,5 @@ class ReplyEnded:
     """The reply ended (finished, stopped or failed); the next ChatChanged holds it as a message."""
 
 
-Event = (ChatChanged | PaneChanged | SessionChanged | StatusChanged | Notice | ReplyStarted | ReplyProgress
+Event = (ChatChanged | PaneChanged | SessionChanged | StatusChanged | Notice | ReplyStarted | ReplyGrew
          | ReplyEnded)

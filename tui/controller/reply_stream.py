@@ -12,18 +12,32 @@ from typing import Callable
 from tui.client.errors import ClientError
 from tui.client.reply import Reply, ReplyAssembler
 from tui.context.untrusted.visible import visible
+from tui.controller.events import ReplyGrew
 
 SAVE_EVERY = 1.0  # a kill mid-reply loses at most this much
 STOPPED = "■ stopped: the reply is kept, marked incomplete"
 
 
-async def stream_reply(client, body: dict, on_progress: Callable[[Reply], None],
+class Deltas:
+    """What of the reply was not told yet: each chunk becomes a ReplyGrew with the offsets where it starts."""
+
+    def __init__(self) -> None:
+        self.content_told = self.reasoning_told = 0
+
+    def grew(self, reply: Reply) -> ReplyGrew:
+        event = ReplyGrew(reply.content, self.content_told, reply.reasoning, self.reasoning_told,
+                          tuple(reply.tool_calls or ()))
+        self.content_told, self.reasoning_told = len(reply.content), len(reply.reasoning)
+        return event
+
+
+async def stream_reply(client, body: dict, on_progress: Callable[[ReplyGrew], None],
                        on_checkpoint: Callable[[Reply], None], on_status: Callable[[str], None]) -> tuple[Reply, str]:
     """Send `body` and follow the reply. Returns the reply (incomplete if cut short) and a note ('' if whole).
 
     A cancel (the user stopped it) or a failure ends it early: what arrived is kept, and said so.
     """
-    assembler = ReplyAssembler()
+    assembler, deltas = ReplyAssembler(), Deltas()
     last_save, note = 0.0, ""  # the first piece of a reply is saved at once
     started = time.monotonic()
 
@@ -34,7 +48,7 @@ async def stream_reply(client, body: dict, on_progress: Callable[[Reply], None],
         now = time.monotonic()
         if progress.reply.first_token_ms is None and progress.size:  # a role-only first chunk is no token yet
             progress.reply.first_token_ms = round((now - started) * 1000)
-        on_progress(progress.reply)
+        on_progress(deltas.grew(progress.reply))
         if now - last_save > SAVE_EVERY:
             on_checkpoint(progress.reply)
             last_save = now

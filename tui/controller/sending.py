@@ -21,7 +21,7 @@ from tui.controller.caching import ServerCache, report_line
 from tui.controller.receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
 from tui.controller.reply_stream import stream_reply
 from tui.controller.titling import announce, name_if_untitled
-from tui.controller.events import Severity, Tone
+from tui.controller.events import ReplyGrew, Severity, Tone
 
 COUNT_WAIT = 10.0  # seconds a provider's pre-send count may take before the request goes without it
 
@@ -101,9 +101,9 @@ class Sending:
             elif path is not None:
                 ctl.file.save_to(wb.session, path)
 
-        def progress(r) -> None:
+        def progress(grew: ReplyGrew) -> None:
             if ctl.wb is wb:  # another session is shown: the reply is not drawn into it
-                ctl.reply_progress(r.content, r.reasoning, r.tool_calls)
+                ctl.emit(grew)
         record, reply, note = None, None, NOT_SENT
         try:
             self.cache.attach(wb)

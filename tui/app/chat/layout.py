@@ -340,9 +340,20 @@ class LiveReply:
         self._entry: Entry | None = None
         self._width = 0
         self.changed_from = 0  # first local row of the entry that changed in the last update
+        self._appended = False  # the last update only added text at the end of the reply's text
 
     def set(self, content: str, reasoning: str, calls: list[dict] | None, note: str) -> None:
         self.content, self.reasoning, self.calls, self.note = content, reasoning or "", calls or None, note
+        self._appended = False
+
+    def grew(self, content: str, content_from: int, reasoning: str, reasoning_from: int,
+             calls: list[dict] | None) -> None:
+        """Text arrived: `content[content_from:]` is new. When this view has all before it and nothing else
+        changed, the body's text block is only extended (no comparison of what was already there)."""
+        calls = calls or None
+        self._appended = (0 < content_from == len(self.content) and len(content) <= MAX_SHOWN
+                          and reasoning_from == len(self.reasoning) == len(reasoning) and calls == self.calls)
+        self.content, self.reasoning, self.calls = content, reasoning, calls
 
     def blocks(self) -> list[Block]:
         return body_blocks(self.content, self.reasoning, self.calls, self.note, self.folds, live=True)
@@ -356,5 +367,16 @@ class LiveReply:
             self._width = width
             self.changed_from = 0
             return entry
-        self.changed_from = entry.head.height + entry.body.grow(self.blocks(), width)
+        at = self._text_block(entry.body) if self._appended else None
+        self._appended = False
+        if at is not None:
+            self.changed_from = entry.head.height + entry.body.extend(at, _cut(self.content, "body")[0], width)
+        else:
+            self.changed_from = entry.head.height + entry.body.grow(self.blocks(), width)
         return entry
+
+    @staticmethod
+    def _text_block(body: Wrapped) -> int | None:
+        """Where the reply's text is among the body's blocks (there is one while it is shown whole)."""
+        places = [at for at, block in enumerate(body.blocks) if block.style == "body"]
+        return places[0] if len(places) == 1 else None

@@ -7,13 +7,12 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.context.messages import Message
-from tui.controller.events import ReplyEnded, ReplyProgress, ReplyStarted
 from tui.controller.snapshot import ChatState
 
 from tui.app.chat.transcript import ChatView
 from tui.app.chat.composer import Composer
 from tui.app.shown import shown
-from tui.app.messages import ChatUpdated, ReplyUpdated, StatusUpdated
+from tui.app.messages import ChatUpdated, ReplyArrived, ReplyBegan, ReplyFinished, StatusUpdated
 
 
 class ChatPanel(Vertical):
@@ -46,14 +45,14 @@ class ChatPanel(Vertical):
             self.view.show(message.chat.messages, message.chat.dropped, message.chat.notes, message.chat.image_family,
                            message.chat.figures)
 
-    def on_reply_updated(self, message: ReplyUpdated) -> None:
-        event = message.event
-        if isinstance(event, ReplyStarted):
-            self.view.begin_reply()
-        elif isinstance(event, ReplyProgress):
-            self.view.stream_update(event.content, event.reasoning, list(event.tool_calls) or None)
-        elif isinstance(event, ReplyEnded):
-            self.view.end_reply()  # the finished reply is shown as a message by the next ChatUpdated
+    def on_reply_began(self, _message: ReplyBegan) -> None:
+        self.view.begin_reply()
+
+    def on_reply_arrived(self, message: ReplyArrived) -> None:
+        self.view.reply_grew(message.grew)
+
+    def on_reply_finished(self, _message: ReplyFinished) -> None:
+        self.view.end_reply()  # the finished reply is shown as a message by the next ChatUpdated
 
     def on_status_updated(self, message: StatusUpdated) -> None:
         self.set_status(message.text, message.style)

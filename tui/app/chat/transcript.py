@@ -25,6 +25,7 @@ from tui.app.chat.search import Searching
 from tui.app.chat.selection import Selecting
 from tui.app.safe_inputs import OrderedKeys
 from tui.app.shown import drawn
+from tui.controller.events import ReplyGrew
 
 MIN_WIDTH = 10
 
@@ -106,6 +107,14 @@ class ChatView(OrderedKeys, Selecting, Searching, RendersMarkdown, ScrollView, c
         if self._live is None:
             self.begin_reply()
         self._live.set(content, reasoning, tool_calls, note)
+        self._update_live()
+
+    def reply_grew(self, grew: ReplyGrew) -> None:
+        """More of the reply: its new text is added to what is shown; rows before the last are not wrapped again."""
+        if self._live is None:
+            self.begin_reply()
+        self._live.grew(grew.content, grew.content_from, grew.reasoning, grew.reasoning_from,
+                        list(grew.tool_calls) or None)
         self._update_live()
 
     def end_reply(self) -> None:

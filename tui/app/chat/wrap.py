@@ -120,6 +120,22 @@ class Wrapped:
             row -= len(rows)
         raise IndexError(row)
 
+    def extend(self, index: int, block: Block, width: int) -> int:
+        """Block `index` is the same but for text added at its end (the caller knows it: a streamed delta):
+        only its last row on is wrapped again. Returns the first row that may have changed."""
+        first = sum(map(len, self.rows[:index])) + self._rewrap_tail(index, block, width)
+        self.blocks[index] = block
+        self.height = sum(map(len, self.rows))
+        return first
+
+    def _rewrap_tail(self, index: int, block: Block, width: int) -> int:
+        """Wrap block `index` again from its last row, as `block`; returns how many of its rows were kept."""
+        rows = self.rows[index]
+        start = rows.pop()[0]
+        kept = len(rows)
+        rows.extend(wrap_text(block.text[start:], width - block.indent, start))
+        return kept
+
     def grow(self, blocks: list[Block], width: int) -> int:
         """Take new blocks; a block whose text only grew is wrapped again from its last row, an unchanged
         block not at all. Returns the first row that may have changed."""
@@ -132,10 +148,9 @@ class Wrapped:
                 offset += len(self.rows[index])
                 continue
             if same_shape and block.text.startswith(old.text):
+                kept = self._rewrap_tail(index, block, width)
+                first = offset + kept if first is None else first
                 rows = self.rows[index]
-                start = rows.pop()[0]
-                first = offset + len(rows) if first is None else first
-                rows.extend(wrap_text(block.text[start:], width - block.indent, start))
             else:
                 first = offset if first is None else first
                 rows = wrap_text(block.text, width - block.indent)
