@@ -29,6 +29,7 @@ from tui.controller.slash import hint
 from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyGrew, ReplyStarted,
                                    SessionChanged, StatusChanged)
 
+from tui.app import actions
 from tui.app.clipboard import SafeClipboard
 from tui.app.chat.panel import ChatPanel
 from tui.app.chat.composer import Composer
@@ -71,36 +72,8 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
     CSS = """
     #main { height: 1fr; }
     """
-    BINDINGS = [
-        Binding("f1", "help", "Help", id="help"),
-        Binding("escape", "stop", "Stop reply", id="stop"),
-        # Before the composer's own Ctrl+E (end of line: End does that too), so it works where the user types.
-        Binding("ctrl+e", "edit_system", "System prompt", id="edit_system", priority=True),
-        Binding("ctrl+o", "attach", "Attach doc", id="attach"),
-        Binding("ctrl+t", "next_tab", "Next tab", id="next_tab"),
-        Binding("ctrl+r", "search_prompts", "Prompt history", id="search_prompts", show=False),
-        Binding("f2", "pick_model", "Model", id="pick_model"),
-        Binding("f3", "pick_template", "Template", id="pick_template"),
-        Binding("f4", "pick_policy", "Policy", id="pick_policy"),
-        Binding("f5", "toggle_fences", "Fences", id="toggle_fences"),
-        Binding("f8,ctrl+comma", "settings", "Settings", id="settings"),  # f6/f7 are the composer's (select line/all)
-        Binding("f9", "fit_and_send", "Fit to the window and send", id="fit_and_send", show=False),
-        # Shown by the transcript (chat_view.py); in the composer, Ctrl+Z undoes typing (its own binding).
-        Binding("ctrl+z", "undo", "Undo", id="undo", show=False),
-        Binding("ctrl+y", "redo", "Redo", id="redo", show=False),
-        Binding("ctrl+q", "quit", "Quit", id="quit"),
-        # Tab and Shift+Tab move the focus as the key arrives (priority): as a screen's bindings they ran after
-        # the focused widget's queue had taken the keys behind them (Shift+Tab then a word: the word was lost).
-        Binding("tab", "focus_step(True)", show=False, priority=True),
-        Binding("shift+tab", "focus_step(False)", show=False, priority=True),
-    ]
-
-    # What changes the session (or asks to): refused, and left out of the footer and the palette, during a replay.
-    EDITING = frozenset({"stop", "edit_system", "attach", "pick_model", "pick_template", "pick_tokenizer", "pick_policy",
-                         "toggle_fences", "undo", "redo", "fit_and_send", "show_branch", "edit_message", "delete_message",
-                         "pin_message", "resend_from_here",
-                         "trust_endpoint", "new_session", "open_session", "replay", "settings", "reconnect",
-                         "rename_session"})
+    BINDINGS = actions.app_bindings()  # from the one table of actions (actions.py), as are F1's list and the palette
+    EDITING = actions.EDITING  # refused, and left out of the footer and the palette, during a replay
 
     def __init__(self, options: LaunchOptions | None = None) -> None:
         super().__init__()

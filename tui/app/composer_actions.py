@@ -30,6 +30,22 @@ class ComposerActions:
         if text is not None:
             composer.show_recalled(text)
 
+    def action_retry(self) -> None:
+        """Ask the last question again; the old reply is kept as a branch (/retry)."""
+        self.controller.slash.retry()
+
+    def action_summarise_now(self) -> None:
+        """Switch to the summarise policy and make the summary now (/summarise)."""
+        self.controller.slash.summarise()
+
+    def action_context_grid(self) -> None:
+        """What fills the window (/context)."""
+        from tui.app.slash_commands import show_context
+        show_context(self)
+
+    def action_rename_session(self) -> None:
+        self.dialogs.rename_session()
+
     def action_fit_and_send(self) -> None:
         """After an over-the-window warning: drop the oldest turns to fit, and send what the composer holds."""
         from tui.app.slash_commands import message_of

@@ -16,6 +16,7 @@ from tui.context.tokens.counting import ENCODINGS, HF_TOKENIZERS, TokenizerNotFo
 from tui.controller import Controller
 from tui.controller.slash import help_lines
 
+from tui.app.actions import help_rows
 from tui.app.chat.panel import ChatPanel
 from tui.app.chat.transcript import ChatView
 from tui.app.chat.composer import Composer
@@ -197,7 +198,7 @@ class Dialogs:
 
         def key_of(binding) -> str:
             return keymap.get(binding.id, binding.key_display or binding.key) if binding.id else binding.key
-        rows = [(key_of(b), b.description, "app") for b in self.app.BINDINGS]
+        rows = list(help_rows(keymap))
         rows += [(key_of(b), b.description, "transcript") for b in ChatView.BINDINGS]
         rows += [("enter", "send the message", "composer"), ("alt+enter / ctrl+j", "new line", "composer"),
                  ("tab / shift+tab", "move between composer, transcript and pane", "everywhere"),
