@@ -30,6 +30,23 @@ def test_the_controller_imports_no_textual():
     assert result.stdout.strip() == ""
 
 
+# Transitions that orchestrate others (a send waits for the link, prices, the cache and the title; a slash
+# command is any of the controller's intents) still take it whole; every other takes the Parts.
+ORCHESTRATORS = {"sending", "opening", "tuning", "slash"}
+
+
+async def test_transitions_hold_the_parts_not_the_controller(harness):
+    ctl = await harness.ready()
+    transitions = {name: value for name, value in vars(ctl).items()
+                   if type(value).__module__.startswith("tui.controller.") and name != "parts"}
+    holding = {name for name, value in transitions.items() if any(v is ctl for v in vars(value).values())}
+    assert holding == ORCHESTRATORS
+    narrow = set(transitions) - ORCHESTRATORS
+    assert {"editing", "history", "tokenizing", "recall", "capabilities"} <= narrow
+    assert all(vars(transitions[name]).get("parts") is ctl.parts for name in narrow if "parts" in vars(transitions[name]))
+    assert ctl.sending.cache.parts is ctl.parts and ctl.parts.wb is ctl.wb and ctl.parts.file is ctl.file
+
+
 # -- the draft and the computation ---------------------------------------------------------------------
 
 async def test_the_draft_reaches_the_pane_and_a_later_computation(harness):

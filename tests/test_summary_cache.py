@@ -66,8 +66,8 @@ def test_two_summary_calls_are_held_apart():
         def record(self, held) -> None:
             self.numbers.append(held.number)
 
-    ctl = SimpleNamespace(wb=SimpleNamespace(server_cache=None), changed=lambda save=True: None)
-    cache = ServerCache(ctl)
+    parts = SimpleNamespace(wb=SimpleNamespace(server_cache=None), changed=lambda save=True: None)
+    cache = ServerCache(parts)
     cache.model = Recording()
     template, tokenizer = builtin_template("qwen3"), get_tokenizer("qwen3")
     for text in ("first summary", "second summary"):

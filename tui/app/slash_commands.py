@@ -60,5 +60,5 @@ def context_window(app: "CtxpaneApp", pane) -> int | None:
     """The window the grid is drawn against: the policy's, else the server's (the one its warnings use)."""
     if pane.policy.context_window:
         return pane.policy.context_window
-    window, _kind = server_window(app.controller)
+    window, _kind = server_window(app.controller.parts)
     return window.tokens if window is not None else None

@@ -19,7 +19,8 @@ from tui.sessions.safe_io import SessionFileError, read_regular_file
 from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from tui.controller.controller import Controller
+    from tui.controller.editing import Editing
+    from tui.controller.parts import Parts
 
 ATTACH_LIMIT = 2 * 1024 * 1024  # bytes: a document for a context window, not an archive
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
@@ -68,55 +69,55 @@ def read_attachment(path: Path, limit: int = ATTACH_LIMIT) -> str | dict:
 
 
 class Attaching:
-    def __init__(self, controller: "Controller") -> None:
-        self.ctl = controller
+    def __init__(self, parts: "Parts", editing: "Editing") -> None:
+        self.parts, self.editing = parts, editing  # editing: a document attached is an edit (undo takes it back)
 
     def attach(self, text: str, label: str) -> None:
-        if self.ctl.answering():  # it would land between the question and its reply
+        if self.editing.answering():  # it would land between the question and its reply
             return
         path = named_path(text, label)
         if path is not None:
-            self.ctl.runtime.spawn(lambda: self._attach_file(path), "attach")
+            self.parts.runtime.spawn(lambda: self._attach_file(path), "attach")
         elif text.strip():
-            added = self.ctl.wb.add_document(text, label or "document")
-            self.ctl.editing.inserted(added, f"attach {label or 'document'}")
-            self.ctl.changed()
+            added = self.parts.wb.add_document(text, label or "document")
+            self.editing.inserted(added, f"attach {label or 'document'}")
+            self.parts.changed()
 
     async def _attach_file(self, path: Path) -> None:
-        ctl, wb = self.ctl, self.ctl.wb
+        parts, wb = self.parts, self.parts.wb
         try:
             text = await asyncio.to_thread(read_attachment, path)
         except AttachError as exc:
-            ctl.notify(f"not attached: {visible(str(exc))}", severity=Severity.ERROR, timeout=10)
+            parts.notify(f"not attached: {visible(str(exc))}", severity=Severity.ERROR, timeout=10)
             return
         if isinstance(text, dict):
             self._landed(wb, path, text)
             return
         if not text.strip():
-            ctl.notify(f"not attached: {visible(str(path))} is empty", severity=Severity.WARNING)
+            parts.notify(f"not attached: {visible(str(path))} is empty", severity=Severity.WARNING)
             return
         if not self._can_land(wb, path):
             return
         added = wb.add_document(text, PREFIX + path.name)
-        ctl.editing.inserted(added, f"attach {visible(path.name)}")
-        ctl.changed()
-        ctl.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")
+        self.editing.inserted(added, f"attach {visible(path.name)}")
+        parts.changed()
+        parts.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")
 
     def _can_land(self, wb, path: Path) -> bool:
         """A file read off the loop lands only in the session it was asked for, and not under a streaming reply."""
-        ctl = self.ctl
-        if ctl.wb is not wb:  # read while another session was opened: not into that one
-            ctl.notify(f"{visible(path.name)} was not attached: another session was opened meanwhile",
+        parts = self.parts
+        if parts.wb is not wb:  # read while another session was opened: not into that one
+            parts.notify(f"{visible(path.name)} was not attached: another session was opened meanwhile",
                        severity=Severity.WARNING)
             return False
-        return not ctl.answering()
+        return not self.editing.answering()
 
     def _landed(self, wb, path: Path, part: dict) -> None:
         """An image read off the loop lands as a user message of one image part (untrusted, like any file)."""
-        ctl = self.ctl
+        parts = self.parts
         if not self._can_land(wb, path):
             return
         added = wb.add_image(part, PREFIX + path.name)
-        ctl.editing.inserted(added, f"attach {visible(path.name)}")
-        ctl.changed()
-        ctl.notify(f"attached image {visible(path.name)} ({part['width']}×{part['height']} {part['format']})")
+        self.editing.inserted(added, f"attach {visible(path.name)}")
+        parts.changed()
+        parts.notify(f"attached image {visible(path.name)} ({part['width']}×{part['height']} {part['format']})")

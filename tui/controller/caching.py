@@ -26,37 +26,37 @@ if TYPE_CHECKING:
     from tui.context.request import RequestView
     from tui.sessions.model import RequestRecord
 
-    from tui.controller.controller import Controller
+    from tui.controller.parts import Parts
 
 
 class ServerCache:
-    def __init__(self, controller: "Controller") -> None:
-        self.ctl = controller
+    def __init__(self, parts: "Parts") -> None:
+        self.parts = parts
         self.model: LlamaCppCache | None = None
         self.summary_calls = 0  # each held under its own number (-1, -2, …): two are never taken for one
 
     def llama(self) -> bool:
-        connection = self.ctl.link.connection
+        connection = self.parts.link.connection
         return connection is not None and connection.info.kind == "llama.cpp"
 
     async def connected(self) -> None:
         """Read the server's cache settings and seed the model (replaying the open session's requests)."""
-        if not self.llama() or self.ctl.client is None:
+        if not self.llama() or self.parts.client is None:
             return
         from tui.client.server_cache import read_cache_facts
         try:
-            facts = await read_cache_facts(self.ctl.client)
+            facts = await read_cache_facts(self.parts.client)
         except ClientError as exc:
-            self.ctl.notify(visible(f"the server's cache cannot be modelled: {exc}"), severity=Severity.WARNING)
+            self.parts.notify(visible(f"the server's cache cannot be modelled: {exc}"), severity=Severity.WARNING)
             return
-        wb = self.ctl.wb
+        wb = self.parts.wb
         if wb.session.requests:
-            replayed = await self.ctl.worker.run(lambda: self._replayed(facts.config()))
+            replayed = await self.parts.worker.run(lambda: self._replayed(facts.config()))
             if replayed is SKIPPED:  # the app is closing
                 return
             self.model, problem = replayed
             if problem:
-                self.ctl.notify(visible(f"the session's earlier requests could not be replayed into the model of "
+                self.parts.notify(visible(f"the session's earlier requests could not be replayed into the model of "
                                         f"the server's cache ({problem}): it starts empty"), severity=Severity.WARNING)
         else:
             self.model = LlamaCppCache(facts.config())
@@ -67,7 +67,7 @@ class ServerCache:
         and why it starts empty instead ('' when it does not)."""
         from tui.sessions.cache_replay import replay_cache
         from tui.sessions.replay import Replayer
-        wb = self.ctl.wb
+        wb = self.parts.wb
         try:
             _steps, model = replay_cache(wb.session, Replayer(wb.session, wb.template, wb.tokenizer, wb.cache_rule),
                                          "llama.cpp", config)
@@ -77,8 +77,8 @@ class ServerCache:
 
     def _share(self) -> None:
         """Give the workbench a copy to predict with, and compute the pane again."""
-        self.ctl.wb.server_cache = copy.copy(self.model) if self.model is not None else None
-        self.ctl.changed(save=False)
+        self.parts.wb.server_cache = copy.copy(self.model) if self.model is not None else None
+        self.parts.changed(save=False)
 
     def attach(self, wb) -> None:
         """A session opened since: the server's cache outlives it, so its requests are predicted against it too."""

@@ -8,13 +8,13 @@ turns to fit and sends. Nothing is refused for good: the user may want to see wh
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from tui.controller.receiving import fit_now, server_window
 from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from tui.controller.controller import Controller
+    from tui.controller.parts import Parts
 
 
 class Concern(Enum):
@@ -23,22 +23,22 @@ class Concern(Enum):
 
 
 class Capabilities:
-    def __init__(self, controller: "Controller") -> None:
-        self.ctl = controller
+    def __init__(self, parts: "Parts", submit: Callable[[str], bool]) -> None:
+        self.parts, self.submit = parts, submit  # submit: send a message that was checked already
         self._warned: tuple[str, Concern] | None = None  # said for this text: Enter again sends it
 
     def concern(self, text: str) -> tuple[Concern, str] | None:
         """What the server cannot take in the request `text` would make, as computed for the pane."""
-        ctl = self.ctl
-        view, connection = ctl.wb.view, ctl.link.connection
-        if view is None or connection is None or ctl.wb.draft != text:  # no view of this message: nothing known
+        parts = self.parts
+        view, connection = parts.wb.view, parts.link.connection
+        if view is None or connection is None or parts.wb.draft != text:  # no view of this message: nothing known
             return None
         if connection.info.vision is False and view.hidden.images:
             count = len(view.hidden.images)
             return Concern.NO_VISION, (f"the server says its model takes no images (/props modalities), and this "
                                        f"request holds {count}: it may refuse it or ignore them. Enter sends "
                                        "anyway")
-        fit = fit_now(ctl, view, ctl.wb.request_body(view))
+        fit = fit_now(parts, view, parts.wb.request_body(view))
         if fit is not None and fit.fits is False:
             return Concern.OVER_WINDOW, (f"⚠ {fit.message}. F9 drops the oldest turns to fit "
                                          "and sends; Enter sends it as it is")
@@ -51,26 +51,26 @@ class Capabilities:
             self._warned = None  # sent: the same text another time is warned about again
             return False
         self._warned = (text, found[0])
-        self.ctl.notify(found[1], severity=Severity.WARNING, title="Before sending", timeout=15)
+        self.parts.notify(found[1], severity=Severity.WARNING, title="Before sending", timeout=15)
         return True
 
     def fit_and_send(self, text: str) -> str:
         """F9: the drop-oldest policy with the server's window, then send. "" when sent, else why not (nothing
         is changed then)."""
-        ctl = self.ctl
-        window, _kind = server_window(ctl)
-        if ctl.streaming:
+        parts = self.parts
+        window, _kind = server_window(parts)
+        if parts.streaming:
             return "a reply is still streaming: Esc stops it first"
-        if ctl.client is None or window is None:
+        if parts.client is None or window is None:
             return "F9 fits a message to the server's window: no server has said one"
         if not text.strip():
             return "nothing to send"
-        before = ctl.history.settings_before("policy")
+        before = parts.history.settings_before("policy")
         changes = {"name": "drop-oldest"}
-        if not ctl.wb.policy.context_window or ctl.wb.policy.context_window > window.tokens:
+        if not parts.wb.policy.context_window or parts.wb.policy.context_window > window.tokens:
             changes["context_window"] = window.tokens
-        ctl.wb.set_policy(**changes)
-        ctl.history.settings_changed(f"policy drop-oldest, window {window.tokens:,}", before)
-        ctl.changed()
+        parts.wb.set_policy(**changes)
+        parts.history.settings_changed(f"policy drop-oldest, window {window.tokens:,}", before)
+        parts.changed()
         self._warned = None
-        return "" if ctl.sending.submit(text, checked=True) else "not sent"
+        return "" if self.submit(text) else "not sent"

@@ -27,9 +27,10 @@ from tui.controller.capabilities import Capabilities
 from tui.controller.compute import SKIPPED, ComputeWorker
 from tui.controller.connecting import connect
 from tui.controller.editing import Editing
-from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyStarted,
-                     SessionChanged, StatusChanged)
+from tui.controller.events import (ChatChanged, Event, PaneChanged, ReplyEnded, ReplyStarted,
+                     SessionChanged)
 from tui.controller.link import Link
+from tui.controller.parts import Parts
 from tui.controller.message_facts import ReplyFactsCache
 from tui.controller.opening import Opening
 from tui.controller.receiving import fit_now
@@ -57,22 +58,22 @@ class Controller:
     def __init__(self, settings: Any, runtime: Runtime, listener: Callable[[Event], None] = lambda event: None,
                  sessions_folder: Path | None = None) -> None:
         self.settings, self.runtime, self.listener = settings, runtime, listener
-        self.wb = Workbench(Session(), plain_chatml())
-        self.link = Link(settings)
-        self.file = SessionFile(lambda: self.wb.session, runtime, self.notify, lambda: self.link.client,
-                                settings.api_key_env, sessions_folder)
+        self.link, self.worker = Link(settings), ComputeWorker()
+        # What the transitions share and may reach (parts.py): not this controller.
+        parts = self.parts = Parts(settings, runtime, self.link, self.worker, Workbench(Session(), plain_chatml()),
+                                   self.emit)
+        parts.on_change, parts.is_streaming = self.changed, lambda: self.sending.streaming
+        self.file = parts.file = SessionFile(lambda: parts.wb.session, runtime, parts.notify, lambda: self.link.client,
+                                             settings.api_key_env, sessions_folder)
+        self.history = parts.history = History(parts)  # undo and redo (history.py)
         self.sending = Sending(self)
-        self.editing = Editing(self)
+        self.editing = Editing(parts, send=lambda: self.sending.start())
         self.opening = Opening(self)
-        self.tokenizing = Tokenizing(self)
-        self.history = History(self)  # undo and redo (history.py)
+        self.tokenizing = Tokenizing(parts)
         self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
         self.slash = SlashRunner(self)  # the composer's /commands (slash.py)
-        self.recall = Recall(self)  # prompt history (recall.py)
-        self.capabilities = Capabilities(self)  # what the server cannot take, said before sending
-        self.generation = 0  # bumped by every change of state: a result computed before it is stale
-        self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
-        self.worker = ComputeWorker()
+        self.recall = Recall(parts)  # prompt history (recall.py)
+        self.capabilities = Capabilities(parts, submit=lambda text: self.sending.submit(text, checked=True))
         self.reply_facts = ReplyFactsCache()  # the transcript's figures of each reply (message_facts.py)
         self._figures_shown: Mapping[str, str] | None = None  # the headers' lines the transcript shows now
         self._compute_timer: Handle | None = None
@@ -81,6 +82,31 @@ class Controller:
         self._probed = None  # the template the worker has probed for splicing (tui/context/tokens/draft_splice.py)
 
     # -- reading the state --------------------------------------------------------------------------
+    @property
+    def wb(self) -> Workbench:
+        """The open session's workbench (kept in the parts the transitions share)."""
+        return self.parts.wb
+
+    @wb.setter
+    def wb(self, wb: Workbench) -> None:
+        self.parts.wb = wb
+
+    @property
+    def generation(self) -> int:
+        return self.parts.generation
+
+    @generation.setter
+    def generation(self, generation: int) -> None:
+        self.parts.generation = generation
+
+    @property
+    def notes(self) -> dict[str, str]:
+        return self.parts.notes
+
+    @notes.setter
+    def notes(self, notes: dict[str, str]) -> None:
+        self.parts.notes = notes
+
     @property
     def client(self):
         return self.link.client
@@ -110,7 +136,7 @@ class Controller:
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
                          body, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
-                         fit_now(self, view, body), self.tuning.assumed())
+                         fit_now(self.parts, view, body), self.tuning.assumed())
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session
@@ -135,10 +161,10 @@ class Controller:
 
     def notify(self, text: str, *, severity: Severity = Severity.INFORMATION, title: str = "",
                timeout: float | None = None) -> None:
-        self.emit(Notice(text, Severity(severity), title, timeout))
+        self.parts.notify(text, severity=severity, title=title, timeout=timeout)
 
     def status(self, text: str, style: Tone = Tone.PLAIN) -> None:
-        self.emit(StatusChanged(text, Tone(style)))
+        self.parts.status(text, style)
 
     def show_chat(self, figures: Mapping[str, str] | None = None) -> None:
         chat = self.chat_state(figures)
@@ -274,7 +300,7 @@ class Controller:
     def attach(self, text: str, label: str) -> None:
         """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
         from tui.controller.attaching import Attaching
-        Attaching(self).attach(text, label)
+        Attaching(self.parts, self.editing).attach(text, label)
 
     # -- settings -----------------------------------------------------------------------------------
     def template_choices(self) -> list[tuple[str, str]]:
@@ -367,7 +393,7 @@ class Controller:
 
     def rename_session(self, title: str) -> bool:
         from tui.controller.titling import rename
-        return rename(self, title)
+        return rename(self.parts, title)
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

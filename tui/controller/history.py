@@ -23,7 +23,7 @@ from tui.controller.branches import branch_off, continuation_start, repoint, rep
 from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from tui.controller.controller import Controller
+    from tui.controller.parts import Parts
 
 DEPTH = 200  # operations kept; the oldest goes first
 
@@ -168,7 +168,7 @@ def _swap_id(session: Session, message: Message) -> None:
 # -- the history ----------------------------------------------------------------------------------------
 @dataclass
 class History:
-    ctl: "Controller"
+    parts: "Parts"
     done: list[Operation] = field(default_factory=list)
     undone: list[Operation] = field(default_factory=list)
 
@@ -204,35 +204,35 @@ class History:
         if not self._may(verb):
             return False
         if not source:
-            self.ctl.notify(f"nothing to {verb}")
+            self.parts.notify(f"nothing to {verb}")
             return False
         op = source[-1]
         try:
-            run(op, self.ctl.wb)
+            run(op, self.parts.wb)
         except ValueError as exc:  # (a branch whose fork is gone): said, and kept to try again
-            self.ctl.notify(f"cannot {verb} {op.label}: {exc}", severity=Severity.WARNING)
+            self.parts.notify(f"cannot {verb} {op.label}: {exc}", severity=Severity.WARNING)
             return False
         target.append(source.pop())
-        self.ctl.notify(f"{past}: {op.label}")
-        self.ctl.changed()
+        self.parts.notify(f"{past}: {op.label}")
+        self.parts.changed()
         return True
 
     def _may(self, what: str) -> bool:
-        if self.ctl.read_only:
-            self.ctl.notify(f"read-only session: nothing to {what}", severity=Severity.WARNING)
+        if self.parts.read_only:
+            self.parts.notify(f"read-only session: nothing to {what}", severity=Severity.WARNING)
             return False
-        if self.ctl.streaming:
-            self.ctl.notify(f"a reply is arriving: stop it (Esc) before you {what}", severity=Severity.WARNING)
+        if self.parts.streaming:
+            self.parts.notify(f"a reply is arriving: stop it (Esc) before you {what}", severity=Severity.WARNING)
             return False
         return True
 
     # -- recording, around a change ------------------------------------------------------------------
     def settings_before(self, *names: str) -> dict:
         """The session settings `names` as they are, to pass to `settings_changed` after the change."""
-        return {name: copy.deepcopy(getattr(self.ctl.wb.session, name)) for name in names}
+        return {name: copy.deepcopy(getattr(self.parts.wb.session, name)) for name in names}
 
     def settings_changed(self, label: str, before: dict) -> None:
         """Session settings changed since `settings_before` (the policy, fences, params): one operation."""
-        after = {name: copy.deepcopy(getattr(self.ctl.wb.session, name)) for name in before}
+        after = {name: copy.deepcopy(getattr(self.parts.wb.session, name)) for name in before}
         if after != before:
             self.add(Operation(OpKind.FIELD, label, before=before, after=after))

@@ -4,16 +4,20 @@ other session's (tui/sessions/prompt_history.py keeps those); Ctrl+R searches th
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from tui.sessions.prompt_history import PromptHistory
 from tui.controller.events import Severity
+
+if TYPE_CHECKING:
+    from tui.controller.parts import Parts
 
 MAX_FOUND = 200
 
 
 class Recall:
-    def __init__(self, controller, history: PromptHistory | None = None) -> None:
-        self.ctl = controller
+    def __init__(self, parts: "Parts", history: PromptHistory | None = None) -> None:
+        self.parts = parts
         self.history = history or PromptHistory()
         self._place = -1  # where Up has got to in `entries` (-1: at the draft)
         self._entries: list[str] = []
@@ -21,7 +25,7 @@ class Recall:
 
     def entries(self) -> list[str]:
         """Newest first, each once: this session's own questions, then those sent in other sessions."""
-        own = [m.text() for m in reversed(self.ctl.wb.session.messages)
+        own = [m.text() for m in reversed(self.parts.wb.session.messages)
                if m.role == "user" and m.provenance.source == "user"]
         others = [prompt.text for prompt in reversed(self.history.prompts())]
         return list(dict.fromkeys(text for text in own + others if text.strip()))
@@ -51,19 +55,19 @@ class Recall:
     def remember(self, text: str) -> None:
         """A prompt was sent: kept for later sessions (the file written off the loop)."""
         self.reset()
-        client = self.ctl.client
+        client = self.parts.client
         # the key as the redactor finds it (a placeholder such as "x" is no secret: every prompt would hold it)
         secrets = list(client.endpoint.secrets) if client is not None and client.endpoint.key_searchable else []
-        if self.history.add(text, self.ctl.wb.session.id, secrets):
-            self.ctl.runtime.spawn(self._write, "prompt-history")
+        if self.history.add(text, self.parts.wb.session.id, secrets):
+            self.parts.runtime.spawn(self._write, "prompt-history")
 
     def preload(self) -> None:
         """Read the history off the loop before the first Up needs it."""
         async def read() -> None:
             await asyncio.to_thread(self.history.prompts)
-        self.ctl.runtime.spawn(read, "prompt-history-read")
+        self.parts.runtime.spawn(read, "prompt-history-read")
 
     async def _write(self) -> None:
         await asyncio.to_thread(self.history.write)
         if self.history.problem:
-            self.ctl.notify(self.history.problem, severity=Severity.WARNING)
+            self.parts.notify(self.history.problem, severity=Severity.WARNING)

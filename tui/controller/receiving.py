@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tui.context.request import RequestView
     from tui.sessions.model import RequestRecord
 
-    from tui.controller.controller import Controller
+    from tui.controller.parts import Parts
     from tui.controller.workbench import Workbench
 
 LOUD = (DROPPED, ADDED, REFUSED)  # verdicts said under the reply; a match is only recorded
@@ -42,39 +42,39 @@ def reply_reserve(body: dict) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def server_window(ctl: "Controller") -> tuple[WindowSize | None, str]:
-    connection = ctl.link.connection
+def server_window(parts: "Parts") -> tuple[WindowSize | None, str]:
+    connection = parts.link.connection
     if connection is None:
         return None, ""
     return connection.info.window, connection.info.kind
 
 
-def fit_to_server(ctl: "Controller", view: "RequestView", body: dict) -> FitCheck:
+def fit_to_server(parts: "Parts", view: "RequestView", body: dict) -> FitCheck:
     """The request (its tokens and the reply it reserves) against the server's window, if it has said one."""
-    window, kind = server_window(ctl)
+    window, kind = server_window(parts)
     return fit_check(view.sent_tokens, reply_reserve(body), window, kind)
 
 
-def fit_now(ctl: "Controller", view: "RequestView", body: dict) -> FitCheck | None:
+def fit_now(parts: "Parts", view: "RequestView", body: dict) -> FitCheck | None:
     """The request as it stands (draft included), for the pane's header; None until a server has said its window."""
-    fit = fit_to_server(ctl, view, body)
+    fit = fit_to_server(parts, view, body)
     return fit if fit.window is not None else None
 
 
-def check_before_sending(ctl: "Controller", record: "RequestRecord", view: "RequestView", body: dict) -> FitCheck:
+def check_before_sending(parts: "Parts", record: "RequestRecord", view: "RequestView", body: dict) -> FitCheck:
     """Record whether the request fits the server's window, and warn when it will not."""
-    fit = fit_to_server(ctl, view, body)
+    fit = fit_to_server(parts, view, body)
     record_fit(record, fit)
     if fit.fits is False:
-        ctl.status(visible(f"⚠ will not fit: {fit.message} ({window_said(fit.window)})"), Tone.BAD)
+        parts.status(visible(f"⚠ will not fit: {fit.message} ({window_said(fit.window)})"), Tone.BAD)
     return fit
 
 
-def settle_after(ctl: "Controller", wb: "Workbench", record: "RequestRecord", view: "RequestView",
+def settle_after(parts: "Parts", wb: "Workbench", record: "RequestRecord", view: "RequestView",
                  body: dict, reply: "Reply", prices: PriceTable) -> Receipt | None:
     """Compare what the server processed with what was sent, record it and its cost, and say a difference."""
-    window, _kind = server_window(ctl)
-    info = ctl.link.connection.info if ctl.link.connection else None
+    window, _kind = server_window(parts)
+    info = parts.link.connection.info if parts.link.connection else None
     failure = reply.failure if isinstance(reply.failure, ClientError) else None
     outcome = failure if failure is not None else reply
     try:
@@ -82,7 +82,7 @@ def settle_after(ctl: "Controller", wb: "Workbench", record: "RequestRecord", vi
         reported = reported_from_reply(reply) if failure is None else None
         settle(record, wb.session, view, reported, receipt, prices, wb.cache_rule)
     except Exception as exc:  # noqa: BLE001 - odd figures never keep the reply from being kept
-        ctl.notify(visible(f"could not compare sent with received: {exc}"), severity=Severity.WARNING)
+        parts.notify(visible(f"could not compare sent with received: {exc}"), severity=Severity.WARNING)
         return None
     learned = observed(receipt, record.number)
     if learned is not None and info is not None:  # plan the next requests with it (below the server's own figure)
@@ -99,25 +99,25 @@ def receipt_note(receipt: Receipt | None) -> str:
     return visible(f"{mark} {receipt.summary}")
 
 
-def say_receipt(ctl: "Controller", receipt: Receipt | None) -> None:
+def say_receipt(parts: "Parts", receipt: Receipt | None) -> None:
     """Put a loud receipt under the session's last message and in the status line."""
     note = receipt_note(receipt)
-    messages = ctl.wb.session.messages
+    messages = parts.wb.session.messages
     if not note or not messages:
         return
     last = messages[-1].id
-    earlier = ctl.notes.get(last)
-    ctl.notes[last] = f"{earlier}\n{note}" if earlier else note
-    ctl.status(note, Tone.BAD)
-    ctl.changed(save=False)
+    earlier = parts.notes.get(last)
+    parts.notes[last] = f"{earlier}\n{note}" if earlier else note
+    parts.status(note, Tone.BAD)
+    parts.changed(save=False)
 
 
-async def load_prices_once(ctl: "Controller", prices: PriceTable | None) -> PriceTable:
+async def load_prices_once(parts: "Parts", prices: PriceTable | None) -> PriceTable:
     """The shipped price table with the user's over it, read in the worker the first time; problems as a notice."""
     if prices is not None:
         return prices
     from tui.sessions.price_files import load_prices
-    table, problems = await ctl.worker.run(load_prices)
+    table, problems = await parts.worker.run(load_prices)
     for problem in problems:
-        ctl.notify(visible(problem), severity=Severity.WARNING, timeout=10)
+        parts.notify(visible(problem), severity=Severity.WARNING, timeout=10)
     return table

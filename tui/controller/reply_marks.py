@@ -13,7 +13,7 @@ from tui.controller.events import Tone
 if TYPE_CHECKING:
     from tui.client.reply import Reply
 
-    from tui.controller.controller import Controller
+    from tui.controller.parts import Parts
 
 EMPTY = "(empty reply: the model sent no text)"
 CUT = "✂ cut at max tokens (finish_reason: length)"
@@ -30,11 +30,11 @@ def reply_mark(reply: "Reply | None") -> str:
     return ""
 
 
-def mark_last_message(ctl: "Controller", mark: str) -> None:
+def mark_last_message(parts: "Parts", mark: str) -> None:
     """Put `mark` under the session's last message (the reply, or what an empty reply answered)."""
-    messages = ctl.wb.session.messages
+    messages = parts.wb.session.messages
     if not mark or not messages:
         return
-    ctl.notes[messages[-1].id] = mark
-    ctl.status(mark, Tone.CAUTION)
-    ctl.changed(save=False)
+    parts.notes[messages[-1].id] = mark
+    parts.status(mark, Tone.CAUTION)
+    parts.changed(save=False)

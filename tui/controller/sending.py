@@ -39,11 +39,11 @@ class Sending:
         self._job = None
         self._begun = False  # whether the running send has started (a job cancelled before never runs)
         self.prices = None  # the price table, read from files (off the loop) on the first send
-        self.cache = ServerCache(controller)
+        self.cache = ServerCache(controller.parts)
 
     async def load_prices(self) -> None:
         """Read the price table once, when a server connects (a send before it is read reads it itself)."""
-        self.prices = await load_prices_once(self.ctl, self.prices)
+        self.prices = await load_prices_once(self.ctl.parts, self.prices)
 
     def submit(self, text: str, checked: bool = False) -> bool:
         """`checked`: the capability warning was seen and acted on (capabilities.py)."""
@@ -69,7 +69,7 @@ class Sending:
         ctl.wb.commit_text(text)
         ctl.recall.remember(text)
         if name_if_untitled(ctl.wb.session):
-            announce(ctl)
+            announce(ctl.parts)
         ctl.changed(save=False, compute=False)  # the request is computed by the send itself, below
         self.start()
         return True
@@ -116,9 +116,9 @@ class Sending:
             body = wb.request_body(view)
             await self._provider_count(wb, body, view)
             sent_at = time.time()
-            self.prices = await load_prices_once(ctl, self.prices)
+            self.prices = await load_prices_once(ctl.parts, self.prices)
             record = wb.start_record(body, view)
-            check_before_sending(ctl, record, view, body)
+            check_before_sending(ctl.parts, record, view, body)
             if ctl.wb is wb:
                 ctl.changed(save=False, compute=False)
                 ctl.show_pane()
@@ -138,15 +138,15 @@ class Sending:
                     from tui.client.reply import Reply
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
-                receipt = settle_after(ctl, wb, record, view, body, reply, self.prices)
+                receipt = settle_after(ctl.parts, wb, record, view, body, reply, self.prices)
                 cached = self.cache.after_reply(record, view, reply, sent_at)  # held by the server, whatever is open
                 save()
                 if ctl.wb is wb:
                     ctl.reply_ended(note)
-                    mark_last_message(ctl, reply_mark(reply))
+                    mark_last_message(ctl.parts, reply_mark(reply))
                     if report_line(cached) and not receipt_note(receipt):
                         ctl.status(report_line(cached), Tone.GOOD if cached.agrees else Tone.CAUTION)
-                    say_receipt(ctl, receipt)
+                    say_receipt(ctl.parts, receipt)
             elif note and ctl.wb is wb:
                 ctl.status(note, Tone.CAUTION)
                 ctl.file.autosave()

@@ -14,7 +14,7 @@ from tui.sessions.model import Session
 from tui.controller.events import SessionChanged
 
 if TYPE_CHECKING:
-    from tui.controller.controller import Controller
+    from tui.controller.parts import Parts
 
 UNTITLED = ("", "New session")
 TITLE_FROM_MESSAGE = 60  # characters of the first user message
@@ -41,16 +41,16 @@ def name_if_untitled(session: Session) -> bool:
     return True
 
 
-def announce(ctl: "Controller") -> None:
-    ctl.emit(SessionChanged(ctl.wb.session.title, ctl.read_only, ctl.file.session_file))
+def announce(parts: "Parts") -> None:
+    parts.emit(SessionChanged(parts.wb.session.title, parts.read_only, parts.file.session_file))
 
 
-def rename(ctl: "Controller", text: str) -> bool:
+def rename(parts: "Parts", text: str) -> bool:
     """The user's new title (from the palette); an empty one is refused."""
     title = clean_title(text)
-    if not title or ctl.read_only:
+    if not title or parts.read_only:
         return False
-    ctl.wb.session.title = title
-    announce(ctl)
-    ctl.file.autosave()
+    parts.wb.session.title = title
+    announce(parts)
+    parts.file.autosave()
     return True

@@ -332,7 +332,7 @@ class Tuning:
             return False
         ctl.wb.commit_text(text)
         if name_if_untitled(ctl.wb.session):  # named at once, as a message sent at once is
-            announce(ctl)
+            announce(ctl.parts)
         self.waiting = True
         ctl.changed()
         ctl.status("connecting… your message is sent once the server answers", Tone.CAUTION)
