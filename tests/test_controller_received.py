@@ -115,11 +115,11 @@ async def test_the_pane_header_warns_before_sending_while_the_draft_grows_past_t
         await made.idle(0.2)
         pane = ctl.pane_state()
         assert pane.fit is not None and pane.fit.over_by == 0
-        assert "over the server's" not in summary_text(pane.view, pane.policy, False, fit=pane.fit).plain
+        assert "over the server's" not in summary_text(pane.view, pane.policy, None, fit=pane.fit).plain
         ctl.set_draft(" ".join(f"pear{i}" for i in range(200)))
         await made.idle(0.3)
         pane = ctl.pane_state()
-        line = summary_text(pane.view, pane.policy, False, fit=pane.fit)
+        line = summary_text(pane.view, pane.policy, None, fit=pane.fit)
         over = pane.view.sent_tokens - 299  # a prompt must leave one token of the 300 for the reply
         assert pane.fit.over_by == over > 0
         assert f"⚠ {over} tokens over the server's window 300 (server)" in line.plain, line.plain

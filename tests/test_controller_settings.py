@@ -149,7 +149,7 @@ async def test_reconnect_switches_the_endpoint(tmp_path, monkeypatch):
 
 
 async def test_a_template_picked_while_the_server_renders_its_own_is_marked_what_if(tmp_path, monkeypatch):
-    from tui.app.pane.header import summary_text
+    from tui.app.pane.header import TemplateStanding, summary_text
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FaultServer(delay=0.01) as server:
         made = await connected(tmp_path, server.url + "/llama")
@@ -160,7 +160,7 @@ async def test_a_template_picked_while_the_server_renders_its_own_is_marked_what
         await made.idle(0.1)
         pane = ctl.pane_state()
         assert pane.what_if.startswith("what-if") and "what-if" in made.of(StatusChanged)[-1].text
-        line = summary_text(pane.view, pane.policy, False, what_if=True).plain
+        line = summary_text(pane.view, pane.policy, None, standing=TemplateStanding.WHAT_IF).plain
         assert "(what-if)" in line and "exact" not in line  # this template's count is not what the server counts
         ctl.set_template("@server")
         await made.idle(0.1)

@@ -89,7 +89,7 @@ async def test_a_server_that_shows_no_template_gets_no_system_turn_the_user_did_
     """A vLLM-like server (no template to read) serving a model of no known family: the pane assumes plain ChatML,
     without Qwen 2.5's default system prompt, and says the template is assumed; a Qwen model name assumes its
     family's template, an OpenAI one the shape of OpenAI's published accounting."""
-    from tui.app.pane.header import summary_text
+    from tui.app.pane.header import TemplateStanding, summary_text
     from window_servers import WindowServer
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for model, template in (("gpt-4o", "openai"), ("mystery-model", "chatml"), ("Qwen/Qwen3-8B", "qwen3")):
@@ -103,7 +103,7 @@ async def test_a_server_that_shows_no_template_gets_no_system_turn_the_user_did_
             assert "You are Qwen" not in pane.view.document.text and "<|im_start|>system" not in pane.view.document.text
             assert pane.assumed.startswith(f"template assumed: {template}") and "does not show its template" in \
                 pane.assumed, pane.assumed
-            line = summary_text(pane.view, pane.policy, False, assumed=True).plain
+            line = summary_text(pane.view, pane.policy, None, standing=TemplateStanding.ASSUMED).plain
             assert "(assumed)" in line and "exact" not in line.split("·")[0], line
             made.ctl.close()
 

@@ -153,8 +153,8 @@ def test_plain_glyphs_replace_the_marks_that_need_an_emoji_font(tmp_path):
     settings, _problems = resolve({}, {}, config)
     try:
         use_glyphs(settings.glyphs)
-        text = header_block(Message("user", "hi", pinned=True, id="m0"), 0, False).text
+        text = header_block(Message("user", "hi", pinned=True, id="m0"), 0).text
         assert "📌" not in text and "* pinned" in text
     finally:
         use_glyphs("")
-    assert "📌 pinned" in header_block(Message("user", "hi", pinned=True, id="m0"), 0, False).text
+    assert "📌 pinned" in header_block(Message("user", "hi", pinned=True, id="m0"), 0).text

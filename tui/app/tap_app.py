@@ -220,7 +220,7 @@ class TapApp(SafeClipboard):
         engine = recorder.engine
         window = engine.info.n_ctx if engine is not None and engine.info is not None else None
         previous = tapped.previous.shape if tapped.previous is not None else None
-        summary = summary_text(tapped.view, policy, previous is not None,
+        summary = summary_text(tapped.view, policy, previous,
                                prefix=f"conversation {tapped.conversation} · request {tapped.index + 1}: ")
         costs = request_series(requests)
         messages = messages_of(record.body.get("messages", []), record.message_ids)

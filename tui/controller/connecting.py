@@ -35,7 +35,7 @@ async def connect(ctl: "Controller") -> None:
             base, source = found[0], f"found {found[1]} on {found[0]}"
     if not base:
         if not ctl.wb.session.messages:
-            ctl.adopt(sample_session(), None, keep_draft=True)  # what was typed meanwhile stays the draft
+            ctl.adopt(sample_session(), None, draft=ctl.wb.draft)  # what was typed meanwhile stays the draft
         ctl.status("offline: no server found. Connect with --base-url URL (or $OPENAI_BASE_URL); "
                    "the pane works on what you type.", Tone.CAUTION)
         return

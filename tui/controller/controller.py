@@ -177,15 +177,19 @@ class Controller:
             self.emit(PaneChanged(pane))
 
     # -- changes and the computation ------------------------------------------------------------------
-    def changed(self, save: bool = True, compute: bool = True) -> None:
-        """The state changed: a new generation, the chat shown again, the conversation computed again
-        (unless the caller computes it itself), and the file saved soon (unless `save` is false)."""
-        self.generation += 1
-        self.show_chat()
-        if compute:
-            self.compute()
+    def changed(self, save: bool = True) -> None:
+        """The state changed: a new generation, the chat shown again, the conversation computed again, and
+        the file saved soon (unless `save` is false)."""
+        self.shown_again()
+        self.compute()
         if save:
             self.file.autosave()
+
+    def shown_again(self) -> None:
+        """The state changed and the caller computes the request itself (a send): a new generation, the chat
+        shown again; nothing computed, nothing saved."""
+        self.generation += 1
+        self.show_chat()
 
     def refresh(self) -> None:
         """The session was changed from outside the transitions (a script, a test): show and compute it again."""
@@ -357,10 +361,10 @@ class Controller:
         self.connect()
 
     # -- sessions -----------------------------------------------------------------------------------
-    def adopt(self, session: Session, path: Path | None, read_only: bool = False, keep_draft: bool = False) -> None:
+    def adopt(self, session: Session, path: Path | None, read_only: bool = False, draft: str = "") -> None:
         """Work on this session from now on (kept in `path`, or in a new file once it has messages).
 
-        `keep_draft`: what was typed meanwhile (while the file was read) stays the draft."""
+        `draft`: what the composer holds from now on (what was typed while the file was read)."""
         self.file.open(path, read_only)
         try:
             template = load_template(self.settings.template) if self.settings.template else \
@@ -368,7 +372,7 @@ class Controller:
         except (TemplateNotFound, OSError) as exc:
             self.notify(visible(str(exc)), severity=Severity.ERROR)
             template = plain_chatml()
-        tokenizer, draft = self.wb.tokenizer, self.wb.draft if keep_draft else ""
+        tokenizer = self.wb.tokenizer
         self.wb = Workbench(session, template, tokenizer, draft=draft, content_specials=self.wb.content_specials)
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
         # has loaded it waits for it, so it is read once, with the right one.

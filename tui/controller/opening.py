@@ -42,21 +42,21 @@ class Opening:
                 ctl.notify(visible(str(exc)), title="cannot open session", severity=Severity.ERROR, timeout=60)
                 ctl.status(visible(f"could not open {path.name}: a new session was started instead (the file is "
                                    "left as it is)"), Tone.BAD)
-                ctl.adopt(ctl.tuning.fresh_session(), None, keep_draft=True)  # never another session (a sample)
+                ctl.adopt(ctl.tuning.fresh_session(), None, draft=ctl.wb.draft)  # never another session (a sample)
                 return
             else:
                 self._opened_first(*opened, path)
                 return
         if offline or not (ctl.settings.base_url or ctl.settings.scan_local):
-            ctl.adopt(sample_session(), None, keep_draft=True)
+            ctl.adopt(sample_session(), None, draft=ctl.wb.draft)
             return
-        ctl.adopt(ctl.tuning.fresh_session(), None, keep_draft=True)
+        ctl.adopt(ctl.tuning.fresh_session(), None, draft=ctl.wb.draft)
 
     def _opened_first(self, opened: Opened, recovered: bool, path: Path) -> None:
         ctl = self.ctl
         if opened.note:
             ctl.notify(visible(opened.note), severity=Severity.WARNING, timeout=10)
-        ctl.adopt(opened.session, path, opened.read_only, keep_draft=True)
+        ctl.adopt(opened.session, path, opened.read_only, draft=ctl.wb.draft)
         ctl.status("")
         if recovered:
             ctl.notify("the last reply was cut short: what had arrived is restored, marked incomplete",

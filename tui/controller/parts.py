@@ -35,7 +35,7 @@ class Parts:
         self.generation = 0  # bumped by every change of state: a result computed before it is stale
         self.notes: dict[str, str] = {}  # message id -> why that reply is incomplete
         self.listener = listener
-        self.on_change: Callable[[bool, bool], None] = lambda save, compute: None
+        self.on_change: Callable[[bool], None] = lambda save: None
         self.is_streaming: Callable[[], bool] = lambda: False
 
     @property
@@ -60,6 +60,6 @@ class Parts:
     def status(self, text: str, style: Tone = Tone.PLAIN) -> None:
         self.emit(StatusChanged(text, Tone(style)))
 
-    def changed(self, save: bool = True, compute: bool = True) -> None:
-        """The state changed: shown again, computed again (unless `compute` is false), saved soon (unless `save`)."""
-        self.on_change(save, compute)
+    def changed(self, save: bool = True) -> None:
+        """The state changed: shown again, computed again, saved soon (unless `save` is false)."""
+        self.on_change(save)

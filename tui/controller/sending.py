@@ -70,7 +70,7 @@ class Sending:
         ctl.recall.remember(text)
         if name_if_untitled(ctl.wb.session):
             announce(ctl.parts)
-        ctl.changed(save=False, compute=False)  # the request is computed by the send itself, below
+        ctl.shown_again()  # the request is computed by the send itself, below
         self.start()
         return True
 
@@ -120,7 +120,7 @@ class Sending:
             record = wb.start_record(body, view)
             check_before_sending(ctl.parts, record, view, body)
             if ctl.wb is wb:
-                ctl.changed(save=False, compute=False)
+                ctl.shown_again()
                 ctl.show_pane()
                 ctl.reply_started()
                 ctl.status(ctl.link.status_line)  # a "stopped" or an error left by the last reply is stale now

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 from tui.app.chat.wrap import Block
 from tui.app.shown import GLYPHS
 
@@ -11,7 +13,15 @@ def one_row(value: object, limit: int) -> str:
     return text[:limit].replace("\r\n", "↵").replace("\n", "↵")
 
 
-def header_block(message, index: int, dropped: bool, live: bool = False, figure: str = "") -> Block:
+class Standing(Enum):
+    """Where a message stands, as its header says: in the request, dropped from it, or still arriving."""
+
+    SENT = "sent"
+    DROPPED = "dropped"
+    ARRIVING = "arriving"
+
+
+def header_block(message, index: int, standing: Standing = Standing.SENT, figure: str = "") -> Block:
     """Role, #index, where it came from when that matters, its state (pinned, dropped, incomplete) and its
     figures (tokens, and for a reply how it came: tui/context/message_figures.py)."""
     prov = message.provenance
@@ -22,11 +32,11 @@ def header_block(message, index: int, dropped: bool, live: bool = False, figure:
         pieces.append(("  untrusted", "warn"))
     if message.pinned:
         pieces.append((f"  {GLYPHS['pin']} pinned", "pin"))
-    if dropped:
+    if standing is Standing.DROPPED:
         pieces.append(("  ✂ dropped from the request", "dropped"))
     if message.incomplete:
         pieces.append(("  ⚠ incomplete", "warn"))
-    if live:
+    if standing is Standing.ARRIVING:
         pieces.append(("  ● arriving…", "meta"))
     if figure:
         pieces.append((f"  {figure}", "meta"))

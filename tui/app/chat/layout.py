@@ -20,7 +20,7 @@ from tui.context.messages import Message
 
 from tui.app.chat.markdown import MarkdownRenders, wants_markdown
 from tui.app.chat.wrap import Block, Wrapped, estimate_rows
-from tui.app.chat.header import head_guess, head_sig, header_block, one_row as _line
+from tui.app.chat.header import Standing, head_guess, head_sig, header_block, one_row as _line
 from tui.app.shown import MAX_SHOWN, message_text
 
 FOLDS = ("reasoning", "calls")
@@ -245,7 +245,8 @@ class ChatLayout:
         message, text, note, folds, markdown = entry.source
         before, width = entry.height, self.width
         if entry._head is None:
-            entry._head = Wrapped([header_block(message, entry.index, entry.dropped, figure=entry.figure)], width)
+            entry._head = Wrapped([header_block(message, entry.index, Standing.DROPPED if entry.dropped else Standing.SENT,
+                                                  figure=entry.figure)], width)
         if entry.later and ask:
             markdown = self.markdown.get(text, width)  # a small reply at once, a big one is asked for
         if entry._body is None or markdown is not None and entry.later:
@@ -362,7 +363,8 @@ class LiveReply:
         """The entry at `index`; rows are wrapped again only from where the text changed."""
         entry = self._entry
         if entry is None or entry.index != index or width != self._width:
-            head = Wrapped([header_block(Message("assistant", ""), index, False, live=self.streaming)], width)
+            head = Wrapped([header_block(Message("assistant", ""), index,
+                                             Standing.ARRIVING if self.streaming else Standing.SENT)], width)
             entry = self._entry = Entry(self.key, index, "assistant", False, head, Wrapped(self.blocks(), width))
             self._width = width
             self.changed_from = 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 from rich.text import Text
 
 from tui.context.policy.truncation import PolicySettings
@@ -11,9 +13,19 @@ from tui.context.fit.window import FitCheck
 from tui.app.shown import one_line
 
 
-def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, read_only: bool = False,
-                 prefix: str = "", what_if: bool = False, fit: FitCheck | None = None,
-                 assumed: bool = False) -> Text:
+class TemplateStanding(Enum):
+    """How the template the figures come from stands to the one the server renders with."""
+
+    ITS_OWN = "its own"  # the server's template, or no server to differ from
+    ASSUMED = "assumed"  # the server's template is unseen (a gateway, a hosted API): this one is a guess
+    WHAT_IF = "what-if"  # the server renders its own template: these figures are for the one picked here
+
+
+def summary_text(view: RequestView, policy: PolicySettings, previous: object | None, read_only: bool = False,
+                 prefix: str = "", standing: TemplateStanding = TemplateStanding.ITS_OWN,
+                 fit: FitCheck | None = None) -> Text:
+    """The pane's header line. `previous`: the request before this one, if any (the cache line compares them)."""
+    what_if = standing is TemplateStanding.WHAT_IF
     counts = view.snapshot.counts
     text = Text(one_line(prefix))
     text.append(f"{view.sent_tokens} tokens", style="bold")
@@ -22,12 +34,12 @@ def summary_text(view: RequestView, policy: PolicySettings, has_previous: bool, 
     text.append(f" {label} ({one_line(counts.tokenizer, 60)}{images})")  # what-if: not the server's count
     text.append(f" of {policy.context_window}" if policy.context_window else "")
     text.append(f" · template {one_line(view.snapshot.template, 60)}")
-    if assumed:  # the server's template is unseen (a gateway, a hosted API): this one is a guess
+    if standing is TemplateStanding.ASSUMED:
         text.append(" (assumed)", style="bold yellow")
-    if what_if:  # the server renders its own template: these figures are for the one picked here
+    if what_if:
         text.append(" (what-if)", style="bold magenta")
     text.append(f" · policy {one_line(policy.name, 30)}")
-    if has_previous:
+    if previous is not None:
         text.append(f" · cached above {view.prefix.tokens} / new below {view.prefix.total_tokens - view.prefix.tokens}")
     if view.ledger:
         text.append(f" · {len(view.ledger)} dropped", style="bold yellow")

@@ -20,7 +20,7 @@ from tui.app.pane.diff_tab import DiffView
 from tui.app.pane.document_tab import DocumentView, note_lines
 from tui.app.pane.ledger_tab import LedgerView
 from tui.app.pane.request_tab import RequestView as RequestTab
-from tui.app.pane.header import summary_text
+from tui.app.pane.header import TemplateStanding, summary_text
 from tui.app.pane.tokens_tab import TokensView
 from tui.app.messages import PaneUpdated
 
@@ -114,8 +114,9 @@ class ContextPane(Vertical):
         if pane.generation < self.generation:
             return
         self.generation = pane.generation
-        summary = summary_text(pane.view, pane.policy, pane.previous is not None, pane.read_only,
-                               what_if=bool(pane.what_if), fit=pane.fit, assumed=bool(pane.assumed))
+        standing = TemplateStanding.WHAT_IF if pane.what_if else \
+            TemplateStanding.ASSUMED if pane.assumed else TemplateStanding.ITS_OWN
+        summary = summary_text(pane.view, pane.policy, pane.previous, pane.read_only, standing=standing, fit=pane.fit)
         self.show(pane.view, PaneData(summary, pane.messages, pane.draft_index, pane.previous,
                                       pane.policy.context_window, pane.policy.max_tokens, self.roles,
                                       pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env,

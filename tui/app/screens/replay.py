@@ -135,7 +135,7 @@ class ReplayScreen(Screen):
         chat.end_reply()
         chat.show([self._stored_message(m, i) for i, m in enumerate(record.body.get("messages", []))])
         self._show_reply(record.reply)
-        data = PaneData(summary_text(step.view, self.session.policy_settings(), previous is not None,
+        data = PaneData(summary_text(step.view, self.session.policy_settings(), previous,
                                      prefix=f"step {step.number}: "),
                         list(self.session.messages), None, previous, self.session.policy_settings().context_window,
                         self.session.policy_settings().max_tokens, self.roles, self.session.requests[:self.index + 1],
