@@ -2,8 +2,7 @@
 
 from tui.context import builtin_template, get_tokenizer, message_from_dict
 from tui.context.policy.truncation import PolicySettings
-from tui.context.cache.causes import (EDITED_TURN, JSON_KEY_ORDER, REASONING, SYSTEM_PROMPT, TEMPLATE_VALUE, TOOLS,
-                                      TRUNCATION)
+from tui.context.cache.causes import CauseClass
 from tui.context.cache.prefix import token_start
 from tui.context.cache.predict import cache_report, held_prompt
 from tui.context.cache.llamacpp import LlamaCppCache
@@ -35,28 +34,28 @@ def chat(system="You are terse.", first="Hi", call=CALL, reasoning=None):
 
 
 def test_system_prompt_and_edited_turn():
-    assert pair(chat("Time 10:00."), chat("Time 10:01.")).cause_class == SYSTEM_PROMPT
-    assert pair(chat(first="Hi"), chat(first="Hello")).cause_class == EDITED_TURN
+    assert pair(chat("Time 10:00."), chat("Time 10:01.")).cause_class == CauseClass.SYSTEM_PROMPT
+    assert pair(chat(first="Hi"), chat(first="Hello")).cause_class == CauseClass.EDITED_TURN
 
 
 def test_json_key_order_of_tool_call_arguments():
     reordered = {**CALL, "function": {"name": "lookup", "arguments": {"day": 2, "city": "Paris"}}}
     prefix = pair(chat(), chat(call=reordered))
-    assert prefix.cause_class == JSON_KEY_ORDER and "c1" not in prefix.cause and "#2" in prefix.cause
+    assert prefix.cause_class == CauseClass.JSON_KEY_ORDER and "c1" not in prefix.cause and "#2" in prefix.cause
     assert prefix.diverges.startswith('{"day"') or "day" in prefix.diverges  # the first divergent text
     other = {**CALL, "function": {"name": "lookup", "arguments": {"city": "Rome", "day": 2}}}
-    assert pair(chat(), chat(call=other)).cause_class == EDITED_TURN  # other values: an edit, not key order
+    assert pair(chat(), chat(call=other)).cause_class == CauseClass.EDITED_TURN  # other values: an edit, not key order
 
 
 def test_tool_list_schema_order_and_json_key_order():
     changed = pair(chat(), chat(), first={"tools": [TOOL_F]}, second={"tools": [TOOL_F, TOOL_G]})
-    assert (changed.cause_class, changed.cause) == (TOOLS, "changed tool list")
+    assert (changed.cause_class, changed.cause) == (CauseClass.TOOLS, "changed tool list")
     swapped = pair(chat(), chat(), first={"tools": [TOOL_F, TOOL_G]}, second={"tools": [TOOL_G, TOOL_F]})
-    assert swapped.cause_class == TOOLS and swapped.cause == "tools reordered: f, g -> g, f"
+    assert swapped.cause_class == CauseClass.TOOLS and swapped.cause == "tools reordered: f, g -> g, f"
     keys = {"type": "function", "function": {"parameters": {"properties": {}, "type": "object"},
                                              "description": "first", "name": "f"}}
     rewritten = pair(chat(), chat(), first={"tools": [TOOL_F]}, second={"tools": [keys]})
-    assert rewritten.cause_class == JSON_KEY_ORDER
+    assert rewritten.cause_class == CauseClass.JSON_KEY_ORDER
 
 
 def test_reasoning_re_rendered_when_a_new_user_turn_follows():
@@ -65,19 +64,19 @@ def test_reasoning_re_rendered_when_a_new_user_turn_follows():
     before = chat(reasoning="I should look it up.")
     after = [*before, {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "And Rome?"}]
     prefix = pair(before, after)
-    assert prefix.cause_class == REASONING and "#2" in prefix.cause
+    assert prefix.cause_class == CauseClass.REASONING and "#2" in prefix.cause
     assert prefix.diverged.startswith("<think>") and prefix.diverges.startswith("<tool_call>")
 
 
 def test_template_value_and_truncation_shift():
     date = pair(chat(), chat(), first={"template": "llama3", "variables": {"date_string": "01 Jan 2025"}},
                 second={"template": "llama3", "variables": {"date_string": "02 Jan 2025"}})
-    assert date.cause_class == TEMPLATE_VALUE
+    assert date.cause_class == CauseClass.TEMPLATE_VALUE
     long = [*chat(), {"role": "user", "content": "filler " * 80}, {"role": "assistant", "content": "ok " * 80},
             {"role": "user", "content": "next"}]
     shifted = pair(long, long, first={"policy": PolicySettings("drop-oldest", context_window=10_000)},
                    second={"policy": PolicySettings("drop-oldest", context_window=250)})
-    assert shifted.cause_class == TRUNCATION
+    assert shifted.cause_class == CauseClass.TRUNCATION
 
 
 def test_report_after_the_reply():
@@ -112,7 +111,7 @@ def test_token_start_finds_each_token():
 
 def test_a_template_switch_or_fences_toggled_is_named_as_such():
     """Before: 'template text changed' after a template switch, 'edited tool message' after toggling fences."""
-    from tui.context.cache.causes import SWITCHED
+    from tui.context.cache.causes import CauseClass
     from tui.context.untrusted.fences import FenceStyle
     from tui.context.messages import Message, Provenance
     from tui.context.request import RequestSettings, build_request
@@ -123,18 +122,19 @@ def test_a_template_switch_or_fences_toggled_is_named_as_such():
     qwen = get_tokenizer("qwen3")
     first = build_request(messages, RequestSettings(builtin_template("chatml"), qwen))
     switched = build_request(messages, RequestSettings(builtin_template("qwen3"), qwen), first.shape, 2)
-    assert (switched.prefix.cause_class, switched.prefix.cause) == (SWITCHED, "template switched (chatml -> qwen3)")
+    assert (switched.prefix.cause_class, switched.prefix.cause) == \
+        (CauseClass.SWITCHED, "template switched (chatml -> qwen3)")
     unfenced = build_request(messages, RequestSettings(builtin_template("qwen3"), qwen,
                                                        fences=FenceStyle(enabled=False)), switched.shape, 3)
-    assert unfenced.prefix.cause_class == SWITCHED and unfenced.prefix.cause.startswith("fences turned off")
+    assert unfenced.prefix.cause_class == CauseClass.SWITCHED and unfenced.prefix.cause.startswith("fences turned off")
     again = build_request(messages, RequestSettings(builtin_template("qwen3"), qwen,
                                                     fences=FenceStyle(enabled=False)), unfenced.shape, 4)
-    assert again.prefix.cause_class != SWITCHED
+    assert again.prefix.cause_class != CauseClass.SWITCHED
 
 
 def test_an_edit_is_not_blamed_on_fences_toggled_for_other_messages():
     """Found by review: with no untrusted text, an edit and fences turned off was named 'fences turned off'."""
-    from tui.context.cache.causes import EDITED_TURN
+    from tui.context.cache.causes import CauseClass
     from tui.context.untrusted.fences import FenceStyle
     from tui.context.messages import Message
     from tui.context.request import RequestSettings, build_request
@@ -146,11 +146,11 @@ def test_an_edit_is_not_blamed_on_fences_toggled_for_other_messages():
     after = [Message("user", "hi there friends", id="u1"), *before[1:]]
     first = build_request(before, RequestSettings(template, qwen))
     second = build_request(after, RequestSettings(template, qwen, fences=FenceStyle(enabled=False)), first.shape, 2)
-    assert second.prefix.cause_class == EDITED_TURN and "#0" in second.prefix.cause
+    assert second.prefix.cause_class == CauseClass.EDITED_TURN and "#0" in second.prefix.cause
 
 
 def test_a_switch_between_two_templates_of_one_name_is_named():
-    from tui.context.cache.causes import SWITCHED
+    from tui.context.cache.causes import CauseClass
     from tui.context.messages import Message
     from tui.context.request import RequestSettings, build_request
     from tui.context.templates.library import builtin_template, template_from_text
@@ -160,7 +160,7 @@ def test_a_switch_between_two_templates_of_one_name_is_named():
     two = template_from_text(builtin_template("qwen3").source, "file:b.jinja", "custom")
     first = build_request(messages, RequestSettings(one, get_tokenizer("qwen3")))
     second = build_request(messages, RequestSettings(two, get_tokenizer("qwen3")), first.shape, 2)
-    assert second.prefix.cause_class == SWITCHED and "another custom template" in second.prefix.cause
+    assert second.prefix.cause_class == CauseClass.SWITCHED and "another custom template" in second.prefix.cause
 
 
 def test_turns_restored_after_drops_are_named_not_called_a_template_change():
@@ -170,7 +170,7 @@ def test_turns_restored_after_drops_are_named_not_called_a_template_change():
             {"role": "user", "content": "next"}]
     restored = pair(long, long, first={"policy": PolicySettings("drop-oldest", context_window=250)},
                     second={"policy": PolicySettings("drop-oldest", context_window=10_000)})
-    assert restored.cause_class == TRUNCATION, restored.cause
+    assert restored.cause_class == CauseClass.TRUNCATION, restored.cause
     assert "back" in restored.cause and "#1" in restored.cause and "template" not in restored.cause
 
 

@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from conftest import DATA, ROOT, shared_template_source
 from image_bytes import png
-from tui.context.cache.causes import REASONING
+from tui.context.cache.causes import CauseClass
 from tui.context.untrusted.fences import FenceStyle
 from tui.context.images.files import image_part
 from tui.context.messages import Message, Provenance
@@ -87,7 +87,7 @@ def test_qwen3_drops_earlier_reasoning_and_it_is_counted_per_turn(source):
     text = view.document.text
     assert kept.counts["reasoning"] == raw_in(text, text.index("<think>"), text.index("</think>") + 8)
     [note] = [n for n in view.hidden.notes if "dropped" in n]
-    assert f"dropped {dropped.reasoning_dropped} reasoning tokens of turn #2:" in note and REASONING in note
+    assert f"dropped {dropped.reasoning_dropped} reasoning tokens of turn #2:" in note and CauseClass.REASONING in note
 
 
 def test_the_dropped_reasoning_breaks_the_cache_prefix_at_that_turn():
@@ -101,7 +101,7 @@ def test_the_dropped_reasoning_breaks_the_cache_prefix_at_that_turn():
     second = build_request(messages, settings(template), previous=first.shape, request_number=2)
     assert TOOL_THOUGHT not in second.document.text
     assert turn_of(second, "a2").reasoning_dropped == raw_count(TOOL_THOUGHT)
-    assert second.prefix.cause_class == REASONING
+    assert second.prefix.cause_class == CauseClass.REASONING
     assert second.origin[second.prefix.message] == 4  # session index of a2: turn #4
     assert any("turn #4:" in note for note in second.hidden.notes)
 

@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from controller_helpers import Harness, eight_turns
-from tui.context.cache.causes import SUMMARY
+from tui.context.cache.causes import CauseClass
 from tui.context.messages import Message
 from tui.context.cache.history import SUMMARY_CALL, request_name
 from tui.controller.events import StatusChanged
@@ -42,7 +42,7 @@ async def test_the_request_after_a_summary_call_is_predicted_against_it(llama_se
     assert record.cached_reported is not None and record.predicted_cached is not None
     assert abs(record.cached_reported - record.predicted_cached) <= 1, (record.cached_reported,
                                                                          record.predicted_cached)
-    assert record.cache_class == SUMMARY and record.cache_source == SUMMARY_CALL
+    assert record.cache_class == CauseClass.SUMMARY and record.cache_source == SUMMARY_CALL
     texts = [e.text for e in made.of(StatusChanged)]  # (the shared server may hold other tests' prompts before)
     after = " ".join(texts[max(i for i, text in enumerate(texts) if text.startswith("summary made")):])
     assert "another client" not in after and "summary call" in after

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from tui.context.cache.causes import REASONING
+from tui.context.cache.causes import CauseClass
 from tui.context.document import Document
 from tui.context.images.tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_format, part_size
 from tui.context.messages import Message, image_parts
@@ -383,5 +383,5 @@ def _dropped(result: HiddenTokens, origin: list[int], messages: list[Message], r
         result.notes.append(
             f"the template dropped {turn.reasoning_dropped} reasoning tokens of turn #{turn.turn}: the document "
             "changes at that turn between requests, so the cache prefix "
-            f"breaks there (cache cause: {REASONING})")
+            f"breaks there (cache cause: {CauseClass.REASONING})")
 

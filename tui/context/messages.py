@@ -4,13 +4,35 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
+class Role(StrEnum):
+    """The roles a chat template knows (a message's `role` compares equal to these)."""
 
-# Who produced a message. Trust follows the source unless the user overrides it.
-SOURCES = ("user", "system_prompt", "app", "model", "tool", "document", "memory", "subtask")
-UNTRUSTED_SOURCES = frozenset({"tool", "document", "memory", "subtask"})
+    SYSTEM = "system"
+    DEVELOPER = "developer"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Source(StrEnum):
+    """Who produced a message. Trust follows the source unless the user overrides it."""
+
+    USER = "user"
+    SYSTEM_PROMPT = "system_prompt"
+    APP = "app"
+    MODEL = "model"
+    TOOL = "tool"
+    DOCUMENT = "document"
+    MEMORY = "memory"
+    SUBTASK = "subtask"
+
+
+ROLES = tuple(role.value for role in Role)  # as plain strings: the session schema's Literal is made of them
+SOURCES = tuple(source.value for source in Source)
+UNTRUSTED_SOURCES = frozenset({Source.TOOL, Source.DOCUMENT, Source.MEMORY, Source.SUBTASK})
 
 IMAGE_PATCH = 28  # pixels per side of one vision patch, the usual estimate
 
@@ -20,8 +42,8 @@ class MessageError(ValueError):
 
 
 def default_source(role: str) -> str:
-    return {"system": "system_prompt", "developer": "system_prompt", "assistant": "model",
-            "tool": "tool"}.get(role, "user")
+    return {Role.SYSTEM: Source.SYSTEM_PROMPT, Role.DEVELOPER: Source.SYSTEM_PROMPT, Role.ASSISTANT: Source.MODEL,
+            Role.TOOL: Source.TOOL}.get(role, Source.USER).value
 
 
 @dataclass

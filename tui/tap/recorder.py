@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.context.policy.truncation import PolicySettings
-from tui.context.cache.causes import REASONING, REPLY
+from tui.context.cache.causes import CauseClass
 from tui.context.messages import Message, Provenance
 from tui.context.cache.rules import rule_known
 from tui.context.families.identity import SHIPPED
@@ -148,8 +148,8 @@ class Recorder:
             prefix.place = (f"{prefix.place} (#{prefix.source}: conversation {source.conversation}, request "
                             f"{source.record.number})")[:250]
         reply = source.record.reply if source is not None and source.record is not None else {}
-        if prefix.cause_class == REASONING and not (reply.get("reasoning") or reply.get("tool_calls")):
-            prefix.cause_class = REPLY  # no reasoning to blame: the generated tokens are what is not known
+        if prefix.cause_class == CauseClass.REASONING and not (reply.get("reasoning") or reply.get("tool_calls")):
+            prefix.cause_class = CauseClass.REPLY  # no reasoning to blame: the generated tokens are what is not known
             prefix.cause = (f"the reply of #{prefix.source} is not counted as reused: the tap asks for no logprobs, "
                             "so which tokens the server generated is not known; the reuse predicted stops where "
                             "that reply begins")

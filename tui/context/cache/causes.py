@@ -11,30 +11,35 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from tui.context.document import Document
 
-FIRST = "first request"
-APPENDED = "appended"  # nothing changed: the earlier prompt is reused whole
-EDITED_TURN = "edited turn"
-SYSTEM_PROMPT = "system prompt"
-TEMPLATE_VALUE = "date or variable in the template"
-TOOLS = "tool list or schema order"
-REASONING = "reasoning re-rendered"
-TRUNCATION = "truncation shift"
-JSON_KEY_ORDER = "JSON key order"
-REPLY = "reply re-rendered"
-SWITCHED = "template or fences switched"
-SUMMARY = "summary call in the slot"  # ctxpane's own summary call was computed where this request is
-OTHER = "other text"
-CLASSES = (FIRST, APPENDED, EDITED_TURN, SYSTEM_PROMPT, TEMPLATE_VALUE, TOOLS, REASONING, TRUNCATION,
-           JSON_KEY_ORDER, REPLY, SWITCHED, SUMMARY, OTHER)
+class CauseClass(StrEnum):
+    """What made a prompt stop sharing the earlier prefix, as a user can act on it."""
+
+    FIRST = "first request"
+    APPENDED = "appended"  # nothing changed: the earlier prompt is reused whole
+    EDITED_TURN = "edited turn"
+    SYSTEM_PROMPT = "system prompt"
+    TEMPLATE_VALUE = "date or variable in the template"
+    TOOLS = "tool list or schema order"
+    REASONING = "reasoning re-rendered"
+    TRUNCATION = "truncation shift"
+    JSON_KEY_ORDER = "JSON key order"
+    REPLY = "reply re-rendered"
+    SWITCHED = "template or fences switched"
+    SUMMARY = "summary call in the slot"  # ctxpane's own summary call was computed where this request is
+    OTHER = "other text"
+
+
+CLASSES = tuple(CauseClass)
 
 
 @dataclass(frozen=True)
 class Cause:
-    kind: str  # one of CLASSES
+    kind: CauseClass
     text: str  # the sentence shown to the user
     message: int | None = None  # document message index where the prefix ends
     span_kind: str | None = None
@@ -44,23 +49,24 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     """The cause of the first difference at character `boundary` of `current` (both RequestShapes)."""
     tail = len(earlier.text) if earlier.tail_start is None else earlier.tail_start
     if boundary >= tail:
-        return Cause(APPENDED, "none: the whole previous request is reused (new turns follow)")
+        return Cause(CauseClass.APPENDED, "none: the whole previous request is reused (new turns follow)")
     message, kind = _span_at(document, boundary)
     newly_dropped = current.dropped - earlier.dropped
     if newly_dropped:
         names = ", ".join(name for _place, name in sorted(_place_of(earlier, ident) for ident in newly_dropped))
-        return Cause(TRUNCATION, f"truncation shift: {names} dropped since the previous request", message, kind)
+        return Cause(CauseClass.TRUNCATION, f"truncation shift: {names} dropped since the previous request",
+                     message, kind)
     restored = (earlier.dropped - current.dropped) & set(current.message_ids)  # back, not deleted since
     if restored:  # a larger window or a pin sends back what an earlier request left out: the text moves too
         names = ", ".join(name for _place, name in sorted(_place_of(current, ident) for ident in restored))
-        return Cause(TRUNCATION, f"truncation shift: {names} back since the previous request, which dropped "
-                                 f"{'it' if len(restored) == 1 else 'them'}", message, kind)
+        return Cause(CauseClass.TRUNCATION, f"truncation shift: {names} back since the previous request, which "
+                     f"dropped {'it' if len(restored) == 1 else 'them'}", message, kind)
     switched = _switch(earlier, current)
     if switched:  # the whole document is written otherwise: no turn was edited, no template value changed
-        return Cause(SWITCHED, switched, message, kind)
+        return Cause(CauseClass.SWITCHED, switched, message, kind)
     toggled = _fences_toggled(earlier, current, message)
     if toggled:  # the first difference is a message fenced in one request and not in the other
-        return Cause(SWITCHED, toggled, message, kind)
+        return Cause(CauseClass.SWITCHED, toggled, message, kind)
     if not _same(earlier.tools or None, current.tools or None) and (message is None or kind == "marker"):
         found = _tools_cause(earlier.tools or [], current.tools or [])
         return Cause(found[0], found[1], message, kind)
@@ -70,11 +76,11 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     changed = sorted(k for k in set(earlier.variables) | set(current.variables)
                      if earlier.variables.get(k) != current.variables.get(k))
     if changed:
-        return Cause(TEMPLATE_VALUE, f"template variable changed: {', '.join(changed)}", message, kind)
+        return Cause(CauseClass.TEMPLATE_VALUE, f"template variable changed: {', '.join(changed)}", message, kind)
     if kind == "marker":
-        return Cause(TEMPLATE_VALUE, "template text changed (a date or other value the template writes)",
+        return Cause(CauseClass.TEMPLATE_VALUE, "template text changed (a date or other value the template writes)",
                      message, kind)
-    return Cause(OTHER, f"changed text in {kind or 'the document'}", message, kind)
+    return Cause(CauseClass.OTHER, f"changed text in {kind or 'the document'}", message, kind)
 
 
 def _switch(earlier: Any, current: Any) -> str:
@@ -132,22 +138,22 @@ def _message_cause(earlier: Any, current: Any, message: int | None, kind: str | 
     old = {mid: index for index, mid in enumerate(earlier.message_ids)}
     name = _place_of(current, message_id)[1]  # said as the chat says it: #N
     if message_id not in old and role in ("system", "developer"):
-        return SYSTEM_PROMPT, f"system prompt added ({name})"  # its header differs first: not the template
+        return CauseClass.SYSTEM_PROMPT, f"system prompt added ({name})"  # its header differs first: not the template
     if message_id not in old:
-        return (EDITED_TURN, f"new message {name} where the previous request had other text") \
+        return (CauseClass.EDITED_TURN, f"new message {name} where the previous request had other text") \
             if kind != "marker" else None
     before = old[message_id]
     if earlier.message_texts[before] != current.message_texts[message]:
         if role in ("system", "developer"):
-            return SYSTEM_PROMPT, f"changed system prompt ({name})"
-        return EDITED_TURN, f"edited {role} message ({name})"
+            return CauseClass.SYSTEM_PROMPT, f"changed system prompt ({name})"
+        return CauseClass.EDITED_TURN, f"edited {role} message ({name})"
     calls_then, calls_now = _item(earlier.calls, before), _item(current.calls, message)
     if not _same(calls_then, calls_now):
         if _json_equal(calls_then, calls_now):
-            return JSON_KEY_ORDER, f"tool call arguments of {name} written with their keys in another order"
-        return EDITED_TURN, f"edited tool call in {name}"
+            return CauseClass.JSON_KEY_ORDER, f"tool call arguments of {name} written with their keys in another order"
+        return CauseClass.EDITED_TURN, f"edited tool call in {name}"
     if role == "assistant" and (_item(earlier.reasoning, before) or _item(current.reasoning, message)):
-        return REASONING, (f"reasoning of {name} re-rendered: the template writes this earlier turn "
+        return CauseClass.REASONING, (f"reasoning of {name} re-rendered: the template writes this earlier turn "
                            "differently now (it drops or moves its reasoning)")
     return None
 
@@ -160,9 +166,9 @@ def _tools_cause(before: list, after: list) -> tuple[str, str]:
     names_before, names_after = [_tool_name(t) for t in before], [_tool_name(t) for t in after]
     if sorted(map(_canonical, before)) == sorted(map(_canonical, after)):
         if names_before != names_after:
-            return TOOLS, f"tools reordered: {', '.join(names_before)} -> {', '.join(names_after)}"
-        return JSON_KEY_ORDER, "tool schemas written with their keys in another order"
-    return TOOLS, "changed tool list"
+            return CauseClass.TOOLS, f"tools reordered: {', '.join(names_before)} -> {', '.join(names_after)}"
+        return CauseClass.JSON_KEY_ORDER, "tool schemas written with their keys in another order"
+    return CauseClass.TOOLS, "changed tool list"
 
 
 def _tool_name(tool: Any) -> str:

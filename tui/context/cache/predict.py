@@ -14,7 +14,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from tui.context.cache.prefix import CachePrefix, RequestShape, common_prefix_length, predict_cached, token_start
-from tui.context.cache.causes import APPENDED, FIRST, REASONING, REPLY, SUMMARY, Cause, classify, excerpt
+from tui.context.cache.causes import CauseClass, Cause, classify, excerpt
 from tui.context.cache.history import HeldPrompt, Shared, is_summary_call, request_name, shared_prefix
 from tui.context.cache.rules import BREAKPOINTS, UNITS, rule_for, rule_known
 from tui.context.document import Document
@@ -30,7 +30,8 @@ def cache_prefix(previous: RequestShape | None, current: RequestShape, document:
     """The prefix `current` shares with the previous request, and what `rule` reuses of it."""
     total = current.tokens.total
     if previous is None:
-        return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule, FIRST, None, "")
+        return CachePrefix(0, 0, total, None, None, "first request: nothing cached yet", 0, rule, CauseClass.FIRST,
+                           None, "")
     boundary = common_prefix_length(previous.text, current.text)
     shared = min(current.tokens.tokens_before(boundary), previous.tokens.total)
     cause = classify(previous, current, document, boundary)
@@ -94,7 +95,7 @@ def _explained(held: HeldPrompt | None, shared: Shared | None, current: RequestS
     total = current.tokens.total
     if held is None or shared is None:
         return CachePrefix(0, 0, total, None, None, "nothing the server holds shares this prompt", cached, rule,
-                           FIRST)
+                           CauseClass.FIRST)
     cause = _summary_cause(held) or _reply_cause(held, shared) or classify(held.shape, current, document,
                                                                           shared.chars)
     return CachePrefix(shared.chars, shared.tokens, total, cause.message, cause.span_kind, cause.text, cached, rule,
@@ -107,7 +108,7 @@ def _summary_cause(held: HeldPrompt) -> Cause | None:
     """The cause when the prompt closest to this one is ctxpane's own summary call: it took the slot."""
     if not is_summary_call(held.number):
         return None
-    return Cause(SUMMARY, "ctxpane's own summary call was computed last in this slot: only what its prompt "
+    return Cause(CauseClass.SUMMARY, "ctxpane's own summary call was computed last in this slot: only what its prompt "
                           "shares with this one is reused")
 
 
@@ -116,13 +117,13 @@ def _reply_cause(held: HeldPrompt, shared: Shared) -> Cause | None:
     if shared.chars < len(held.shape.text) or held.generated <= 1:
         return None
     if not held.reply_known:
-        return Cause(REASONING, f"the reply of {request_name(held.number)} had reasoning or tool calls: the template "
-                                "writes it back in another form than it was generated")
+        return Cause(CauseClass.REASONING, f"the reply of {request_name(held.number)} had reasoning or tool calls: "
+                     "the template writes it back in another form than it was generated")
     kept = held.generated - 1  # what a llama.cpp slot keeps of it; a provider's unit holds it all
     if shared.in_reply >= kept:
-        return Cause(APPENDED, f"none: {request_name(held.number)} is reused whole, with its reply")
-    return Cause(REPLY, f"the reply of {request_name(held.number)} is re-sent in another form than generated "
-                        f"(after {shared.in_reply} of its tokens)")
+        return Cause(CauseClass.APPENDED, f"none: {request_name(held.number)} is reused whole, with its reply")
+    return Cause(CauseClass.REPLY, f"the reply of {request_name(held.number)} is re-sent in another form than "
+                 f"generated (after {shared.in_reply} of its tokens)")
 
 
 # -- after the reply ---------------------------------------------------------------------------------------
@@ -213,9 +214,10 @@ def provider_diagnosis(diagnostics: object) -> str:
 
 def _disagreement(prefix: CachePrefix, difference: int) -> tuple[str, str]:
     if difference < 0 and prefix.in_reply and abs(-difference - prefix.in_reply) <= 1:
-        return REPLY, (f"the server did not reuse the {prefix.in_reply} tokens of {request_name(prefix.source)}'s reply: "
-                       "it generated other tokens than the text re-sent (a leading space it strips, another "
-                       "tokenization); asking for logprobs lets ctxpane see the tokens generated")
+        return CauseClass.REPLY, (f"the server did not reuse the {prefix.in_reply} tokens of "
+                                  f"{request_name(prefix.source)}'s reply: it generated other tokens than the text "
+                                  "re-sent (a leading space it strips, another tokenization); asking for logprobs lets "
+                                  "ctxpane see the tokens generated")
     if difference < 0:
         return UNMODELLED, (f"the server reused {-difference} tokens fewer than modelled: another client used its "
                             "slot, its prompt cache dropped the prompt, it restarted, or it tokenizes differently")

@@ -54,7 +54,7 @@ class CachePrefix:
     cause: str
     predicted_cached: int
     rule: str
-    cause_class: str = ""  # one of cache_causes.CLASSES
+    cause_class: str = ""  # a CauseClass (tui/context/cache/causes.py); "" when there is no cause
     source: int | None = None  # the earlier request the reuse comes from
     place: str = "previous request"  # where the server holds it ("slot 0", "prompt cache -> slot 0", ...)
     in_reply: int = 0  # shared tokens that continue into the source's reply

@@ -9,10 +9,21 @@ other content is not the family's; the shipped tokenizer's content under another
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
-SERVER, MODEL_FILE, SHIPPED, ESTIMATE = "server", "model file", "shipped", "estimate"
-SOURCES = (SERVER, MODEL_FILE, SHIPPED, ESTIMATE)
+class IdentitySource(StrEnum):
+    """Where a tokenizer (or template) came from: what its counts can claim follows from it."""
+
+    SERVER = "server"  # the server counts: its own, exact by definition
+    MODEL_FILE = "model file"  # a file the user named (tokenizer.json, a .jinja)
+    SHIPPED = "shipped"  # one that ships with ctxpane
+    ESTIMATE = "estimate"  # a stand-in: counts are estimates
+
+
+SERVER, MODEL_FILE, SHIPPED = IdentitySource.SERVER, IdentitySource.MODEL_FILE, IdentitySource.SHIPPED
+ESTIMATE = IdentitySource.ESTIMATE
+SOURCES = tuple(IdentitySource)
 NAME_LIMIT = 200  # a display name is cut here: names come from files and servers
 
 
@@ -21,18 +32,19 @@ class Identity:
     """A tokenizer's (or template's) identity.
 
     family: the registry family its content belongs to, or None when unknown.
-    source: one of SOURCES. digest: sha256 (hex) of its vocabulary (a template: of its text), if known.
+    source: an IdentitySource. digest: sha256 (hex) of its vocabulary (a template: of its text), if known.
     name: for display only; nothing is decided from it.
     """
 
     family: str | None
-    source: str
+    source: IdentitySource
     digest: str | None
     name: str
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"unknown identity source {self.source!r}")
+        object.__setattr__(self, "source", IdentitySource(self.source))  # a plain string from a file becomes the kind
 
 
 def display_name(name: Any) -> str:
