@@ -82,7 +82,7 @@ _MAX_CONTEXT = re.compile(r"maximum context length is (\d{1,9}) tokens")
 _IN_MESSAGES = re.compile(r"(\d{1,12}) in the messages")
 
 
-def _figure(pattern: re.Pattern, text: str) -> int | None:
+def _figure(pattern: re.Pattern[str], text: str) -> int | None:
     found = pattern.search(text[:2000])
     return int(found.group(1)) if found else None
 

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.context.json_types import JSONObject, WireMessage
+
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
 # Who produced a message. Trust follows the source unless the user overrides it.
@@ -42,7 +44,7 @@ class Message:
     role: str
     content: Any = ""  # a string, a list of parts, or None (an assistant turn with only tool calls)
     name: str | None = None
-    tool_calls: list[dict] | None = None
+    tool_calls: list[JSONObject] | None = None
     tool_call_id: str | None = None
     reasoning_content: str | None = None
     provenance: Provenance = field(default_factory=Provenance)
@@ -50,13 +52,13 @@ class Message:
     id: str = ""
     incomplete: bool = False  # a reply cut short (stopped, failed, or the app was killed)
 
-    def to_wire(self, local: bool = False) -> dict:
+    def to_wire(self, local: bool = False) -> WireMessage:
         """The dict sent to a server or a template: wire fields only, never provenance.
 
         An image part's size, format and file name are ctxpane's own (kept for counting): left out
         unless `local` (the session file keeps them)."""
         content = self.content if local else wire_content(self.content)
-        wire: dict[str, Any] = {"role": self.role, "content": content}
+        wire: WireMessage = {"role": self.role, "content": content}
         for key in ("name", "tool_calls", "tool_call_id", "reasoning_content"):
             value = getattr(self, key)
             if value is not None:
@@ -67,7 +69,7 @@ class Message:
         """The message's plain text: string content, or the text parts joined."""
         return content_text(self.content)
 
-    def to_record(self) -> dict:
+    def to_record(self) -> JSONObject:
         record = self.to_wire(local=True)
         record["provenance"] = {"source": self.provenance.source, "trusted": self.provenance.trusted,
                                 "label": self.provenance.label}
@@ -100,18 +102,19 @@ def wire_content(content: Any) -> Any:
             if isinstance(part, dict) and part.get("type") in IMAGE_TYPES else part for part in content]
 
 
-def image_parts(content: Any) -> list[dict]:
+def image_parts(content: Any) -> list[JSONObject]:
     if not isinstance(content, list):
         return []
     return [p for p in content if isinstance(p, dict) and p.get("type") in IMAGE_TYPES]
 
 
-def image_token_estimate(part: dict) -> int:
+def image_token_estimate(part: JSONObject) -> int:
     """Vision tokens for one image part, estimated from its size in 28x28 patches (labelled estimate).
 
     A part may give `width`/`height` (ours, or inside `image_url`); without them 448x448 is assumed.
     """
-    inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
+    url = part.get("image_url")
+    inner: JSONObject = url if isinstance(url, dict) else {}
     width = int(part.get("width") or inner.get("width") or 448)
     height = int(part.get("height") or inner.get("height") or 448)
     return max(1, -(-width // IMAGE_PATCH)) * max(1, -(-height // IMAGE_PATCH))

@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.context.document import Document
+from tui.context.json_types import JSONObject
+
+if TYPE_CHECKING:
+    from tui.context.cache.prefix import RequestShape
 
 FIRST = "first request"
 APPENDED = "appended"  # nothing changed: the earlier prompt is reused whole
@@ -40,8 +44,8 @@ class Cause:
     span_kind: str | None = None
 
 
-def classify(earlier: Any, current: Any, document: Document, boundary: int) -> Cause:
-    """The cause of the first difference at character `boundary` of `current` (both RequestShapes)."""
+def classify(earlier: RequestShape, current: RequestShape, document: Document, boundary: int) -> Cause:
+    """The cause of the first difference at character `boundary` of `current`."""
     tail = len(earlier.text) if earlier.tail_start is None else earlier.tail_start
     if boundary >= tail:
         return Cause(APPENDED, "none: the whole previous request is reused (new turns follow)")
@@ -62,8 +66,8 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     if toggled:  # the first difference is a message fenced in one request and not in the other
         return Cause(SWITCHED, toggled, message, kind)
     if not _same(earlier.tools or None, current.tools or None) and (message is None or kind == "marker"):
-        found = _tools_cause(earlier.tools or [], current.tools or [])
-        return Cause(found[0], found[1], message, kind)
+        tools = _tools_cause(earlier.tools or [], current.tools or [])
+        return Cause(tools[0], tools[1], message, kind)
     found = _message_cause(earlier, current, message, kind)
     if found is not None:
         return Cause(found[0], found[1], message, kind)
@@ -77,7 +81,7 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     return Cause(OTHER, f"changed text in {kind or 'the document'}", message, kind)
 
 
-def _switch(earlier: Any, current: Any) -> str:
+def _switch(earlier: RequestShape, current: RequestShape) -> str:
     """'template switched (chatml -> qwen3)' between two requests (by the template's text, not only its name),
     else ''."""
     before, now = getattr(earlier, "template", ""), getattr(current, "template", "")
@@ -89,7 +93,7 @@ def _switch(earlier: Any, current: Any) -> str:
     return ""
 
 
-def _fences_toggled(earlier: Any, current: Any, message: int | None) -> str:
+def _fences_toggled(earlier: RequestShape, current: RequestShape, message: int | None) -> str:
     """'fences turned off' when the message where the prefix ends was sent fenced in one request and not in the
     other, else ''."""
     if message is None or message >= len(current.message_ids):
@@ -103,7 +107,7 @@ def _fences_toggled(earlier: Any, current: Any, message: int | None) -> str:
     return f"fences turned {'on' if fenced_now else 'off'}: {_place_of(current, ident)[1]} is written otherwise"
 
 
-def _place_of(shape: Any, ident: str) -> tuple[float, str]:
+def _place_of(shape: RequestShape, ident: str) -> tuple[float, str]:
     """A message as the chat names it (#N, its place), with its place to sort by; its id if the shape has none."""
     places = getattr(shape, "places", None) or []
     try:
@@ -124,7 +128,8 @@ def _span_at(document: Document, boundary: int) -> tuple[int | None, str | None]
     return span.message, span.kind
 
 
-def _message_cause(earlier: Any, current: Any, message: int | None, kind: str | None) -> tuple[str, str] | None:
+def _message_cause(earlier: RequestShape, current: RequestShape, message: int | None,
+                   kind: str | None) -> tuple[str, str] | None:
     """The cause when the prefix ends inside a message: its text, tool calls or reasoning changed."""
     if message is None or message >= len(current.message_ids):
         return None
@@ -152,11 +157,11 @@ def _message_cause(earlier: Any, current: Any, message: int | None, kind: str | 
     return None
 
 
-def _item(values: list, index: int) -> Any:
+def _item(values: list[Any], index: int) -> Any:
     return values[index] if index < len(values) else None
 
 
-def _tools_cause(before: list, after: list) -> tuple[str, str]:
+def _tools_cause(before: list[JSONObject], after: list[JSONObject]) -> tuple[str, str]:
     names_before, names_after = [_tool_name(t) for t in before], [_tool_name(t) for t in after]
     if sorted(map(_canonical, before)) == sorted(map(_canonical, after)):
         if names_before != names_after:
