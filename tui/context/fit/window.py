@@ -11,7 +11,7 @@ ctxpane's assumption; observed is what a server kept when it cut a request.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, Sequence, TypeAlias
 
 from tui.context.json_types import JSONObject
 
@@ -69,7 +69,7 @@ def behaviour(kind: str) -> Overflow:
     return BEHAVIOUR.get(kind, UNKNOWN_BEHAVIOUR)
 
 
-def choose_window(candidates: list[WindowSize | None]) -> WindowSize | None:
+def choose_window(candidates: Sequence[WindowSize | None]) -> WindowSize | None:
     """The window to plan with: the most trusted source present (see SOURCES); ties go to the first given."""
     present = [c for c in candidates if c is not None and c.tokens > 0]
     if not present:
