@@ -47,7 +47,8 @@ def server_template(info: ServerInfo) -> tuple[ChatTemplate, bool]:
 
 async def prompt_tokens(client: OpenAIClient, messages: list[WireMessage],
                         tools: list[JSONObject] | None = None) -> int | None:
-    body: JSONObject = {"model": client.endpoint.model or "model", "messages": messages, "max_tokens": 1, "temperature": 0}
+    body: JSONObject = {"model": client.endpoint.model or "model", "messages": messages, "max_tokens": 1,
+                        "temperature": 0}
     if tools:
         body["tools"] = tools
     reply = await client.chat(body)

@@ -34,7 +34,8 @@ class RequestShape:
     dropped: frozenset[str] = frozenset()  # ids of messages the policy left out
     tail_start: int | None = None  # where the trailing generation prompt begins (text of no message)
     spans: list[tuple[str, str, int, int, int]] = field(default_factory=list)  # message id, kind, start, end, tokens
-    calls: list[list[JSONObject] | None] = field(default_factory=list)  # each message's tool calls as sent (None: it has none)
+    # each message's tool calls as sent (None: it has none)
+    calls: list[list[JSONObject] | None] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)  # each message's reasoning as sent
     blocks: list[tuple[int, str]] = field(default_factory=list)  # where each message's content ends, and its
     # cache_control lifetime ("5m", "1h"; "" when unmarked): Anthropic's breakpoints
@@ -65,7 +66,8 @@ class CachePrefix:
     write: int = 0  # tokens a breakpoint rule writes to the cache (Anthropic)
     write_lifetime: str = ""  # the lifetime it writes them for ("5m", "1h"): a 1-hour write costs more
     best_effort: bool = False  # the provider may reuse less: the prediction is an upper bound
-    candidates: list[tuple[int, str, int]] = field(default_factory=list)  # every prompt held: (request, place, shared tokens)
+    # every prompt held: (request, place, shared tokens)
+    candidates: list[tuple[int, str, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property

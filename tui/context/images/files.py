@@ -131,8 +131,8 @@ def image_part(data: bytes, name: str = "") -> JSONObject:
     if len(data) > IMAGE_LIMIT:
         raise ImageFileError(f"image is {len(data)} bytes: over the {IMAGE_LIMIT // (1024 * 1024)} MB limit")
     kind, width, height = image_size(data)
-    part: JSONObject = {"type": "image_url", "image_url": {"url": data_url(data, kind)}, "width": width, "height": height,
-            "format": kind}
+    part: JSONObject = {"type": "image_url", "image_url": {"url": data_url(data, kind)}, "width": width,
+                        "height": height, "format": kind}
     if name:
         part["name"] = name[:200]
     return part

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from tui.context.hidden_tokens import Category, HiddenTokens
     from tui.context.templates.library import ChatTemplate
 
-PROBES: tuple[list[WireMessage], ...] = ([{"role": "system", "content": "S\u2063"}, {"role": "user", "content": "U\u2063"}],
-          [{"role": "user", "content": "U\u2063"}])
+PROBES: tuple[list[WireMessage], ...] = (
+    [{"role": "system", "content": "S\u2063"}, {"role": "user", "content": "U\u2063"}],
+    [{"role": "user", "content": "U\u2063"}])
 
 
 def tool_texts(template: ChatTemplate, tools: list[JSONObject] | None) -> tuple[tuple[str, ...], ...]:

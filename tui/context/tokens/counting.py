@@ -143,7 +143,8 @@ class TokenIndex:
     """
 
     text: str
-    pieces: list[tuple[int, int, TokenStarts | None, bool, int]] = field(default_factory=list)  # start, end, starts, bytes, n
+    # start, end, token starts (None: a control token), whether they are byte offsets, tokens
+    pieces: list[tuple[int, int, TokenStarts | None, bool, int]] = field(default_factory=list)
     before: list[int] = field(default_factory=list)  # tokens in the pieces before each piece
 
     @property

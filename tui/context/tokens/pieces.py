@@ -28,7 +28,7 @@ PieceEntry: TypeAlias = "tuple[array[int], bool, int]"
 
 
 class PlainEncoder(Protocol):
-    """What piecewise encoding needs of a tokenizer (tokenizers.Tokenizer has it)."""
+    """What piecewise encoding needs of a tokenizer (every Tokenizer of tokenizers.py has it)."""
 
     def plain_starts(self, text: str) -> tuple[TokenStarts, bool]: ...
 
