@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Sequence
 
 import httpx
 
@@ -41,13 +42,13 @@ class Connection:
         return self.source == SERVER
 
 
-async def scan_local(ports=LOCAL_PORTS, timeout: float = 0.4) -> tuple[str, str] | None:
+async def scan_local(ports: Sequence[tuple[int, str]] = LOCAL_PORTS, timeout: float = 0.4) -> tuple[str, str] | None:
     """The first usual local port that answers /v1/models (loopback only, never with a key).
 
     What it finds is a suggestion: give it to endpoint_for with source "scan" (no key).
     """
     async with httpx.AsyncClient(timeout=timeout) as http:
-        async def check(port: int, label: str):
+        async def check(port: int, label: str) -> tuple[str, str] | None:
             try:  # the status is enough: whatever body a stray local service sends is never read
                 async with http.stream("GET", f"http://127.0.0.1:{port}/v1/models") as response:
                     return (f"http://127.0.0.1:{port}/v1", label) if response.status_code == 200 else None

@@ -124,7 +124,7 @@ class Endpoint:
     @property
     def key_searchable(self) -> bool:
         """Does the key look like a secret, so that texts may be searched for it without rewriting words?"""
-        return bool(self._key) and searchable(self._key)
+        return searchable(self._key) if self._key else False
 
     def may_carry_key(self, url: str) -> bool:
         """The key goes with a request only to this endpoint's own origin, and only if allowed."""
@@ -133,13 +133,14 @@ class Endpoint:
     def auth_headers(self, url: str | None = None, style: str = "") -> dict[str, str]:
         """The key's header for a request to `url` (default: this endpoint), or none: Authorization (OpenAI's
         and every compatible server's), or the header a provider's own API reads it from (`style`)."""
-        if not self.may_carry_key(url or self.base_url):
+        key = self._key
+        if not key or not self.may_carry_key(url or self.base_url):  # (a key it may carry is set)
             return {}
         if style == "anthropic":
-            return {"x-api-key": self._key}
+            return {"x-api-key": key}
         if style == "gemini":
-            return {"x-goog-api-key": self._key}
-        return {"Authorization": f"Bearer {self._key}"}
+            return {"x-goog-api-key": key}
+        return {"Authorization": f"Bearer {key}"}
 
     def redact(self, text: str) -> str:
         """Remove the key from a server's text before it is shown, logged or saved, even a cut-off start of it

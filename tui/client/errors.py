@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tui.context.json_types import JSONObject
 from tui.context.untrusted.visible import visible
 
 MAX_MESSAGE = 2000  # characters of an error message; server text inside it is cut shorter
@@ -84,7 +85,7 @@ class NotFound(ClientError):
 class BadRequest(ClientError):
     kind = "bad_request"
 
-    def __init__(self, message: str, partial: Any = None, status: int | None = 400, body: dict | None = None):
+    def __init__(self, message: str, partial: Any = None, status: int | None = 400, body: JSONObject | None = None):
         super().__init__(message, partial, status)
         self.body = body or {}
 
@@ -92,7 +93,7 @@ class BadRequest(ClientError):
 class ContextOverflow(BadRequest):
     kind = "context_overflow"
 
-    def __init__(self, message: str, n_prompt_tokens: int | None, n_ctx: int | None, body: dict | None = None):
+    def __init__(self, message: str, n_prompt_tokens: int | None, n_ctx: int | None, body: JSONObject | None = None):
         super().__init__(message, None, 400, body)
         self.n_prompt_tokens = n_prompt_tokens
         self.n_ctx = n_ctx

@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from tui.context.json_types import JSONObject
+
 from tui.client.endpoint import Endpoint
 from tui.client.errors import (AuthFailed, BadRequest, ClientError, ConnectionFailed, ConnectTimedOut, ContextOverflow,
                      NameNotResolved, NotFound, RateLimited, ReadTimedOut, ServerFailed, StreamIncomplete, TLSFailed)
@@ -57,7 +59,7 @@ def key_hint(endpoint: Endpoint) -> str:
     return f"no key was sent: set ${env} (or name another variable with --api-key-env)"
 
 
-def _error_detail(raw: bytes, endpoint: Endpoint) -> tuple[dict | None, ErrorDetail, str]:
+def _error_detail(raw: bytes, endpoint: Endpoint) -> tuple[JSONObject | None, ErrorDetail, str]:
     """The error body (when it is an object), its `error` part, and the server's message, short and keyless."""
     try:
         loose: Any = decode(raw, Any, "the error body")
@@ -82,12 +84,12 @@ _MAX_CONTEXT = re.compile(r"maximum context length is (\d{1,9}) tokens")
 _IN_MESSAGES = re.compile(r"(\d{1,12}) in the messages")
 
 
-def _figure(pattern: re.Pattern, text: str) -> int | None:
+def _figure(pattern: re.Pattern[str], text: str) -> int | None:
     found = pattern.search(text[:2000])
     return int(found.group(1)) if found else None
 
 
-def _bad_request(status: int, body: dict | None, error: ErrorDetail, detail: str) -> BadRequest:
+def _bad_request(status: int, body: JSONObject | None, error: ErrorDetail, detail: str) -> BadRequest:
     kind = error.type or (error.code if isinstance(error.code, str) else "") or ""
     worded = _figure(_MAX_CONTEXT, error.message or detail)
     if kind in ("exceed_context_size_error", "context_length_exceeded") or "context" in kind or worded:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tui.context.fit.received import Receipt, Reported, compare_view
 from tui.context.fit.window import WindowSize
+from tui.context.json_types import JSONObject
 
 from tui.client.errors import ClientError, ContextOverflow
 from tui.client.reply import Reply
@@ -22,12 +23,12 @@ if TYPE_CHECKING:
     from tui.client.server_info import ServerInfo
 
 
-def _details(usage: dict) -> dict:
+def _details(usage: JSONObject) -> JSONObject:
     details = usage.get("prompt_tokens_details")
     return details if isinstance(details, dict) else {}
 
 
-def _written(usage: dict) -> int | None:
+def _written(usage: JSONObject) -> int | None:
     """Tokens the provider says it wrote to its cache: OpenAI's cache_write_tokens (GPT-5.6 on), or Anthropic's
     cache_creation_input_tokens as a gateway passes it on."""
     found = lenient_count(_details(usage).get("cache_write_tokens"))
@@ -53,7 +54,7 @@ def reported_from_reply(reply: Reply) -> Reported:
         finish_reason=reply.finish_reason if isinstance(reply.finish_reason, str) else None)
 
 
-def reported_from_record(reply: dict) -> Reported:
+def reported_from_record(reply: JSONObject) -> Reported:
     """The same figures from a stored reply record (`Reply.to_record()`, as a session file holds it)."""
     rebuilt = Reply(usage=reply.get("usage"), timings=reply.get("timings"),
                     finish_reason=reply.get("finish_reason"),

@@ -15,7 +15,7 @@ variable to set: without a key `/v1/models` gives a 500 "Internal Server Error",
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable
 
 from tui.context.untrusted.visible import visible
 
@@ -51,7 +51,7 @@ def _short(text: Any) -> str:
     return visible(text[:NAME_LIMIT]) if isinstance(text, str) else ""
 
 
-async def _answer(call) -> Any:
+async def _answer(call: Awaitable[Any]) -> Any:
     """The JSON answer of an optional request, or None for any failure (refused, missing, not JSON)."""
     try:
         return await call

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, TypeVar
+from types import TracebackType
+from typing import Any, Awaitable, Callable, Concatenate, Coroutine, Literal, ParamSpec, TypedDict, TypeVar, overload
 
 from urllib.parse import urlsplit
 
 import httpx
 
+from tui.context.json_types import JSONObject
 from tui.context.request_bytes import request_bytes
 
 from tui.client.endpoint import Endpoint
@@ -29,7 +31,17 @@ from tui.client.stream import DeltaCallback, read_stream
 StatusCallback = Callable[[str], Any]
 KEY_STYLE_HEADER = "X-Ctxpane-Key-Style"  # taken off every request before it leaves: which header carries the key
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 MiB = 1024 * 1024
+
+
+class RequestContent(TypedDict, total=False):
+    """What httpx is given to send a JSON body (_json_content): its bytes, headers, and no redirects."""
+
+    content: bytes
+    headers: dict[str, str]
+    follow_redirects: bool
 
 
 @dataclass
@@ -46,10 +58,11 @@ class Limits:
     max_stream: int = 256 * MiB  # bytes of one event stream
 
 
-def _scrubbed(method):
+def _scrubbed(method: Callable[Concatenate[OpenAIClient, P], Awaitable[R]]
+              ) -> Callable[Concatenate[OpenAIClient, P], Coroutine[Any, Any, R]]:
     """Every ClientError leaving a public method has the key removed from it."""
     @functools.wraps(method)
-    async def wrapper(self: "OpenAIClient", *args, **kwargs):
+    async def wrapper(self: OpenAIClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return await method(self, *args, **kwargs)
         except ClientError as exc:
@@ -89,19 +102,34 @@ class OpenAIClient:
         await self.aclose()
 
     # -- plain JSON calls -------------------------------------------------------------------
+    # Without `shape` an answer is any JSON value (Any: the caller narrows what it reads); with one, that type.
+    @overload
+    async def get_json(self, /, path: str, at_root: bool = False) -> Any: ...
+
+    @overload
+    async def get_json(self, /, path: str, at_root: bool = False, *, shape: type[T]) -> T: ...
+
     @_scrubbed
-    async def get_json(self, path: str, at_root: bool = False, shape: type[T] = Any) -> T:
+    async def get_json(self, path: str, at_root: bool = False, shape: Any = Any) -> Any:
         """The answer at `path`, checked against `shape` (Any: any JSON value, still bounded)."""
         return await self._json("GET", path, None, at_root, shape)
 
+    @overload
+    async def post_json(self, /, path: str, body: Any, at_root: bool | str = False, *,
+                        key_style: str = "") -> Any: ...
+
+    @overload
+    async def post_json(self, /, path: str, body: Any, at_root: bool | str = False, *, shape: type[T],
+                        key_style: str = "") -> T: ...
+
     @_scrubbed
-    async def post_json(self, path: str, body: Any, at_root: bool | str = False, shape: type[T] = Any,
-                        key_style: str = "") -> T:
+    async def post_json(self, path: str, body: Any, at_root: bool | str = False, shape: Any = Any,
+                        key_style: str = "") -> Any:
         """POST `body`; `key_style` names a provider whose own header carries the key (anthropic, gemini)."""
         return await self._json("POST", path, body, at_root, shape, key_style)
 
-    async def _json(self, method: str, path: str, body: Any, at_root: bool | str, shape: type[T],
-                    key_style: str = "") -> T:
+    async def _json(self, method: str, path: str, body: Any, at_root: bool | str, shape: Any,
+                    key_style: str = "") -> Any:
         url = self._base(at_root) + path
         raw = await self._fetch(method, url, body, key_style)
         return decode(raw, shape, f"the answer of {method} {url}", self.endpoint.redact)
@@ -129,7 +157,8 @@ class OpenAIClient:
         declared = response.headers.get("Content-Length", "")
         if strict and declared.isdigit() and len(declared) < 20 and int(declared) > limit:
             raise TooLarge(f"{url} announced an answer of {int(declared):,} bytes; the limit is {limit:,}")
-        parts, size = [], 0
+        parts: list[bytes] = []
+        size = 0
         async for piece in response.aiter_bytes():
             parts.append(piece)
             size += len(piece)
@@ -156,7 +185,7 @@ class OpenAIClient:
 
     # -- chat ------------------------------------------------------------------------------
     @_scrubbed
-    async def chat(self, body: dict, assembler: ReplyAssembler | None = None,
+    async def chat(self, body: JSONObject, assembler: ReplyAssembler | None = None,
                    on_delta: DeltaCallback | None = None, on_status: StatusCallback | None = None) -> Reply:
         """Send a chat completion. Streamed when body['stream'] is true.
 
@@ -185,7 +214,7 @@ class OpenAIClient:
                 assembler.reply.error = "cancelled"
                 raise
 
-    async def _once(self, body: dict) -> Reply:
+    async def _once(self, body: JSONObject) -> Reply:
         url = self.endpoint.base_url + "/chat/completions"
         raw = await self._fetch("POST", url, body)
         chunk = decode(raw, Chunk, "the server's reply", self.endpoint.redact)
@@ -194,7 +223,7 @@ class OpenAIClient:
             raise ServerFailed(f"the server answered with an error: {excerpt(message or '?', self.endpoint.redact, 600)}")
         return reply_from_response(chunk)
 
-    async def _stream(self, body: dict, assembler: ReplyAssembler, on_delta: DeltaCallback | None) -> Reply:
+    async def _stream(self, body: JSONObject, assembler: ReplyAssembler, on_delta: DeltaCallback | None) -> Reply:
         url = self.endpoint.base_url + "/chat/completions"
         if not body.get("stream") or "stream_options" not in body:  # (the app's bodies have both: sent as built)
             body = {"stream_options": {"include_usage": True}, **body, "stream": True}
@@ -214,20 +243,21 @@ class OpenAIClient:
                                    f"kept the {len(reply.content)} characters received", reply)
         return reply
 
-    def _guard(self, partial: Reply | None):
+    def _guard(self, partial: Reply | None) -> _TransportGuard:
         return _TransportGuard(self, partial)
 
 
 class _TransportGuard:
     """Turns httpx transport failures and overall timeouts into typed errors that keep the partial reply."""
 
-    def __init__(self, client: OpenAIClient, partial: Reply | None):
+    def __init__(self, client: OpenAIClient, partial: Reply | None) -> None:
         self.client, self.partial = client, partial
 
     async def __aenter__(self) -> None:
         return None
 
-    async def __aexit__(self, kind, exc, tb) -> bool:
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> Literal[False]:  # re-raises, typed, or lets it through
         if exc is None or isinstance(exc, (ClientError, asyncio.CancelledError)):
             return False
         if isinstance(exc, TimeoutError):
@@ -243,7 +273,7 @@ class _TransportGuard:
         raise transport_error(exc, self.client.endpoint, self.partial) from None
 
 
-def _json_content(body: Any) -> dict:
+def _json_content(body: Any) -> RequestContent:
     """A JSON body as the bytes request_bytes makes (what curl and exports show), or nothing to send."""
     if body is None:
         return {}

@@ -14,10 +14,12 @@ import binascii
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 from urllib.parse import quote, urlsplit
 
 from msgspec import Struct
+
+from tui.context.json_types import JSONObject, WireMessage
 
 from tui.client.errors import ClientError
 from tui.client.http import OpenAIClient
@@ -63,26 +65,28 @@ class ProviderCount:
         label = "exact" if self.exact_local else "estimate"
         return f"provider count ({self.kind.value}): {self.tokens} · ctxpane {self.local} ({label}, {said})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {"kind": self.kind.value, "provider_tokens": self.tokens, "local_tokens": self.local,
                 "difference": self.difference, "problem": self.problem}
 
 
-async def provider_count(client: OpenAIClient, kind: CountKind, body: dict, local: int,
+async def provider_count(client: OpenAIClient, kind: CountKind, body: JSONObject, local: int,
                          exact_local: bool = False) -> ProviderCount:
     """The provider's count of `body` (a chat-completions body), or a ProviderCount saying why there is none."""
     path, payload = count_request(kind, body, urlsplit(client.endpoint.base_url).path)
-    shape = TotalTokens if kind is CountKind.GEMINI else InputTokens
-    where = "origin" if kind is CountKind.GEMINI else False  # Gemini's own API sits beside its OpenAI-compatible one
     try:
-        answer = await client.post_json(path, payload, at_root=where, shape=shape, key_style=kind.value)
+        if kind is CountKind.GEMINI:  # Gemini's own API sits beside its OpenAI-compatible one
+            total = await client.post_json(path, payload, at_root="origin", shape=TotalTokens, key_style=kind.value)
+            tokens = total.totalTokens
+        else:
+            answer = await client.post_json(path, payload, at_root=False, shape=InputTokens, key_style=kind.value)
+            tokens = answer.input_tokens
     except ClientError as exc:
         return ProviderCount(kind, None, local, exact_local, str(exc)[:300])
-    tokens = answer.totalTokens if isinstance(answer, TotalTokens) else answer.input_tokens
     return ProviderCount(kind, tokens, local, exact_local)
 
 
-def count_request(kind: CountKind, body: dict, base_path: str = "") -> tuple[str, dict]:
+def count_request(kind: CountKind, body: JSONObject, base_path: str = "") -> tuple[str, JSONObject]:
     """The path and body of the provider's count request for a chat-completions body: under the base URL
     (OpenAI, Anthropic), or, for Gemini, from the host's origin: its native API's version folder in the base
     URL's path (`/v1beta`, kept with any prefix a gateway adds), then models/{model}:countTokens."""
@@ -106,50 +110,67 @@ def _gemini_root(base_path: str) -> str:
 
 
 # -- shared --------------------------------------------------------------------------------------------
-def _list(value: Any) -> list:
+class Part(TypedDict, total=False):
+    """A content part as every provider's shape is made from: text, or an image (a data: URL's media type and data,
+    or a URL)."""
+
+    type: Required[Literal["text", "image"]]
+    text: str
+    url: str
+    media_type: str
+    data: str  # base64
+
+
+def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _calls(message: dict) -> list[dict]:
+def _object(value: Any) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _calls(message: WireMessage) -> list[JSONObject]:
     return [call for call in _list(message.get("tool_calls")) if isinstance(call, dict)]
 
 
-def _parts(content: Any) -> list[dict]:
+def _parts(content: Any) -> list[Part]:
     """A message's content as typed parts: text, and images as (media type, base64 data) or a URL."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
-    found = []
+    found: list[Part] = []
     for part in content if isinstance(content, list) else []:
         if not isinstance(part, dict):
             continue
         if part.get("type") == "text" and isinstance(part.get("text"), str):
             found.append({"type": "text", "text": part["text"]})
         elif part.get("type") == "image_url":
-            url = (part.get("image_url") or {}).get("url") if isinstance(part.get("image_url"), dict) else None
+            url = _object(part.get("image_url")).get("url")
             if isinstance(url, str):
-                found.append({"type": "image", "url": url, **_data_url(url)})
+                found.append(_image(url))
     return found
 
 
-def _data_url(url: str) -> dict:
-    """The media type and base64 data of a data: URL ({} for another URL or a malformed one)."""
+def _image(url: str) -> Part:
+    """An image part: with the media type and base64 data of a data: URL (none for another URL or a malformed one)."""
+    part: Part = {"type": "image", "url": url}
     head, _, data = url.partition(",")
     if not head.startswith("data:") or not head.endswith(";base64"):
-        return {}
+        return part
     try:
         base64.b64decode(data[:64] + "=" * (-len(data[:64]) % 4), validate=True)
     except (binascii.Error, ValueError):
-        return {}
-    return {"media_type": head[5:-7] or "image/png", "data": data}
+        return part
+    part["media_type"], part["data"] = head[5:-7] or "image/png", data
+    return part
 
 
 def _text(content: Any) -> str:
     return "".join(p["text"] for p in _parts(content) if p["type"] == "text")
 
 
-def _arguments(call: dict) -> tuple[str, str, Any]:
+def _arguments(call: JSONObject) -> tuple[str, str, Any]:
     """A tool call's id, name and arguments, parsed (an object where the arguments are JSON)."""
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    function = _object(call.get("function"))
     arguments = function.get("arguments", "{}")
     if isinstance(arguments, str):
         try:
@@ -159,21 +180,21 @@ def _arguments(call: dict) -> tuple[str, str, Any]:
     return str(call.get("id") or ""), str(function.get("name") or ""), arguments
 
 
-def _arguments_text(call: dict) -> str:
+def _arguments_text(call: JSONObject) -> str:
     """A tool call's arguments as the model wrote them: a string passes through untouched (re-dumping it would
     escape non-ASCII and change what is counted)."""
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    function = _object(call.get("function"))
     arguments = function.get("arguments", "{}")
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
-def _function(tool: dict) -> dict:
-    return tool.get("function") if isinstance(tool.get("function"), dict) else {}
+def _function(tool: JSONObject) -> JSONObject:
+    return _object(tool.get("function"))
 
 
 # -- OpenAI: a Responses API input -----------------------------------------------------------------------
-def _openai(model: str, messages: list[dict], tools: list[dict]) -> dict:
-    items: list[dict] = []
+def _openai(model: str, messages: list[WireMessage], tools: list[JSONObject]) -> JSONObject:
+    items: list[JSONObject] = []
     for message in messages:
         role = message.get("role")
         if role == "tool":
@@ -186,22 +207,22 @@ def _openai(model: str, messages: list[dict], tools: list[dict]) -> dict:
         for call in _calls(message):
             ident, name, _parsed = _arguments(call)
             items.append({"type": "function_call", "call_id": ident, "name": name, "arguments": _arguments_text(call)})
-    payload: dict = {"model": model, "input": items}
+    payload: JSONObject = {"model": model, "input": items}
     if tools:
         payload["tools"] = [{"type": "function", **_function(t)} for t in tools]
     return payload
 
 
-def _openai_part(part: dict, role: Any) -> dict:
+def _openai_part(part: Part, role: Any) -> JSONObject:
     if part["type"] == "image":
         return {"type": "input_image", "image_url": part["url"]}
     return {"type": "output_text" if role == "assistant" else "input_text", "text": part["text"]}
 
 
 # -- Anthropic: a Messages API request ---------------------------------------------------------------------
-def _anthropic(model: str, messages: list[dict], tools: list[dict]) -> dict:
+def _anthropic(model: str, messages: list[WireMessage], tools: list[JSONObject]) -> JSONObject:
     system = "\n\n".join(_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
-    turns: list[dict] = []
+    turns: list[JSONObject] = []
     for message in messages:
         role = message.get("role")
         if role in ("system", "developer"):
@@ -214,7 +235,7 @@ def _anthropic(model: str, messages: list[dict], tools: list[dict]) -> dict:
                 [b for b in joined if b["type"] != "tool_result"]
         elif blocks:
             turns.append({"role": speaker, "content": blocks})
-    payload: dict = {"model": model, "messages": turns}
+    payload: JSONObject = {"model": model, "messages": turns}
     if system:
         payload["system"] = system
     if tools:
@@ -224,11 +245,11 @@ def _anthropic(model: str, messages: list[dict], tools: list[dict]) -> dict:
     return payload
 
 
-def _anthropic_blocks(message: dict) -> list[dict]:
+def _anthropic_blocks(message: WireMessage) -> list[JSONObject]:
     if message.get("role") == "tool":
         return [{"type": "tool_result", "tool_use_id": str(message.get("tool_call_id") or ""),
                  "content": _text(message.get("content"))}]
-    blocks = []
+    blocks: list[JSONObject] = []
     for part in _parts(message.get("content")):
         if part["type"] == "text":
             blocks.append({"type": "text", "text": part["text"]})
@@ -246,9 +267,9 @@ def _anthropic_blocks(message: dict) -> list[dict]:
 
 
 # -- Gemini: a generateContent request ----------------------------------------------------------------------
-def _gemini(model: str, messages: list[dict], tools: list[dict]) -> dict:
+def _gemini(model: str, messages: list[WireMessage], tools: list[JSONObject]) -> JSONObject:
     system = "\n\n".join(_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
-    contents: list[dict] = []
+    contents: list[JSONObject] = []
     names = {ident: name for m in messages for ident, name, _ in map(_arguments, _calls(m))}  # call id -> function
     for message in messages:
         role = message.get("role")
@@ -260,7 +281,7 @@ def _gemini(model: str, messages: list[dict], tools: list[dict]) -> dict:
             contents[-1]["parts"].extend(parts)
         elif parts:
             contents.append({"role": speaker, "parts": parts})
-    request: dict = {"model": model, "contents": contents}
+    request: JSONObject = {"model": model, "contents": contents}
     if system:
         request["systemInstruction"] = {"parts": [{"text": system}]}
     if tools:
@@ -282,12 +303,12 @@ def _gemini_schema(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _gemini_parts(message: dict, names: dict[str, str]) -> list[dict]:
+def _gemini_parts(message: WireMessage, names: dict[str, str]) -> list[JSONObject]:
     if message.get("role") == "tool":
         ident = str(message.get("tool_call_id") or "")
         name = names.get(ident) or str(message.get("name") or ident)  # the function's name, as Gemini wants it
         return [{"functionResponse": {"name": name, "response": {"content": _text(message.get("content"))}}}]
-    parts: list[dict] = []
+    parts: list[JSONObject] = []
     for part in _parts(message.get("content")):
         if part["type"] == "text":
             parts.append({"text": part["text"]})

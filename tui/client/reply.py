@@ -6,20 +6,20 @@ Chunks arrive already checked against `schemas.Chunk`, so every field here has i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from tui.context.json_types import JSONObject, WireMessage
 
 from tui.client.errors import TooLarge
-from tui.client.schemas import MAX_TOOL_CALLS, Chunk, TokenLogprob, ToolCallDelta, plain
+from tui.client.schemas import MAX_TOOL_CALLS, CacheDiagnostics, Chunk, TokenLogprob, ToolCallDelta, plain
 
 
 @dataclass
 class Reply:
     content: str = ""
     reasoning: str = ""
-    tool_calls: list[dict] = field(default_factory=list)
+    tool_calls: list[JSONObject] = field(default_factory=list)
     finish_reason: str | None = None
-    usage: dict | None = None
-    timings: dict | None = None
+    usage: JSONObject | None = None  # schemas.Usage, plain (or as a session record kept it)
+    timings: JSONObject | None = None  # schemas.Timings, plain
     model: str | None = None
     incomplete: bool = False
     error: str | None = None
@@ -28,7 +28,7 @@ class Reply:
     generated: list[str] | None = None  # each generated token's text, when the server sent logprobs
     first_token_ms: int | None = None  # measured here, from sending to the first piece of the reply
     elapsed_ms: int | None = None  # from sending to the end of the reply
-    diagnostics: dict | None = None  # the provider's own word on a cache miss (Anthropic's cache_miss_reason)
+    diagnostics: CacheDiagnostics | None = None  # the provider's own word on a cache miss (Anthropic's)
     failure: Exception | None = field(default=None, repr=False, compare=False)  # the error it ended with, not saved
 
     @property
@@ -36,23 +36,23 @@ class Reply:
         """Prompt tokens the server reused from its cache, as it reports them."""
         details = (self.usage or {}).get("prompt_tokens_details") or {}
         if details.get("cached_tokens") is not None:
-            return details["cached_tokens"]
-        return (self.timings or {}).get("cache_n")
+            return _count(details["cached_tokens"])
+        return _count((self.timings or {}).get("cache_n"))
 
     @property
     def prompt_tokens(self) -> int | None:
-        return (self.usage or {}).get("prompt_tokens")
+        return _count((self.usage or {}).get("prompt_tokens"))
 
-    def to_message(self) -> dict:
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+    def to_message(self) -> WireMessage:
+        message: WireMessage = {"role": "assistant", "content": self.content}
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
         if self.reasoning:
             message["reasoning_content"] = self.reasoning
         return message
 
-    def to_record(self) -> dict:
-        record = {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
+    def to_record(self) -> JSONObject:
+        record: JSONObject = {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
                   "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
                   "model": self.model, "incomplete": self.incomplete, "error": self.error}
         for key in ("truncated", "prompt_eval_count", "diagnostics", "first_token_ms", "elapsed_ms"):  # only when a server said so: older records stay alike
@@ -63,13 +63,18 @@ class Reply:
         return record
 
 
+def _count(value: object) -> int | None:
+    """A token count as the server reported it (checked by schemas.Usage and Timings); None for anything else."""
+    return value if isinstance(value, int) else None
+
+
 class ReplyAssembler:
     """Applies chat.completion.chunk objects in order; tool calls are joined by their index."""
 
     def __init__(self) -> None:
         self.reply = Reply()
         self.size = 0  # characters received: content, reasoning and tool calls
-        self._calls: dict[int, dict] = {}
+        self._calls: dict[int, JSONObject] = {}
 
     def apply(self, chunk: Chunk) -> str:
         """Apply one checked chunk; returns the new content text it carried (for display)."""

@@ -8,10 +8,12 @@ server that adds fields keeps working; a field the client uses may be missing or
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, TypeVar
+from typing import Annotated, Any, Callable, NotRequired, TypedDict, TypeVar
 
 import msgspec
 from msgspec import Meta, Struct
+
+from tui.context.json_types import JSONObject
 
 from tui.client.errors import MalformedAnswer, NotJSON
 
@@ -99,16 +101,27 @@ class Usage(Struct, omit_defaults=True):
         self.cache_creation_input_tokens = lenient_count(self.cache_creation_input_tokens)
 
 
-def lenient_diagnostics(value: Any) -> dict | None:
+class CacheMissReason(TypedDict):
+    type: str  # a short name
+    cache_missed_input_tokens: NotRequired[int]
+
+
+class CacheDiagnostics(TypedDict):
+    cache_miss_reason: CacheMissReason
+
+
+def lenient_diagnostics(value: Any) -> CacheDiagnostics | None:
     """Anthropic's cache diagnostics, kept only in their documented shape ({"cache_miss_reason": {"type": a short
     name, "cache_missed_input_tokens": a count}}); anything else is unknown (None), never a failed reply."""
     reason = value.get("cache_miss_reason") if isinstance(value, dict) else None
     kind = reason.get("type") if isinstance(reason, dict) else None
-    if not isinstance(kind, str) or not kind or len(kind) > 64:
+    if not isinstance(reason, dict) or not isinstance(kind, str) or not kind or len(kind) > 64:
         return None
     missed = lenient_count(reason.get("cache_missed_input_tokens"))
-    return {"cache_miss_reason": {"type": kind, **({"cache_missed_input_tokens": missed} if missed is not None
-                                                    else {})}}
+    miss: CacheMissReason = {"type": kind}
+    if missed is not None:
+        miss["cache_missed_input_tokens"] = missed
+    return {"cache_miss_reason": miss}
 
 
 class Timings(Struct, omit_defaults=True):
@@ -360,6 +373,9 @@ def context_size(value: Any, what: str) -> int:
     return convert(value, Context, what)
 
 
-def plain(struct: Struct | None) -> dict | None:
+def plain(struct: Struct | None) -> JSONObject | None:
     """A struct as a plain dict without its unset fields (for records saved in sessions)."""
-    return None if struct is None else msgspec.to_builtins(struct)
+    if struct is None:
+        return None
+    found = msgspec.to_builtins(struct)
+    return found if isinstance(found, dict) else None  # (always a dict: no shape here is array_like)

@@ -9,6 +9,7 @@ with llama.cpp's defaults. Answers are checked by schemas.py; an answer of the w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tui.context.cache.llamacpp import LlamaCppCache, LlamaCppConfig, held_tokens
 
@@ -28,7 +29,7 @@ class CacheFacts:
     notes: list[str] = field(default_factory=list)
 
     def config(self, cache_ram_mib: int = DEFAULT_CACHE_RAM_MIB, bytes_per_token: int | None = None,
-               **other) -> LlamaCppConfig:
+               **other: Any) -> LlamaCppConfig:
         """The model's settings: what the server said, and what it cannot say (with llama.cpp's defaults)."""
         return LlamaCppConfig(slots=self.total_slots, cache_ram_mib=cache_ram_mib, cache_tokens=self.n_ctx or 0,
                               bytes_per_token=bytes_per_token, **other)

@@ -8,7 +8,7 @@ offer none of this (the engine then falls back to a built-in template and tiktok
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable
 
 from tui.context.families.registry import context_window
 from tui.context.fit.window import WindowSize, choose_window
@@ -63,7 +63,7 @@ def hosted_context(model: str) -> int | None:
     return context_window(model)
 
 
-async def _try(call) -> Any:
+async def _try(call: Awaitable[Any]) -> Any:
     """The answer of an optional probe, or None when this server does not offer it.
 
     An endpoint that is missing, refuses or answers with something that is not JSON (a web page)

@@ -16,10 +16,12 @@ import threading
 import time
 from array import array
 from itertools import accumulate
+from typing import Callable
 
 import httpx
 
 from tui.context.families.identity import SERVER, Identity
+from tui.context.tokens.pieces import TokenStarts
 
 from tui.client.endpoint import Endpoint
 from tui.client.errors import ClientError, MalformedAnswer, ReadTimedOut, TokenizerUnavailable, TooLarge
@@ -33,7 +35,7 @@ class ServerTokenizer:
     remote = True  # its calls go over the network: never on the event loop
 
     def __init__(self, endpoint: Endpoint, specials: set[str] | None = None, timeout: float = 2.0,
-                 clock=time.monotonic):
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.endpoint = endpoint
         self.name = f"server:{endpoint.host}"  # for display
         self.identity = Identity(None, SERVER, None, self.name)  # the server counts: the model's own tokenizer
@@ -97,10 +99,11 @@ class ServerTokenizer:
         except httpx.HTTPError as exc:
             raise transport_error(exc, self.endpoint, None) from None
         tokens = decode(raw, Tokenized, "the server's /tokenize answer", self.endpoint.redact).tokens
-        if len(tokens) > size + 64 or not all(isinstance(t, Token) for t in tokens):
+        pieces = [t for t in tokens if isinstance(t, Token)]
+        if len(tokens) > size + 64 or len(pieces) != len(tokens):
             raise MalformedAnswer(f"the server's /tokenize answer has {len(tokens)} tokens for {size} bytes, "
                                   "or tokens without pieces")
-        return tokens
+        return pieces
 
     def _read(self, response: httpx.Response, limit: int, url: str) -> bytes:
         if 300 <= response.status_code < 400:  # not followed: the key stays where it was sent
@@ -112,7 +115,8 @@ class ServerTokenizer:
 
     def _bounded(self, response: httpx.Response, limit: int, url: str, strict: bool) -> bytes:
         deadline = self._clock() + 2 * self.timeout  # a trickle of bytes does not hold the count up
-        parts, received = [], 0
+        parts: list[bytes] = []
+        received = 0
         for piece in response.iter_bytes():
             parts.append(piece)
             received += len(piece)
@@ -124,7 +128,7 @@ class ServerTokenizer:
                 raise ReadTimedOut(f"the answer of {url} took longer than {2 * self.timeout:g}s")
         return b"".join(parts)[:limit]
 
-    def plain_starts(self, text: str) -> tuple[array, bool]:
+    def plain_starts(self, text: str) -> tuple[TokenStarts, bool]:
         # Pieces are text, or byte lists where a token splits a UTF-8 character: count bytes.
         lengths = (len(t.piece.encode("utf-8", "surrogatepass")) if isinstance(t.piece, str) else len(t.piece)
                    for t in self._tokenize(text, False))

@@ -5,6 +5,7 @@ Names are loaded on first use, so importing one part (say, the reader) does not 
 """
 
 from importlib import import_module
+from typing import Any
 
 # `assemble` is both a module and its main function: bind the function now (the module is light).
 from tui.context.assemble import Snapshot as Snapshot, assemble as assemble
@@ -22,7 +23,7 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "Snapshot", "assemble"])
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 import re
 from dataclasses import dataclass, field
 
 from tui.context.document import Document, build_document
 from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
+from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
 from tui.context.tokens.counting import SegmentCache, TokenCounts, Tokenizer, count_tokens
 
@@ -38,19 +39,19 @@ class Snapshot:
     counts: TokenCounts
     template: str
     tokenizer: str
-    wire: list[dict]
+    wire: list[WireMessage]
     flags: list[SpecialFlag] = field(default_factory=list)
     media_markers: bool = False  # rendered with images as llama.cpp's media marker (the template takes no parts)
 
 
-def wire_messages(messages: list[Message | dict]) -> list[dict]:
+def wire_messages(messages: Sequence[Message | WireMessage]) -> list[WireMessage]:
     return [m.to_wire() if isinstance(m, Message) else dict(m) for m in messages]
 
 
 def find_special_strings(document: Document, specials: list[str]) -> list[SpecialFlag]:
     ordered = sorted(set(specials) | set(COMMON_SPECIALS), key=len, reverse=True)
     pattern = re.compile("|".join(map(re.escape, ordered)))
-    flags = []
+    flags: list[SpecialFlag] = []
     for span in document.spans:
         if span.kind != "marker" and span.message is not None:
             for match in pattern.finditer(document.text, span.start, span.end):
@@ -63,9 +64,9 @@ def is_exact(template: ChatTemplate, tokenizer: Tokenizer, verified: bool | None
     return exact_counts(tokenizer_identity(tokenizer), template_identity(template).family, verified)
 
 
-def assemble(messages: list[Message | dict], template: ChatTemplate, tokenizer: Tokenizer,
-             variables: dict | None = None, add_generation_prompt: bool = True,
-             tools: list | None = None, cache: SegmentCache | None = None,
+def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, tokenizer: Tokenizer,
+             variables: dict[str, Any] | None = None, add_generation_prompt: bool = True,
+             tools: list[JSONObject] | None = None, cache: SegmentCache | None = None,
              exact: bool | None = None, content_specials: bool = False) -> Snapshot:
     """Render the request's document, attribute it, count it, flag control strings in content."""
     wire = wire_messages(messages)

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
+from tui.context.json_types import WireMessage
 from tui.context.attribution.alignment import Segment, align, search_fields
 from tui.context.attribution.divergence import attribute, leaves, note_marked_use
-from tui.context.attribution.marking import Field, Marked, input_strings, mark_inputs, new_key, read_marked
+from tui.context.attribution.marking import (Field, Marked, SpanKind, input_strings, mark_inputs, new_key,
+                                             read_marked)
 
 ROLE_WORDS = re.compile(r"(user|assistant|system|developer|tool|model|ipython|human|bot|functions?)\b",
                         re.IGNORECASE)
 ROLE_TOKENS = {"user", "assistant", "system", "developer", "inst", "system_prompt", "human", "bot", "tool"}
-UNATTRIBUTED = "unattributed"  # text of no known field where the template's own text should be
+UNATTRIBUTED: SpanKind = "unattributed"  # text of no known field where the template's own text should be
+# Marker text between two messages (or before the first, after the last): (start, end, owner) pieces of it.
+OwnedPieces: TypeAlias = list[tuple[int, int, "int | None"]]
 
 
 @dataclass
@@ -32,7 +36,7 @@ class Span:
     start: int
     end: int
     message: int | None  # index into the messages rendered, None for text of no message
-    kind: str
+    kind: SpanKind
     transformed: bool = False
     tokens: int = 0
 
@@ -75,7 +79,7 @@ class Document:
 
 def _opener_positions(text: str, specials: list[str]) -> list[int]:
     """Places in marker text where a turn header starts (a control token naming or followed by a role)."""
-    positions = []
+    positions: list[int] = []
     for token in specials:
         start = 0
         while (at := text.find(token, start)) >= 0:
@@ -88,7 +92,7 @@ def _opener_positions(text: str, specials: list[str]) -> list[int]:
     return sorted(set(positions))
 
 
-def _marker_owner(gap: str, before: int | None, after: int | None, specials: list[str]):
+def _marker_owner(gap: str, before: int | None, after: int | None, specials: list[str]) -> OwnedPieces:
     """Split a run of marker text between the message before it and the one after it."""
     if before is None and after is None:
         return [(0, len(gap), None)]
@@ -104,7 +108,7 @@ def _marker_owner(gap: str, before: int | None, after: int | None, specials: lis
     # One header per message from `after` back towards `before`: skipped (empty) messages get theirs.
     cuts = openers[-(after - before):] if after > before else openers[:1]
     owners = list(range(after - len(cuts) + 1, after + 1)) if after > before else [after]
-    pieces = [(0, cuts[0], before)]
+    pieces: OwnedPieces = [(0, cuts[0], before)]
     for i, cut in enumerate(cuts):
         pieces.append((cut, cuts[i + 1] if i + 1 < len(cuts) else len(gap), owners[i]))
     return pieces
@@ -130,10 +134,12 @@ def _segments(truth: str, marked: Marked, render: Callable[..., str], key: str) 
 
 def _tile(truth: str, segments: list[Segment], fields: list[Field], specials: list[str]) -> list[Span]:
     """Spans over the whole text: fields and unattributed text as found, the template's text between."""
-    runs: list[list] = []  # [start, end, message, kind, transformed]: adjacent chunks of one kind joined
+    runs: list[Span] = []  # adjacent chunks of one kind joined
     for start, end, number, transformed in sorted(segments, key=lambda segment: segment[:2]):
-        if end <= start or (runs and start < runs[-1][1]):
+        if end <= start or (runs and start < runs[-1].end):
             continue
+        message: int | None
+        kind: SpanKind
         if number is None:
             message, kind = None, UNATTRIBUTED
         else:
@@ -141,11 +147,11 @@ def _tile(truth: str, segments: list[Segment], fields: list[Field], specials: li
             message, kind = item.message, item.kind
             transformed = transformed or truth[start:end] != item.text
         last = runs[-1] if runs else None
-        if last and last[1] == start and last[2] == message and last[3] == kind:
-            last[1], last[4] = end, last[4] or transformed
+        if last and last.end == start and last.message == message and last.kind == kind:
+            last.end, last.transformed = end, last.transformed or transformed
         else:
-            runs.append([start, end, message, kind, transformed])
-    return _merge(_with_markers(truth, [Span(a, b, m, k, t) for a, b, m, k, t in runs], specials))
+            runs.append(Span(start, end, message, kind, transformed))
+    return _merge(_with_markers(truth, runs, specials))
 
 
 def _with_markers(truth: str, found: list[Span], specials: list[str]) -> list[Span]:
@@ -172,7 +178,9 @@ def _with_markers(truth: str, found: list[Span], specials: list[str]) -> list[Sp
 def _owned_run(truth: str, start: int, end: int, inner: list[Span], before: int | None, after: int | None,
                specials: list[str]) -> list[Span]:
     """truth[start:end] as marker spans owned by `before` or `after`, around the `inner` spans (kept)."""
-    free, blanked, position = [], [], start
+    free: list[tuple[int, int]] = []
+    blanked: list[str] = []
+    position = start
     for span in inner:
         if span.kind == UNATTRIBUTED:
             span.message = before if before is not None else after
@@ -209,7 +217,7 @@ def _merge(spans: list[Span]) -> list[Span]:
     return merged
 
 
-def build_document(render: Callable[..., str], messages: list[dict], specials: list[str],
+def build_document(render: Callable[..., str], messages: list[WireMessage], specials: list[str],
                    **variables: Any) -> Document:
     """Render `messages` and attribute every character of the result to a message and a kind.
 
@@ -229,7 +237,7 @@ def build_document(render: Callable[..., str], messages: list[dict], specials: l
 
 
 def first_difference(left: str, right: str, names: tuple[str, str] = ("left", "right"),
-                     context: int = 40) -> dict | None:
+                     context: int = 40) -> dict[str, int | str] | None:
     """Where two texts first differ, with some text either side from each (None when equal)."""
     if left == right:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.context.messages import Message
+from tui.context.policy.truncation import LedgerEntry
 from tui.context.request import RequestView
 from tui.context.untrusted.visible import visible
 
@@ -23,7 +24,7 @@ class DropNote:
     text: str
 
 
-def place_now(entry, messages: list[Message], place: dict[str, int] | None = None) -> int | None:
+def place_now(entry: LedgerEntry, messages: list[Message], place: dict[str, int] | None = None) -> int | None:
     """Where a ledger entry's message stands in the session now, or None when it is gone: its place when the
     request was made, if the message is still there; else found by id (ids may repeat in a file made elsewhere:
     the place, when it holds that id, is the surer of the two)."""
@@ -34,7 +35,7 @@ def place_now(entry, messages: list[Message], place: dict[str, int] | None = Non
     return place.get(entry.message_id)
 
 
-def entry_name(entry, messages: list[Message], place: dict[str, int] | None = None) -> str:
+def entry_name(entry: LedgerEntry, messages: list[Message], place: dict[str, int] | None = None) -> str:
     """A ledger entry's message as the chat names it now (#N), or its place then if it is gone since."""
     now = place_now(entry, messages, place)
     return f"#{now}" if now is not None else f"(then #{entry.message}, gone since)"
@@ -49,7 +50,7 @@ def drop_notes(view: RequestView, messages: list[Message]) -> list[DropNote]:
             first_offset.setdefault(span.message, span.start)
     kept = [(place.get(ident, -1), first_offset[n]) for n, ident in enumerate(view.shape.message_ids)
             if n in first_offset]
-    notes = []
+    notes: list[DropNote] = []
     for entry in view.ledger:
         now = place_now(entry, messages, place)
         order = now if now is not None else entry.message

@@ -27,16 +27,20 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any
+from typing import Callable, Literal, Sequence, TypeAlias
 
 from tui.context.cache.causes import CauseClass
 from tui.context.document import Document
 from tui.context.images.tokens import ANY_PLACEHOLDER, MEDIA_MARKER, ImageEstimate, part_estimate, part_format, part_size
+from tui.context.json_types import JSONObject
 from tui.context.messages import Message, image_parts
-from tui.context.tokens.counting import SegmentCache, TokenIndex
+from tui.context.tokens.counting import SegmentCache, TokenIndex, Tokenizer
+from tui.context.tokens.pieces import TokenStarts as Offsets
 
 NO_MESSAGE = -1  # the turn of text no message wrote
-CATEGORIES = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images")
+Category: TypeAlias = Literal["text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results", "images"]
+CATEGORIES: tuple[Category, ...] = ("text", "template", "reasoning", "tool_schema", "tool_calls", "tool_results",
+                                    "images")
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 # Tool calls as templates wrap them in an assistant turn (Qwen, Hermes; Kimi and DeepSeek's sections).
 TOOL_CALL = re.compile(r"<tool_call>.*?</tool_call>|<\|tool_calls_section_begin\|>.*?<\|tool_calls_section_end\|>"
@@ -60,7 +64,7 @@ class ImageInfo:
         size = f"{self.width}×{self.height}" if self.width and self.height else "size unknown"
         return f"[image {size} {self.format or 'image'}, ~{self.estimate.tokens} tokens estimate]"  # = image_label
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {"turn": self.turn, "width": self.width, "height": self.height, "format": self.format,
                 "estimate": self.estimate.tokens, "family": self.estimate.family, "how": self.estimate.how,
                 "placeholder": self.placeholder, "placeholder_tokens": self.placeholder_tokens,
@@ -73,16 +77,18 @@ class TurnTokens:
     # prompt) or the summary
     message_id: str
     role: str
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    counts: dict[Category, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
     reasoning_dropped: int = 0  # reasoning tokens the message carries that the template did not write
 
     @property
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def to_dict(self) -> dict:
-        return {"turn": self.turn, "message_id": self.message_id, "role": self.role, **self.counts,
-                "reasoning_dropped": self.reasoning_dropped, "total": self.total}
+    def to_dict(self) -> JSONObject:
+        record: JSONObject = {"turn": self.turn, "message_id": self.message_id, "role": self.role}
+        for category, count in self.counts.items():
+            record[category] = count
+        return record | {"reasoning_dropped": self.reasoning_dropped, "total": self.total}
 
 
 @dataclass
@@ -92,7 +98,7 @@ class HiddenTokens:
     family: str = ""
     notes: list[str] = field(default_factory=list)  # reasoning dropped by the template, provider rules
 
-    def total(self, category: str) -> int:
+    def total(self, category: Category) -> int:
         return sum(turn.counts[category] for turn in self.turns)
 
     @property
@@ -104,7 +110,7 @@ class HiddenTokens:
     def reasoning_dropped(self) -> int:
         return sum(turn.reasoning_dropped for turn in self.turns)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {"image_family": self.family, "turns": [turn.to_dict() for turn in self.turns],
                 "totals": {c: self.total(c) for c in CATEGORIES}, "reasoning_dropped": self.reasoning_dropped,
                 "images": [image.to_dict() for image in self.images], "notes": list(self.notes),
@@ -119,25 +125,27 @@ def reasoning_text(message: Message) -> str:
     return found.group(1).strip("\n") if found and found.group(1).strip() else ""
 
 
-def plain_count(tokenizer: Any, text: str, cache: SegmentCache | None = None) -> int:
+def plain_count(tokenizer: Tokenizer, text: str, cache: SegmentCache | None = None) -> int:
     """Tokens of `text` as plain text (through the shared segment cache when given: recounts are free)."""
     if not text:
         return 0
     return len((cache.starts(tokenizer, text) if cache is not None else tokenizer.plain_starts(text))[0])
 
 
-SCHEMA_FORMS = tuple((whole, ascii_, seps, keys) for whole in (True, False) for ascii_ in (False, True)
+# How a template may write a tool as JSON: whole (or its `function`), ASCII-escaped, separators, keys sorted.
+SchemaForm: TypeAlias = tuple[bool, bool, tuple[str, str], bool]
+SCHEMA_FORMS: tuple[SchemaForm, ...] = tuple((whole, ascii_, seps, keys) for whole in (True, False) for ascii_ in (False, True)
                      for seps in ((", ", ": "), (",", ":")) for keys in (False, True))
 
 
-def tool_regions(text: str, tools: list | None) -> list[tuple[int, int]]:
+def tool_regions(text: str, tools: Sequence[object] | None) -> list[tuple[int, int]]:
     """Where the template wrote each tool schema as JSON (the forms `tojson` and json.dumps give), if found.
 
     Short names in a schema are not marked (marking.py), so its text is mostly the template's own: found
     here by its serialisation instead. The form that finds the first tool is the template's: the others
     are looked for in it alone (and none, when no form finds the first)."""
     regions: list[tuple[int, int]] = []
-    forms: tuple = SCHEMA_FORMS
+    forms: tuple[SchemaForm, ...] = SCHEMA_FORMS
     for tool in tools or []:
         if not isinstance(tool, dict):
             continue
@@ -163,7 +171,8 @@ def _template_regions(document: Document, learned: tuple[tuple[str, ...], ...]) 
     stand in the document, in order, as text of the template's own (marker spans), so a message quoting them is
     never taken for them."""
     for pieces in learned:
-        regions, at = [], 0
+        regions: list[tuple[int, int]] = []
+        at = 0
         for piece in pieces:
             found = _template_text(document, piece, at)
             if found is None:
@@ -200,9 +209,9 @@ def _tools_block(text: str) -> list[tuple[int, int]]:
     return [(start, end + len(TOOLS_BLOCK[1]))] if end > start else []
 
 
-def hidden_tokens(document: Document, origin: list[int], messages: list[Message], tokenizer: Any,
-                  family: str, tools: list | None = None, index: TokenIndex | None = None,
-                  cache: SegmentCache | None = None, tool_text: tuple = ()) -> HiddenTokens:
+def hidden_tokens(document: Document, origin: list[int], messages: list[Message], tokenizer: Tokenizer,
+                  family: str, tools: Sequence[object] | None = None, index: TokenIndex | None = None,
+                  cache: SegmentCache | None = None, tool_text: tuple[tuple[str, ...], ...] = ()) -> HiddenTokens:
     """Per-turn counts of the document (its spans already counted), with images estimated for `family`.
 
     `index`: the document's tokens (tokens.token_index), to split a span that a region (a `<think>` block,
@@ -227,7 +236,7 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
 
     text = document.text
     think_inner = Regions([(m.start(1), m.end(1)) for m in THINK.finditer(text)])
-    claims = [(Regions(_template_regions(document, tool_text) or tool_regions(text, tools)), "tool_schema", False),
+    claims: list[tuple[Regions, Category, bool]] = [(Regions(_template_regions(document, tool_text) or tool_regions(text, tools)), "tool_schema", False),
               # (regions, category, assistant only)
               (Regions([(m.start(), m.end()) for m in THINK.finditer(text)]), "reasoning", True),
               (Regions([(m.start(), m.end()) for m in TOOL_CALL.finditer(text)]), "tool_calls", True)]
@@ -265,7 +274,7 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
             markers = text.count(MEDIA_MARKER, span.start, span.end) if span.message in with_images else 0
             media = [(MEDIA_MARKER, plain_count(tokenizer, MEDIA_MARKER, cache))] * markers
             used = min(left, sum(count for _text, count in media))
-            if media:
+            if media and span.message is not None:  # (media only in a message with images)
                 placeholders.setdefault(span.message, []).extend(media)
             turn.counts["images"] += used
             turn.counts["tool_results" if role == "tool" else "text"] += left - used
@@ -275,17 +284,17 @@ def hidden_tokens(document: Document, origin: list[int], messages: list[Message]
     return result
 
 
-def _placeholder_runs(text: str, start: int, end: int, tokenizer: Any) -> list[tuple[str, int]]:
+def _placeholder_runs(text: str, start: int, end: int, tokenizer: Tokenizer) -> list[tuple[str, int]]:
     """Runs of adjacent image placeholders in template text, with their tokens (one per control token)."""
-    runs: list[list] = []
+    runs: list[tuple[str, int, int]] = []  # text, tokens, end
     for match in _PLACEHOLDER.finditer(text, start, end):
-        count = tokenizer.special_count(match.group(0)) if hasattr(tokenizer, "special_count") else 1
-        if runs and runs[-1][2] == match.start() and match.group(0) not in STARTS:
-            runs[-1][0] += match.group(0)
-            runs[-1][1] += count
-            runs[-1][2] = match.end()
+        found: str = match.group(0)
+        count = tokenizer.special_count(found) if hasattr(tokenizer, "special_count") else 1
+        if runs and runs[-1][2] == match.start() and found not in STARTS:
+            joined, tokens, _end = runs[-1]
+            runs[-1] = (joined + found, tokens + count, match.end())
         else:
-            runs.append([match.group(0), count, match.end()])
+            runs.append((found, count, match.end()))
     return [(text_, count) for text_, count, _end in runs]
 
 
@@ -298,7 +307,8 @@ class Regions:
 
     def within(self, start: int, end: int) -> list[tuple[int, int]]:
         """The parts of text[start:end] inside a region."""
-        found, number = [], bisect_right(self.highs, start)
+        found: list[tuple[int, int]] = []
+        number = bisect_right(self.highs, start)
         while number < len(self.spans) and self.spans[number][0] < end:
             low, high = self.spans[number]
             found.append((max(start, low), min(end, high)))
@@ -306,7 +316,7 @@ class Regions:
         return found
 
 
-def _overlap(regions: Regions, start: int, end: int, text: str, tokenizer: Any, tokens: int,
+def _overlap(regions: Regions, start: int, end: int, text: str, tokenizer: Tokenizer, tokens: int,
              starts: "TokenStarts | None") -> int:
     """Tokens of a span lying inside `regions`: all of them when the span is inside one, else the tokens that
     start in the overlap (read from the document's tokens when known, else the overlap counted alone)."""
@@ -334,14 +344,15 @@ class TokenStarts:
             if offsets is None:
                 count += tokens if a <= start < b else 0
             else:
-                positions = self._positions(number)
+                positions = self._positions(number, offsets)
                 count += bisect_left(positions, b) - bisect_left(positions, a)
             number += 1
         return count
 
-    def _positions(self, number: int) -> list[int]:
+    def _positions(self, number: int, offsets: Offsets) -> list[int]:
+        """The start characters of piece `number`'s tokens, whose `offsets` the piece holds."""
         if number not in self.chars:
-            start, end, offsets, in_bytes, _tokens = self.index.pieces[number]
+            start, end, _offsets, in_bytes, _tokens = self.index.pieces[number]
             if in_bytes:
                 byte_at = list(accumulate((len(c.encode("utf-8")) for c in self.index.text[start:end]), initial=0))
                 self.chars[number] = [start + bisect_left(byte_at, offset) for offset in offsets]
@@ -351,7 +362,8 @@ class TokenStarts:
 
 
 def _images(result: HiddenTokens, origin: list[int], messages: list[Message],
-            placeholders: dict[int, list[tuple[str, int]]], family: str, row) -> None:
+            placeholders: dict[int, list[tuple[str, int]]], family: str,
+            row: Callable[[int | None], TurnTokens]) -> None:
     for doc_index, session in enumerate(origin):
         if session < 0:
             continue
@@ -371,7 +383,7 @@ def _images(result: HiddenTokens, origin: list[int], messages: list[Message],
 
 
 def _dropped(result: HiddenTokens, origin: list[int], messages: list[Message], rendered: dict[int, int],
-             tokenizer: Any, row, cache: SegmentCache | None) -> None:
+             tokenizer: Tokenizer, row: Callable[[int | None], TurnTokens], cache: SegmentCache | None) -> None:
     for doc_index, session in enumerate(origin):
         if session < 0 or messages[session].role != "assistant":
             continue

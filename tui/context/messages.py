@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tui.context.json_types import JSONObject, WireMessage
+
+
 class Role(StrEnum):
     """The roles a chat template knows (a message's `role` compares equal to these)."""
 
@@ -41,9 +44,12 @@ class MessageError(ValueError):
     """A message that cannot be sent as it is (unknown role, wrong content type...)."""
 
 
+_SOURCE_OF_ROLE: dict[str, Source] = {Role.SYSTEM: Source.SYSTEM_PROMPT, Role.DEVELOPER: Source.SYSTEM_PROMPT,
+                                      Role.ASSISTANT: Source.MODEL, Role.TOOL: Source.TOOL}
+
+
 def default_source(role: str) -> str:
-    return {Role.SYSTEM: Source.SYSTEM_PROMPT, Role.DEVELOPER: Source.SYSTEM_PROMPT, Role.ASSISTANT: Source.MODEL,
-            Role.TOOL: Source.TOOL}.get(role, Source.USER).value
+    return _SOURCE_OF_ROLE.get(role, Source.USER).value
 
 
 @dataclass
@@ -64,7 +70,7 @@ class Message:
     role: str
     content: Any = ""  # a string, a list of parts, or None (an assistant turn with only tool calls)
     name: str | None = None
-    tool_calls: list[dict] | None = None
+    tool_calls: list[JSONObject] | None = None
     tool_call_id: str | None = None
     reasoning_content: str | None = None
     provenance: Provenance = field(default_factory=Provenance)
@@ -72,13 +78,13 @@ class Message:
     id: str = ""
     incomplete: bool = False  # a reply cut short (stopped, failed, or the app was killed)
 
-    def to_wire(self, local: bool = False) -> dict:
+    def to_wire(self, local: bool = False) -> WireMessage:
         """The dict sent to a server or a template: wire fields only, never provenance.
 
         An image part's size, format and file name are ctxpane's own (kept for counting): left out
         unless `local` (the session file keeps them)."""
         content = self.content if local else wire_content(self.content)
-        wire: dict[str, Any] = {"role": self.role, "content": content}
+        wire: WireMessage = {"role": self.role, "content": content}
         for key in ("name", "tool_calls", "tool_call_id", "reasoning_content"):
             value = getattr(self, key)
             if value is not None:
@@ -89,7 +95,7 @@ class Message:
         """The message's plain text: string content, or the text parts joined."""
         return content_text(self.content)
 
-    def to_record(self) -> dict:
+    def to_record(self) -> JSONObject:
         record = self.to_wire(local=True)
         record["provenance"] = {"source": self.provenance.source, "trusted": self.provenance.trusted,
                                 "label": self.provenance.label}
@@ -122,18 +128,19 @@ def wire_content(content: Any) -> Any:
             if isinstance(part, dict) and part.get("type") in IMAGE_TYPES else part for part in content]
 
 
-def image_parts(content: Any) -> list[dict]:
+def image_parts(content: Any) -> list[JSONObject]:
     if not isinstance(content, list):
         return []
     return [p for p in content if isinstance(p, dict) and p.get("type") in IMAGE_TYPES]
 
 
-def image_token_estimate(part: dict) -> int:
+def image_token_estimate(part: JSONObject) -> int:
     """Vision tokens for one image part, estimated from its size in 28x28 patches (labelled estimate).
 
     A part may give `width`/`height` (ours, or inside `image_url`); without them 448x448 is assumed.
     """
-    inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
+    url = part.get("image_url")
+    inner: JSONObject = url if isinstance(url, dict) else {}
     width = int(part.get("width") or inner.get("width") or 448)
     height = int(part.get("height") or inner.get("height") or 448)
     return max(1, -(-width // IMAGE_PATCH)) * max(1, -(-height // IMAGE_PATCH))

@@ -21,12 +21,17 @@ from tui.context.untrusted.fences import FenceStyle, FencedText, control_strings
 from tui.context.hidden_tokens import HiddenTokens, hidden_tokens
 from tui.context.errors import TemplateRenderError
 from tui.context.images.tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
+from tui.context.attribution.marking import SpanKind
+from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message, content_text, image_parts
 from tui.context.families.reasoning_rules import reasoning_notes
 from tui.context.untrusted.forged_blocks import ForgedBlock, forged_blocks
-from tui.context.tokens.counting import SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens, token_index
+from tui.context.tokens.counting import (SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens,
+                                         token_index)
 
 if TYPE_CHECKING:
+    from tui.context.cache.llamacpp import LlamaCppCache
+    from tui.context.cache.providers import ProviderCache
     from tui.context.templates.library import ChatTemplate
 
 SUMMARY_ID = "summary"
@@ -38,8 +43,8 @@ ESTIMATED_PARTS = frozenset({IMAGES_PART})  # breakdown rows that are estimates 
 class RequestSettings:
     template: ChatTemplate
     tokenizer: Tokenizer
-    variables: dict = field(default_factory=dict)
-    tools: list | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    tools: list[JSONObject] | None = None
     add_generation_prompt: bool = True
     policy: PolicySettings = field(default_factory=PolicySettings)
     fences: FenceStyle = field(default_factory=FenceStyle)
@@ -138,9 +143,12 @@ def fence_escapes(template: ChatTemplate, tokenizer: Tokenizer) -> frozenset[str
 
 
 def fence_messages(messages: list[Message], style: FenceStyle,
-                   escapes: frozenset[str] | list[str]) -> tuple[list[dict], dict[int, FencedText], list[FenceInfo]]:
+                   escapes: frozenset[str] | list[str]) -> tuple[list[WireMessage], dict[int, FencedText],
+                                                                 list[FenceInfo]]:
     """Wire messages with every untrusted one fenced; `escapes` comes from `fence_escapes`."""
-    wire, fenced, infos = [], {}, []
+    wire: list[WireMessage] = []
+    fenced: dict[int, FencedText] = {}
+    infos: list[FenceInfo] = []
     for index, message in enumerate(messages):
         item = message.to_wire()
         if style.enabled and not message.provenance.trusted and message.role != "assistant" \
@@ -162,15 +170,16 @@ def split_fence_spans(document: Document, fenced: dict[int, FencedText], origin:
     spans: list[Span] = []
     for span in document.spans:
         session_index = origin[span.message] if span.message is not None else None
-        item = fenced.get(session_index) if span.kind == "content" else None
+        item = fenced.get(session_index) if span.kind == "content" and session_index is not None else None
         text = document.span_text(span)
         head = (item.header + item.note) if item else ""
         if not item or not text.startswith(head) or not text.endswith(item.footer):
             spans.append(span)
             continue
         body_start, body_end = span.start + len(head), span.end - len(item.footer)
-        for start, end, kind in ((span.start, body_start, "fence"), (body_start, body_end, "content"),
-                                 (body_end, span.end, "fence")):
+        parts: tuple[tuple[int, int, SpanKind], ...] = (
+            (span.start, body_start, "fence"), (body_start, body_end, "content"), (body_end, span.end, "fence"))
+        for start, end, kind in parts:
             if end > start:
                 spans.append(replace(span, start=start, end=end, kind=kind, tokens=0))
     return Document(document.text, spans, document.roles)
@@ -196,7 +205,7 @@ def _summary_covers(settings: PolicySettings) -> set[str]:
 
 
 def _summary_message(settings: PolicySettings, ledger: list[LedgerEntry], untrusted: bool, style: FenceStyle,
-                     escapes: frozenset[str]) -> tuple[dict, FencedText | None]:
+                     escapes: frozenset[str]) -> tuple[WireMessage, FencedText | None]:
     """The message standing for the dropped turns. A summary of untrusted turns is untrusted too: fenced."""
     covered = _summary_covers(settings)
     if not covered or not covered <= {e.message_id for e in ledger}:  # a summary of a part still applies
@@ -212,8 +221,8 @@ def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> 
     return any(not messages[e.message].provenance.trusted for e in ledger if 0 <= e.message < len(messages))
 
 
-def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
-    def render(messages: list[dict]) -> Snapshot:
+def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
+    def render(messages: list[WireMessage]) -> Snapshot:
         return assemble(messages, settings.template, settings.tokenizer, settings.variables,
                         settings.add_generation_prompt, settings.tools, cache, settings.exact,
                         settings.content_specials)
@@ -228,11 +237,11 @@ def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) ->
         return replace(render(flat), wire=wire, media_markers=True)
 
 
-def _shape(document: Document, messages: list[Message], wire: list[dict], origin: list[int],
-           settings: RequestSettings, dropped: frozenset, tokens: TokenIndex,
-           fenced_ids: frozenset = frozenset()) -> RequestShape:
+def _shape(document: Document, messages: list[Message], wire: list[WireMessage], origin: list[int],
+           settings: RequestSettings, dropped: frozenset[str], tokens: TokenIndex,
+           fenced_ids: frozenset[str] = frozenset()) -> RequestShape:
     """What later requests compare with: the text, its tokens, and each message as sent."""
-    def sent(index: int, key: str, default=None):
+    def sent(index: int, key: str, default: Any = None) -> Any:
         return wire[index].get(key, default) if index >= 0 else default
 
     return RequestShape(document.text, tokens,
@@ -255,7 +264,7 @@ def _block_roles(document: Document, roles: list[str]) -> list[str]:
     return [roles[index] for index in owners if index < len(roles)]
 
 
-def _blocks(document: Document, contents: list) -> list[tuple[int, str]]:
+def _blocks(document: Document, contents: list[Any]) -> list[tuple[int, str]]:
     """Where each message's text ends, with the cache_control lifetime its content parts mark ("" if none).
 
     A block here is a message (its parts are rendered as one text): Anthropic counts content parts.
@@ -267,7 +276,7 @@ def _blocks(document: Document, contents: list) -> list[tuple[int, str]]:
     return [(end, _marked(contents[index])) for index, end in sorted(ends.items()) if index < len(contents)]
 
 
-def _marked(content) -> str:
+def _marked(content: Any) -> str:
     """The lifetime a message's parts mark: Anthropic's cache_control ttl ("5m" by default), or an OpenAI
     prompt_cache_breakpoint; "" when unmarked."""
     if not isinstance(content, list):
@@ -293,7 +302,8 @@ def _judged(plan: Plan, sent: int, policy: PolicySettings) -> Plan:
 
 def build_request(messages: list[Message], settings: RequestSettings, previous: RequestShape | None = None,
                   request_number: int = 1, previously_dropped: dict[str, int] | None = None,
-                  cache: SegmentCache | None = None, server: Any = None, now: float | None = None) -> RequestView:
+                  cache: SegmentCache | None = None, server: LlamaCppCache | ProviderCache | None = None,
+                  now: float | None = None) -> RequestView:
     """Assemble the request that `messages` would send now, with every policy applied.
 
     The cache prefix is predicted against `server` (a LlamaCppCache or ProviderCache holding the prompts

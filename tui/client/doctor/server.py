@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Coroutine, Iterator
 
 from tui.context import assemble
 from tui.context.document import first_difference
+from tui.context.errors import TemplateRenderError
 from tui.context.families.identity import SERVER
+from tui.context.json_types import JSONObject, WireMessage
 from tui.context.templates.library import ChatTemplate, plain_chatml, template_from_text
-from tui.context.templates.hf_render import TemplateRenderError
 
 from tui.client.doctor.gateway import check_gateway_errors, check_replies, check_stream, hidden, upstream_text
 from tui.client.doctor.report import Check, Report
@@ -19,11 +20,11 @@ from tui.client.server_info import ServerInfo, probe
 from tui.client.server_tokenizer import ServerTokenizer
 from tui.client.doctor.window import check_window
 
-SAMPLE_TOOLS = [{"type": "function", "function": {
+SAMPLE_TOOLS: list[JSONObject] = [{"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
                    "required": ["city"]}}}]
-SAMPLE = [
+SAMPLE: list[WireMessage] = [
     {"role": "system", "content": "You are a concise assistant. Answer in one sentence."},
     {"role": "user", "content": "What's the weather in Zürich? 🌦"},
     {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function", "function": {
@@ -44,8 +45,10 @@ def server_template(info: ServerInfo) -> tuple[ChatTemplate, bool]:
     return plain_chatml(), False  # assumed: no default system turn the server may not add
 
 
-async def prompt_tokens(client: OpenAIClient, messages: list[dict], tools: list | None = None) -> int | None:
-    body = {"model": client.endpoint.model or "model", "messages": messages, "max_tokens": 1, "temperature": 0}
+async def prompt_tokens(client: OpenAIClient, messages: list[WireMessage],
+                        tools: list[JSONObject] | None = None) -> int | None:
+    body: JSONObject = {"model": client.endpoint.model or "model", "messages": messages, "max_tokens": 1,
+                        "temperature": 0}
     if tools:
         body["tools"] = tools
     reply = await client.chat(body)
@@ -185,7 +188,7 @@ async def run_doctor(client: OpenAIClient, window_check: str = "auto") -> Report
     return Report(client.endpoint.base_url, server, checks)
 
 
-async def _through_gateway(client: OpenAIClient, info: ServerInfo, checks: list[Check], windows: list,
+async def _through_gateway(client: OpenAIClient, info: ServerInfo, checks: list[Check], windows: list[JSONObject],
                            window_check: str) -> Report:
     """What a gateway lets doctor check, and what it hides, each said plainly."""
     from tui.client.connect import assumed_template
@@ -206,17 +209,18 @@ async def _through_gateway(client: OpenAIClient, info: ServerInfo, checks: list[
     return Report(client.endpoint.base_url, server, checks)
 
 
-def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate, window_check: str = "auto"):
+def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate,
+           window_check: str = "auto") -> Iterator[Coroutine[Any, Any, Check]]:
     rendered: dict[str, Any] = {}
 
-    async def rendering():
+    async def rendering() -> Check:
         check, rendered["text"] = await check_rendering(client, info, template)
         return check
 
     yield rendering()
     yield check_tokens(client, info, template)
 
-    async def eos():
+    async def eos() -> Check:
         return await check_eos_and_bos(client, info, rendered.get("text", ""))
 
     yield eos()
@@ -224,7 +228,7 @@ def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate, windo
         yield check_control_tokens(client, template)
     yield check_cache(client)
 
-    async def window():
+    async def window() -> Check:
         return Check("context window", *await check_window(client, info, window_check))
 
     yield window()

@@ -13,6 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tui.context.json_types import JSONObject
+
+from tui.client.doctor.report import Status
 from tui.client.errors import BadRequest, ClientError
 from tui.client.figures import reported_from_reply
 from tui.client.http import OpenAIClient
@@ -39,7 +42,7 @@ class Calibration:
         return round(self.base + self.per_word * words)
 
 
-def _body(words: int, max_tokens: int, kind: str) -> dict:
+def _body(words: int, max_tokens: int, kind: str) -> JSONObject:
     messages = [{"role": "system", "content": "Remember the code word TANGERINE."},
                 {"role": "user", "content": "Text:" + FILLER * words + "\nWhat is the code word?"}]
     body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0}
@@ -61,10 +64,10 @@ async def calibrate(client: OpenAIClient, kind: str) -> Calibration | None:
     return Calibration(first - SMALL * per_word, per_word)
 
 
-async def prompt_probe(client: OpenAIClient, calibration: Calibration, window: int, kind: str) -> dict:
+async def prompt_probe(client: OpenAIClient, calibration: Calibration, window: int, kind: str) -> JSONObject:
     words = calibration.words_for(window + OVER)
     expected = calibration.tokens_for(words)
-    data: dict = {"sent_prompt_tokens": expected}
+    data: JSONObject = {"sent_prompt_tokens": expected}
     try:
         reply = await client.chat(_body(words, 1, kind))
     except BadRequest as exc:
@@ -80,7 +83,7 @@ async def prompt_probe(client: OpenAIClient, calibration: Calibration, window: i
     return {**data, "outcome": "accepts"}
 
 
-async def reply_probe(client: OpenAIClient, calibration: Calibration, window: int, kind: str) -> dict:
+async def reply_probe(client: OpenAIClient, calibration: Calibration, window: int, kind: str) -> JSONObject:
     words = calibration.words_for(window - UNDER)
     try:
         reply = await client.chat(_body(words, REPLY, kind))
@@ -112,14 +115,14 @@ REPLY_TEXT = {"stops": "a reply that reaches the window stops there",
               "unknown": "the reply probe got no token counts (inconclusive)"}
 
 
-def verdict(prompt: dict, reply: dict, window: int) -> tuple[str, str]:
-    status = "warn" if prompt["outcome"] in ("truncates", "accepts") or reply["outcome"] == "shifts" else "ok"
+def verdict(prompt: JSONObject, reply: JSONObject, window: int) -> tuple[Status, str]:
+    status: Status = "warn" if prompt["outcome"] in ("truncates", "accepts") or reply["outcome"] == "shifts" else "ok"
     text = (f"over the window: {PROMPT_TEXT[prompt['outcome']].format(**prompt)}; "
             f"{REPLY_TEXT[reply['outcome']].format(window=window, **reply)}")
     return status, text
 
 
-async def check_window(client: OpenAIClient, info: ServerInfo, mode: str = "auto") -> tuple[str, str, dict]:
+async def check_window(client: OpenAIClient, info: ServerInfo, mode: str = "auto") -> tuple[Status, str, JSONObject]:
     """(status, detail, data) of the window check; `mode` is auto, on or off."""
     window = info.window
     if mode == "off":
@@ -127,7 +130,7 @@ async def check_window(client: OpenAIClient, info: ServerInfo, mode: str = "auto
     if window is None:
         return "skip", "the server's window is unknown: nothing to probe", {}
     where = f"{window.tokens} tokens ({window.source}: {window.detail})"
-    data: dict = {"window": window.to_dict()}
+    data: JSONObject = {"window": window.to_dict()}
     if mode == "auto" and window.tokens > MAX_AUTO:
         return "skip", f"the window is {where}: probing it sends that many tokens; ask with --window-check on", data
     try:

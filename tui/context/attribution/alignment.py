@@ -20,6 +20,7 @@ from typing import Callable
 from tui.context.attribution.marking import TOKEN_MAX, TOKENS
 
 Segment = tuple[int, int, "int | None", bool]
+Item = tuple[str, "int | None"]  # a stretch of the marked text: the template's own (None) or a field's (its number)
 SEARCH_SLACK = 4_096  # how far past the expected place the search looks for a field
 WORK_PER_CHAR = 8  # the search gives up after comparing this many characters per character of text
 
@@ -37,9 +38,10 @@ def candidates(text: str) -> list[str]:
     return found
 
 
-def _items(plain: str, regions: list[tuple[int, int, int]]) -> list[tuple[str, int | None]]:
+def _items(plain: str, regions: list[tuple[int, int, int]]) -> list[Item]:
     """The marked text as template text and fields in turn: gap, field, gap, ..., gap."""
-    items, position = [], 0
+    items: list[Item] = []
+    position = 0
     for start, end, number in regions:
         items.append((plain[position:start], None))
         items.append((plain[start:end], number))
@@ -65,8 +67,9 @@ def align(plain: str, truth: str, regions: list[tuple[int, int, int]],
     return ahead + middle + behind[::-1], False
 
 
-def _forward(items: list, truth: str) -> tuple[int, int, list[Segment]]:
-    index, at, found = 0, 0, []
+def _forward(items: list[Item], truth: str) -> tuple[int, int, list[Segment]]:
+    index, at = 0, 0
+    found: list[Segment] = []
     while index < len(items):
         text, number = items[index]
         if number is None:
@@ -89,8 +92,9 @@ def _forward(items: list, truth: str) -> tuple[int, int, list[Segment]]:
     return index, at, found
 
 
-def _backward(items: list, truth: str, floor_index: int, floor: int) -> tuple[int, int, list[Segment]]:
-    index, at, found = len(items), len(truth), []
+def _backward(items: list[Item], truth: str, floor_index: int, floor: int) -> tuple[int, int, list[Segment]]:
+    index, at = len(items), len(truth)
+    found: list[Segment] = []
     while index > floor_index:
         text, number = items[index - 1]
         if number is None:
@@ -114,7 +118,7 @@ def _backward(items: list, truth: str, floor_index: int, floor: int) -> tuple[in
     return index, at, found
 
 
-def _units(items: list, leaf_of: Callable[[int], int]) -> list[tuple[str, int, int | None]]:
+def _units(items: list[Item], leaf_of: Callable[[int], int]) -> list[tuple[str, int, int | None]]:
     """Fields to search for: (text, first field, offset in the marked text); adjacent chunks of one
     input string are joined, so a search looks for the whole string rather than a short piece."""
     units: list[tuple[list[str], int, int]] = []
@@ -150,7 +154,7 @@ def _search(truth: str, low: int, high: int, units: list[tuple[str, int, int | N
         text, _number, offset = units[unit]
         expected = start if offset is None else max(start, low + offset + shift[0])
         stop = min(high, expected + len(text) + slack)
-        best = None
+        best: tuple[int, int, bool] | None = None
         for variant in candidates(text):
             found = _find_whole(truth, variant, start, stop, budget)
             if found >= 0 and (best is None or found < best[0]):
@@ -199,7 +203,8 @@ def cuts_token(truth: str, start: int, end: int) -> bool:
 
 def _fill(segments: list[Segment], low: int, high: int) -> list[Segment]:
     """The found segments with everything between them (and around them) unattributed."""
-    out, at = [], low
+    out: list[Segment] = []
+    at = low
     for segment in segments:
         if segment[0] > at:
             out.append((at, segment[0], None, True))

@@ -65,7 +65,8 @@ def leaves(fields: list[Field]) -> list[Leaf]:
     return out
 
 
-def note_marked_use(found: list[Leaf], fields: list[Field], plain: str, regions: Iterable[tuple[int, int, int]]):
+def note_marked_use(found: list[Leaf], fields: list[Field], plain: str,
+                    regions: Iterable[tuple[int, int, int]]) -> None:
     """Count the whole copies of each string in the marked rendering; note any used in part."""
     counts = [0] * len(fields)
     cut = [False] * len(fields)
@@ -85,7 +86,8 @@ class _Budget:
 
 def _occurrences(truth: str, needle: str, budget: _Budget) -> tuple[list[int], bool]:
     """Every start of `needle` in `truth`, overlapping ones too, and whether the search got to the end."""
-    found, at = [], 0
+    found: list[int] = []
+    at = 0
     while budget.left > 0:
         hit = truth.find(needle, at)
         budget.left -= (len(truth) if hit < 0 else hit + len(needle) + HIT_COST) - at

@@ -23,7 +23,9 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Literal, TypeAlias
+
+from tui.context.json_types import WireMessage
 
 KEY_LENGTH = 6  # random private-use characters after U+E000: ~2**75 keys, and a key that occurs is redrawn
 OPEN, CLOSE, END = "\ue001", "\ue002", "\ue003"
@@ -36,24 +38,31 @@ TOKEN_MAX = 48  # no token is longer (the bracket and tag shapes are bounded run
 PIECE_SLACK = 64  # how much of its own text a template may write before each line of a field
 IDENTIFIER = re.compile(r"[\w.:/@+-]{1,64}")  # no whitespace, brackets, bars or quotes: cannot form a header
 STRUCTURAL_KEYS = frozenset({"role", "type"})
-MESSAGE_KINDS = {"content": "content", "reasoning_content": "reasoning", "thinking": "reasoning",
-                 "reasoning": "reasoning", "tool_calls": "tool_call", "tool_call_id": "tool_call", "name": "name"}
+# What a stretch of the rendered document is: a message field's text (MESSAGE_KINDS), the tools' or a variable's,
+# the template's own (`marker`), text no field explains (`unattributed`), or a fence's own text around a fenced
+# message's content (request.split_fence_spans).
+SpanKind: TypeAlias = Literal["content", "reasoning", "tool_call", "name", "tool_schema", "variable", "marker",
+                              "unattributed", "fence"]
+MESSAGE_KINDS: dict[str, SpanKind] = {
+    "content": "content", "reasoning_content": "reasoning", "thinking": "reasoning", "reasoning": "reasoning",
+    "tool_calls": "tool_call", "tool_call_id": "tool_call", "name": "name"}
 FREE_TEXT_KEYS = frozenset({"content", "reasoning_content", "thinking", "reasoning", "arguments"})
-TOOLS_KIND, VARIABLE_KIND = "tool_schema", "variable"
+TOOLS_KIND: SpanKind = "tool_schema"
+VARIABLE_KIND: SpanKind = "variable"
 UNMARKED_VARIABLES = frozenset({"add_generation_prompt"})
 
 
 @dataclass
 class Field:
     message: int | None  # index of the message the text came from; None for tools and variables
-    kind: str
+    kind: SpanKind
     text: str  # the chunk's own text
     leaf: int  # which input string the chunk was cut from (its chunks are numbered in order)
 
 
 @dataclass
 class Marked:
-    messages: list[dict]
+    messages: list[WireMessage]
     variables: dict[str, Any]
     fields: list[Field] = field(default_factory=list)
 
@@ -69,7 +78,7 @@ def new_key() -> str:
     return "\ue000" + "".join(chr(0xE001 + secrets.randbelow(0x18FF)) for _ in range(KEY_LENGTH))
 
 
-def input_strings(messages: list[dict], variables: dict[str, Any]) -> Iterator[str]:
+def input_strings(messages: list[WireMessage], variables: dict[str, Any]) -> Iterator[str]:
     """Every string in the inputs, keys included (a sentinel key must occur in none of them)."""
     stack: list[Any] = [messages, variables]
     while stack:
@@ -89,9 +98,10 @@ class _Marker:
         self.fields: list[Field] = []
         self.leaves = 0
 
-    def wrap(self, text: str, message: int | None, kind: str) -> str:
+    def wrap(self, text: str, message: int | None, kind: SpanKind) -> str:
         self.leaves += 1
-        out, position = [], 0
+        out: list[str] = []
+        position = 0
         for match in STRUCTURE.finditer(text):
             if match.start() > position:
                 out.append(self._chunk(text[position:match.start()], message, kind))
@@ -101,18 +111,18 @@ class _Marker:
             out.append(self._chunk(text[position:], message, kind))
         return "".join(out)
 
-    def _chunk(self, text: str, message: int | None, kind: str) -> str:
+    def _chunk(self, text: str, message: int | None, kind: SpanKind) -> str:
         self.fields.append(Field(message, kind, text, self.leaves))
         number = len(self.fields) - 1
         return f"{self.key}{OPEN}{number}{END}{text}{self.key}{CLOSE}{number}{END}"
 
-    def walk(self, value: Any, message: int | None, kind: str, free: bool) -> Any:
+    def walk(self, value: Any, message: int | None, kind: SpanKind, free: bool) -> Any:
         if isinstance(value, str):
             if value and (free or not IDENTIFIER.fullmatch(value)):
                 return self.wrap(value, message, kind)
             return value
         if isinstance(value, dict):
-            out = {}
+            out: dict[Any, Any] = {}
             for name, item in value.items():
                 new_name = self.walk(name, message, kind, False) if isinstance(name, str) else name
                 # `role` and `type` values are tested by templates; an odd one matches no test either way
@@ -124,17 +134,17 @@ class _Marker:
         return value
 
 
-def mark_inputs(messages: list[dict], variables: dict[str, Any], key: str) -> Marked:
+def mark_inputs(messages: list[WireMessage], variables: dict[str, Any], key: str) -> Marked:
     """Copies of the messages and variables with every string leaf that could carry text marked."""
     marker = _Marker(key)
-    marked_messages = []
+    marked_messages: list[WireMessage] = []
     for index, message in enumerate(messages):
-        marked = {}
+        marked: WireMessage = {}
         for name, value in message.items():
             kind = MESSAGE_KINDS.get(name, "name")
             marked[name] = marker.walk(value, index, kind, name in FREE_TEXT_KEYS)
         marked_messages.append(marked)
-    marked_variables = {}
+    marked_variables: dict[str, Any] = {}
     for name, value in variables.items():
         if name in UNMARKED_VARIABLES:
             marked_variables[name] = value
@@ -158,7 +168,8 @@ def read_marked(marked: str, key: str, fields: list[Field]) -> tuple[str, list[t
 
 def _pair(text: str, events: list[tuple[int, bool, int]], fields: list[Field]) -> list[tuple[int, int, int]]:
     """Regions from open/close pairs; a lone mark claims what its chunk's cut-off part left."""
-    regions, opened = [], {}
+    regions: list[tuple[int, int, int]] = []
+    opened: dict[int, int] = {}  # field number -> index of its open mark in `events`
     for index, (at, is_open, number) in enumerate(events):
         if is_open:
             if number in opened:  # an earlier open whose close was cut away
@@ -192,7 +203,8 @@ def _lines(text: str, region: tuple[int, int, int], chunk: str) -> list[tuple[in
     start, end, number = region
     if "\n" not in chunk or text[start:end] == chunk:
         return [region]
-    lines, pieces, at = chunk.splitlines(keepends=True), [], start
+    lines, at = chunk.splitlines(keepends=True), start
+    pieces: list[tuple[int, int, int]] = []
     for line in lines:
         found = text.find(line, at, min(end, at + PIECE_SLACK + len(line)))
         if found < 0 or holds_token(text, at, found) or (not pieces and found != start):
@@ -202,7 +214,8 @@ def _lines(text: str, region: tuple[int, int, int], chunk: str) -> list[tuple[in
     return pieces if at == end else [region]
 
 
-def _lone_open(text: str, events: list, index: int, fields: list[Field]) -> tuple[int, int, int]:
+def _lone_open(text: str, events: list[tuple[int, bool, int]], index: int,
+               fields: list[Field]) -> tuple[int, int, int]:
     at, _, number = events[index]
     after = events[index + 1][0] if index + 1 < len(events) else len(text)
     chunk = fields[number].text
@@ -220,7 +233,7 @@ def _common_suffix(text: str, start: int, end: int, chunk: str) -> int:
     return _common_length(lambda n: text[end - n:end] == chunk[len(chunk) - n:], min(end - start, len(chunk)))
 
 
-def _common_length(equal, limit: int) -> int:
+def _common_length(equal: Callable[[int], bool], limit: int) -> int:
     """The largest n <= limit with equal(n), for a prefix-closed test: a binary search of slice compares."""
     low, high = 0, limit
     while low < high:

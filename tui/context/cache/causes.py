@@ -12,9 +12,13 @@ import json
 from bisect import bisect_right
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.context.document import Document
+from tui.context.json_types import JSONObject
+
+if TYPE_CHECKING:
+    from tui.context.cache.prefix import RequestShape
 
 class CauseClass(StrEnum):
     """What made a prompt stop sharing the earlier prefix, as a user can act on it."""
@@ -45,8 +49,8 @@ class Cause:
     span_kind: str | None = None
 
 
-def classify(earlier: Any, current: Any, document: Document, boundary: int) -> Cause:
-    """The cause of the first difference at character `boundary` of `current` (both RequestShapes)."""
+def classify(earlier: RequestShape, current: RequestShape, document: Document, boundary: int) -> Cause:
+    """The cause of the first difference at character `boundary` of `current`."""
     tail = len(earlier.text) if earlier.tail_start is None else earlier.tail_start
     if boundary >= tail:
         return Cause(CauseClass.APPENDED, "none: the whole previous request is reused (new turns follow)")
@@ -68,8 +72,8 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     if toggled:  # the first difference is a message fenced in one request and not in the other
         return Cause(CauseClass.SWITCHED, toggled, message, kind)
     if not _same(earlier.tools or None, current.tools or None) and (message is None or kind == "marker"):
-        found = _tools_cause(earlier.tools or [], current.tools or [])
-        return Cause(found[0], found[1], message, kind)
+        tools = _tools_cause(earlier.tools or [], current.tools or [])
+        return Cause(tools[0], tools[1], message, kind)
     found = _message_cause(earlier, current, message, kind)
     if found is not None:
         return Cause(found[0], found[1], message, kind)
@@ -83,7 +87,7 @@ def classify(earlier: Any, current: Any, document: Document, boundary: int) -> C
     return Cause(CauseClass.OTHER, f"changed text in {kind or 'the document'}", message, kind)
 
 
-def _switch(earlier: Any, current: Any) -> str:
+def _switch(earlier: RequestShape, current: RequestShape) -> str:
     """'template switched (chatml -> qwen3)' between two requests (by the template's text, not only its name),
     else ''."""
     before, now = getattr(earlier, "template", ""), getattr(current, "template", "")
@@ -95,7 +99,7 @@ def _switch(earlier: Any, current: Any) -> str:
     return ""
 
 
-def _fences_toggled(earlier: Any, current: Any, message: int | None) -> str:
+def _fences_toggled(earlier: RequestShape, current: RequestShape, message: int | None) -> str:
     """'fences turned off' when the message where the prefix ends was sent fenced in one request and not in the
     other, else ''."""
     if message is None or message >= len(current.message_ids):
@@ -109,7 +113,7 @@ def _fences_toggled(earlier: Any, current: Any, message: int | None) -> str:
     return f"fences turned {'on' if fenced_now else 'off'}: {_place_of(current, ident)[1]} is written otherwise"
 
 
-def _place_of(shape: Any, ident: str) -> tuple[float, str]:
+def _place_of(shape: RequestShape, ident: str) -> tuple[float, str]:
     """A message as the chat names it (#N, its place), with its place to sort by; its id if the shape has none."""
     places = getattr(shape, "places", None) or []
     try:
@@ -130,7 +134,8 @@ def _span_at(document: Document, boundary: int) -> tuple[int | None, str | None]
     return span.message, span.kind
 
 
-def _message_cause(earlier: Any, current: Any, message: int | None, kind: str | None) -> tuple[str, str] | None:
+def _message_cause(earlier: RequestShape, current: RequestShape, message: int | None,
+                   kind: str | None) -> tuple[CauseClass, str] | None:
     """The cause when the prefix ends inside a message: its text, tool calls or reasoning changed."""
     if message is None or message >= len(current.message_ids):
         return None
@@ -158,11 +163,11 @@ def _message_cause(earlier: Any, current: Any, message: int | None, kind: str | 
     return None
 
 
-def _item(values: list, index: int) -> Any:
+def _item(values: list[Any], index: int) -> Any:
     return values[index] if index < len(values) else None
 
 
-def _tools_cause(before: list, after: list) -> tuple[str, str]:
+def _tools_cause(before: list[JSONObject], after: list[JSONObject]) -> tuple[CauseClass, str]:
     names_before, names_after = [_tool_name(t) for t in before], [_tool_name(t) for t in after]
     if sorted(map(_canonical, before)) == sorted(map(_canonical, after)):
         if names_before != names_after:

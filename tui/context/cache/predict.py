@@ -18,6 +18,7 @@ from tui.context.cache.causes import CauseClass, Cause, classify, excerpt
 from tui.context.cache.history import HeldPrompt, Shared, is_summary_call, request_name, shared_prefix
 from tui.context.cache.rules import BREAKPOINTS, UNITS, rule_for, rule_known
 from tui.context.document import Document
+from tui.context.json_types import JSONObject
 from tui.context.cache.llamacpp import LlamaCppCache
 from tui.context.cache.providers import ProviderCache
 
@@ -59,16 +60,18 @@ def predict_prefix(server: LlamaCppCache | ProviderCache, current: RequestShape,
         source = (found.source.shared, found.source.place) if found.source else None
         candidates = [(c.number, c.place, c.shared.tokens) for c in found.candidates]
         cached, write, best_effort, lifetime = found.cached, 0, False, ""
+        notes = list(found.notes)
     else:
-        found = server.predict(current, now)
-        source = (found.source.shared, "provider cache") if found.source else None
-        candidates = [(c.number, "provider cache", c.shared.tokens) for c in found.candidates]
-        cached, write, best_effort, lifetime = found.cached, found.write, found.best_effort, found.write_lifetime
+        provided = server.predict(current, now)
+        source = (provided.source.shared, "provider cache") if provided.source else None
+        candidates = [(c.number, "provider cache", c.shared.tokens) for c in provided.candidates]
+        cached, write, best_effort = provided.cached, provided.write, provided.best_effort
+        lifetime = provided.write_lifetime
+        notes = list(provided.notes)
     held = _held(server)
     source = source if cached > 0 else None  # a prompt sharing nothing reusable is no source
     shared, place = source if source else (_best(candidates, held, current), "")
     prefix = _explained(held.get(shared.number) if shared else None, shared, current, document, rule, cached)
-    notes = list(found.notes)
     if source is None and shared is not None:  # nothing is reused: explain against the closest prompt held
         notes.append(f"nothing is reused; compared with {request_name(shared.number)}, the held prompt closest to it")
         prefix.source = None
@@ -132,13 +135,14 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def held_prompt(number: int, shape: RequestShape, reply: dict | None = None, usage: dict | None = None,
-                timings: dict | None = None, sent_at: float | None = None) -> HeldPrompt:
+def held_prompt(number: int, shape: RequestShape, reply: JSONObject | None = None, usage: JSONObject | None = None,
+                timings: JSONObject | None = None, sent_at: float | None = None) -> HeldPrompt:
     """A request as the server computed it, from the reply and the server's own figures."""
     reply, usage, timings = reply or {}, usage or {}, timings or {}
     prompt = _count(usage.get("prompt_tokens"))
-    if prompt is None and _count(timings.get("prompt_n")) is not None:
-        prompt = _count(timings["prompt_n"]) + (_count(timings.get("cache_n")) or 0)
+    evaluated = _count(timings.get("prompt_n"))
+    if prompt is None and evaluated is not None:
+        prompt = evaluated + (_count(timings.get("cache_n")) or 0)
     generated = _count(timings.get("predicted_n"))
     generated = generated if generated is not None else (_count(usage.get("completion_tokens")) or 0)
     pieces = reply.get("generated")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
 
 from tui.context.cache.rules import RULES as TABLE, SERVER, prefix_cached, rule_for
+from tui.context.json_types import JSONObject
 from tui.context.tokens.counting import TokenIndex
 
 RULES = ("llama.cpp", "openai", "openai-5.6", "anthropic", "gemini", "deepseek", "none")
@@ -27,12 +29,13 @@ class RequestShape:
     message_ids: list[str]
     message_texts: list[str]
     message_roles: list[str]
-    tools: list | None = None
-    variables: dict = field(default_factory=dict)
-    dropped: frozenset = frozenset()  # ids of messages the policy left out
+    tools: list[JSONObject] | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    dropped: frozenset[str] = frozenset()  # ids of messages the policy left out
     tail_start: int | None = None  # where the trailing generation prompt begins (text of no message)
     spans: list[tuple[str, str, int, int, int]] = field(default_factory=list)  # message id, kind, start, end, tokens
-    calls: list = field(default_factory=list)  # each message's tool calls as sent (None: it has none)
+    # each message's tool calls as sent (None: it has none)
+    calls: list[list[JSONObject] | None] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)  # each message's reasoning as sent
     blocks: list[tuple[int, str]] = field(default_factory=list)  # where each message's content ends, and its
     # cache_control lifetime ("5m", "1h"; "" when unmarked): Anthropic's breakpoints
@@ -40,7 +43,7 @@ class RequestShape:
     template: str = ""  # the template's name and text digest, and whether untrusted text was fenced (ids of the
     template_digest: str = ""  # messages sent fenced): a switch is its own cause
     fenced: bool | None = None
-    fenced_ids: frozenset = frozenset()
+    fenced_ids: frozenset[str] = frozenset()
     block_roles: list[str] = field(default_factory=list)  # the role of each entry of `blocks`
 
 
@@ -63,7 +66,8 @@ class CachePrefix:
     write: int = 0  # tokens a breakpoint rule writes to the cache (Anthropic)
     write_lifetime: str = ""  # the lifetime it writes them for ("5m", "1h"): a 1-hour write costs more
     best_effort: bool = False  # the provider may reuse less: the prediction is an upper bound
-    candidates: list = field(default_factory=list)  # every prompt held: (request, place, shared tokens)
+    # every prompt held: (request, place, shared tokens)
+    candidates: list[tuple[int, str, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -115,7 +119,18 @@ def token_start(index: TokenIndex, token: int) -> int:
     return start + len(index.text[start:end].encode("utf-8")[:offset].decode("utf-8", "ignore"))
 
 
-def span_diff(previous: RequestShape | None, current: RequestShape) -> list[dict]:
+class SpanDiffRow(TypedDict):
+    """One row of span_diff: a span new, gone or changed since the previous request, or a run of unchanged ones."""
+
+    status: Literal["new", "same", "gone", "changed"]
+    message: str  # the span's message id ("" for text of no message, and for a run)
+    kind: str  # the span's kind, or "N spans" for a run
+    chars: int
+    tokens: int
+    text: str  # the span's text ("" for a run)
+
+
+def span_diff(previous: RequestShape | None, current: RequestShape) -> list[SpanDiffRow]:
     """This request against the previous one, span by span: what stayed, what changed, what is new or gone.
 
     Runs of unchanged spans are folded into one row; changed rows carry both texts' lengths and tokens.
@@ -129,7 +144,7 @@ def span_diff(previous: RequestShape | None, current: RequestShape) -> list[dict
         return [{"status": "new", "message": mid, "kind": kind, "chars": end - start, "tokens": tokens,
                  "text": current.text[start:end]} for mid, kind, start, end, tokens in current.spans]
     old, new = keyed(previous), keyed(current)
-    rows = []
+    rows: list[SpanDiffRow] = []
     for op, a1, a2, b1, b2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if op == "equal":
             rows.append({"status": "same", "message": "", "kind": f"{b2 - b1} spans", "chars":

@@ -16,8 +16,9 @@ HALVES_SINCE = (0, 30, 11)
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-def halves(version: str) -> bool | None:
-    """Does this Ollama keep about half its window of an overflow? None when the version cannot be read."""
+def halves(version: object) -> bool | None:
+    """Does this Ollama keep about half its window of an overflow? None when the version cannot be read
+    (a server's word: anything but a version string is unread)."""
     found = _VERSION.match(version.strip()) if isinstance(version, str) else None
     if found is None:
         return None

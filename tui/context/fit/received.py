@@ -11,15 +11,24 @@ and who cut them (the server's context size, Ollama's num_ctx, a proxy).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from tui.context.fit import ollama_cut
 from tui.context.fit.window import FRONT, MIDDLE, WindowSize, behaviour
+from tui.context.json_types import JSONObject
 
 if TYPE_CHECKING:
+    from tui.context.cache.prefix import RequestShape
     from tui.context.request import RequestView
 
-MATCH, DROPPED, ADDED, REFUSED, UNKNOWN = "match", "dropped", "added", "refused", "unknown"
+# What the server's count says of what was sent (the session schema's `verdict`, tui/sessions/receipt_schema.py).
+Verdict: TypeAlias = Literal["match", "dropped", "added", "refused", "unknown"]
+Where: TypeAlias = Literal["front", "middle", "end"]  # where a cut probably fell
+MATCH: Verdict = "match"
+DROPPED: Verdict = "dropped"
+ADDED: Verdict = "added"
+REFUSED: Verdict = "refused"
+UNKNOWN: Verdict = "unknown"
 ESTIMATE_SLACK = 0.10  # an estimated count may be this far off (another tokenizer) before it means anything
 # Past that margin but within this share (or 32 tokens), an estimate cannot tell a cut from another tokenizer or
 # a template of the server's own (a default system prompt, other markers) unless the server's figures say so.
@@ -96,9 +105,9 @@ class Receipt:
     exact: bool
     received: int | None
     source: str  # the server field `received` comes from
-    verdict: str  # MATCH, DROPPED, ADDED, REFUSED or UNKNOWN
+    verdict: Verdict
     difference: int = 0  # received - sent
-    where: str | None = None  # "front", "middle", "end"
+    where: Where | None = None
     where_basis: str = ""
     who: str = ""
     who_detail: str = ""
@@ -113,7 +122,7 @@ class Receipt:
     images_estimate: int = 0  # image tokens estimated for the request (placeholders included)
     images_reconciled: int | None = None  # the server's prompt count less the text: what the images took
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         data = asdict(self)
         data["window"] = self.window.to_dict() if self.window else None
         return data
@@ -137,7 +146,7 @@ def message_ranges(spans: list[tuple[str, str, int, int, int]], roles: dict[str,
     return ranges
 
 
-def shape_ranges(shape) -> list[MessageRange]:
+def shape_ranges(shape: RequestShape) -> list[MessageRange]:
     """Token ranges per message of a built request (its RequestShape: spans, message ids and roles)."""
     return message_ranges(shape.spans, dict(zip(shape.message_ids, shape.message_roles)))
 
@@ -148,7 +157,7 @@ def _overlap(start: int, end: int, low: int, high: int) -> int:
 
 def affected_messages(ranges: list[MessageRange], start: int, end: int) -> list[Affected]:
     """The messages lying (in part) inside the token range [start, end)."""
-    hit = []
+    hit: list[Affected] = []
     for item in ranges:
         lost = _overlap(start, end, item.start, item.end)
         if lost:
@@ -157,7 +166,7 @@ def affected_messages(ranges: list[MessageRange], start: int, end: int) -> list[
     return hit
 
 
-def dropped_range(where: str, lost: int, sent: int, ranges: list[MessageRange], keep_head: int = 0) -> tuple[int, int]:
+def dropped_range(where: Where, lost: int, sent: int, ranges: list[MessageRange], keep_head: int = 0) -> tuple[int, int]:
     """The token range a cut of `lost` tokens took: after `keep_head` at the front, after the first
     user turn in the middle, the last tokens at the end."""
     if where == "front":
@@ -175,7 +184,7 @@ def _tolerance(sent: int, exact: bool) -> int:
     return 0 if exact else max(4, round(sent * ESTIMATE_SLACK))
 
 
-def _side(kind: str, reused: int | None, ranges: list[MessageRange]) -> tuple[str, str, int]:
+def _side(kind: str, reused: int | None, ranges: list[MessageRange]) -> tuple[Where, str, int]:
     """Where a cut probably fell, why we think so, and what a front cut keeps at the start."""
     known = behaviour(kind)
     first_end = ranges[0].end if ranges else 0
@@ -194,7 +203,7 @@ def _who(kind: str, received: int, sent: int, window: WindowSize | None, truncat
     near_window = window is not None and received >= window.tokens - max(8, window.tokens // 100)
     if kind == "ollama":
         return "Ollama's num_ctx", ollama_cut.explained(received, version)[0]
-    if near_window:
+    if near_window and window is not None:
         return ("the server's context size", f"it kept {received} tokens, the window of {window.tokens} "
                 f"({window.source})")
     if truncated:

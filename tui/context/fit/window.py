@@ -11,20 +11,30 @@ ctxpane's assumption; observed is what a server kept when it cut a request.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Literal, Sequence, TypeAlias
+
+from tui.context.json_types import JSONObject
 
 # most to least trusted: the first one present is the window a request must fit
 SOURCES = ("server", "observed", "config", "model", "default")
-REFUSE, FRONT, MIDDLE, UNKNOWN = "refuse", "truncate-front", "truncate-middle", "unknown"
-STOP, SHIFT = "stop", "shift"
+# What a server does with a prompt over its window, and with a reply that reaches it.
+PromptOverflow: TypeAlias = Literal["refuse", "truncate-front", "truncate-middle", "unknown"]
+ReplyOverflow: TypeAlias = Literal["stop", "shift", "unknown"]
+REFUSE: PromptOverflow = "refuse"
+FRONT: PromptOverflow = "truncate-front"
+MIDDLE: PromptOverflow = "truncate-middle"
+UNKNOWN: Literal["unknown"] = "unknown"
+STOP: ReplyOverflow = "stop"
+SHIFT: ReplyOverflow = "shift"
 
 
 @dataclass(frozen=True)
 class WindowSize:
     tokens: int
-    source: str  # one of SOURCES
+    source: str  # one of SOURCES (a stored window may name another: it ranks last)
     detail: str = ""  # which property or setting, e.g. "/props default_generation_settings.n_ctx"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
 
@@ -32,8 +42,8 @@ class WindowSize:
 class Overflow:
     """What a kind of server does with a prompt over its window, and with a reply that reaches it."""
 
-    prompt: str  # REFUSE, FRONT, MIDDLE or UNKNOWN
-    reply: str  # STOP, SHIFT or UNKNOWN
+    prompt: PromptOverflow
+    reply: ReplyOverflow
     keep_head: int = 0  # tokens a front cut keeps at the start (Ollama's num_keep)
     basis: str = ""  # where this knowledge comes from
 
@@ -59,7 +69,7 @@ def behaviour(kind: str) -> Overflow:
     return BEHAVIOUR.get(kind, UNKNOWN_BEHAVIOUR)
 
 
-def choose_window(candidates: list[WindowSize | None]) -> WindowSize | None:
+def choose_window(candidates: Sequence[WindowSize | None]) -> WindowSize | None:
     """The window to plan with: the most trusted source present (see SOURCES); ties go to the first given."""
     present = [c for c in candidates if c is not None and c.tokens > 0]
     if not present:
@@ -80,7 +90,7 @@ class FitCheck:
     consequence: str  # what the server will do, from BEHAVIOUR
     message: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         data = asdict(self)
         data["window"] = self.window.to_dict() if self.window else None
         return data
@@ -124,7 +134,7 @@ def fit_check(prompt_tokens: int, max_tokens: int, window: WindowSize | None, ki
                     message)
 
 
-def window_from_dict(data: dict | None) -> WindowSize | None:
+def window_from_dict(data: object) -> WindowSize | None:
     """A stored window back (session records); None for anything that is not one."""
     if not isinstance(data, dict) or not isinstance(data.get("tokens"), int) or data["tokens"] < 1:
         return None

@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import struct
 
+from tui.context.json_types import JSONObject
+
 IMAGE_LIMIT = 20 * 1024 * 1024  # bytes of one image file
 # Pixels one image may declare: past this, image libraries refuse to decode it (a decompression bomb).
 MAX_PIXELS = 178_956_970
@@ -124,13 +126,13 @@ def data_url(data: bytes, kind: str) -> str:
     return f"data:{MIME[kind]};base64," + base64.b64encode(data).decode("ascii")
 
 
-def image_part(data: bytes, name: str = "") -> dict:
+def image_part(data: bytes, name: str = "") -> JSONObject:
     """An `image_url` content part for the file's bytes, with its pixel size kept for counting."""
     if len(data) > IMAGE_LIMIT:
         raise ImageFileError(f"image is {len(data)} bytes: over the {IMAGE_LIMIT // (1024 * 1024)} MB limit")
     kind, width, height = image_size(data)
-    part = {"type": "image_url", "image_url": {"url": data_url(data, kind)}, "width": width, "height": height,
-            "format": kind}
+    part: JSONObject = {"type": "image_url", "image_url": {"url": data_url(data, kind)}, "width": width,
+                        "height": height, "format": kind}
     if name:
         part["name"] = name[:200]
     return part

@@ -21,13 +21,34 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from struct import error as struct_error
-from typing import Any
+from typing import Required, TypedDict
 
 from tui.context.images.files import MAX_SIDE, ImageFileError, image_size
+from tui.context.json_types import JSONObject, WireMessage
 
 ESTIMATE = "estimate"
 
-FAMILIES: dict[str, dict[str, Any]] = {
+
+class ImageRule(TypedDict, total=False):
+    """How one family counts an image: the keys its arithmetic (estimate) reads, the label and placeholders always."""
+
+    label: Required[str]
+    placeholders: Required[tuple[str, ...]]
+    fit: int  # openai: the image is fitted in fit x fit, its short side scaled to short_side, cut in tiles
+    short_side: int
+    tile: int
+    base: int
+    per_tile: int
+    long_side: int  # anthropic: scaled to long_side and max_pixels, then pixels / divisor
+    divisor: int
+    factor: int  # qwen: patches of factor x factor within min_pixels..max_pixels, plus markers
+    min_pixels: int
+    max_pixels: int
+    markers: int
+    fixed: int  # gemma3: the same count for every image
+
+
+FAMILIES: dict[str, ImageRule] = {
     "openai": {"label": "OpenAI tiles (85 + 170 x tiles)", "fit": 2048, "short_side": 768, "tile": 512,
                "base": 85, "per_tile": 170, "placeholders": ()},
     "anthropic": {"label": "Anthropic (w x h / 750)", "long_side": 1568, "max_pixels": 784 * 1568, "divisor": 750,
@@ -76,15 +97,15 @@ def family_for(*names: str) -> str:
     return DEFAULT_FAMILY
 
 
-def part_size(part: dict) -> tuple[int, int] | None:
+def part_size(part: JSONObject) -> tuple[int, int] | None:
     """The pixel size of an image part: read from the header of its data: URL (a bounded start of it, decoded
     once) when it has one, since a stated size may lie; else the size it states (ours, beside or inside
     `image_url`); None when neither says."""
     found = data_url_image(_data_url_head(part))
     if found:
         return found[1:]
-    inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
-    sizes = []
+    inner = _inner(part)
+    sizes: list[int] = []
     for key in ("width", "height"):
         value = part.get(key, inner.get(key))
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIDE:
@@ -93,7 +114,13 @@ def part_size(part: dict) -> tuple[int, int] | None:
     return sizes[0], sizes[1]
 
 
-def _data_url_head(part: dict) -> str:
+def _inner(part: JSONObject) -> JSONObject:
+    """An image part's `image_url` object, or {} when it has none (or a bare URL there)."""
+    inner = part.get("image_url")
+    return inner if isinstance(inner, dict) else {}
+
+
+def _data_url_head(part: JSONObject) -> str:
     """The start of an image part's data: URL (as `image_url.url`, or `image_url` itself), or ''."""
     inner = part.get("image_url")
     url = inner.get("url") if isinstance(inner, dict) else inner
@@ -125,8 +152,8 @@ def data_url_image(head: str) -> tuple[str, int, int] | None:
     return (kind, width, height) if 1 <= width <= MAX_SIDE and 1 <= height <= MAX_SIDE else None
 
 
-def part_detail(part: dict) -> str:
-    inner = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
+def part_detail(part: JSONObject) -> str:
+    inner = _inner(part)
     return "low" if inner.get("detail", part.get("detail")) == "low" else "high"
 
 
@@ -150,7 +177,7 @@ def estimate(width: int, height: int, family: str, detail: str = "high") -> Imag
                                                f"= {patches}, + {rule['markers']} markers = {tokens}")
 
 
-def _openai(width: int, height: int, rule: dict, detail: str) -> ImageEstimate:
+def _openai(width: int, height: int, rule: ImageRule, detail: str) -> ImageEstimate:
     if detail == "low":
         return ImageEstimate(rule["base"], "openai", width, height, f"low detail: {rule['base']}")
     w, h = float(width), float(height)
@@ -183,7 +210,7 @@ def _smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pix
     return h_bar, w_bar
 
 
-def part_estimate(part: dict, family: str) -> ImageEstimate:
+def part_estimate(part: JSONObject, family: str) -> ImageEstimate:
     """One image part's estimate; a part without a usable size is taken as 448x448 (said in `how`)."""
     size = part_size(part)
     found = estimate(*(size or (448, 448)), family, part_detail(part))
@@ -193,7 +220,7 @@ def part_estimate(part: dict, family: str) -> ImageEstimate:
     return found
 
 
-def image_label(part: dict, family: str) -> str:
+def image_label(part: JSONObject, family: str) -> str:
     """The short label shown for an image part instead of its data (never the base64 blob)."""
     size = part_size(part)
     kind = part_format(part) or "image"
@@ -201,27 +228,29 @@ def image_label(part: dict, family: str) -> str:
     return f"[image {shown} {kind}, ~{part_estimate(part, family or DEFAULT_FAMILY).tokens} tokens estimate]"
 
 
-def part_format(part: dict) -> str:
+def part_format(part: JSONObject) -> str:
     """PNG, JPEG, GIF or WebP: what the part says, else what its data: URL's header shows; '' when unknown."""
-    if part.get("format") in ("PNG", "JPEG", "GIF", "WebP"):
-        return part["format"]
+    stated = part.get("format")
+    if isinstance(stated, str) and stated in ("PNG", "JPEG", "GIF", "WebP"):
+        return stated
     found = data_url_image(_data_url_head(part))
     return found[0] if found else ""
 
 
 def placeholders(family: str) -> tuple[str, ...]:
-    return FAMILIES.get(family, {}).get("placeholders", ())
+    rule = FAMILIES.get(family)
+    return rule["placeholders"] if rule is not None else ()
 
 
 ANY_PLACEHOLDER = tuple(dict.fromkeys(p for rule in FAMILIES.values() for p in rule["placeholders"]))
 
 
-def with_media_markers(messages: list[dict]) -> list[dict] | None:
+def with_media_markers(messages: list[WireMessage]) -> list[WireMessage] | None:
     """Messages with every list content flattened to text, each image part its MEDIA_MARKER (None if none has
     parts): how a server hands parts to a template that reads content as text."""
     if not any(isinstance(m.get("content"), list) for m in messages):
         return None
-    flat = []
+    flat: list[WireMessage] = []
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):

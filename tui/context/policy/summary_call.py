@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from tui.context.assemble import assemble
 from tui.context.cache.prefix import RequestShape
 from tui.context.untrusted.fences import FenceStyle, fence
+from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
 from tui.context.tokens.counting import token_index
 
@@ -32,21 +33,21 @@ MIN_TURN = 40  # characters kept of each turn before the oldest turns are left o
 
 @dataclass
 class SummaryCall:
-    body: dict | None  # None: the window leaves no room for a summary call
+    body: JSONObject | None  # None: the window leaves no room for a summary call
     prompt_tokens: int  # the prompt as counted here (the server's count, when the tokenizer is its own)
     cut: bool  # some turns were shortened to fit
     reason: str = ""
     shape: RequestShape | None = None  # the call's prompt as the server's cache will hold it
 
 
-def summary_shape(body: dict, template: "ChatTemplate", tokenizer: "Tokenizer") -> RequestShape:
+def summary_shape(body: JSONObject, template: "ChatTemplate", tokenizer: "Tokenizer") -> RequestShape:
     """The summary call's prompt as a request the cache model records: the server computes it in one of its
     slots, so the conversation's next request finds the slot holding it (and not another client's prompt)."""
-    wire = body["messages"]
+    wire: list[WireMessage] = body["messages"]
     snapshot = assemble(wire, template, tokenizer)
     document = snapshot.document
     ids = [f"summary-call-{index}" for index in range(len(wire))]
-    spans = [(ids[s.message] if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
+    spans: list[tuple[str, str, int, int, int]] = [(ids[s.message] if s.message is not None else "", s.kind, s.start, s.end, s.tokens)
              for s in document.spans]
     return RequestShape(document.text, token_index(document, tokenizer, template.special_strings()), ids,
                         [m["content"] for m in wire], [m["role"] for m in wire], tail_start=document.tail_start(),
@@ -65,7 +66,7 @@ def _turns(messages: list[Message], limit: int | None, escapes: frozenset[str]) 
     return "\n\n".join(turn(m) for m in messages)
 
 
-def _wire(transcript: str) -> list[dict]:
+def _wire(transcript: str) -> list[WireMessage]:
     return [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": transcript}]
 
 
@@ -80,7 +81,7 @@ def summary_call(messages: list[Message], template: "ChatTemplate", tokenizer: "
     def count(transcript: str) -> int:
         return assemble(_wire(transcript), template, tokenizer).counts.total
 
-    def body(transcript: str, output: int) -> dict:
+    def body(transcript: str, output: int) -> JSONObject:
         return {"model": model or "model", "max_tokens": output, "temperature": 0, "messages": _wire(transcript)}
 
     transcript = _turns(messages, None, escapes)

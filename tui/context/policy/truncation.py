@@ -10,6 +10,7 @@ its tool results.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 POLICIES = ("keep-all", "drop-oldest", "keep-last-n", "summarise")
 
@@ -171,10 +172,19 @@ def _older_than_last_turns(roles: list[str], units: list[list[int]], keep: set[i
     return {i for unit in units for i in unit if unit[0] < first_kept and not any(j in keep for j in unit)}
 
 
-def still_in_window(texts: list[str], plan: Plan, query: str) -> list[dict]:
+class WindowHit(TypedDict):
+    """A message holding the text looked for: its place, whether it is sent, and if not why."""
+
+    message: int
+    kept: bool
+    reason: str
+    policy: str
+
+
+def still_in_window(texts: list[str], plan: Plan, query: str) -> list[WindowHit]:
     """Where `query` occurs in the conversation, and whether that message is sent or was dropped."""
     dropped = {entry.message: entry for entry in plan.ledger}
-    hits = []
+    hits: list[WindowHit] = []
     lowered = query.lower()
     for index, text in enumerate(texts):
         if lowered and lowered in text.lower():
@@ -184,12 +194,21 @@ def still_in_window(texts: list[str], plan: Plan, query: str) -> list[dict]:
     return hits
 
 
-def cost_series(requests: list[tuple[int, int]]) -> list[dict]:
+class CostRow(TypedDict):
+    request: int
+    sent: int
+    keep_all: int
+    sent_total: int
+    keep_all_total: int
+
+
+def cost_series(requests: list[tuple[int, int]]) -> list[CostRow]:
     """Tokens sent per request and in total, under the policy and under keep-all, side by side.
 
     Keep-all grows with the square of the number of turns; a fixed budget grows in a straight line.
     """
-    rows, sent_total, all_total = [], 0, 0
+    rows: list[CostRow] = []
+    sent_total, all_total = 0, 0
     for number, (sent, keep_all) in enumerate(requests, start=1):
         sent_total += sent
         all_total += keep_all

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TypedDict
 
 from tui.context.cache.prefix import predict_cached
+from tui.context.json_types import JSONObject
 from tui.context.pricing.prices import ModelPrice
 
 MILLION = Decimal(1_000_000)
@@ -70,7 +72,7 @@ def money(value: Decimal | None) -> float | None:
     return None if value is None else float(round(value, 10))
 
 
-def request_cost(t: RequestTokens, price: ModelPrice | None, model: str) -> dict:
+def request_cost(t: RequestTokens, price: ModelPrice | None, model: str) -> JSONObject:
     """The cost record of one request (what `render --json` and a session's request record carry)."""
     figures = amounts(t, price) if price else dict.fromkeys(MONEY)
     cached = min(t.cached_tokens, t.input_tokens)  # a server's figure past its own prompt count is held to it
@@ -81,13 +83,13 @@ def request_cost(t: RequestTokens, price: ModelPrice | None, model: str) -> dict
             **{key: money(value) for key, value in figures.items()}}
 
 
-def add_totals(cost: dict, previous: dict | None) -> dict:
+def add_totals(cost: JSONObject, previous: JSONObject | None) -> JSONObject:
     """`cost` with `cumulative`: the previous request's cumulative figures plus this one's.
 
     An amount is summed over priced requests only; `priced_requests` says how many those were.
     """
     before = (previous or {}).get("cumulative") or {}
-    totals: dict = {"requests": before.get("requests", 0) + 1,
+    totals: JSONObject = {"requests": before.get("requests", 0) + 1,
                     "priced_requests": before.get("priced_requests", 0) + (1 if cost["priced"] else 0)}
     for key in TOKENS:
         totals[key] = before.get(key, 0) + (cost.get(key) or 0)
@@ -99,7 +101,19 @@ def add_totals(cost: dict, previous: dict | None) -> dict:
     return {**cost, "cumulative": totals}
 
 
-def curve(costs: list[dict]) -> list[dict]:
+class CurvePoint(TypedDict):
+    """One request's running totals (its cost record's `cumulative`): tokens sent and dollars paid, against
+    keep-all."""
+
+    request: int
+    sent_total: int
+    keep_all_total: int
+    paid_total: float | None  # None: no request so far was priced
+    keep_all_paid_total: float | None
+    keep_all_cached_paid_total: float | None
+
+
+def curve(costs: list[JSONObject]) -> list[CurvePoint]:
     """Per request, the running totals of what was sent and paid against keep-all: the curves to draw."""
     return [{"request": number, "sent_total": c["cumulative"]["input_tokens"],
              "keep_all_total": c["cumulative"]["keep_all_tokens"], "paid_total": c["cumulative"]["paid"],

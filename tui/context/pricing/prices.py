@@ -12,7 +12,7 @@ import datetime
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, Any, TypedDict
 
 import msgspec
 from msgspec import Meta, Struct
@@ -47,7 +47,21 @@ class ModelIn(Struct, forbid_unknown_fields=True):
 class TableIn(Struct, forbid_unknown_fields=True):
     date: datetime.date
     currency: Annotated[str, Meta(pattern=r"^[A-Z]{3}$")] = "USD"
-    models: Annotated[dict[Name, dict], Meta(max_length=MAX_MODELS)] = {}  # each checked as a ModelIn
+    models: Annotated[dict[Name, dict[str, Any]], Meta(max_length=MAX_MODELS)] = {}  # each checked as a ModelIn
+
+
+class PriceRecord(TypedDict):
+    """A price as request records carry it: dollars per million tokens."""
+
+    model: str
+    input: float
+    cached_input: float
+    cache_write: float
+    output: float
+    unit: str
+    source: str
+    table_date: str
+    origin: str
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,7 @@ class ModelPrice:
     table_date: str  # the date of the table the price comes from
     origin: str  # "shipped" or the file it was read from
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> PriceRecord:
         return {"model": self.model, "input": float(self.input), "cached_input": float(self.cached_input),
                 "cache_write": float(self.cache_write), "output": float(self.output), "unit": "USD per 1M tokens",
                 "source": self.source, "table_date": self.table_date, "origin": self.origin}
@@ -125,7 +139,7 @@ def parse_price_table(text: str | bytes, origin: str) -> PriceTable:
     return _table(table, origin)
 
 
-def _model(name: str, data: dict, origin: str) -> ModelIn:
+def _model(name: str, data: dict[str, Any], origin: str) -> ModelIn:
     try:
         return msgspec.convert(data, ModelIn)
     except msgspec.ValidationError as exc:

@@ -12,6 +12,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import content_text
 
 DEFAULT_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
@@ -25,7 +26,7 @@ def _block(header: str, body: str, end: str = "<|end|>") -> str:
     return f"<|start|>{header}<|message|>{body}{end}"
 
 
-def ts_type(spec: dict) -> str:
+def ts_type(spec: JSONObject) -> str:
     """A JSON-schema type as the TypeScript-like text harmony shows the model."""
     kind = spec.get("type")
     if spec.get("enum"):
@@ -40,18 +41,20 @@ def ts_type(spec: dict) -> str:
         if not props:
             return "object"
         return "{\n" + "".join(_ts_field(n, s, spec.get("required") or []) for n, s in props.items()) + "}"
+    if kind is None:
+        return "any"
     return {"string": "string", "number": "number", "integer": "number", "boolean": "boolean",
             "null": "null"}.get(kind, "any")
 
 
-def _ts_field(name: str, spec: dict, required: list) -> str:
+def _ts_field(name: str, spec: JSONObject, required: list[str]) -> str:
     comment = f"// {spec['description']}\n" if spec.get("description") else ""
     optional = "" if name in required else "?"
     default = f", // default: {json.dumps(spec['default'], ensure_ascii=False)}" if "default" in spec else ""
     return f"{comment}{name}{optional}: {ts_type(spec)},{default}\n"
 
 
-def tools_namespace(tools: list[dict]) -> str:
+def tools_namespace(tools: list[JSONObject]) -> str:
     lines = ["## functions\n\nnamespace functions {\n\n"]
     for tool in tools:
         fn = tool.get("function", tool)
@@ -68,7 +71,7 @@ def tools_namespace(tools: list[dict]) -> str:
     return "".join(lines)
 
 
-def system_block(variables: dict) -> str:
+def system_block(variables: dict[str, Any]) -> str:
     identity = variables.get("model_identity") or DEFAULT_IDENTITY
     date = variables.get("current_date") or datetime.now().strftime("%Y-%m-%d")
     effort = variables.get("reasoning_effort") or "medium"
@@ -79,8 +82,8 @@ def system_block(variables: dict) -> str:
     return _block("system", body)
 
 
-def developer_block(instructions: str, tools: list | None) -> str:
-    parts = []
+def developer_block(instructions: str, tools: list[JSONObject] | None) -> str:
+    parts: list[str] = []
     if instructions:
         parts.append(f"# Instructions\n\n{instructions}")
     if tools:
@@ -92,15 +95,15 @@ def _arguments_text(arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
-def _tool_names(messages: list[dict]) -> dict[str, str]:
-    names = {}
+def _tool_names(messages: list[WireMessage]) -> dict[str, str]:
+    names: dict[str, str] = {}
     for message in messages:
         for call in message.get("tool_calls") or []:
             names[call.get("id", "")] = call.get("function", {}).get("name", "")
     return names
 
 
-def render_harmony(messages: list[dict], **variables: Any) -> str:
+def render_harmony(messages: list[WireMessage], **variables: Any) -> str:
     """Render a conversation in harmony, like openai-harmony's render_conversation.
 
     A final assistant message at the end closes with `<|return|>` (the library's rendering for
@@ -121,7 +124,8 @@ def render_harmony(messages: list[dict], **variables: Any) -> str:
     return "".join(out)
 
 
-def _render_message(message: dict, index: int, last_final: int, count: int, call_names: dict) -> str:
+def _render_message(message: WireMessage, index: int, last_final: int, count: int,
+                    call_names: dict[str, str]) -> str:
     role = message.get("role")
     text = content_text(message.get("content"))
     if role in ("system", "developer"):
@@ -131,7 +135,7 @@ def _render_message(message: dict, index: int, last_final: int, count: int, call
     if role == "tool":
         name = message.get("name") or call_names.get(message.get("tool_call_id", ""), "tool")
         return _block(f"functions.{name} to=assistant<|channel|>commentary", text)
-    parts = []
+    parts: list[str] = []
     reasoning = message.get("reasoning_content") or message.get("thinking")
     if reasoning and index > last_final:
         parts.append(_block("assistant<|channel|>analysis", reasoning))

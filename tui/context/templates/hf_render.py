@@ -19,9 +19,10 @@ import jinja2
 from jinja2 import nodes
 from jinja2.exceptions import TemplateError
 from jinja2.ext import Extension, loopcontrols
-from jinja2.runtime import Namespace
+from jinja2.utils import Namespace
 
 from tui.context.errors import TemplateLimitError, TemplateRenderError
+from tui.context.json_types import WireMessage
 from tui.context.templates.limits import DEFAULT_LIMITS, RenderLimits, current, run_limited
 from tui.context.templates.sandbox import LimitedSandbox
 
@@ -51,10 +52,10 @@ class SafeNamespace(Namespace):
 class DictFactory:
     """`dict(...)` and `dict.fromkeys(...)` inside templates, without exposing the type itself."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> dict:
+    def __call__(self, *args: Any, **kwargs: Any) -> dict[Any, Any]:
         return dict(*args, **kwargs)
 
-    def fromkeys(self, keys: Any, value: Any = None) -> dict:
+    def fromkeys(self, keys: Any, value: Any = None) -> dict[Any, Any]:
         return dict.fromkeys(keys, value)
 
 
@@ -107,7 +108,7 @@ def to_plain_json(value: Any) -> Any:
                                  if not callable(obj) else "<function>"))
 
 
-def normalise_message(message: dict) -> dict:
+def normalise_message(message: WireMessage) -> WireMessage:
     """HF 5.x: drop keys whose value is None; alias the reasoning keys to each other."""
     clean = {key: value for key, value in message.items() if value is not None}
     reasoning = next((clean[key] for key in REASONING_KEYS if key in clean), None)
@@ -117,7 +118,7 @@ def normalise_message(message: dict) -> dict:
     return clean
 
 
-def render_template(source: str, messages: list[dict], **variables: Any) -> str:
+def render_template(source: str, messages: list[WireMessage], **variables: Any) -> str:
     """Render `messages` with a chat template exactly as transformers' apply_chat_template would.
 
     Variables default to `tools=None`, `documents=None`, `add_generation_prompt=False`;
@@ -127,7 +128,7 @@ def render_template(source: str, messages: list[dict], **variables: Any) -> str:
     return render_limited(source, messages, variables)
 
 
-def render_limited(source: str, messages: list[dict], variables: dict[str, Any],
+def render_limited(source: str, messages: list[WireMessage], variables: dict[str, Any],
                    limits: RenderLimits = DEFAULT_LIMITS) -> str:
     """render_template under explicit limits (the variables come as a dict, so none can pose as a limit).
 
@@ -139,7 +140,7 @@ def render_limited(source: str, messages: list[dict], variables: dict[str, Any],
     return run_limited(limits, lambda: render_checked(source, messages, variables))
 
 
-def render_checked(source: str, messages: list[dict], variables: dict[str, Any]) -> str:
+def render_checked(source: str, messages: list[WireMessage], variables: dict[str, Any]) -> str:
     template = compile_template(source)
     context: dict[str, Any] = {"tools": None, "documents": None, "add_generation_prompt": False}
     context.update(to_plain_json(variables))

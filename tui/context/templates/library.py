@@ -8,14 +8,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from tui.context.templates.harmony import SPECIAL_TOKENS as HARMONY_TOKENS
 from tui.context.untrusted.outside_files import FileProblem, read_bounded, read_json
 from tui.context.templates.harmony import render_harmony
 from tui.context.errors import TemplateNotFound, TemplateRenderError
-from tui.context.families.identity import MODEL_FILE, SHIPPED, Identity, display_name
+from tui.context.families.identity import MODEL_FILE, SHIPPED, Identity, IdentitySource, display_name
 from tui.context.families.registry import family_for_template
+from tui.context.json_types import WireMessage
+
+if TYPE_CHECKING:
+    from tui.context.templates.limits import RenderLimits
 
 MAX_TEMPLATE_FILE = 4 * 1024 * 1024  # a chat template (the largest real ones are a few dozen KB)
 MAX_TOKENIZER_CONFIG = 64 * 1024 * 1024  # a tokenizer_config.json (some embed their vocabulary's added tokens)
@@ -29,7 +33,7 @@ SPECIAL_PATTERN = re.compile(
 @dataclass
 class BuiltinSpec:
     file: str | None
-    defaults: dict
+    defaults: dict[str, Any]
     family: str
 
 
@@ -60,11 +64,11 @@ class ChatTemplate:
     name: str
     origin: str  # "builtin", "file:PATH", "server:URL", ...
     source: str | None = None  # Jinja text (None for the harmony renderer)
-    defaults: dict = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
     renderer: Callable[..., str] | None = None
-    limits: Any = field(default=None, repr=False, compare=False)  # a RenderLimits; None: DEFAULT_LIMITS
+    limits: RenderLimits | None = field(default=None, repr=False, compare=False)  # None: DEFAULT_LIMITS
     _verbatim: bool | None = field(default=None, repr=False, compare=False)
-    kind: str = field(default=MODEL_FILE, compare=False)  # identity source: shipped, server or model file
+    kind: IdentitySource = field(default=MODEL_FILE, compare=False)  # shipped, server or model file
     _identity: Identity | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -73,11 +77,12 @@ class ChatTemplate:
         template has a family only when its text is a built-in's, byte for byte (its name says nothing)."""
         if self._identity is None:
             digest = _sha256(self.source) if self.source is not None else None
-            family = family_for_template(self.name) if self.kind == SHIPPED else _builtin_digests().get(digest)
+            family = (family_for_template(self.name) if self.kind == SHIPPED
+                      else _builtin_digests().get(digest) if digest is not None else None)
             self._identity = Identity(family, self.kind, digest, display_name(self.name))
         return self._identity
 
-    def render(self, messages: list[dict], **variables: Any) -> str:
+    def render(self, messages: list[WireMessage], **variables: Any) -> str:
         merged = {**self.defaults, **variables}
         if self.renderer is not None:
             try:
@@ -148,13 +153,14 @@ def plain_chatml() -> ChatTemplate:
     return template
 
 
-def template_from_text(text: str, origin: str, name: str = "custom", *, kind: str = MODEL_FILE,
+def template_from_text(text: str, origin: str, name: str = "custom", *, kind: IdentitySource = MODEL_FILE,
                        **defaults: Any) -> ChatTemplate:
     """A template from text; `kind` is where it came from (SERVER for a server's own, else a model file)."""
     return ChatTemplate(name, origin, text, {k: v for k, v in defaults.items() if v is not None}, kind=kind)
 
 
-def _pick_named(templates: list, wanted: str | None) -> str:
+def _pick_named(templates: list[Any], wanted: str | None) -> object:
+    """The `template` of the entry named `wanted` ("default" when None), as the file holds it."""
     table = {t.get("name"): t.get("template") for t in templates if isinstance(t, dict)}
     key = wanted or "default"
     if key not in table:
@@ -179,6 +185,8 @@ def load_tokenizer_config(path: Path, variant: str | None = None) -> ChatTemplat
     if raw is None:
         raise TemplateNotFound(f"{path} has no chat_template")
     text = _pick_named(raw, variant) if isinstance(raw, list) else raw
+    if not isinstance(text, str):  # (a number or an object: no template to render, nor to hash)
+        raise TemplateNotFound(f"{path}: chat_template is not text")
     return template_from_text(text, f"file:{path}", path.parent.name or "tokenizer_config",
                               bos_token=_token_text(data.get("bos_token")),
                               eos_token=_token_text(data.get("eos_token")))

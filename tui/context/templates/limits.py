@@ -153,7 +153,7 @@ class Watchdog:
             watch.baseline = memory
         if now >= watch.deadline:
             watch.reason = "time"
-        elif watch.max_memory and memory - watch.baseline > watch.max_memory:
+        elif watch.max_memory and watch.baseline is not None and memory - watch.baseline > watch.max_memory:
             watch.reason = "memory"
         if watch.reason is not None:
             _raise_in_thread(watch.thread_id, Interrupted)
@@ -197,11 +197,11 @@ class Budget:
 
     def checked(self, value: T) -> T:
         """`value` itself, if its size is within the limits."""
-        kind = type(value)
-        if kind is str or kind is bytes:
-            self.check_chars(len(value))
-        elif kind is list or kind is tuple or kind is dict:
-            self.check_items(len(value))
+        item: object = value  # (exact types: narrowed by type(), which a TypeVar is not)
+        if type(item) is str or type(item) is bytes:
+            self.check_chars(len(item))
+        elif type(item) is list or type(item) is tuple or type(item) is dict:
+            self.check_items(len(item))
         return value
 
 

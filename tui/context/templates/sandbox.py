@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from types import BuiltinMethodType
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame, optimizeconst
@@ -21,14 +21,18 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 from tui.context.errors import TemplateLimitError
 from tui.context.templates.limits import Budget, Floor, current
-from tui.context.templates.size_bounds import (METHOD_CHARS, METHOD_ITEMS, estimate, format_size, json_size, percent_size,
-                             replaced_size, text_size)
+from tui.context.templates.size_bounds import (METHOD_CHARS, METHOD_ITEMS, Args, Kwargs, estimate, format_size,
+                                               json_size, percent_size, replaced_size, text_size)
 
 TEXT = (str, bytes)
 SEQUENCES = (str, bytes, list, tuple)
 PLAIN = frozenset({str, int, float, bool, type(None)})
 NESTING = (Macro, LoopContext, BlockReference)  # calls that run template code: counted for depth
 SIZED_METHODS = frozenset({"join", *METHOD_CHARS, *METHOD_ITEMS})
+# A filter's arguments after its environment or context (`rest`) and its keywords, as a check hands them on.
+FilterCall: TypeAlias = tuple[Args, Kwargs]
+# Sizes (and may materialise) a filter's arguments before it runs: (budget, head, rest, kwargs) -> (rest, kwargs).
+FilterCheck: TypeAlias = Callable[[Budget, Args, Args, Kwargs], FilterCall]
 
 
 def check_length(budget: Budget, sample: Any, size: int) -> None:
@@ -88,8 +92,8 @@ def bounded_range(*args: int) -> range:
     budget = current()
     try:
         size = len(numbers)
-    except OverflowError:
-        size = math.inf
+    except OverflowError:  # more numbers than an index holds: past any limit
+        size = budget.limits.max_range + 1
     if size > budget.limits.max_range:
         raise TemplateLimitError("SizeLimit", f"range() of more than {budget.limits.max_range:,} numbers")
     budget.range_left -= size
@@ -117,7 +121,7 @@ def bounded_concat(parts: Any) -> str:
     return "".join(pieces)
 
 
-def bounded_join(values: tuple, autoescape: bool) -> str:
+def bounded_join(values: Args, autoescape: bool) -> str:
     """`a ~ b ~ c`: sized first, then joined exactly as Jinja joins it."""
     if set(map(type, values)) <= {str}:  # the usual case, counted without a Python loop
         size = sum(map(len, values))
@@ -148,10 +152,10 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
 
     intercepted_binops = frozenset(BINOPS)
     code_generator_class = BoundedCodeGenerator
+    concat = staticmethod(bounded_concat)  # (Jinja's is "".join, a class attribute too)
 
     def __init__(self, filters: dict[str, Callable[..., Any]], **options: Any):
         super().__init__(finalize=checked_output, **options)
-        self.concat = bounded_concat  # type: ignore[assignment]
         self.join_parts = bounded_join
         self.globals["range"] = bounded_range
         self.filters.update(filters)
@@ -165,7 +169,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             return left + right
         return BINOPS[operator](left, right)
 
-    def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         if type(obj) is BuiltinMethodType:  # most calls: message.get(...), content.strip()
             if obj.__name__ in SIZED_METHODS and isinstance(obj.__self__, (str, bytes, int)):
                 args = check_method(current(), obj, args, kwargs)
@@ -177,7 +181,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             current().checked(result)
         return result
 
-    def _call_nested(self, budget: Budget, context: Context, obj: Any, args: tuple, kwargs: dict) -> Any:
+    def _call_nested(self, budget: Budget, context: Context, obj: Any, args: Args, kwargs: Kwargs) -> Any:
         budget.check_time()
         budget.depth += 1
         try:
@@ -200,12 +204,14 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             budget = current()
             named = args[0] if mapping and args and not kwargs else kwargs
             budget.check_chars(estimate(format_size, template, () if mapping else args, named, budget))
-            return checked(formatter(*args, **kwargs))
+            text = formatter(*args, **kwargs)
+            checked(text)
+            return text
 
         return functools.update_wrapper(bounded_format, value)
 
 
-def check_method(budget: Budget, method: Any, args: tuple, kwargs: dict) -> tuple:
+def check_method(budget: Budget, method: Any, args: Args, kwargs: Kwargs) -> Args:
     """Size a str/bytes/int method's result before the call; `join` gets its items as a list."""
     name, owner = method.__name__, method.__self__
     if name == "join" and len(args) == 1 and not isinstance(owner, int):
@@ -219,7 +225,7 @@ def check_method(budget: Budget, method: Any, args: tuple, kwargs: dict) -> tupl
     return args
 
 
-def bounded_filter(original: Callable[..., Any], check: Callable[..., Any]) -> Callable[..., Any]:
+def bounded_filter(original: Callable[..., Any], check: FilterCheck) -> Callable[..., Any]:
     """Wrap a Jinja filter: `check` sizes (and may materialise) its arguments first, then its result is checked."""
     skip = 0 if getattr(original, "jinja_pass_arg", None) is None else 1  # the environment or eval context
 
@@ -233,7 +239,7 @@ def bounded_filter(original: Callable[..., Any], check: Callable[..., Any]) -> C
     return bounded
 
 
-def argument(rest: tuple, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
+def argument(rest: Args, kwargs: Kwargs, index: int, name: str, default: Any = None) -> Any:
     return rest[index] if len(rest) > index else kwargs.get(name, default)
 
 
@@ -244,20 +250,20 @@ def sized_text(budget: Budget, value: Any) -> str:
     return str(value)
 
 
-def check_center(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_center(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     width = argument(rest, kwargs, 1, "width", 80)
     budget.check_chars(width if isinstance(width, int) else 0)
     return rest, kwargs
 
 
-def check_indent(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_indent(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     text, width = sized_text(budget, rest[0]), argument(rest, kwargs, 1, "width", 4)
     prefix = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
     budget.check_chars(len(text) + max(prefix, 0) * (text.count("\n") + 1))
     return rest, kwargs
 
 
-def check_join(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_join(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     separator, attribute = argument(rest, kwargs, 1, "d", ""), argument(rest, kwargs, 2, "attribute")
     items = list(rest[0])
     if attribute is not None:  # what the filter itself would do first
@@ -267,7 +273,7 @@ def check_join(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
     return (items, separator), {k: v for k, v in kwargs.items() if k not in ("d", "attribute")}
 
 
-def check_replace(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_replace(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     old, new, count = (argument(rest, kwargs, i, n) for i, n in ((1, "old"), (2, "new"), (3, "count")))
     if old is not None and new is not None:
         text = sized_text(budget, rest[0])
@@ -275,12 +281,12 @@ def check_replace(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tup
     return rest, kwargs
 
 
-def check_format(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_format(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     budget.check_chars(estimate(percent_size, sized_text(budget, rest[0]), kwargs or tuple(rest[1:]), budget))
     return rest, kwargs
 
 
-def check_wordwrap(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_wordwrap(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     wrapstring = argument(rest, kwargs, 3, "wrapstring")
     if isinstance(wrapstring, str) and len(wrapstring) > 1:  # one more wrapstring per line at most
         text = sized_text(budget, rest[0])
@@ -288,25 +294,25 @@ def check_wordwrap(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tu
     return rest, kwargs
 
 
-def check_text(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_text(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     if not isinstance(rest[0], str):  # measured, not written out: the filter writes it
         budget.check_chars(text_size(rest[0], budget))
     return rest, kwargs
 
 
-def check_tojson(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_tojson(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     indent, separators = argument(rest, kwargs, 2, "indent"), argument(rest, kwargs, 3, "separators")
     budget.check_chars(estimate(json_size, rest[0], budget, indent, separators))
     return rest, kwargs
 
 
-def check_list(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_list(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     if isinstance(rest[0], TEXT):
         budget.check_items(len(rest[0]))
     return rest, kwargs
 
 
-def check_sum(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+def check_sum(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
     start = argument(rest, kwargs, 2, "start", 0)
     if not isinstance(start, (list, tuple)):
         return rest, kwargs
@@ -319,10 +325,10 @@ def check_sum(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
     return ([total],), {"start": start[:0]}
 
 
-def check_count(name: str, index: int) -> Callable[..., tuple]:
+def check_count(name: str, index: int) -> FilterCheck:
     """For filters that build `count` lists or fill with `count` items (slice, batch)."""
 
-    def check(budget: Budget, head: tuple, rest: tuple, kwargs: dict) -> tuple:
+    def check(budget: Budget, head: Args, rest: Args, kwargs: Kwargs) -> FilterCall:
         count = argument(rest, kwargs, index, name)
         budget.check_items(count if isinstance(count, int) else 0)
         return rest, kwargs
@@ -330,7 +336,7 @@ def check_count(name: str, index: int) -> Callable[..., tuple]:
     return check
 
 
-FILTER_CHECKS: dict[str, Callable[..., tuple]] = {
+FILTER_CHECKS: dict[str, FilterCheck] = {
     "center": check_center, "indent": check_indent, "join": check_join, "replace": check_replace,
     "format": check_format, "wordwrap": check_wordwrap, "string": check_text, "pprint": check_text,
     "tojson": check_tojson, "list": check_list, "sum": check_sum, "slice": check_count("slices", 1),

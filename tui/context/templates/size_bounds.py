@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from string import Formatter
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, TypeAlias
 
-from jinja2.runtime import Namespace
+from jinja2.utils import Namespace
 
 from tui.context.errors import TemplateLimitError
 from tui.context.templates.limits import Budget
@@ -20,6 +20,10 @@ REPR_FACTOR = 10  # repr() writes a character as at most 10 ("\U000e0001")
 JSON_FACTOR = 6  # json.dumps writes a character as at most 6 ("\u0001")
 PERCENT_SPEC = re.compile(r"%(?:\(([^)]*)\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.)", re.S)
 DIGITS = re.compile(r"\d+")
+# A method call as the sandbox sees it: the positional and keyword arguments a template passed.
+Args: TypeAlias = tuple[Any, ...]
+Kwargs: TypeAlias = dict[str, Any]
+Sizer: TypeAlias = Callable[[Any, Args, Kwargs], int]  # a bound on a method's result, from its owner and arguments
 
 
 class Shape(NamedTuple):
@@ -30,7 +34,7 @@ class Shape(NamedTuple):
     depth: int = 0
 
 
-def keys_size(mapping: dict, factor: int, walk: Callable[[Any], tuple]) -> int:
+def keys_size(mapping: dict[Any, Any], factor: int, walk: Callable[[Any], tuple[int, int, int]]) -> int:
     try:
         return factor * sum(map(len, mapping)) + 5 * len(mapping)  # string keys, the usual: no loop here
     except TypeError:
@@ -135,7 +139,7 @@ def percent_size(template: Any, arguments: Any, budget: Budget) -> int:
     return total
 
 
-def format_size(template: str, args: tuple, kwargs: Any, budget: Budget) -> int:
+def format_size(template: str, args: Args, kwargs: Any, budget: Budget) -> int:
     """At most how many characters `template.format(*args, **kwargs)` has."""
     fields = list(Formatter().parse(template))
     nested = any(spec and "{" in spec for _, _, spec, _ in fields)
@@ -148,7 +152,7 @@ def format_size(template: str, args: tuple, kwargs: Any, budget: Budget) -> int:
         total += len(literal)
         if field is None:
             continue
-        name = re.match(r"[^.\[]*", field).group()
+        name = re.split(r"[.\[]", field, maxsplit=1)[0]  # the field's name, before any attribute or index
         if nested or name != field:  # a nested width or an attribute: bound by the largest argument
             size = largest
         else:
@@ -166,40 +170,41 @@ def replaced_size(text: Any, old: Any, new: Any, count: Any = -1) -> int:
     return len(text) + found * max(0, len(new) - len(old))
 
 
-def padded_size(owner: Any, args: tuple, kwargs: dict) -> int:
+def padded_size(owner: Any, args: Args, kwargs: Kwargs) -> int:
     width = args[0] if args else kwargs.get("width", 0)
     return max(len(owner), width if isinstance(width, int) else 0)
 
 
-def expanded_size(owner: Any, args: tuple, kwargs: dict) -> int:
+def expanded_size(owner: Any, args: Args, kwargs: Kwargs) -> int:
     tabsize = args[0] if args else kwargs.get("tabsize", 8)
-    return len(owner) + owner.count("\t" if isinstance(owner, str) else b"\t") * max(tabsize, 1)
+    size: int = len(owner) + owner.count("\t" if isinstance(owner, str) else b"\t") * max(tabsize, 1)
+    return size
 
 
-def translated_size(owner: Any, args: tuple, kwargs: dict) -> int:
+def translated_size(owner: Any, args: Args, kwargs: Kwargs) -> int:
     table = args[0] if args else None
     longest = max((len(v) for v in table.values() if isinstance(v, (str, bytes))), default=1) \
         if isinstance(table, dict) else 1
     return len(owner) * max(longest, 1)
 
 
-def split_items(owner: Any, args: tuple, kwargs: dict) -> int:
+def split_items(owner: Any, args: Args, kwargs: Kwargs) -> int:
     separator = args[0] if args else kwargs.get("sep")
     return owner.count(separator) + 1 if separator else len(owner) // 2 + 1
 
 
-def bytes_length(owner: Any, args: tuple, kwargs: dict) -> int:
+def bytes_length(owner: Any, args: Args, kwargs: Kwargs) -> int:
     length = args[0] if args else kwargs.get("length", 1)
     return length if isinstance(length, int) else 0
 
 
 # Methods of str, bytes and int that build their result in one C call: sized before they run.
-METHOD_CHARS: dict[str, Callable[[Any, tuple, dict], int]] = {
+METHOD_CHARS: dict[str, Sizer] = {
     "center": padded_size, "ljust": padded_size, "rjust": padded_size, "zfill": padded_size,
     "expandtabs": expanded_size, "translate": translated_size, "to_bytes": bytes_length,
     "replace": lambda owner, args, kwargs: replaced_size(owner, *args[:3]),
 }
-METHOD_ITEMS: dict[str, Callable[[Any, tuple, dict], int]] = {"split": split_items, "rsplit": split_items}
+METHOD_ITEMS: dict[str, Sizer] = {"split": split_items, "rsplit": split_items}
 
 
 def estimate(sizer: Callable[..., int], *args: Any) -> int:

@@ -10,13 +10,20 @@ Learned once per template and tool list.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
-PROBES = ([{"role": "system", "content": "S\u2063"}, {"role": "user", "content": "U\u2063"}],
-          [{"role": "user", "content": "U\u2063"}])
+from tui.context.json_types import JSONObject, WireMessage
+
+if TYPE_CHECKING:
+    from tui.context.hidden_tokens import Category, HiddenTokens
+    from tui.context.templates.library import ChatTemplate
+
+PROBES: tuple[list[WireMessage], ...] = (
+    [{"role": "system", "content": "S\u2063"}, {"role": "user", "content": "U\u2063"}],
+    [{"role": "user", "content": "U\u2063"}])
 
 
-def tool_texts(template: Any, tools: list | None) -> tuple[tuple[str, ...], ...]:
+def tool_texts(template: ChatTemplate, tools: list[JSONObject] | None) -> tuple[tuple[str, ...], ...]:
     """What the template adds for `tools`, one set of pieces per probe (the largest first); () when it adds
     nothing or cannot be probed."""
     if not tools:
@@ -33,13 +40,14 @@ def tool_texts(template: Any, tools: list | None) -> tuple[tuple[str, ...], ...]
     return _LEARNED[key]
 
 
-_LEARNED: dict[tuple, tuple[tuple[str, ...], ...]] = {}
+# (name, text digest, defaults as JSON, tools as JSON) -> what the tools add
+_LEARNED: dict[tuple[str, str | None, str, str], tuple[tuple[str, ...], ...]] = {}
 
 
-def _learned(template: Any, tools: list) -> tuple[tuple[str, ...], ...]:
+def _learned(template: ChatTemplate, tools: list[JSONObject]) -> tuple[tuple[str, ...], ...]:
     """For each probe, the pieces of text the tools added (a template may add in two places: a line in the
     system turn and a section of its own)."""
-    found = []
+    found: list[tuple[str, ...]] = []
     for probe in PROBES:
         try:
             with_tools = template.render(probe, add_generation_prompt=True, tools=tools)
@@ -57,7 +65,7 @@ def _inserted(longer: str, shorter: str) -> list[str]:
     from difflib import SequenceMatcher
 
     matcher = SequenceMatcher(None, shorter, longer, autojunk=False)
-    pieces = []
+    pieces: list[str] = []
     for tag, _a1, _a2, start, stop in matcher.get_opcodes():
         if tag in ("insert", "replace"):
             pieces.append(_whole_markers(longer, start, stop))
@@ -79,7 +87,7 @@ def _whole_markers(text: str, start: int, stop: int) -> str:
 MARKER = 40  # characters a control marker may have
 
 
-def settle_tools(hidden: Any, added: int) -> None:
+def settle_tools(hidden: HiddenTokens, added: int) -> None:
     """Make the tools' cell of `hidden` (a hidden_tokens.HiddenTokens) exactly what the tools add (`added`: the
     request's tokens less the same request's without tools). Found by its text, the cell can miss a token or two the tokenizer merges across the edge of
     the tools' text; those move between it and the template cell of the turn that holds the tools, so every cell
@@ -89,7 +97,8 @@ def settle_tools(hidden: Any, added: int) -> None:
     if not off or not holders:
         return
     turn = max(holders, key=lambda t: t.counts["tool_schema"])
-    for category in ("template", "text", "tool_results", "tool_calls", "reasoning"):
+    others: tuple[Category, ...] = ("template", "text", "tool_results", "tool_calls", "reasoning")
+    for category in others:
         moved = max(-turn.counts["tool_schema"], min(off, turn.counts[category]))  # never below zero either side
         turn.counts[category] -= moved
         turn.counts["tool_schema"] += moved

@@ -9,17 +9,21 @@ re-encodes only the segment that holds it. Tokens are attributed to the span the
 from __future__ import annotations
 
 import re
-from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tui.context.document import Document
-from tui.context.tokens.pieces import pieced_starts
-from tui.context.tokens.tokenizers import (  # noqa: F401 - re-exported: callers import them from here
-    BPE_PIECE, CL100K_PATTERN, ENCODINGS, ENCODING_SHA256, HARMONY_RESERVED, HARMONY_SPECIALS, HFTokenizer,
-    HF_TOKENIZERS, O200K_PATTERN, QWEN2_PATTERN, TiktokenTokenizer, Tokenizer, TokenizerNotFound,
-    all_special_tokens, encoding_digest, get_tokenizer, load_ranks, vocabulary_identity)
+from tui.context.tokens.pieces import PieceEntry, TokenStarts, pieced_starts
+# Re-exported (`as` the same name): callers import them from here.
+from tui.context.tokens.tokenizers import (
+    BPE_PIECE as BPE_PIECE, CL100K_PATTERN as CL100K_PATTERN, ENCODINGS as ENCODINGS,
+    ENCODING_SHA256 as ENCODING_SHA256, HARMONY_RESERVED as HARMONY_RESERVED, HARMONY_SPECIALS as HARMONY_SPECIALS,
+    HFTokenizer as HFTokenizer, HF_TOKENIZERS as HF_TOKENIZERS, O200K_PATTERN as O200K_PATTERN,
+    QWEN2_PATTERN as QWEN2_PATTERN, TiktokenTokenizer as TiktokenTokenizer, Tokenizer as Tokenizer,
+    TokenizerNotFound as TokenizerNotFound, all_special_tokens as all_special_tokens,
+    encoding_digest as encoding_digest, get_tokenizer as get_tokenizer, load_ranks as load_ranks,
+    vocabulary_identity as vocabulary_identity)
 
 
 @dataclass
@@ -40,11 +44,11 @@ class SegmentCache:
     when the tokenizer's split pattern makes that exact: a keystroke re-encodes one piece, not a megabyte.
     """
 
-    entries: dict[str, tuple[array, bool]] = field(default_factory=dict)
+    entries: dict[str, tuple[TokenStarts, bool]] = field(default_factory=dict)
     limit: int = 20_000
-    pieces: dict[str, tuple[array, bool, int]] = field(default_factory=dict)
+    pieces: dict[str, PieceEntry] = field(default_factory=dict)
 
-    def starts(self, tokenizer: Tokenizer, text: str) -> tuple[array, bool]:
+    def starts(self, tokenizer: Tokenizer, text: str) -> tuple[TokenStarts, bool]:
         hit = self.entries.get(text)
         if hit is None:
             if len(text) > LONG_SEGMENT and getattr(tokenizer, "cuts_at_spaces", False):
@@ -60,15 +64,15 @@ LONG_SEGMENT = 1 << 15  # characters: a longer segment is encoded piece by piece
 
 
 @lru_cache(maxsize=32)
-def _special_regex(strings: frozenset[str]) -> re.Pattern | None:
+def _special_regex(strings: frozenset[str]) -> re.Pattern[str] | None:
     ordered = sorted((s for s in strings if s), key=len, reverse=True)
     return re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
 
-def _cuts(document: Document, pattern: re.Pattern | None, content: bool = False) -> list[tuple[int, int, int]]:
+def _cuts(document: Document, pattern: re.Pattern[str] | None, content: bool = False) -> list[tuple[int, int, int]]:
     """(start, end, span index) of each control token inside marker spans (and in content, when the
     server parses control strings there: llama.cpp tokenizes the whole prompt with specials parsed)."""
-    cuts = []
+    cuts: list[tuple[int, int, int]] = []
     if pattern is None:
         return cuts
     for index, span in enumerate(document.spans):
@@ -139,7 +143,8 @@ class TokenIndex:
     """
 
     text: str
-    pieces: list[tuple[int, int, array | None, bool, int]] = field(default_factory=list)  # start, end, starts, bytes, n
+    # start, end, token starts (None: a control token), whether they are byte offsets, tokens
+    pieces: list[tuple[int, int, TokenStarts | None, bool, int]] = field(default_factory=list)
     before: list[int] = field(default_factory=list)  # tokens in the pieces before each piece
 
     @property

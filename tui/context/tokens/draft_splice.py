@@ -22,7 +22,7 @@ def _content_span(document: Document, message: int) -> int | None:
     return found[0]
 
 
-def _cut_before(document: Document, index: int, pattern: re.Pattern | None) -> int:
+def _cut_before(document: Document, index: int, pattern: re.Pattern[str] | None) -> int:
     """End of the last control token in a marker span before span `index` (or 0)."""
     for i in range(index - 1, -1, -1):
         span = document.spans[i]
@@ -33,7 +33,7 @@ def _cut_before(document: Document, index: int, pattern: re.Pattern | None) -> i
     return 0
 
 
-def _cut_after(document: Document, index: int, pattern: re.Pattern | None) -> int:
+def _cut_after(document: Document, index: int, pattern: re.Pattern[str] | None) -> int:
     """Start of the first control token in a marker span after span `index` (or the end)."""
     for span in document.spans[index + 1:]:
         if span.kind == "marker" and pattern is not None:

@@ -12,15 +12,31 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from typing import TYPE_CHECKING, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer as RawTokenizer
 
 PIECE = 1 << 12  # characters in one piece, at most (about a quarter of that at least)
 _SAFE_CUT = re.compile(r"(?<=\S) ")  # a space after a non-space: every such split pattern starts a piece there
 _STABLE_CUT = re.compile(r"(?<=[.,;:!?)\]}]) ")  # a safe cut the text itself marks: found again after an edit
 
+# Token start offsets in a text (characters, or UTF-8 bytes where a tokenizer says so), typecode "q".
+TokenStarts: TypeAlias = "array[int]"
+# A piece's cached encoding: its token starts, whether they are byte offsets, and its length in those units.
+PieceEntry: TypeAlias = "tuple[array[int], bool, int]"
+
+
+class PlainEncoder(Protocol):
+    """What piecewise encoding needs of a tokenizer (every Tokenizer of tokenizers.py has it)."""
+
+    def plain_starts(self, text: str) -> tuple[TokenStarts, bool]: ...
+
 
 def stable_pieces(text: str, size: int = PIECE) -> list[str]:
     """`text` in pieces of at most `size` characters, cut at safe places chosen by the text near them."""
-    pieces, start = [], 0
+    pieces: list[str] = []
+    start = 0
     while len(text) - start > size:
         cut = _STABLE_CUT.search(text, start + size // 4, start + size)
         if cut is None:  # no punctuation: the last safe place in the window (an edit may move later cuts)
@@ -32,7 +48,8 @@ def stable_pieces(text: str, size: int = PIECE) -> list[str]:
     return pieces
 
 
-def pieced_starts(tokenizer, text: str, cache: dict, limit: int) -> tuple[array, bool]:
+def pieced_starts(tokenizer: PlainEncoder, text: str, cache: dict[str, PieceEntry],
+                  limit: int) -> tuple[TokenStarts, bool]:
     """Token starts of `text` (as `tokenizer.plain_starts` gives them), piece by piece through `cache`."""
     starts, offset, in_bytes = array("q"), 0, False
     for piece in stable_pieces(text):
@@ -49,7 +66,7 @@ def pieced_starts(tokenizer, text: str, cache: dict, limit: int) -> tuple[array,
     return starts, in_bytes
 
 
-def cuts_at_spaces(raw, known_patterns: frozenset[str]) -> bool:
+def cuts_at_spaces(raw: RawTokenizer, known_patterns: frozenset[str]) -> bool:
     """Whether a tokenizer.json may be cut at spaces: NFC or no normaliser, a known split pattern
     (isolated), then byte-level without a prefix space. Decided from the file's own pipeline."""
     try:

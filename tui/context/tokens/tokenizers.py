@@ -10,12 +10,15 @@ from functools import lru_cache
 from importlib import resources
 from itertools import accumulate
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tui.context.untrusted.outside_files import read_bounded
-from tui.context.families.identity import MODEL_FILE, SHIPPED, Identity
-from tui.context.tokens.pieces import cuts_at_spaces
+from tui.context.families.identity import MODEL_FILE, SHIPPED, Identity, IdentitySource
+from tui.context.tokens.pieces import TokenStarts, cuts_at_spaces
 from tui.context.families.registry import family_for_vocabulary
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 ENCODING_SHA256 = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -55,7 +58,7 @@ class TokenizerNotFound(ValueError):
 class Tokenizer(Protocol):
     name: str  # for display; what the tokenizer is lies in its `identity` (identity.tokenizer_identity)
 
-    def plain_starts(self, text: str) -> tuple[array, bool]:
+    def plain_starts(self, text: str) -> tuple[TokenStarts, bool]:
         """Start offsets of the tokens of `text` encoded as plain text; the bool says byte offsets."""
 
     def special_count(self, text: str) -> int:
@@ -77,7 +80,7 @@ def encoding_digest(name: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def vocabulary_identity(name: str, source: str, digest: str) -> Identity:
+def vocabulary_identity(name: str, source: IdentitySource, digest: str) -> Identity:
     """A loaded tokenizer's identity: its family is the one whose vocabulary has this hash, whatever its name."""
     return Identity(family_for_vocabulary(digest), source, digest, name)
 
@@ -88,7 +91,7 @@ def load_ranks(encoding_file: str) -> dict[bytes, int]:
     raw = gzip.decompress(_read_package("encodings", f"{encoding_file}.tiktoken.gz"))
     if hashlib.sha256(raw).hexdigest() != ENCODING_SHA256[encoding_file]:
         raise TokenizerNotFound(f"{encoding_file}: the shipped encoding file is corrupted (sha256 mismatch)")
-    ranks = {}
+    ranks: dict[bytes, int] = {}
     for line in raw.splitlines():
         if line:
             token, rank = line.split()
@@ -110,8 +113,9 @@ class TiktokenTokenizer:
         self._encoding = tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=load_ranks(file),
                                            special_tokens=specials)
 
-    def plain_starts(self, text: str) -> tuple[array, bool]:
-        starts, offset = array("q"), 0
+    def plain_starts(self, text: str) -> tuple[TokenStarts, bool]:
+        starts: TokenStarts = array("q")
+        offset = 0
         for piece in _bpe_pieces(text):  # tiktoken's regex overflows its stack on a megabyte of spaces
             tokens = self._encoding.encode_ordinary(piece)
             lengths = list(map(len, self._encoding.decode_tokens_bytes(tokens)))
@@ -143,7 +147,8 @@ _SAFE_CUT = re.compile(r"(?<=\S) ")  # a space after a non-space: every split pa
 def _bpe_pieces(text: str) -> list[str]:
     """`text` in pieces of at most ~BPE_PIECE characters, cut where the split pattern cuts anyway,
     so the tokens are the same; a run with no such place (a megabyte of spaces) is cut where it must."""
-    pieces, start = [], 0
+    pieces: list[str] = []
+    start = 0
     while len(text) - start > BPE_PIECE:
         cut = max(_SAFE_CUT.finditer(text, start + BPE_PIECE // 2, start + BPE_PIECE), key=lambda m: m.start(),
                   default=None)  # the last safe place in the window
@@ -166,12 +171,12 @@ class HFTokenizer:
         self.cuts_at_spaces = cuts_at_spaces(self._tokenizer, frozenset({QWEN2_PATTERN, CL100K_PATTERN,
                                                                           O200K_PATTERN}))
 
-    def _encode(self, text: str, as_plain: bool):
+    def _encode(self, text: str, as_plain: bool) -> Encoding:
         with self._lock:
             self._tokenizer.encode_special_tokens = as_plain
             return self._tokenizer.encode(text, add_special_tokens=False)
 
-    def plain_starts(self, text: str) -> tuple[array, bool]:
+    def plain_starts(self, text: str) -> tuple[TokenStarts, bool]:
         # content is text: never turn it into control tokens
         return array("q", (start for start, _ in self._encode(text, True).offsets)), False
 
@@ -236,4 +241,7 @@ def all_special_tokens(tokenizer: Tokenizer) -> frozenset[str]:
     A tokenizer without `all_specials` (the server's, a test double) gives its `specials()`.
     """
     full = getattr(tokenizer, "all_specials", None)
-    return full() if callable(full) else frozenset(tokenizer.specials())
+    if callable(full):
+        found: frozenset[str] = full()
+        return found
+    return frozenset(tokenizer.specials())

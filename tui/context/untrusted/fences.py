@@ -72,12 +72,12 @@ class FenceStyle:
 
 
 @lru_cache(maxsize=1)
-def _label_drop() -> re.Pattern:
+def _label_drop() -> re.Pattern[str]:
     """What labels lose: every character visible() would show as a stand-in (safety.hidden_any)."""
     return re.compile(f"{hidden_any(presentation=True)}+")
 
 
-def clean_label(value: str, pattern: re.Pattern | None = None, limit: int = LABEL_MAX) -> str:
+def clean_label(value: str, pattern: re.Pattern[str] | None = None, limit: int = LABEL_MAX) -> str:
     """One short line that cannot write structure: no controls, newlines, quotes, brackets or bars."""
     text = _label_drop().sub("", _LABEL_SPACE.sub(" ", str(value))).strip().translate(LABEL_LOOKALIKE)
     if pattern is not None:
@@ -113,7 +113,7 @@ def control_strings(template_source: str | None, template_specials: tuple[str, .
 
 
 @lru_cache(maxsize=32)
-def _compiled(tag: str, exact: frozenset[str]) -> re.Pattern:
+def _compiled(tag: str, exact: frozenset[str]) -> re.Pattern[str]:
     shapes = re.compile("|".join([CONTROL_SHAPES, RULE_BLOCK]), re.IGNORECASE)
     # An exact string already of a generic shape needs no entry of its own (harmony has a thousand).
     rest = sorted((s for s in exact if not shapes.fullmatch(s)), key=len, reverse=True)
@@ -126,20 +126,21 @@ def _compiled(tag: str, exact: frozenset[str]) -> re.Pattern:
     return re.compile("|".join(parts), re.IGNORECASE)
 
 
-def escape_pattern(style: FenceStyle, specials: Iterable[str]) -> re.Pattern:
+def escape_pattern(style: FenceStyle, specials: Iterable[str]) -> re.Pattern[str]:
     """The pattern of everything to neutralise in untrusted text (compiled once per set of strings)."""
     exact = specials if isinstance(specials, frozenset) else frozenset(specials)
     return _compiled(style.tag, exact)
 
 
-def neutralise(text: str, pattern: re.Pattern) -> tuple[str, int]:
+def neutralise(text: str, pattern: re.Pattern[str]) -> tuple[str, int]:
     """Swap the parser-visible characters of every match for look-alikes; returns (text, matches)."""
     count = 0
 
-    def swap(match: re.Match) -> str:
+    def swap(match: re.Match[str]) -> str:
         nonlocal count
         count += 1
-        return match.group(0).translate(LOOKALIKE)
+        found: str = match.group(0)
+        return found.translate(LOOKALIKE)
 
     # A swapped character matches nothing in the pattern, so one pass leaves no marker behind.
     return pattern.sub(swap, text), count

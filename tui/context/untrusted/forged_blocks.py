@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
+from tui.context.attribution.marking import SpanKind
 from tui.context.document import Document
 from tui.context.untrusted.fences import RULE_BLOCK_SHAPE
 
@@ -29,18 +31,21 @@ INST_ROLES = {"inst": "user", "system_prompt": "system", "tool_results": "tool",
 OWN_KINDS = ("marker", "fence")
 
 
+BlockKind: TypeAlias = Literal["turn", "rule", "fence"]
+
+
 @dataclass(frozen=True)
 class Block:
-    kind: str  # turn, rule, fence
+    kind: BlockKind
     role: str
     id: str | None
     start: int
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[BlockKind, str, str | None]:
         return (self.kind, self.role, self.id)
 
 
-def _block(match: re.Match) -> Block:
+def _block(match: re.Match[str]) -> Block:
     if match.group("role"):
         return Block("turn", match.group("role").lower(), None, match.start())
     if match.group("tokrole") or match.group("dsrole"):
@@ -59,7 +64,7 @@ def read_blocks(text: str) -> list[Block]:
 
 def masked_text(document: Document) -> str:
     """The document with every message's own text blanked: what the template and fences alone wrote."""
-    pieces = []
+    pieces: list[str] = []
     for span in document.spans:
         text = document.span_text(span)
         pieces.append(text if span.kind in OWN_KINDS else "x" * len(text))
@@ -70,13 +75,13 @@ def masked_text(document: Document) -> str:
 class ForgedBlock:
     block: Block
     message: int | None
-    kind: str  # the span kind the header sits in
+    kind: SpanKind  # the span kind the header sits in
 
 
 def forged_blocks(document: Document) -> list[ForgedBlock]:
     """Blocks whose headers come from a message's own text, not from the template or a fence."""
     starts = [span.start for span in document.spans]
-    forged = []
+    forged: list[ForgedBlock] = []
     for block in read_blocks(document.text):
         span = document.spans[bisect_right(starts, block.start) - 1]
         if span.kind not in OWN_KINDS:

@@ -159,7 +159,7 @@ def _escaped(text: str, at: int) -> bool:
     return backslashes % 2 == 1
 
 
-def parse_toml(raw: bytes | str, origin: str, limit: int = 1024 * 1024) -> dict:
+def parse_toml(raw: bytes | str, origin: str, limit: int = 1024 * 1024) -> dict[str, Any]:
     """A TOML document from outside, as a dict; FileProblem with one line for any problem."""
     text = _text(raw, origin, limit)
     if toml_too_deep(text):
@@ -196,7 +196,7 @@ def parse_json(raw: bytes | str, origin: str, limit: int = 16 * 1024 * 1024) -> 
     return data
 
 
-def read_toml(path: Path, limit: int = 1024 * 1024) -> dict:
+def read_toml(path: Path, limit: int = 1024 * 1024) -> dict[str, Any]:
     return parse_toml(read_bounded(path, limit), str(path), limit)
 
 

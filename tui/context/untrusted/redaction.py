@@ -15,9 +15,10 @@ secret is JSON syntax, and misses the secret when JSON escapes it):
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeAlias
 
 MASK = "***"
+JSONPath: TypeAlias = tuple[object, ...]  # the keys and list indexes from a value's root down to one of its parts
 MIN_SEARCHED = 16  # characters a secret needs before free text is searched for it
 ALWAYS_SEARCHED = 32  # from this length any value counts as secret-shaped
 MIN_PREFIX = 10  # a cut-off start of a searched secret this long is masked too (past a prefix such as "sk-proj-")
@@ -40,7 +41,7 @@ KEY_SHAPES = re.compile(r"^(?:(?:bearer|basic|token|digest|aws4-hmac-sha256)\s+\
 def name_words(name: str) -> list[str]:
     """`X-Amz-Security-Token` -> x, amz, security, token; `accessToken` -> access, token; `api_key2` -> api, key."""
     words = [word.lower() for word in _WORD.findall(name) if not word.isdigit()]
-    joined = []
+    joined: list[str] = []
     for word in words:  # "api" "key" is one word, as "apikey" is
         if word == "key" and joined and joined[-1] == "api":
             joined[-1] = "apikey"
@@ -82,7 +83,8 @@ def searchable(secret: str) -> bool:
 class Redactor:
     """The secrets of one recording or session, and how to take them out of values."""
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, secrets: Iterable[object] = ()) -> None:
+        # read from settings and files: anything but a non-empty string is no secret
         found = {secret for secret in secrets if isinstance(secret, str) and secret}
         self.searched = sorted((s for s in found if searchable(s)), key=len, reverse=True)
         self.unsearched = sorted(found.difference(self.searched))  # too short or too plain to look for in text
@@ -99,8 +101,8 @@ class Redactor:
             text = _mask_with_prefixes(text, form)
         return text
 
-    def value(self, value: Any, skip: Callable[[tuple], bool] = lambda path: False, by_name: bool = False,
-              path: tuple = ()) -> Any:
+    def value(self, value: Any, skip: Callable[[JSONPath], bool] = lambda path: False, by_name: bool = False,
+              path: JSONPath = ()) -> Any:
         """A copy of a decoded JSON value with the secrets out of its strings (`text`). With `by_name`, what a
         credential-named field holds (a string, a list, an object) is `***`, and so is a string shaped like a key
         (`Bearer …`, `sk-…`). Subtrees where `skip(path)` (people's words) are kept as they are."""

@@ -76,7 +76,7 @@ def hidden_any(presentation: bool = False, extra: str = "") -> str:
 
 
 @lru_cache(maxsize=1)
-def hidden_pattern() -> re.Pattern:
+def hidden_pattern() -> re.Pattern[str]:
     """One match per hidden character, U+FE0E/U+FE0F only where they follow no emoji base."""
     bases = [code for code in range(0x80, SCANNED) if unicodedata.category(chr(code)) in ("So", "Sm", "Sk")]
     bases += map(ord, EMOJI_BASES_EXTRA)
@@ -84,8 +84,8 @@ def hidden_pattern() -> re.Pattern:
     return re.compile(f"{hidden_any()}|{lone_presentation}")
 
 
-def _show(match: re.Match) -> str:
-    char = match.group(0)
+def _show(match: re.Match[str]) -> str:
+    char: str = match.group(0)
     return _NAMES.get(char) or f"<U+{ord(char):04X}>"
 
 
