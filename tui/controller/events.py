@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from tui.controller.snapshot import ChatState, PaneState
 
@@ -87,7 +88,7 @@ class ReplyGrew:
     content_from: int = 0
     reasoning: str = ""
     reasoning_from: int = 0
-    tool_calls: tuple = ()
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
     @property
     def added(self) -> str:
