@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tui.controller.snapshot import ChatState, PaneState
 
@@ -71,6 +71,13 @@ class Notice:
     severity: Severity = Severity.INFORMATION
     title: str = ""
     timeout: float | None = None
+
+
+class Notify(Protocol):
+    """How a part tells the user something once (Parts.notify)."""
+
+    def __call__(self, text: str, *, severity: Severity = ..., title: str = ...,
+                 timeout: float | None = ...) -> None: ...
 
 
 @dataclass(frozen=True)
