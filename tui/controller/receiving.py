@@ -62,7 +62,8 @@ def fit_now(parts: "Parts", view: "RequestView", body: dict[str, Any]) -> FitChe
     return fit if fit.window is not None else None
 
 
-def check_before_sending(parts: "Parts", record: "RequestRecord", view: "RequestView", body: dict[str, Any]) -> FitCheck:
+def check_before_sending(parts: "Parts", record: "RequestRecord", view: "RequestView",
+                         body: dict[str, Any]) -> FitCheck:
     """Record whether the request fits the server's window, and warn when it will not."""
     fit = fit_to_server(parts, view, body)
     record_fit(record, fit)

@@ -65,7 +65,7 @@ class Workbench:
     exact: bool | None = None  # set when the server vouches for the tokenizer
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
     cache_rule: str = "llama.cpp"
-    server_cache: LlamaCppCache | None = None  # a copy of the model of the server's cache (caching.py), predicted against
+    server_cache: LlamaCppCache | None = None  # a copy of the server cache's model (caching.py), predicted against
     draft: str = ""
     previous: RequestShape | None = None
     cache: SegmentCache = field(default_factory=SegmentCache)
