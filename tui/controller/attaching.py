@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui.context.images.files import IMAGE_LIMIT, ImageFileError, image_format, image_part
 from tui.context.untrusted.visible import visible
@@ -21,6 +21,7 @@ from tui.controller.events import Severity
 if TYPE_CHECKING:
     from tui.controller.editing import Editing
     from tui.controller.parts import Parts
+    from tui.controller.workbench import Workbench
 
 ATTACH_LIMIT = 2 * 1024 * 1024  # bytes: a document for a context window, not an archive
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
@@ -41,7 +42,7 @@ def named_path(text: str, label: str) -> Path | None:
     return None
 
 
-def read_attachment(path: Path, limit: int = ATTACH_LIMIT) -> str | dict:
+def read_attachment(path: Path, limit: int = ATTACH_LIMIT) -> str | dict[str, Any]:
     """The file's text, or an image content part; binary or non-UTF-8 content is refused rather than sent
     as mojibake."""
     image_named = path.suffix.lower() in IMAGE_SUFFIXES
@@ -103,7 +104,7 @@ class Attaching:
         parts.changed()
         parts.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")
 
-    def _can_land(self, wb, path: Path) -> bool:
+    def _can_land(self, wb: Workbench, path: Path) -> bool:
         """A file read off the loop lands only in the session it was asked for, and not under a streaming reply."""
         parts = self.parts
         if parts.wb is not wb:  # read while another session was opened: not into that one
@@ -112,7 +113,7 @@ class Attaching:
             return False
         return not self.editing.answering()
 
-    def _landed(self, wb, path: Path, part: dict) -> None:
+    def _landed(self, wb: Workbench, path: Path, part: dict[str, Any]) -> None:
         """An image read off the loop lands as a user message of one image part (untrusted, like any file)."""
         parts = self.parts
         if not self._can_land(wb, path):

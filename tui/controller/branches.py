@@ -64,7 +64,7 @@ def _kept(session: Session, branch: Branch) -> int | None:
     found = [i for i, b in enumerate(session.branches)
              if b.fork == branch.fork and [m.id for m in b.messages[:len(ids)]] == ids]
     exact = [i for i in found if len(session.branches[i].messages) == len(ids)]
-    return (exact or found or [None])[0]
+    return next(iter(exact or found), None)
 
 
 def branches_shown_from(session: Session) -> list[tuple[int, Branch]]:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from tui.client.errors import ClientError
 from tui.context.cache.history import SUMMARY_CALL, is_summary_call
 from tui.context.cache.predict import CacheReport, cache_report, held_prompt
-from tui.context.cache.llamacpp import LlamaCppCache
+from tui.context.cache.llamacpp import LlamaCppCache, LlamaCppConfig
 from tui.context.untrusted.visible import visible
 
-from tui.controller.compute import SKIPPED
+from tui.controller.compute import Skipped
 from tui.controller.events import Severity
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tui.sessions.model import RequestRecord
 
     from tui.controller.parts import Parts
+    from tui.controller.workbench import Workbench
 
 
 class ServerCache:
@@ -52,7 +53,7 @@ class ServerCache:
         wb = self.parts.wb
         if wb.session.requests:
             replayed = await self.parts.worker.run(lambda: self._replayed(facts.config()))
-            if replayed is SKIPPED:  # the app is closing
+            if isinstance(replayed, Skipped):  # the app is closing
                 return
             self.model, problem = replayed
             if problem:
@@ -62,7 +63,7 @@ class ServerCache:
             self.model = LlamaCppCache(facts.config())
         self._share()
 
-    def _replayed(self, config) -> tuple[LlamaCppCache, str]:
+    def _replayed(self, config: LlamaCppConfig) -> tuple[LlamaCppCache, str]:
         """The model after the session's own requests (a server restarted since holds less: the report says so),
         and why it starts empty instead ('' when it does not)."""
         from tui.sessions.cache_replay import replay_cache
@@ -80,7 +81,7 @@ class ServerCache:
         self.parts.wb.server_cache = copy.copy(self.model) if self.model is not None else None
         self.parts.changed(save=False)
 
-    def attach(self, wb) -> None:
+    def attach(self, wb: Workbench) -> None:
         """A session opened since: the server's cache outlives it, so its requests are predicted against it too."""
         if self.model is not None and wb.server_cache is None:
             wb.server_cache = copy.copy(self.model)

@@ -66,7 +66,7 @@ class Capabilities:
         if not text.strip():
             return "nothing to send"
         before = parts.history.settings_before("policy")
-        changes = {"name": "drop-oldest"}
+        changes: dict[str, str | int] = {"name": "drop-oldest"}
         if not parts.wb.policy.context_window or parts.wb.policy.context_window > window.tokens:
             changes["context_window"] = window.tokens
         parts.wb.set_policy(**changes)

@@ -33,7 +33,7 @@ class ComputeWorker:
 
     async def run(self, job: Callable[[], T], wanted: Callable[[], bool] = lambda: True) -> T | Skipped:
         """`job()` in the worker's thread; SKIPPED, without running it, if `wanted()` is false by then."""
-        def guarded():
+        def guarded() -> T | Skipped:
             if not wanted():
                 self.skipped += 1
                 return SKIPPED

@@ -13,6 +13,9 @@ from tui.context.untrusted.visible import visible
 from tui.controller.events import Tone
 
 if TYPE_CHECKING:
+    from tui.client.endpoint import Endpoint
+    from tui.context.templates.library import ChatTemplate
+
     from tui.controller.controller import Controller
 
 
@@ -23,7 +26,7 @@ async def connect(ctl: "Controller") -> None:
     from tui.context.templates.library import plain_chatml
     from tui.client.endpoint import EndpointError
     from tui.context.families.registry import cache_rule
-    from tui.context.tokens.counting import get_tokenizer
+    from tui.context.tokens.tokenizers import get_tokenizer
 
     from tui.controller.samples import sample_session
     settings = ctl.settings
@@ -91,7 +94,7 @@ async def connect(ctl: "Controller") -> None:
             ctl.use_tokenizer(tokenizer, connection.exact)
 
 
-def _say_placeholder_key(ctl: "Controller", endpoint) -> None:
+def _say_placeholder_key(ctl: "Controller", endpoint: Endpoint) -> None:
     """Once a run: a key that looks like a placeholder ("anything", "sk-1234") is never looked for in texts."""
     if not endpoint.has_key or endpoint.key_searchable or ctl.link.placeholder_said:
         return
@@ -101,7 +104,7 @@ def _say_placeholder_key(ctl: "Controller", endpoint) -> None:
                title="Placeholder key")
 
 
-def _default_template(template) -> bool:
+def _default_template(template: ChatTemplate) -> bool:
     """True for the template a session starts with (built-in chatml), which nobody chose."""
     return template.name == "chatml" and template.origin == "builtin"
 

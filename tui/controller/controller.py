@@ -14,23 +14,24 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
-from tui.context.errors import TemplateRenderError
+from tui.context.errors import TemplateNotFound, TemplateRenderError
 from tui.context.messages import Message
 from tui.context.request import RequestView
 from tui.context.untrusted.visible import visible
-from tui.context.templates.library import TemplateNotFound, load_template, plain_chatml
-from tui.sessions.model import Session
+from tui.context.templates.library import load_template, plain_chatml
+from tui.sessions.model import Branch, Session
+from tui.sessions.session_template import template_from_session
 
 from tui.controller.capabilities import Capabilities
-from tui.controller.compute import SKIPPED, ComputeWorker
+from tui.controller.compute import ComputeWorker, Skipped
 from tui.controller.connecting import connect
 from tui.controller.editing import Editing
 from tui.controller.events import (ChatChanged, Event, PaneChanged, ReplyEnded, ReplyStarted,
                      SessionChanged)
 from tui.controller.link import Link
-from tui.controller.parts import Parts
+from tui.controller.parts import Parts, Settings
 from tui.controller.message_facts import ReplyFactsCache
 from tui.controller.opening import Opening
 from tui.controller.receiving import fit_now
@@ -46,8 +47,13 @@ from tui.controller.tokenizing import Tokenizing
 from tui.controller.branches import branches_shown_from, fork_notes, kept_branches_notice
 from tui.controller.history import History
 from tui.controller.tuning import Tuning
-from tui.controller.workbench import CharEstimate, Workbench, template_from_session
+from tui.controller.workbench import CharEstimate, Workbench
 from tui.controller.events import Severity, Tone
+
+if TYPE_CHECKING:
+    from tui.client.http import OpenAIClient
+    from tui.context.templates.library import ChatTemplate
+    from tui.context.tokens.tokenizers import Tokenizer
 
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
 LARGE_DRAFT = 1 << 15  # characters: past this, typing never waits for the pane
@@ -55,7 +61,7 @@ LARGE_DRAFT_SETTLE = 0.1  # a big draft is computed (in the worker) once typing 
 
 
 class Controller:
-    def __init__(self, settings: Any, runtime: Runtime, listener: Callable[[Event], None] = lambda event: None,
+    def __init__(self, settings: Settings, runtime: Runtime, listener: Callable[[Event], None] = lambda event: None,
                  sessions_folder: Path | None = None) -> None:
         self.settings, self.runtime, self.listener = settings, runtime, listener
         self.link, self.worker = Link(settings), ComputeWorker()
@@ -79,7 +85,8 @@ class Controller:
         self._compute_timer: Handle | None = None
         self._compute_for = -1  # the generation a computation is on its way for
         self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
-        self._probed = None  # the template the worker has probed for splicing (tui/context/tokens/draft_splice.py)
+        # the template the worker has probed for splicing (tui/context/tokens/draft_splice.py)
+        self._probed: ChatTemplate | None = None
 
     # -- reading the state --------------------------------------------------------------------------
     @property
@@ -108,7 +115,7 @@ class Controller:
         self.parts.notes = notes
 
     @property
-    def client(self):
+    def client(self) -> OpenAIClient | None:
         return self.link.client
 
     @property
@@ -145,7 +152,7 @@ class Controller:
                         self.wb.tokenizer.name, self.wb.policy.name, session.model, self.link.url(session.base_url),
                         self.client is not None)
 
-    def chat_figures(self):
+    def chat_figures(self) -> Mapping[str, str]:
         """Each message's header line: its figures, and a note where other versions of what follows are kept."""
         lines = dict(self.reply_facts.lines(self.wb.view, self.wb.session.requests))
         for ident, note in fork_notes(self.wb.session).items():
@@ -224,13 +231,13 @@ class Controller:
             if generation == self.generation:
                 self._template_failed(exc)
             return
-        if view is not SKIPPED:
+        if not isinstance(view, Skipped):
             self._probed = wb.template
         self.apply_view(view, generation)
 
-    def apply_view(self, view: RequestView | Any, generation: int) -> bool:
+    def apply_view(self, view: RequestView | Skipped, generation: int) -> bool:
         """Take a computed view if nothing changed since it was asked for; a stale one is dropped."""
-        if view is SKIPPED or generation != self.generation:
+        if isinstance(view, Skipped) or generation != self.generation:
             if self._compute_for != self.generation and self._compute_timer is None:
                 self.compute(0.05)  # a change that asked for no computation of its own: compute it now
             return False
@@ -324,7 +331,7 @@ class Controller:
         """The server's models (None, and said why, when there are none to pick from)."""
         return await switching.models(self)
 
-    def branches(self) -> list:
+    def branches(self) -> list[tuple[int, Branch]]:
         """(place, branch) of each branch that forks from the conversation shown (branches.py)."""
         return branches_shown_from(self.wb.session)
 
@@ -338,7 +345,7 @@ class Controller:
     def load_tokenizer(self, name: str | None = None) -> None:
         self.tokenizing.load(name)
 
-    def use_tokenizer(self, tokenizer, exact: bool | None) -> None:
+    def use_tokenizer(self, tokenizer: Tokenizer, exact: bool | None) -> None:
         self.tokenizing.use(tokenizer, exact)
 
     def tokenizer_source_changed(self, falling_back: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any, Protocol
 
 from tui.controller.snapshot import ChatState, PaneState
 
@@ -72,6 +73,13 @@ class Notice:
     timeout: float | None = None
 
 
+class Notify(Protocol):
+    """How a part tells the user something once (Parts.notify)."""
+
+    def __call__(self, text: str, *, severity: Severity = ..., title: str = ...,
+                 timeout: float | None = ...) -> None: ...
+
+
 @dataclass(frozen=True)
 class ReplyStarted:
     """A request was sent: its reply arrives after the messages until ReplyEnded."""
@@ -87,7 +95,7 @@ class ReplyGrew:
     content_from: int = 0
     reasoning: str = ""
     reasoning_from: int = 0
-    tool_calls: tuple = ()
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
     @property
     def added(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from tui.context.messages import Message
 from tui.sessions.model import Branch, Session
@@ -24,6 +24,7 @@ from tui.controller.events import Severity
 
 if TYPE_CHECKING:
     from tui.controller.parts import Parts
+    from tui.controller.workbench import Workbench
 
 DEPTH = 200  # operations kept; the oldest goes first
 
@@ -52,42 +53,52 @@ class Operation:
     moved: list[str] = field(default_factory=list)  # DELETE: branches that forked at the message (first ids)
     anywhere: bool = False  # EDIT: the system prompt, changed in place wherever it stands
 
-    def undo(self, wb: Any) -> None:
+    @property
+    def subject(self) -> Message:
+        """The message a DELETE, INSERT, EDIT or PIN is about (each is recorded with one)."""
+        if self.message is None:
+            raise ValueError(f"{self.label} names no message")
+        return self.message
+
+    def undo(self, wb: Workbench) -> None:
         _DO[self.kind][0](self, wb)
 
-    def redo(self, wb: Any) -> None:
+    def redo(self, wb: Workbench) -> None:
         _DO[self.kind][1](self, wb)
 
 
+Step = Callable[[Operation, "Workbench"], None]  # one way (undo or redo) of an operation, done on the workbench
+
+
 # -- what each kind does and undoes (on the workbench: its session, template and tokenizer) -----------------
-def _remove(op: Operation, wb: Any) -> None:
-    _remove_id(wb.session, op.message.id)
+def _remove(op: Operation, wb: Workbench) -> None:
+    _remove_id(wb.session, op.subject.id)
 
 
-def _delete_again(op: Operation, wb: Any) -> None:
-    _remove_id(wb.session, op.message.id)
-    op.moved = repoint(wb.session, op.message.id, op.anchor)
+def _delete_again(op: Operation, wb: Workbench) -> None:
+    _remove_id(wb.session, op.subject.id)
+    op.moved = repoint(wb.session, op.subject.id, op.anchor)
 
 
-def _undelete(op: Operation, wb: Any) -> None:
+def _undelete(op: Operation, wb: Workbench) -> None:
     _put_back(op, wb)
-    repoint_back(wb.session, op.moved, op.anchor, op.message.id)
+    repoint_back(wb.session, op.moved, op.anchor, op.subject.id)
 
 
-def _put_back(op: Operation, wb: Any) -> None:
+def _put_back(op: Operation, wb: Workbench) -> None:
     """Back after the message it followed, wherever that is now (shown, or on a branch put away since)."""
-    session = wb.session
-    if _insert_after(session.messages, op.anchor, op.message, op.place):
+    session, message = wb.session, op.subject
+    if _insert_after(session.messages, op.anchor, message, op.place):
         return
     for index, branch in enumerate(session.branches):
         messages = list(branch.messages)
-        if op.anchor and _insert_after(messages, op.anchor, op.message, None):
+        if op.anchor and _insert_after(messages, op.anchor, message, None):
             session.branches[index] = replace(branch, messages=tuple(messages))
             return
         if op.anchor and branch.fork == op.anchor:
-            session.branches[index] = replace(branch, messages=(op.message, *branch.messages))
+            session.branches[index] = replace(branch, messages=(message, *branch.messages))
             return
-    session.messages.insert(min(op.place, len(session.messages)), op.message)
+    session.messages.insert(min(op.place, len(session.messages)), message)
 
 
 def _insert_after(messages: list[Message], anchor: str, message: Message, place: int | None) -> bool:
@@ -103,25 +114,25 @@ def _insert_after(messages: list[Message], anchor: str, message: Message, place:
     return True
 
 
-def _old_message(op: Operation, wb: Any) -> None:
+def _old_message(op: Operation, wb: Workbench) -> None:
     _still_last(op, wb.session)
     _swap_id(wb.session, op.before)
 
 
-def _new_message(op: Operation, wb: Any) -> None:
+def _new_message(op: Operation, wb: Workbench) -> None:
     _still_last(op, wb.session)
-    _swap_id(wb.session, op.message)
+    _swap_id(wb.session, op.subject)
 
 
 def _still_last(op: Operation, session: Session) -> None:
     """An edit in place is taken back only while nothing answers the message: under a reply to the edited text
     the old text would be a rewrite of the conversation (edit it again: that makes a branch)."""
     if op.kind is OpKind.EDIT and not op.anywhere and session.messages and \
-            session.messages[-1].id != op.message.id:
+            session.messages[-1].id != op.subject.id:
         raise ValueError("messages came after it (edit it again: that keeps this version on a branch)")
 
 
-def _show_other(op: Operation, wb: Any) -> None:
+def _show_other(op: Operation, wb: Workbench) -> None:
     """Show the branch kept, keeping what was shown as the branch to show when this is done again (with
     nothing shown after the fork, doing it again puts the continuation away once more)."""
     session = wb.session
@@ -134,17 +145,17 @@ def _show_other(op: Operation, wb: Any) -> None:
     op.other = branch_off(session, start, op.label)
 
 
-def _fields_before(op: Operation, wb: Any) -> None:
+def _fields_before(op: Operation, wb: Workbench) -> None:
     for name, value in op.before.items():
         setattr(wb.session, name, copy.deepcopy(value))
 
 
-def _fields_after(op: Operation, wb: Any) -> None:
+def _fields_after(op: Operation, wb: Workbench) -> None:
     for name, value in op.after.items():
         setattr(wb.session, name, copy.deepcopy(value))
 
 
-_DO = {OpKind.DELETE: (_undelete, _delete_again), OpKind.INSERT: (_remove, _put_back),
+_DO: dict[OpKind, tuple[Step, Step]] = {OpKind.DELETE: (_undelete, _delete_again), OpKind.INSERT: (_remove, _put_back),
        OpKind.EDIT: (_old_message, _new_message), OpKind.PIN: (_old_message, _new_message),
        OpKind.BRANCH: (_show_other, _show_other), OpKind.FIELD: (_fields_before, _fields_after),
        OpKind.TEMPLATE: (lambda op, wb: wb.set_template(op.before), lambda op, wb: wb.set_template(op.after)),
@@ -199,7 +210,7 @@ class History:
     def redo(self) -> bool:
         return self._step(self.undone, self.done, "redo", "redone", Operation.redo)
 
-    def _step(self, source: list[Operation], target: list[Operation], verb: str, past: str, run) -> bool:
+    def _step(self, source: list[Operation], target: list[Operation], verb: str, past: str, run: Step) -> bool:
         """Run the last operation of `source` one way (undo or redo) and move it to `target`."""
         if not self._may(verb):
             return False
@@ -227,11 +238,11 @@ class History:
         return True
 
     # -- recording, around a change ------------------------------------------------------------------
-    def settings_before(self, *names: str) -> dict:
+    def settings_before(self, *names: str) -> dict[str, Any]:
         """The session settings `names` as they are, to pass to `settings_changed` after the change."""
         return {name: copy.deepcopy(getattr(self.parts.wb.session, name)) for name in names}
 
-    def settings_changed(self, label: str, before: dict) -> None:
+    def settings_changed(self, label: str, before: dict[str, Any]) -> None:
         """Session settings changed since `settings_before` (the policy, fences, params): one operation."""
         after = {name: copy.deepcopy(getattr(self.parts.wb.session, name)) for name in before}
         if after != before:

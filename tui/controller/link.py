@@ -8,19 +8,27 @@ the app's sending mixin; the rule is unchanged.)
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from tui.client.endpoint import Endpoint
-from tui.context.tokens.counting import get_tokenizer
+from tui.context.tokens.tokenizers import get_tokenizer
+
+if TYPE_CHECKING:
+    from tui.client.connect import Connection
+    from tui.client.http import OpenAIClient
+    from tui.context.templates.library import ChatTemplate
+
+    from tui.controller.parts import Settings
+    from tui.controller.tokenizer_fallback import FallbackTokenizer
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
 
 
 class Link:
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.client = None  # an OpenAIClient once connected
-        self.connection = None  # what connecting found (tui.client.connect.Connection)
+        self.client: OpenAIClient | None = None  # once connected
+        self.connection: Connection | None = None  # what connecting found
         self.trusted_urls: set[str] = set()  # URLs from files the user agreed to send the key to
         self.refused = False  # the server refused to talk without (or with this) key: its counts were never seen
         self.placeholder_said = False  # the notice that a placeholder key is not searched for was shown
@@ -65,7 +73,8 @@ class Link:
         return (f"Send ${self.settings.api_key_env} to {base}? Only do this if you trust "
                 "that server: it will receive your API key with every request.")
 
-    async def server_tokenizer(self, endpoint: Endpoint, template: Any, on_change: Callable[[bool], None]):
+    async def server_tokenizer(self, endpoint: Endpoint, template: ChatTemplate,
+                               on_change: Callable[[bool], None]) -> FallbackTokenizer:
         """The server's /tokenize, with a local tokenizer standing in (an estimate) while it is away."""
         from tui.client.server_tokenizer import ServerTokenizer
         from tui.context.families.registry import tokenizer_for_family

@@ -7,19 +7,24 @@ an odd or older file shows what it can and never fails.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from tui.client.figures import reported_from_record
 from tui.client.schemas import lenient_count
 from tui.context.message_figures import ReplyFacts, message_figures
 
+if TYPE_CHECKING:
+    from tui.context.request import RequestView
+    from tui.sessions.model import RequestRecord
+
 
 class ReplyFactsCache:
     def __init__(self) -> None:
-        self._read: dict[int, tuple[object, str, ReplyFacts]] = {}  # id(record) -> (record, its reply id, facts)
+        self._read: dict[int, tuple[RequestRecord, str, ReplyFacts]] = {}  # id(record) -> (record, its reply id, facts)
 
-    def facts(self, requests: list) -> list[ReplyFacts]:
-        found, kept = [], {}
+    def facts(self, requests: Sequence[RequestRecord]) -> list[ReplyFacts]:
+        found: list[ReplyFacts] = []
+        kept: dict[int, tuple[RequestRecord, str, ReplyFacts]] = {}
         for record in requests:
             if not record.reply_id:
                 continue
@@ -31,15 +36,16 @@ class ReplyFactsCache:
         self._read = kept
         return found
 
-    def lines(self, view, requests: list) -> Mapping[str, str]:
+    def lines(self, view: RequestView | None, requests: Sequence[RequestRecord]) -> Mapping[str, str]:
         """Each message's figures as one line, by message id."""
         figures = message_figures(view, self.facts(requests))
         return MappingProxyType({ident: line for ident, figure in figures.items() if (line := figure.line())})
 
 
-def read_facts(record) -> ReplyFacts:
+def read_facts(record: RequestRecord) -> ReplyFacts:
     reply = record.reply if isinstance(record.reply, dict) else {}
-    timings = reply.get("timings") if isinstance(reply.get("timings"), dict) else {}
+    stored_timings = reply.get("timings")
+    timings = stored_timings if isinstance(stored_timings, dict) else {}
     rate = timings.get("predicted_per_second")
     rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < 1e9 else None
     return ReplyFacts(record.reply_id, reported_from_record(reply), lenient_count(reply.get("first_token_ms")),

@@ -6,18 +6,31 @@ read off its constructor.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from tui.controller.events import Event, Notice, Severity, StatusChanged, Tone
 
 if TYPE_CHECKING:
-    from tui.client.http import ChatClient
+    from tui.client.http import OpenAIClient
     from tui.controller.compute import ComputeWorker
     from tui.controller.history import History
     from tui.controller.link import Link
     from tui.controller.runtime import Runtime
     from tui.controller.session_file import SessionFile
     from tui.controller.workbench import Workbench
+
+
+class Settings(Protocol):
+    """What the controller reads of the app's settings (tui/app/config.py's Settings has these and more: the
+    controller reads the others, config.toml's tables, with getattr and a default)."""
+
+    base_url: str  # set when the user types a URL in the settings screen
+    model: str
+    api_key_env: str  # set when the user names another variable in the settings screen
+    template: str
+    tokenizer: str
+    scan_local: bool
+    source: dict[str, str]  # where base_url etc. came from
 
 
 class Parts:
@@ -28,7 +41,7 @@ class Parts:
     file: SessionFile
     history: History
 
-    def __init__(self, settings: Any, runtime: Runtime, link: Link, worker: ComputeWorker, wb: Workbench,
+    def __init__(self, settings: Settings, runtime: Runtime, link: Link, worker: ComputeWorker, wb: Workbench,
                  listener: Callable[[Event], None]) -> None:
         self.settings, self.runtime, self.link, self.worker = settings, runtime, link, worker
         self.wb = wb  # the open session's workbench: another takes its place when a session opens
@@ -39,7 +52,7 @@ class Parts:
         self.is_streaming: Callable[[], bool] = lambda: False
 
     @property
-    def client(self) -> ChatClient | None:
+    def client(self) -> OpenAIClient | None:
         return self.link.client
 
     @property

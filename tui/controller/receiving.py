@@ -7,7 +7,7 @@ what it cost is recorded. A cut or a refusal is said where the user looks: under
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui.client.errors import ClientError
 from tui.client.figures import receipt_after, reported_from_reply
@@ -16,6 +16,7 @@ from tui.context.fit.received import ADDED, DROPPED, REFUSED, Receipt, observed
 from tui.context.untrusted.visible import visible
 from tui.context.fit.window import FitCheck, WindowSize, fit_check
 from tui.sessions.receipts import record_fit, settle
+from tui.controller.compute import Skipped
 from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def window_said(window: WindowSize | None) -> str:
     return f"window {window.tokens} from the {window.source}{detail}"
 
 
-def reply_reserve(body: dict) -> int:
+def reply_reserve(body: dict[str, Any]) -> int:
     """The body's max_tokens as a count (params come from the session file: anything else reserves nothing)."""
     value = body.get("max_tokens")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
@@ -49,19 +50,20 @@ def server_window(parts: "Parts") -> tuple[WindowSize | None, str]:
     return connection.info.window, connection.info.kind
 
 
-def fit_to_server(parts: "Parts", view: "RequestView", body: dict) -> FitCheck:
+def fit_to_server(parts: "Parts", view: "RequestView", body: dict[str, Any]) -> FitCheck:
     """The request (its tokens and the reply it reserves) against the server's window, if it has said one."""
     window, kind = server_window(parts)
     return fit_check(view.sent_tokens, reply_reserve(body), window, kind)
 
 
-def fit_now(parts: "Parts", view: "RequestView", body: dict) -> FitCheck | None:
+def fit_now(parts: "Parts", view: "RequestView", body: dict[str, Any]) -> FitCheck | None:
     """The request as it stands (draft included), for the pane's header; None until a server has said its window."""
     fit = fit_to_server(parts, view, body)
     return fit if fit.window is not None else None
 
 
-def check_before_sending(parts: "Parts", record: "RequestRecord", view: "RequestView", body: dict) -> FitCheck:
+def check_before_sending(parts: "Parts", record: "RequestRecord", view: "RequestView",
+                         body: dict[str, Any]) -> FitCheck:
     """Record whether the request fits the server's window, and warn when it will not."""
     fit = fit_to_server(parts, view, body)
     record_fit(record, fit)
@@ -71,7 +73,7 @@ def check_before_sending(parts: "Parts", record: "RequestRecord", view: "Request
 
 
 def settle_after(parts: "Parts", wb: "Workbench", record: "RequestRecord", view: "RequestView",
-                 body: dict, reply: "Reply", prices: PriceTable) -> Receipt | None:
+                 body: dict[str, Any], reply: "Reply", prices: PriceTable) -> Receipt | None:
     """Compare what the server processed with what was sent, record it and its cost, and say a difference."""
     window, _kind = server_window(parts)
     info = parts.link.connection.info if parts.link.connection else None
@@ -117,7 +119,10 @@ async def load_prices_once(parts: "Parts", prices: PriceTable | None) -> PriceTa
     if prices is not None:
         return prices
     from tui.sessions.price_files import load_prices
-    table, problems = await parts.worker.run(load_prices)
+    loaded = await parts.worker.run(load_prices)
+    if isinstance(loaded, Skipped):  # the app is closing: no table, so no cost is worked out
+        return PriceTable()
+    table, problems = loaded
     for problem in problems:
         parts.notify(visible(problem), severity=Severity.WARNING, timeout=10)
     return table

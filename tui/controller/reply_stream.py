@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from tui.client.errors import ClientError
 from tui.client.reply import Reply, ReplyAssembler
 from tui.context.untrusted.visible import visible
 from tui.controller.events import ReplyGrew
+
+if TYPE_CHECKING:
+    from tui.client.http import OpenAIClient
 
 SAVE_EVERY = 1.0  # a kill mid-reply loses at most this much
 STOPPED = "■ stopped: the reply is kept, marked incomplete"
@@ -31,7 +34,7 @@ class Deltas:
         return event
 
 
-async def stream_reply(client, body: dict, on_progress: Callable[[ReplyGrew], None],
+async def stream_reply(client: OpenAIClient, body: dict[str, Any], on_progress: Callable[[ReplyGrew], None],
                        on_checkpoint: Callable[[Reply], None], on_status: Callable[[str], None]) -> tuple[Reply, str]:
     """Send `body` and follow the reply. Returns the reply (incomplete if cut short) and a note ('' if whole).
 

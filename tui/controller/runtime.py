@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Callable, Coroutine, Protocol
 
 
 class Handle(Protocol):
-    def cancel(self) -> Any: ...
+    def cancel(self) -> object: ...  # a task says whether it was cancelled, a timer says nothing
 
 
 class Runtime(Protocol):
-    def spawn(self, job: Callable[[], Awaitable[None]], group: str) -> Handle:
+    def spawn(self, job: Callable[[], Coroutine[Any, Any, None]], group: str) -> Handle:
         """Run `job()` on the loop; a job already running in the same group is cancelled first."""
 
     def later(self, delay: float, callback: Callable[[], None]) -> Handle:
@@ -32,9 +32,9 @@ class AsyncioRuntime:
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.loop = loop or asyncio.get_running_loop()
         self.thread = threading.current_thread()
-        self.tasks: dict[str, asyncio.Task] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
 
-    def spawn(self, job: Callable[[], Awaitable[None]], group: str) -> asyncio.Task:
+    def spawn(self, job: Callable[[], Coroutine[Any, Any, None]], group: str) -> asyncio.Task[None]:
         running = self.tasks.get(group)
         if running is not None and not running.done():
             running.cancel()

@@ -16,13 +16,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from tui.sessions import store
 from tui.sessions.model import Session
 
 FLUSH_SECONDS = 10.0  # how long quitting waits for the last write
 IDLE_SECONDS = 1.0  # the writer thread ends after this long with nothing to write (the next save starts another)
+
+T = TypeVar("T")
 
 
 def snapshot(session: Session) -> Session:
@@ -31,8 +33,8 @@ def snapshot(session: Session) -> Session:
     Edits and pins change a Message's fields, a streaming reply changes its RequestRecord's; the
     values inside (texts, bodies, replies) are replaced, never changed in place, so they are shared.
     """
-    def shallow(item):
-        copy = object.__new__(type(item))
+    def shallow(item: T) -> T:
+        copy: T = object.__new__(type(item))
         copy.__dict__.update(item.__dict__)
         return copy
     copy = shallow(session)

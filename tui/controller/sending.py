@@ -9,7 +9,8 @@ what arrived of the reply are kept, the reply marked incomplete, and the reason 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tui.client.errors import ClientError
 from tui.context.errors import TemplateRenderError
@@ -20,25 +21,43 @@ from tui.controller.reply_marks import mark_last_message, reply_mark
 from tui.controller.caching import ServerCache, report_line
 from tui.controller.receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
 from tui.controller.reply_stream import stream_reply
+from tui.controller.compute import Skipped
 from tui.controller.titling import announce, name_if_untitled
 from tui.controller.events import ReplyGrew, Severity, Tone
 
 COUNT_WAIT = 10.0  # seconds a provider's pre-send count may take before the request goes without it
 
 if TYPE_CHECKING:
+    from tui.client.reply import Reply
+    from tui.context.messages import Message
+    from tui.context.pricing.prices import PriceTable
+    from tui.sessions.model import RequestRecord
+
     from tui.controller.controller import Controller
+    from tui.controller.runtime import Handle
     from tui.controller.workbench import Workbench
 
 NOT_SENT = "■ stopped before it was sent: your message is kept"
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A request on its way: its record, the view and body it was sent as, when, and the prices it is costed at."""
+
+    record: RequestRecord
+    view: RequestView
+    body: dict[str, Any]
+    at: float
+    prices: PriceTable
 
 
 class Sending:
     def __init__(self, controller: "Controller") -> None:
         self.ctl = controller
         self.streaming = False  # one request at a time, from the submit until its reply ends
-        self._job = None
+        self._job: Handle | None = None
         self._begun = False  # whether the running send has started (a job cancelled before never runs)
-        self.prices = None  # the price table, read from files (off the loop) on the first send
+        self.prices: PriceTable | None = None  # the price table, read from files (off the loop) on the first send
         self.cache = ServerCache(controller.parts)
 
     async def load_prices(self) -> None:
@@ -104,7 +123,9 @@ class Sending:
         def progress(grew: ReplyGrew) -> None:
             if ctl.wb is wb:  # another session is shown: the reply is not drawn into it
                 ctl.emit(grew)
-        record, reply, note = None, None, NOT_SENT
+        sent: Sent | None = None
+        reply: Reply | None = None
+        note = NOT_SENT
         try:
             self.cache.attach(wb)
             view = await self._prepare(wb)
@@ -116,8 +137,9 @@ class Sending:
             body = wb.request_body(view)
             await self._provider_count(wb, body, view)
             sent_at = time.time()
-            self.prices = await load_prices_once(ctl.parts, self.prices)
-            record = wb.start_record(body, view)
+            prices = self.prices = await load_prices_once(ctl.parts, self.prices)
+            sent = Sent(wb.start_record(body, view), view, body, sent_at, prices)
+            record = sent.record
             check_before_sending(ctl.parts, record, view, body)
             if ctl.wb is wb:
                 ctl.shown_again()
@@ -126,32 +148,40 @@ class Sending:
                 ctl.status(ctl.link.status_line)  # a "stopped" or an error left by the last reply is stale now
             save()
 
-            def checkpoint(progress) -> None:
+            def checkpoint(progress: Reply) -> None:
                 wb.update_record(record, progress)
                 save()
-            reply, note = await stream_reply(
-                ctl.client, body, progress, checkpoint, lambda text: ctl.wb is wb and ctl.status(text, Tone.CAUTION))
+
+            def say(text: str) -> None:
+                if ctl.wb is wb:
+                    ctl.status(text, Tone.CAUTION)
+            client = ctl.client
+            if client is None:  # never: nothing drops the link while a reply is on its way (reconnecting waits)
+                return
+            reply, note = await stream_reply(client, body, progress, checkpoint, say)
         finally:
             self.streaming = False
-            if record is not None:
+            if sent is not None:
+                record = sent.record
                 if reply is None:  # an error nobody expected: what is on record stays, marked incomplete
                     from tui.client.reply import Reply
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
-                receipt = settle_after(ctl.parts, wb, record, view, body, reply, self.prices)
-                cached = self.cache.after_reply(record, view, reply, sent_at)  # held by the server, whatever is open
+                receipt = settle_after(ctl.parts, wb, record, sent.view, sent.body, reply, sent.prices)
+                # held by the server, whatever is open
+                cached = self.cache.after_reply(record, sent.view, reply, sent.at)
                 save()
                 if ctl.wb is wb:
                     ctl.reply_ended(note)
                     mark_last_message(ctl.parts, reply_mark(reply))
-                    if report_line(cached) and not receipt_note(receipt):
+                    if cached is not None and report_line(cached) and not receipt_note(receipt):
                         ctl.status(report_line(cached), Tone.GOOD if cached.agrees else Tone.CAUTION)
                     say_receipt(ctl.parts, receipt)
             elif note and ctl.wb is wb:
                 ctl.status(note, Tone.CAUTION)
                 ctl.file.autosave()
 
-    async def _provider_count(self, wb: "Workbench", body: dict, view: RequestView) -> None:
+    async def _provider_count(self, wb: "Workbench", body: dict[str, Any], view: RequestView) -> None:
         """The provider's own count of this body, said beside ctxpane's before it is sent (when asked for)."""
         kind, ctl = getattr(self.ctl.settings, "provider_count", ""), self.ctl
         if not kind or ctl.client is None:
@@ -167,8 +197,8 @@ class Sending:
             counted = ProviderCount(CountKind(kind), None, view.sent_tokens, view.snapshot.counts.exact,
                                     f"no answer in {COUNT_WAIT:g} s: sent without it")
         if ctl.wb is wb:  # a notice: the status line is the reply's from here on
-            ctl.notify(visible(counted.line()), severity=Severity.INFORMATION if counted.tokens is not None else "warning",
-                       timeout=12)
+            severity = Severity.INFORMATION if counted.tokens is not None else Severity.WARNING
+            ctl.notify(visible(counted.line()), severity=severity, timeout=12)
 
     async def _prepare(self, wb: "Workbench") -> RequestView | None:
         """The request as it stands, computed in the worker (a template from outside may be slow)."""
@@ -178,6 +208,8 @@ class Sending:
             view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
         except TemplateRenderError as exc:
             self._not_sent(wb, exc)
+            return None
+        if isinstance(view, Skipped):  # the app is closing: nothing is sent
             return None
         if generation == ctl.generation and ctl.wb is wb and not wb.draft:
             ctl.apply_view(view, generation)  # nothing typed meanwhile: it is also the pane's view
@@ -196,25 +228,34 @@ class Sending:
         ctl = self.ctl
         try:
             view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            if isinstance(view, Skipped):  # the app is closing: nothing is sent
+                return None
             dropped = wb.summary_needed(view)
             if dropped:
                 await self.summary_call(wb, dropped)
-            return await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            return None if isinstance(view, Skipped) else view
         except TemplateRenderError as exc:
             self._not_sent(wb, exc)
             return None
 
-    async def summary_call(self, wb: "Workbench", dropped: list) -> None:
+    async def summary_call(self, wb: "Workbench", dropped: list[Message]) -> None:
         ctl = self.ctl
         call = await ctl.worker.run(lambda: wb.summary_request(dropped))
+        if isinstance(call, Skipped):  # the app is closing
+            return
         if call.body is None:
             ctl.status(f"could not summarise: {call.reason}: sending with the placeholder", Tone.BAD)
+            return
+        client = ctl.client
+        if client is None:  # (asked for only while connected)
+            ctl.status("could not summarise (offline): sending with the placeholder", Tone.BAD)
             return
         cut = " (turns cut to fit the window)" if call.cut else ""
         ctl.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", Tone.CAUTION)
         try:
             sent_at = time.time()
-            reply = await ctl.client.chat(call.body)
+            reply = await client.chat(call.body)
         except ClientError as exc:
             wb.summaries_asked.discard(frozenset(m.id for m in dropped))  # failed: a later send may ask again
             ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", Tone.BAD)

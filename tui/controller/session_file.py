@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from tui.context.untrusted.visible import visible
 from tui.sessions.model import Session
 from tui.sessions.store import SessionLock, SessionLocked, session_path
 
-from tui.controller.runtime import Runtime
+from tui.controller.runtime import Handle, Runtime
 from tui.controller.saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
-from tui.controller.events import Severity
+from tui.controller.events import Notify, Severity
+
+if TYPE_CHECKING:
+    from tui.client.http import OpenAIClient
 
 SAVE_DELAY = 0.3  # seconds: changes within this are written once
 
 
 class SessionFile:
-    def __init__(self, current: Callable[[], Session], runtime: Runtime, notify: Callable[..., None],
-                 client: Callable[[], Any], api_key_env: str, folder: Path | None = None) -> None:
+    def __init__(self, current: Callable[[], Session], runtime: Runtime, notify: Notify,
+                 client: Callable[[], OpenAIClient | None], api_key_env: str, folder: Path | None = None) -> None:
         self._current, self.runtime, self.notify, self._client = current, runtime, notify, client
         self.api_key_env, self.folder = api_key_env, folder
         self.session_file: Path | None = None
@@ -34,7 +37,7 @@ class SessionFile:
         self.writer: SessionWriter | None = None  # made at the first save
         self.unsaved = False  # changed since the last snapshot was handed to the writer
         self.save_failure: str | None = None  # what quitting could not save
-        self._save_timer = None
+        self._save_timer: Handle | None = None
         self._closing = False
 
     @property

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, Callable, TypeVarTuple
 
 from tui.context.untrusted.visible import visible
+from tui.controller.compute import Skipped
 from tui.controller.events import Severity
+
+if TYPE_CHECKING:
+    from tui.controller.controller import Controller
+
+Arguments = TypeVarTuple("Arguments")
 
 MAX_NAME = 1000  # a model or template name: what a session file keeps of it
 
@@ -125,7 +132,7 @@ class Outcome(Enum):
 class SlashRunner:
     """The commands that need no dialog, run on the controller; `run` says which are left to the app."""
 
-    def __init__(self, controller) -> None:
+    def __init__(self, controller: Controller) -> None:
         self.ctl = controller
 
     def run(self, parsed: Parsed) -> Outcome:
@@ -198,6 +205,8 @@ class SlashRunner:
     async def _summarise_now(self) -> None:
         ctl, wb = self.ctl, self.ctl.wb
         view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+        if isinstance(view, Skipped):  # the app is closing
+            return
         dropped = wb.summary_needed(view)
         if not dropped:
             ctl.notify("nothing to summarise now: every turn fits the window; turns it drops later are "
@@ -208,6 +217,6 @@ class SlashRunner:
             ctl.changed()
 
 
-def _done(action, *arguments) -> bool:
+def _done(action: Callable[[*Arguments], None], *arguments: *Arguments) -> bool:
     action(*arguments)
     return True

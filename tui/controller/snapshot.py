@@ -17,6 +17,7 @@ from tui.context.cache.prefix import RequestShape
 from tui.context.messages import Message
 from tui.context.request import RequestView
 from tui.context.fit.window import FitCheck
+from tui.sessions.model import RequestRecord
 
 NO_NOTES: Mapping[str, str] = MappingProxyType({})
 
@@ -48,8 +49,8 @@ class PaneState:
     draft_index: int | None
     previous: RequestShape | None
     policy: PolicySettings
-    requests: tuple = ()
-    costs: tuple = ()
+    requests: tuple[RequestRecord, ...] = ()
+    costs: tuple[dict[str, Any], ...] = ()  # the Cost tab's row of each request (tui/sessions/receipts.py)
     url: str = ""
     body: Mapping[str, Any] = field(default_factory=dict)
     key_env: str = "OPENAI_API_KEY"

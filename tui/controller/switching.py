@@ -26,8 +26,14 @@ def template_choices(ctl: "Controller") -> list[tuple[str, str]]:
 
 def set_template(ctl: "Controller", choice: str) -> None:
     """A shipped template by name, or '@server': the server's own."""
-    before = ctl.wb.template
-    ctl.wb.set_template(ctl.link.connection.template if choice == "@server" else builtin_template(choice))
+    before, connection = ctl.wb.template, ctl.link.connection
+    if choice != "@server":
+        ctl.wb.set_template(builtin_template(choice))
+    elif connection is not None and connection.template is not None:
+        ctl.wb.set_template(connection.template)
+    else:  # (offered only while the server has one)
+        ctl.notify("the server shows no template of its own", severity=Severity.WARNING)
+        return
     ctl.history.add(Operation(OpKind.TEMPLATE, f"template {visible(ctl.wb.template.name)}", before=before,
                                after=ctl.wb.template))
     ctl.tokenizing.say_how_counting_goes()
@@ -62,10 +68,11 @@ async def models(ctl: "Controller") -> list[str] | None:
         ctl.notify("offline: no server to list models from", severity=Severity.WARNING)
         return None
     try:
-        return await ctl.client.list_models()
+        names: list[str] = await ctl.client.list_models()
     except ClientError as exc:
         ctl.notify(visible(str(exc)), severity=Severity.ERROR)
         return None
+    return names
 
 
 def toggle_fences(ctl: "Controller") -> None:

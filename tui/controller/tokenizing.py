@@ -10,7 +10,8 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from tui.context.untrusted.visible import visible
-from tui.context.tokens.counting import SegmentCache, TokenizerNotFound, get_tokenizer
+from tui.context.tokens.counting import SegmentCache
+from tui.context.tokens.tokenizers import Tokenizer, TokenizerNotFound, get_tokenizer
 from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class Tokenizing:
             self.parts.wb.tokenizer_pending = False
             self.parts.changed(save=False)
 
-    def use(self, tokenizer, exact: bool | None) -> None:
+    def use(self, tokenizer: Tokenizer, exact: bool | None) -> None:
         if self.parts.link.unseen:  # a gateway hides the server (or refused us): no count is its own
             exact = False
         self._chosen += 1

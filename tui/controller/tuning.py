@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from tui.context.policy.truncation import POLICIES, PolicyError, PolicySettings
 from tui.errors import unknown_key_line
@@ -23,6 +23,7 @@ from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
     from tui.controller.controller import Controller
+    from tui.controller.parts import Settings
     from tui.controller.runtime import Handle
 
 RETRY_FIRST, RETRY_MOST = 2.0, 60.0  # seconds between tries to reach a server that is down
@@ -34,7 +35,7 @@ class Field:
     key: str
     label: str
     where: str  # "policy", "params" or "endpoint"
-    kind: type | None  # int, float, or None for text
+    kind: type[int] | type[float] | None  # int, float, or None for text
     low: float | None = None
     high: float | None = None
     hint: str = ""
@@ -68,11 +69,12 @@ SAMPLING_PARAMS = PARAM_KEYS | {
     "chat_template_kwargs", "keep_alive", "num_ctx"}
 
 
-def _number(field: Field, text: str) -> tuple[Any, str]:
+def _number(field: Field, kind: type[int] | type[float], text: str) -> tuple[Any, str]:
+    """`text` as a number of `kind` (the field's) within the field's bounds, or None and why not."""
     try:
-        value = field.kind(text)
+        value = kind(text)
     except ValueError:
-        return None, f"{field.label}: {text[:40]!r} is not {'a whole number' if field.kind is int else 'a number'}"
+        return None, f"{field.label}: {text[:40]!r} is not {'a whole number' if kind is int else 'a number'}"
     if value != value or (field.low is not None and value < field.low) or (field.high is not None and value > field.high):
         return None, f"{field.label}: must be from {field.low:g} to {field.high:g}"
     return value, ""
@@ -87,7 +89,7 @@ def check(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
             continue
         text = form[field.key].strip()
         if field.kind is not None:
-            values[field.key], error = _number(field, text) if text else (None, "")
+            values[field.key], error = _number(field, field.kind, text) if text else (None, "")
         else:
             values[field.key], error = text, _text_error(field, text)
         if error:
@@ -107,7 +109,7 @@ def _text_error(field: Field, text: str) -> str:
     return ""
 
 
-def config_defaults(settings: Any) -> tuple[dict, dict, list[str]]:
+def config_defaults(settings: Settings) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """config.toml's `[policy]` and `[params]` as a new session takes them, and what was wrong in them."""
     problems: list[str] = []
     policy = {k: v for k, v in dict(getattr(settings, "policy", {}) or {}).items() if k in POLICY_KEYS}
@@ -238,13 +240,13 @@ class Tuning:
         ctl.changed(save=False)
 
     # -- connecting ---------------------------------------------------------------------------------
-    def connect(self, job: Callable[[], Any]) -> None:
+    def connect(self, job: Callable[[], Awaitable[None]]) -> None:
         """Connect now (the job is connecting.connect); a retry waiting is dropped."""
         self._cancel_retry()
         self.connecting = True
         self.ctl.runtime.spawn(lambda: self._connect(job), "connect")
 
-    async def _connect(self, job: Callable[[], Any]) -> None:
+    async def _connect(self, job: Callable[[], Awaitable[None]]) -> None:
         try:
             await job()
         finally:

@@ -10,9 +10,10 @@ import threading
 import time
 from array import array
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.client.reply import Reply
+from tui.context.cache.llamacpp import LlamaCppCache
 from tui.context.cache.rules import rule_known
 from tui.context.policy.truncation import PolicySettings
 from tui.context.cache.prefix import RequestShape
@@ -21,10 +22,14 @@ from tui.context.tokens.draft_splice import splice_message
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, RequestView, build_request, empty_view
 from tui.context.templates.library import ChatTemplate
-from tui.context.tokens.counting import SegmentCache, Tokenizer
+from tui.context.tokens.counting import SegmentCache
+from tui.context.tokens.tokenizers import Tokenizer
 from tui.sessions.model import RequestRecord, Session, now_iso
 from tui.sessions.receipts import request_series
 from tui.sessions.session_template import builtin_defaults, template_from_session  # noqa: F401 - the app imports it here
+
+if TYPE_CHECKING:
+    from tui.context.policy.summary_call import SummaryCall  # (loaded by the first summary call)
 
 DRAFT_ID = "draft"
 
@@ -34,7 +39,7 @@ class CharEstimate:
 
     name = "estimate (4 chars/token)"
 
-    def plain_starts(self, text: str) -> tuple[array, bool]:
+    def plain_starts(self, text: str) -> tuple[array[int], bool]:
         return array("q", range(0, len(text), 4)), False
 
     def special_count(self, text: str) -> int:
@@ -44,7 +49,7 @@ class CharEstimate:
         return set()
 
 
-def template_spec(template: ChatTemplate) -> dict:
+def template_spec(template: ChatTemplate) -> dict[str, Any]:
     if template.origin == "builtin":  # by name; with the defaults it was given (plain ChatML: no default system)
         changed = {k: v for k, v in template.defaults.items() if builtin_defaults(template.name).get(k) != v}
         return {"name": template.name, "origin": "builtin", **({"defaults": changed} if changed else {})}
@@ -60,7 +65,7 @@ class Workbench:
     exact: bool | None = None  # set when the server vouches for the tokenizer
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
     cache_rule: str = "llama.cpp"
-    server_cache: Any = None  # a copy of the model of the server's cache (caching.py), predicted against
+    server_cache: LlamaCppCache | None = None  # a copy of the server cache's model (caching.py), predicted against
     draft: str = ""
     previous: RequestShape | None = None
     cache: SegmentCache = field(default_factory=SegmentCache)
@@ -68,7 +73,7 @@ class Workbench:
     tokenizer_pending: bool = False  # the estimate stands in while the real tokenizer loads: no restore yet
     restores: int = 0  # how often a stored request was rendered to find the boundary (tests count them)
     _dropped_since: dict[str, int] = field(default_factory=dict)
-    summaries_asked: set[frozenset] = field(default_factory=set)  # dropped ranges a summary call was made for
+    summaries_asked: set[frozenset[str]] = field(default_factory=set)  # dropped ranges a summary call was made for
     _generation: int = 0  # bumped by whatever outdates `previous`: template, tokenizer, a new request
     _restored_for: int = -1  # the generation `previous` was restored or recorded for
     _restore_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # one restore at a time
@@ -195,7 +200,7 @@ class Workbench:
         return True
 
     # -- sending -------------------------------------------------------------------------------
-    def request_body(self, view: RequestView, stream: bool = True) -> dict:
+    def request_body(self, view: RequestView, stream: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.session.model or "model", "messages": view.snapshot.wire}
         body.update({k: v for k, v in self.session.params.items() if k not in ("messages", "model", "stream")})
         if self.session.tools:
@@ -217,7 +222,7 @@ class Workbench:
                                                  id=self.new_id()))
         self.draft = ""
 
-    def commit_draft(self) -> tuple[dict, RequestView]:
+    def commit_draft(self) -> tuple[dict[str, Any], RequestView]:
         """Turn the draft into a user message; returns the body to send and the view it was built from."""
         if self.draft.strip():
             self.session.messages.append(Message("user", self.draft, provenance=Provenance("user", True),
@@ -229,7 +234,7 @@ class Workbench:
     def new_id(self) -> str:
         return self.session.new_id()  # never an id used before in this file, even by a deleted message
 
-    def start_record(self, body: dict, view: RequestView) -> RequestRecord:
+    def start_record(self, body: dict[str, Any], view: RequestView) -> RequestRecord:
         record = RequestRecord(
             number=self.request_number, time=now_iso(), body=body,
             reply={"content": "", "incomplete": True},
@@ -299,7 +304,7 @@ class Workbench:
         self.session.messages.append(message)
         return message
 
-    def add_image(self, part: dict, label: str, source: str = "document") -> Message:
+    def add_image(self, part: dict[str, Any], label: str, source: str = "document") -> Message:
         """An attached image: one `image_url` part (its size kept for counting), untrusted like any file."""
         message = Message("user", [part], provenance=Provenance.for_source(source, label), id=self.new_id())
         self.session.messages.append(message)
@@ -320,7 +325,7 @@ class Workbench:
             return []  # asked once for this range (pending, failed or landed): never again
         return [self.session.messages[e.message] for e in view.ledger if e.message < len(self.session.messages)]
 
-    def summary_request(self, messages: list[Message]):
+    def summary_request(self, messages: list[Message]) -> SummaryCall:
         """The model call that makes a summary, fitted to the window (renders a template: off the loop)."""
         from tui.context.request import fence_escapes
         from tui.context.policy.summary_call import summary_call
@@ -331,5 +336,5 @@ class Workbench:
     def set_summary(self, text: str, cost: int, messages: list[Message]) -> None:
         self.set_policy(summary=text.strip(), summary_cost=cost, summary_of=[m.id for m in messages])
 
-    def costs(self) -> list[dict]:
+    def costs(self) -> list[dict[str, Any]]:
         return request_series(self.session.requests)

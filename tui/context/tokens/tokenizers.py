@@ -206,7 +206,7 @@ def _sha256(data: bytes) -> str:
 
 
 @lru_cache(maxsize=8)
-def _cached_tokenizer(spec: str) -> Tokenizer:
+def _cached_tokenizer(spec: str) -> TiktokenTokenizer | HFTokenizer:
     if spec in ENCODINGS:
         return TiktokenTokenizer(spec)
     import lzma
@@ -229,7 +229,7 @@ def _cached_tokenizer(spec: str) -> Tokenizer:
         raise TokenizerNotFound(f"cannot read tokenizer {spec}: {exc}") from None
 
 
-def get_tokenizer(spec: str) -> Tokenizer:
+def get_tokenizer(spec: str) -> TiktokenTokenizer | HFTokenizer:
     """A tokenizer by name (o200k_base, o200k_harmony, cl100k_base, qwen3) or tokenizer.json path."""
     with _LOCK:
         return _cached_tokenizer(spec)
