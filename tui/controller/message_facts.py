@@ -43,7 +43,7 @@ class ReplyFactsCache:
 
 
 def read_facts(record: RequestRecord) -> ReplyFacts:
-    reply = record.reply if isinstance(record.reply, dict) else {}
+    reply = record.reply or {}
     stored_timings = reply.get("timings")
     timings = stored_timings if isinstance(stored_timings, dict) else {}
     rate = timings.get("predicted_per_second")
