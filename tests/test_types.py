@@ -33,8 +33,9 @@ def test_an_untyped_function_and_a_wrong_type_are_found(tmp_path):
     planted.mkdir(parents=True)
     for package in (tmp_path / "tui", tmp_path / "tui" / "context", planted):
         (package / "__init__.py").write_text("")
-    (tmp_path / "tui" / "client").mkdir()
-    (tmp_path / "tui" / "client" / "__init__.py").write_text("")
+    for checked in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]:
+        (tmp_path / checked).mkdir(parents=True, exist_ok=True)  # every checked package, empty but the planted
+        (tmp_path / checked / "__init__.py").write_text("")
     (planted / "planted.py").write_text("def untyped(x):\n    return x\n\n\n"
                                         "def wrong() -> int:\n    return 'text'\n\n\n"
                                         "def bare(values: dict) -> None:\n    pass\n")
