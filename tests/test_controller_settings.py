@@ -12,6 +12,7 @@ from controller_helpers import Harness, connected, harness  # noqa: F401 - harne
 from fault_server import FaultServer
 from tui.controller import tuning
 from tui.controller.events import Notice, StatusChanged
+from session_files import session_data
 
 
 def form(ctl, **changes) -> dict[str, str]:
@@ -42,7 +43,7 @@ async def test_settings_are_applied_saved_and_the_pane_recomputes(harness):
     assert ctl.wb.view is not before and ctl.wb.view.snapshot is not None
     body = ctl.wb.request_body(ctl.wb.view)
     assert body["temperature"] == 0.3 and body["seed"] == 7 and body["max_tokens"] == 64
-    saved = json.loads(ctl.file.session_file.read_text())
+    saved = session_data(ctl.file.session_file)
     assert saved["policy"]["context_window"] == 300 and saved["params"]["seed"] == 7
     # A cleared sampling field is no longer sent; a cleared window means "unknown".
     assert ctl.tuning.apply(form(ctl, temperature="", context_window="")) == {}
