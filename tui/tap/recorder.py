@@ -220,6 +220,7 @@ class Recorder:
         self.let_go(thread, tapped)
         thread.session.messages = messages_of(messages, match.message_ids)
         thread.session.next_id = conversation.next_id
+        self.save(thread)  # in the file while its reply streams (a kill then keeps the request, marked incomplete)
         self.on_change("request", tapped)
 
     def finish(self, exchange: Exchange) -> None:
