@@ -1,8 +1,12 @@
 """What changed between two JSON values, written small: the session log's records and states are changes.
 
-A change to an object is `{"s": {key: value}, "d": {key: change}, "x": [key], "a": {key: text}, "p": {key: [n, items]}}`,
-each part optional: `s` sets a value, `d` changes an object inside, `x` removes keys, `a` appends to a string (a
-reply as it streams), `p` keeps the first n items of a list and appends the rest (ids, generated tokens).
+A change to an object is `{"s": {key: value}, "d": {key: change}, "x": [key], "a": {key: text}, "p": {key: [n, items]},
+"c": {key: change}}`, each part optional: `s` sets a value, `d` changes an object inside, `x` removes keys, `a` appends
+to a string (a reply as it streams), `p` keeps the first n items of a list and appends the rest (ids, generated
+tokens), `c` sets an object made by changing the one at the same key in a value alike (`like`: the request before,
+whose cost, usage and figures differ from this one's by a few numbers), `z` sets a long, repetitive text (a reply's
+raw stream: the same frame around each piece) as base64 of its zlib compression, `r` sets a text that a message of
+the file holds (a reply's content, which became the assistant message: `{key: H}`, resolved by the reader).
 Applying changes never modifies the value given: what it does not change is shared.
 """
 
@@ -10,11 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import base64
+import zlib
+from typing import Callable
+
 import msgspec
 
 Json = Any
 MIN_APPEND = 32  # a string at least this long that only grew is written as what it gained
 MIN_KEEP = 4  # a list sharing at least this many first items is written as what follows them
+MIN_SQUEEZE = 2048  # a text this long is written compressed when that makes it 4 times smaller (not prose)
+MAX_SQUEEZED = 64 * 1024 * 1024  # what a compressed text may unpack to
 
 
 def copy_json(value: Json) -> Json:
@@ -22,21 +32,36 @@ def copy_json(value: Json) -> Json:
     return msgspec.json.decode(msgspec.json.encode(value))
 
 
-def diff(old: dict[str, Json], new: dict[str, Json]) -> dict[str, Json]:
-    """The change that turns `old` into `new` ({} when they are equal)."""
+def diff(old: dict[str, Json], new: dict[str, Json], like: dict[str, Json] | None = None) -> dict[str, Json]:
+    """The change that turns `old` into `new` ({} when they are equal); `like`, a value alike that the reader has
+    too, lets an object new here be written as a change from the one `like` holds."""
     sets: dict[str, Json] = {}
     inner: dict[str, Json] = {}
     grown: dict[str, str] = {}
     kept: dict[str, Json] = {}
+    alike: dict[str, Json] = {}
+    squeezed: dict[str, str] = {}
     for key, value in new.items():
+        before = old.get(key) if key in old else None
+        if key in old and (before is value or type(before) is type(value) and before == value):
+            continue
+        model = like.get(key) if like is not None else None
+        if isinstance(value, dict) and not isinstance(before, dict) and isinstance(model, dict) and value:
+            change = diff(model, value)
+            if len(_dumped(change)) < len(_dumped(value)):
+                alike[key] = change
+                continue
+        if isinstance(value, str) and len(value) >= MIN_SQUEEZE and not (
+                isinstance(before, str) and len(before) >= MIN_APPEND and value.startswith(before)):
+            packed = _squeeze(value)
+            if packed is not None:
+                squeezed[key] = packed
+                continue
         if key not in old:
             sets[key] = value
             continue
-        before = old[key]
-        if before is value or type(before) is type(value) and before == value:
-            continue
         if isinstance(before, dict) and isinstance(value, dict):
-            change = diff(before, value)
+            change = diff(before, value, model if isinstance(model, dict) else None)
             if change:
                 inner[key] = change
         elif isinstance(before, str) and isinstance(value, str) and len(before) >= MIN_APPEND \
@@ -52,12 +77,35 @@ def diff(old: dict[str, Json], new: dict[str, Json]) -> dict[str, Json]:
             sets[key] = value
     gone = [key for key in old if key not in new]
     out: dict[str, Json] = {}
-    for name, part in (("s", sets), ("d", inner), ("a", grown), ("p", kept)):
+    for name, part in (("s", sets), ("d", inner), ("a", grown), ("p", kept), ("c", alike), ("z", squeezed)):
         if part:
             out[name] = part
     if gone:
         out["x"] = gone
     return out
+
+
+def _squeeze(text: str) -> str | None:
+    raw = text.encode("utf-8", "surrogatepass")
+    packed = base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+    return packed if len(packed) * 4 <= len(raw) else None
+
+
+def _unsqueeze(packed: Json) -> str:
+    if not isinstance(packed, str):
+        raise BadChange("a compressed text that is not a string")
+    try:
+        unpacker = zlib.decompressobj()
+        raw = unpacker.decompress(base64.b64decode(packed, validate=True), MAX_SQUEEZED)
+        if unpacker.unconsumed_tail:
+            raise BadChange("a compressed text that unpacks to more than 64 MiB")
+        return raw.decode("utf-8", "surrogatepass")
+    except (ValueError, zlib.error, UnicodeDecodeError):
+        raise BadChange("a compressed text that does not unpack") from None
+
+
+def _dumped(value: Json) -> bytes:
+    return msgspec.json.encode(value)
 
 
 def _shared(before: list[Json], after: list[Json]) -> int:
@@ -75,8 +123,13 @@ class BadChange(ValueError):
     """A change that does not fit the value it is applied to (a file edited by hand, or damaged)."""
 
 
-def apply(old: dict[str, Json], change: dict[str, Json]) -> dict[str, Json]:
-    """`old` with `change` applied (a new dict; `old` is not modified)."""
+Resolve = Callable[[str], str]
+
+
+def apply(old: dict[str, Json], change: dict[str, Json], like: dict[str, Json] | None = None,
+          resolve: Resolve | None = None) -> dict[str, Json]:
+    """`old` with `change` applied (a new dict; `old` is not modified); `like` as given to `diff`; `resolve` gives the
+    text of a message by its H (for `r`)."""
     if not isinstance(change, dict):
         raise BadChange("a change is not an object")
     out = dict(old)
@@ -88,7 +141,19 @@ def apply(old: dict[str, Json], change: dict[str, Json]) -> dict[str, Json]:
         before = out.get(key, {})
         if not isinstance(before, dict):
             raise BadChange(f"`{key[:40]}` is not an object to change")
-        out[key] = apply(before, value)
+        model = like.get(key) if like is not None else None
+        out[key] = apply(before, value, model if isinstance(model, dict) else None, resolve)
+    for key, value in _part(change, "c").items():
+        model = like.get(key) if like is not None else None
+        if not isinstance(model, dict):
+            raise BadChange(f"`{key[:40]}` has no object alike to change")
+        out[key] = apply(model, value)
+    for key, value in _part(change, "z").items():
+        out[key] = _unsqueeze(value)
+    for key, value in _part(change, "r").items():
+        if resolve is None or not isinstance(value, str):
+            raise BadChange(f"`{key[:40]}` names a message that cannot be read here")
+        out[key] = resolve(value)
     for key, value in _part(change, "a").items():
         before = out.get(key)
         if not isinstance(before, str) or not isinstance(value, str):

@@ -34,7 +34,7 @@ from tui.context.messages import Message
 from tui.context.request_bytes import request_text
 from tui.sessions.body_split import Hole, Split, hole_text, join, split
 from tui.sessions.log_diff import BadChange, apply, apply_list, copy_json, diff, list_change
-from tui.sessions.model import FORMAT, Branch, RequestRecord, Session, SessionFormatError
+from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, SessionFormatError
 from tui.sessions.safe_io import structure_problem, text_problem
 
 Json = Any
@@ -43,6 +43,8 @@ SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", 
             "tools", "params", "next_id")
 WIRE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
 OWN_KEYS = frozenset({"provenance", "pinned", "incomplete", "id"})
+MIN_NAMED = 64  # a reply's content this long is written as the message it became, when one holds it
+KEEP_CONTENTS = 8  # the latest messages whose content a reply may name
 CHECKED = 3  # the last requests compared with what was written at every append (older ones are settled)
 _BLOB_HEAD = b'{"t":"x","h":"'
 _BLOB_HEAD_LENGTH = len(_BLOB_HEAD) + 32 + len(b'","v":')
@@ -53,7 +55,8 @@ def part_hash(text: str) -> str:
 
 
 def _dumps(value: Json) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """A line of ctxpane's own, as msgspec writes it: reading it, msgspec writes the same bytes (see _decode)."""
+    return msgspec.json.encode(value).decode("utf-8")
 
 
 def is_log(raw: bytes) -> bool:
@@ -77,6 +80,7 @@ class LogState:
     shown: list[str] = field(default_factory=list)  # the messages shown, by H
     branches: list[dict[str, Json]] = field(default_factory=list)
     id_floor: int = 0  # one past the highest numbered message id the requests name
+    initial: dict[str, Json] = field(default_factory=dict)  # the last request's figures as its first line wrote them
     complete: int = 0  # bytes of whole lines (a last line cut short is not counted)
     cut: int = 0  # bytes of a last line cut short
     _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
@@ -106,6 +110,13 @@ class LogState:
             self._lists[(index, key)] = items
         return items
 
+    def message_text(self, ident: str) -> str:
+        """The content of message H (a reply's content is written as the message it became)."""
+        content = self.messages[ident].get("content") if ident in self.messages else None
+        if not isinstance(content, str):
+            raise BadChange("a reply names a message the file does not hold")
+        return content
+
     def body_text(self, index: int) -> str:
         body = self.bodies[index]
         texts = []
@@ -120,6 +131,35 @@ class LogState:
     def split_of(self, index: int) -> Split:
         """Request `index`'s body cut as the writer cut it (to cut the next one)."""
         return split(self.body_text(index))
+
+
+def _completed(body: Json, before: dict[str, Json] | None) -> Json:
+    """A body as its line wrote it, with what it shares with the request before filled in: its frame (`k`) and the
+    layout (`l`) of its arrays, written only when they differ."""
+    if not isinstance(body, dict) or before is None:
+        return body
+    out = dict(body)
+    if "k" not in out:
+        out["k"] = before.get("k")
+    holes = out.get("h")
+    if isinstance(holes, list) and any(isinstance(h, dict) and "x" not in h and "l" not in h for h in holes):
+        layouts = {h.get("key"): h.get("l") for h in before.get("h", []) if isinstance(h, dict) and "l" in h}
+        out["h"] = [{**h, "l": layouts.get(h.get("key"))} if isinstance(h, dict) and "x" not in h and "l" not in h
+                    else h for h in holes]
+    return out
+
+
+def _shortened(body: dict[str, Json], before: dict[str, Json] | None) -> dict[str, Json]:
+    """The body as its line writes it: without what it shares with the request before (see _completed)."""
+    if before is None:
+        return body
+    out: dict[str, Json] = {}
+    if body["k"] != before.get("k"):
+        out["k"] = body["k"]
+    layouts = {h.get("key"): h.get("l") for h in before.get("h", []) if "l" in h}
+    out["h"] = [{k: v for k, v in h.items() if k != "l"} if "l" in h and layouts.get(h["key"]) == h["l"] else h
+                for h in body["h"]]
+    return out
 
 
 def _list_hole(body: dict[str, Json], key: str) -> dict[str, Json] | None:
@@ -163,34 +203,58 @@ def read_log(raw: bytes) -> LogState:
     return state
 
 
-def _decode(line: bytes, number: int) -> Json:
+def _decode(line: bytes, number: int, where: str = "line") -> Json:
+    """A line (or a part's text) as a JSON value, with the file-wide bounds: no key twice in one object, nesting at
+    most 64 deep, no integer past 2**63. A line as ctxpane writes it (msgspec writes it again to the same bytes, few
+    brackets, no long run of digits) is known to keep them without walking it; any other goes the long way."""
     try:
         value = msgspec.json.decode(line)
     except (msgspec.DecodeError, RecursionError):
-        raise SessionFormatError(f"line {number} is not valid JSON") from None
+        raise SessionFormatError(f"{where} {number} is not valid JSON") from None
+    if line.count(b"{") + line.count(b"[") <= _SHALLOW and msgspec.json.encode(value) == line \
+            and (sum(map(line.count, _DIGITS)) < 19 or _LONG_DIGITS.search(line) is None):
+        return value
     _value, problem = structure_problem(line)
     if problem:
-        raise SessionFormatError(f"line {number} {problem}" if problem.startswith(("is ", "has "))
-                                 else f"line {number}: {problem}")
+        raise SessionFormatError(f"{where} {number} {problem}" if problem.startswith(("is ", "has "))
+                                 else f"{where} {number}: {problem}")
     return value
 
 
+_SHALLOW = 60  # brackets in a line (strings' included): fewer, and it cannot nest past the bound
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_DIGITS = [bytes([d]) for d in b"0123456789"]
+
+
+def part_value(state: "LogState", ident: str) -> Json:
+    """A part's text parsed, with the file-wide bounds (a part is parsed only when it is used)."""
+    return _decode(state.parts[ident].encode("utf-8", "surrogatepass"), ident[:12], "part")  # type: ignore[arg-type]
+
+
 def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
+    if line.startswith(_BLOB_HEAD) and line[_BLOB_HEAD_LENGTH - 6:_BLOB_HEAD_LENGTH] == b'","v":' \
+            and line.endswith(b"}"):
+        # A part: its text is its bytes, checked against its hash; it is parsed only when it is used.
+        ident = _hash(line[len(_BLOB_HEAD):len(_BLOB_HEAD) + 32].decode("ascii", "replace"), number)
+        try:
+            text = line[_BLOB_HEAD_LENGTH:-1].decode("utf-8")
+        except UnicodeDecodeError:
+            raise SessionFormatError(f"line {number} is not UTF-8 text") from None
+        if part_hash(text) != ident:
+            raise SessionFormatError(f"line {number}: the part's text does not have its hash {ident[:12]}… "
+                                     "(the file was changed)")
+        state.parts[ident] = text
+        return
     value = _decode(line, number)
     if not isinstance(value, dict):
         raise SessionFormatError(f"line {number} is not an object")
     kind = value.get("t")
     if kind == "x":
         ident = _hash(value.get("h"), number)
-        if "v" in value:
-            if not line.startswith(_BLOB_HEAD + ident.encode() + b'","v":') or not line.endswith(b"}"):
-                raise SessionFormatError(f"line {number}: a part not laid out as ctxpane writes it (its exact "
-                                         "text cannot be told)")
-            text = line[_BLOB_HEAD_LENGTH:-1].decode("utf-8")
-        else:
-            text = value.get("s")
-            if not isinstance(text, str):
-                raise SessionFormatError(f"line {number}: a part without its text")
+        text = value.get("s")
+        if not isinstance(text, str):
+            raise SessionFormatError(f"line {number}: a part not laid out as ctxpane writes it (its exact text "
+                                     "cannot be told)")
         if part_hash(text) != ident:
             raise SessionFormatError(f"line {number}: the part's text does not have its hash {ident[:12]}… "
                                      "(the file was changed)")
@@ -201,7 +265,7 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
         if not isinstance(own, dict):
             raise SessionFormatError(f"line {number}: a message that is not an object")
         if "w" in value:
-            wire = json.loads(state.parts[_hash(value["w"], number)])
+            wire = part_value(state, _hash(value["w"], number))
             if not isinstance(wire, dict):
                 raise SessionFormatError(f"line {number}: a message whose wire part is not an object")
             own = {**{k: v for k, v in wire.items() if k in WIRE_KEYS}, **own}
@@ -213,19 +277,22 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
                                      "before it")
         index -= 1
         if index == len(state.records):
-            body = value.get("b")
-            base = state.records[index - 1] if index else {}
-            state.records.append(apply(base, value.get("d", {})))
+            body = _completed(value.get("b"), state.bodies[-1] if state.bodies else None)
+            base = state.initial if index else {}  # (request N-1 as its first line wrote it)
+            state.records.append(apply(base, value.get("d", {}), None, state.message_text))
+            state.initial = state.records[-1]
             state.bodies.append(body)
             _check_body(state, body, index, number, checked)
         else:
-            state.records[index] = apply(state.records[index], value.get("d", {}))
+            state.records[index] = apply(state.records[index], value.get("d", {}),
+                                         state.records[index - 1] if index else None, state.message_text)
         state.id_floor = max(state.id_floor, _ids_named(value.get("d", {})))
     elif kind == "st":
         state.settings = apply(state.settings, value.get("d", {}))
         if "m" in value:
             shown = apply_list(state.shown, value["m"])
-            missing = next((h for h in shown if h not in state.messages), None)
+            added = value["m"].get("a", []) if isinstance(value["m"], dict) else []
+            missing = next((h for h in added if h not in state.messages), None)
             if missing is not None:
                 raise SessionFormatError(f"line {number}: names a message the file does not hold ({missing[:12]}…)")
             state.shown = shown
@@ -244,9 +311,7 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
 
 def _ids_named(change: Json) -> int:
     """One past the highest numbered id a request's change adds (message_ids, dropped): each id is read once."""
-    from tui.sessions.model import id_floor
-
-    named: list[str] = []
+    highest = -1
     for part in ("s", "p"):
         values = change.get(part, {}) if isinstance(change, dict) else {}
         if not isinstance(values, dict):
@@ -256,11 +321,15 @@ def _ids_named(change: Json) -> int:
             if part == "p" and isinstance(found, list) and len(found) == 2:
                 found = found[1]
             if isinstance(found, list):
-                named.extend(str(item.get("message_id", "")) if isinstance(item, dict) else str(item)
-                             for item in found)
-    return id_floor([Message("user", "", id=ident) for ident in named], []) if named else 0
+                for item in found:
+                    ident = item.get("message_id", "") if isinstance(item, dict) else item
+                    numbered = _NUMBERED.fullmatch(ident) if isinstance(ident, str) else None
+                    if numbered:
+                        highest = max(highest, int(numbered.group(1)))
+    return min(highest + 1, MAX_NEXT_ID)
 
 
+_NUMBERED = re.compile(r"m([0-9]{1,13})")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
@@ -287,10 +356,6 @@ def _check_body(state: LogState, body: Json, index: int, number: int, checked: s
             ident = hole["x"]
             if ident not in state.parts:
                 raise SessionFormatError(f"line {number}: the body names a part the file does not hold")
-            if key == "tools" and ident not in checked:
-                tools = convert(json.loads(state.parts[ident]), schema.Tools, ".body.tools")
-                schema.check_tools(tools, ".body.tools")
-                checked.add(ident)
             continue
         layout = hole.get("l")
         if not isinstance(layout, list) or len(layout) != 3 or not all(isinstance(p, str) for p in layout):
@@ -303,9 +368,6 @@ def _check_body(state: LogState, body: Json, index: int, number: int, checked: s
         for ident in added:
             if not isinstance(ident, str) or ident not in state.parts:
                 raise SessionFormatError(f"line {number}: the body names a part the file does not hold")
-            if key == "messages" and ident not in checked:
-                convert(json.loads(state.parts[ident]), schema.MessageIn, f".requests[{index}].body.messages[]")
-                checked.add(ident)
         if len(state.items(index, key)) > schema.MAX_MESSAGES:
             raise SessionFormatError(f"line {number}: field `requests[{index}].body.{key}`: more than "
                                      f"{schema.MAX_MESSAGES:,} items")
@@ -352,17 +414,31 @@ def body_text_in_file(path: Path, index: int) -> str:
 
 def file_loaders(path: Path, index: int) -> tuple[Callable[[], dict], Callable[[], str]]:
     """The loaders of a record let go from memory: its body and its exact text, from the file."""
-    def load() -> dict:
-        body = json.loads(body_text_in_file(path, index))
-        return body if isinstance(body, dict) else {}
-    return load, lambda: body_text_in_file(path, index)
+    return (lambda: checked_body(body_text_in_file(path, index), index)), lambda: body_text_in_file(path, index)
+
+
+def checked_body(text: str, index: int) -> dict[str, Json]:
+    """A request's body rebuilt, through the checks a body has (tui/sessions/schema.py): the bounds of every record,
+    applied when the record's body is read (opening the file reads none)."""
+    from tui.sessions import schema
+    from tui.sessions.parse import convert
+
+    body = _decode(text.encode("utf-8", "surrogatepass"), index + 1, "the body of request")
+    if not isinstance(body, dict):
+        raise SessionFormatError(f"the body of request {index + 1} is not an object")
+    try:
+        schema.conform(body, schema.Body, f".requests[{index}].body")
+        schema.check_tools(body.get("tools"), f".requests[{index}].body.tools")
+    except ValueError as exc:
+        from tui.errors import schema_error_line
+
+        raise SessionFormatError(schema_error_line(str(exc))) from None
+    del convert
+    return body
 
 
 def _body_loader(state: LogState, index: int) -> Callable[[], dict]:
-    def load() -> dict:
-        body = json.loads(state.body_text(index))
-        return body if isinstance(body, dict) else {}
-    return load
+    return lambda: checked_body(state.body_text(index), index)
 
 
 def _text_loader(state: LogState, index: int) -> Callable[[], str]:
@@ -401,6 +477,11 @@ class LogWriter:
         self.own_wire = True  # the bodies' messages are written as request_text writes them (the app's own)
         self._hashes: dict[int, tuple[Message, str, Any]] = {}  # id(message) -> (it, H, the values it held)
         self.session_id = ""  # the session this writer appends (SessionAppender)
+        self._shown_messages: list[Message] = []  # the messages `shown` names, as last written
+        self.last_body: dict[str, Json] | None = None  # the last request's body (the app's: its text follows from it)
+        self.initial: dict[str, Json] = {}  # the last request's figures as its first line wrote them
+        self.encoding: dict[str, Json] | None = None  # the last request's body as frame and parts (completed)
+        self.contents: dict[str, str] = {}  # the latest messages' contents (long ones) -> their H
 
     # -- the file as it is ---------------------------------------------------------------------------------------
     def resume(self, state: LogState) -> None:
@@ -416,6 +497,8 @@ class LogWriter:
                                  if "l" in h}}
         for ident, text in state.parts.items():
             self.canonical.setdefault(part_hash(_canonical(text)), ident)
+        self.initial = copy_json(state.initial)
+        self.encoding = copy_json(state.bodies[-1]) if state.bodies else None
         self.settings = copy_json(state.settings)
         self.shown = list(state.shown)
         self.branches = copy_json(state.branches)
@@ -442,12 +525,12 @@ class LogWriter:
         if not self.started:
             batch.add(_dumps({"format": FORMAT, "version": LOG_VERSION, "layout": "lines", "id": session.id,
                               "created": session.created}))
+        self._state(batch, session, secrets)  # first: a request's reply may name a message it adds
         for index, held in list(self.watch.items()):
             if index < len(session.requests) and _holding(session.requests[index]) != held:
                 self._record(batch, session.requests[index], index, redactor)
         for index in range(self.settled, len(session.requests)):
             self._record(batch, session.requests[index], index, redactor)
-        self._state(batch, session, secrets)
         if not batch.lines:
             return b"", batch
         return ("\n".join(batch.lines) + "\n").encode("utf-8", "surrogatepass"), batch
@@ -512,7 +595,8 @@ class LogWriter:
             if written is None:
                 return
             figures = redacted_request(figures_of(record), redactor)
-            change = diff(written, figures)
+            like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
+            change = self._content_named(diff(written, figures, like), batch)
             if change:
                 batch.add(_dumps({"t": "r", "n": index + 1, "d": change}))
                 batch.figures[index] = figures
@@ -520,22 +604,42 @@ class LogWriter:
         if index != self.count + batch.new_records:
             return  # (requests are only ever added at the end)
         figures = redacted_request(figures_of(record), redactor)
-        text = _exact_text(record, redactor)
         before = self.bodies.get(index - 1) if index == self.count else batch.bodies.get(index - 1)
+        text = _exact_text(record, redactor, self.last_body if index == self.count else None, before)
+        if index == self.count + batch.new_records:
+            batch.last_body = record.body
         arrays_before = self.items.get(index - 1) if index == self.count else batch.items.get(index - 1)
         cut = split(text, before)
         holes = []
         arrays: dict[str, list[str]] = {}
         for hole in cut.holes:
             holes.append(self._hole(batch, hole, index, arrays_before, arrays))
-        base = (batch.figures.get(index - 1) or self.figures.get(index - 1) or {}) if index else {}
+        base = (batch.initial if batch.initial is not None else self.initial) if index else {}
+        encoding = {"k": list(cut.pieces), "h": holes}
+        before_encoding = self.encoding if index == self.count else batch.encoding
         line: dict[str, Json] = {"t": "r", "n": index + 1, "d": diff(base, figures),
-                                 "b": {"k": list(cut.pieces), "h": holes}}
+                                 "b": _shortened(encoding, before_encoding)}
+        batch.encoding = encoding
         batch.add(_dumps(line))
         batch.figures[index] = figures
+        batch.initial = figures
         batch.bodies[index] = cut
         batch.items[index] = arrays
         batch.new_records += 1
+
+    def _content_named(self, change: dict[str, Json], batch: "_Batch") -> dict[str, Json]:
+        """A reply's content set whole, when the message it became holds it: written as that message's H."""
+        reply = change.get("d", {}).get("reply")
+        sets = reply.get("s") if isinstance(reply, dict) else None
+        content = sets.get("content") if isinstance(sets, dict) else None
+        if isinstance(content, str) and len(content) >= MIN_NAMED:
+            ident = batch.contents.get(content) or self.contents.get(content)
+            if ident is not None and reply is not None and sets is not None:
+                del sets["content"]
+                if not sets:
+                    del reply["s"]
+                reply.setdefault("r", {})["content"] = ident
+        return change
 
     def _hole(self, batch: "_Batch", hole: Hole, index: int, arrays_before: dict[str, list[str]] | None,
               arrays: dict[str, list[str]]) -> dict[str, Json]:
@@ -557,7 +661,15 @@ class LogWriter:
         settings = redacted_session({**session.to_settings(), "requests": []}, secrets)
         settings = {key: settings[key] for key in SETTINGS if key in settings}
         hashes: dict[int, tuple[Message, str, Any]] = {}
-        shown = [self._message(batch, m, hashes) for m in session.messages]
+        messages = session.messages
+        known = len(self._shown_messages)
+        if known and len(messages) >= known and messages[:known] == self._shown_messages:
+            # The messages shown before are there still (the same, or equal: the tap makes them anew each
+            # request): only those added are looked at. A list compare, no Python loop over the conversation.
+            shown = self.shown[:known] + [self._message(batch, m, hashes) for m in messages[known:]]
+            hashes.update(self._hashes)
+        else:
+            shown = [self._message(batch, m, hashes) for m in messages]
         branches = [{"fork": b.fork, "label": b.label, "created": b.created,
                      "m": [self._message(batch, m, hashes) for m in b.messages]} for b in session.branches]
         self._hashes = hashes
@@ -569,6 +681,7 @@ class LogWriter:
             line["m"] = list_change(self.shown, shown)
         if branches != self.branches:
             line["br"] = branches
+        batch.shown_messages = list(messages)
         if len(line) > 1:
             batch.add(_dumps(line))
             batch.state = (settings, shown, branches)
@@ -583,6 +696,8 @@ class LogWriter:
             ident = part_hash(text)
             cached = (message, ident, held)
             if ident not in self.known and ident not in batch.known:
+                if record.get("provenance") == _default_provenance(message.role):
+                    record = {k: v for k, v in record.items() if k != "provenance"}  # read back as the default
                 wire = {k: record[k] for k in WIRE_KEYS if k in record}
                 own = {k: v for k, v in record.items() if k not in WIRE_KEYS}
                 canonical = request_text(wire)
@@ -594,6 +709,9 @@ class LogWriter:
                 else:
                     batch.add(_dumps({"t": "m", "h": ident, "v": record}))
                 batch.known.add(ident)
+                if message.role == "assistant" and isinstance(message.content, str) \
+                        and len(message.content) >= MIN_NAMED:
+                    batch.contents[message.content] = ident
         hashes[id(message)] = cached
         return cached[1]
 
@@ -611,6 +729,14 @@ def _write_new(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(temp, path)
+
+
+def _default_provenance(role: str) -> dict[str, Json]:
+    """The provenance a message of `role` is read with when its record names none (parse.to_message)."""
+    from tui.context.messages import UNTRUSTED_SOURCES, default_source
+
+    source = default_source(role)
+    return {"source": source, "trusted": source not in UNTRUSTED_SOURCES, "label": ""}
 
 
 def _message_holding(message: Message) -> tuple[Any, ...]:
@@ -632,8 +758,12 @@ def _canonical(text: str) -> str:
         return text
 
 
-def _exact_text(record: RequestRecord, redactor: Any) -> str:
-    """The body's exact text, as sent, unless a secret must come out of it (then the redacted body, re-written)."""
+def _exact_text(record: RequestRecord, redactor: Any, previous: dict[str, Json] | None,
+                cut: Split | None) -> str:
+    """The body's exact text, as sent, unless a secret must come out of it (then the redacted body, re-written).
+
+    The app's own bodies are the bytes request_text makes; the previous body's cut spares writing again the
+    messages the two share (request_text writes a list's items as it writes each alone)."""
     from tui.sessions.redacted import BODY_WORDS, outside_words
 
     body = record.body
@@ -643,7 +773,32 @@ def _exact_text(record: RequestRecord, redactor: Any) -> str:
     if changed:
         return request_text(shown)
     text = record.exact_text()
-    return text if text is not None else request_text(body)
+    if text is not None:
+        return text
+    return _following_text(body, previous, cut) or request_text(body)
+
+
+_SENTINEL = "\u0000ctxpane: the messages\u0000"
+
+
+def _following_text(body: dict[str, Json], previous: dict[str, Json] | None, cut: Split | None) -> str | None:
+    """request_text(body), made from the previous body's text for the messages it shares; None if it cannot be."""
+    if previous is None or cut is None:
+        return None
+    messages, before = body.get("messages"), previous.get("messages")
+    hole = next((h for h in cut.holes if h.key == "messages" and h.items is not None), None)
+    if not isinstance(messages, list) or not isinstance(before, list) or hole is None or hole.items is None \
+            or len(hole.items) != len(before) or (hole.lead, hole.sep, hole.trail) != ("", ",", ""):
+        return None
+    shared = len(before) if messages[:len(before)] == before else 0
+    if not shared:
+        return None
+    frame = request_text({**body, "messages": [_SENTINEL]})
+    marker = request_text([_SENTINEL])[1:-1]
+    if frame.count(marker) != 1:
+        return None
+    items = list(hole.items[:shared]) + [request_text(item) for item in messages[shared:]]
+    return frame.replace(marker, ",".join(items))
 
 
 class _Batch:
@@ -654,11 +809,16 @@ class _Batch:
         self.lines: list[str] = []
         self.known: set[str] = set()
         self.canonical: dict[str, str] = {}
+        self.contents: dict[str, str] = {}
         self.figures: dict[int, dict[str, Json]] = {}
         self.bodies: dict[int, Split] = {}
         self.items: dict[int, dict[str, list[str]]] = {}
         self.new_records = 0
+        self.encoding: dict[str, Json] | None = None
+        self.initial: dict[str, Json] | None = None
+        self.last_body: dict[str, Json] | None = None
         self.state: tuple[dict[str, Json], list[str], list[dict[str, Json]]] | None = None
+        self.shown_messages: list[Message] | None = None
 
     def add(self, line: str) -> None:
         self.lines.append(line)
@@ -684,14 +844,26 @@ class _Batch:
         writer.known |= self.known
         for key, value in self.canonical.items():
             writer.canonical.setdefault(key, value)
+        if self.contents:
+            writer.contents.update(self.contents)
+            while len(writer.contents) > KEEP_CONTENTS:
+                del writer.contents[next(iter(writer.contents))]
         writer.figures.update(self.figures)
         if self.bodies:
             last = max(self.bodies)
             writer.bodies = {last: self.bodies[last]}
             writer.items = {last: self.items[last]}
         writer.count += self.new_records
+        if self.initial is not None:
+            writer.initial = self.initial
+        if self.encoding is not None:
+            writer.encoding = self.encoding
+        if self.last_body is not None:
+            writer.last_body = self.last_body
         if self.state is not None:
             writer.settings, writer.shown, writer.branches = self.state
+        if self.shown_messages is not None:
+            writer._shown_messages = self.shown_messages
 
 
 def _encodable(text: str) -> bool:

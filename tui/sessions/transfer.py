@@ -169,8 +169,10 @@ def _fence(text: str, language: str = "text") -> str:
 
 
 def export_request(session: Session, step: int | None) -> str:
-    """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it)."""
-    return request_text(step_record(session, step).body)
+    """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it); a tapped request's
+    are the client's own bytes, as the session file keeps them."""
+    record = step_record(session, step)
+    return record.exact_text() or request_text(record.body)
 
 
 def curl_command(url: str, body: dict, key_env: str) -> str:
