@@ -5,7 +5,8 @@ A change to an object is `{"s": {key: value}, "d": {key: change}, "x": [key], "a
 to a string (a reply as it streams), `p` keeps the first n items of a list and appends the rest (ids, generated
 tokens), `c` sets an object made by changing the one at the same key in a value alike (`like`: the request before,
 whose cost, usage and figures differ from this one's by a few numbers), `z` sets a long, repetitive text (a reply's
-raw stream: the same frame around each piece) as base64 of its zlib compression, `r` sets a text that a message of
+raw stream: the same frame around each piece) as base64 of its zlib compression, `y` the same, compressed with the
+text it replaces as zlib's dictionary (a reply's raw stream against the request before's), `r` sets a text that a message of
 the file holds (a reply's content, which became the assistant message: `{key: H}`, resolved by the reader).
 Applying changes never modifies the value given: what it does not change is shared.
 """
@@ -24,6 +25,7 @@ Json = Any
 MIN_APPEND = 32  # a string at least this long that only grew is written as what it gained
 MIN_KEEP = 4  # a list sharing at least this many first items is written as what follows them
 MIN_SQUEEZE = 2048  # a text this long is written compressed when that makes it 4 times smaller (not prose)
+MIN_LIKE = 256  # a text this long is written compressed against the text it replaces, when that is 4 times smaller
 MAX_SQUEEZED = 64 * 1024 * 1024  # what a compressed text may unpack to
 
 
@@ -41,6 +43,7 @@ def diff(old: dict[str, Json], new: dict[str, Json], like: dict[str, Json] | Non
     kept: dict[str, Json] = {}
     alike: dict[str, Json] = {}
     squeezed: dict[str, str] = {}
+    against: dict[str, str] = {}
     for key, value in new.items():
         before = old.get(key) if key in old else None
         if key in old and (before is value or type(before) is type(value) and before == value):
@@ -51,9 +54,14 @@ def diff(old: dict[str, Json], new: dict[str, Json], like: dict[str, Json] | Non
             if len(_dumped(change)) < len(_dumped(value)):
                 alike[key] = change
                 continue
-        if isinstance(value, str) and len(value) >= MIN_SQUEEZE and not (
+        if isinstance(value, str) and len(value) >= MIN_LIKE and not (
                 isinstance(before, str) and len(before) >= MIN_APPEND and value.startswith(before)):
-            packed = _squeeze(value)
+            if isinstance(before, str) and len(before) >= MIN_LIKE:
+                packed = _squeeze(value, before)
+                if packed is not None:
+                    against[key] = packed
+                    continue
+            packed = _squeeze(value) if len(value) >= MIN_SQUEEZE else None
             if packed is not None:
                 squeezed[key] = packed
                 continue
@@ -77,7 +85,8 @@ def diff(old: dict[str, Json], new: dict[str, Json], like: dict[str, Json] | Non
             sets[key] = value
     gone = [key for key in old if key not in new]
     out: dict[str, Json] = {}
-    for name, part in (("s", sets), ("d", inner), ("a", grown), ("p", kept), ("c", alike), ("z", squeezed)):
+    for name, part in (("s", sets), ("d", inner), ("a", grown), ("p", kept), ("c", alike), ("z", squeezed),
+                       ("y", against)):
         if part:
             out[name] = part
     if gone:
@@ -85,17 +94,26 @@ def diff(old: dict[str, Json], new: dict[str, Json], like: dict[str, Json] | Non
     return out
 
 
-def _squeeze(text: str) -> str | None:
+def _squeeze(text: str, reference: str | None = None) -> str | None:
     raw = text.encode("utf-8", "surrogatepass")
-    packed = base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+    if reference is None:
+        packer = zlib.compressobj(6)
+    else:
+        packer = zlib.compressobj(6, zdict=reference.encode("utf-8", "surrogatepass")[-32768:])
+    packed = base64.b64encode(packer.compress(raw) + packer.flush()).decode("ascii")
     return packed if len(packed) * 4 <= len(raw) else None
 
 
-def _unsqueeze(packed: Json) -> str:
+def _unsqueeze(packed: Json, reference: Json = None) -> str:
     if not isinstance(packed, str):
         raise BadChange("a compressed text that is not a string")
     try:
-        unpacker = zlib.decompressobj()
+        if reference is None:
+            unpacker = zlib.decompressobj()
+        elif isinstance(reference, str):
+            unpacker = zlib.decompressobj(zdict=reference.encode("utf-8", "surrogatepass")[-32768:])
+        else:
+            raise BadChange("a text compressed against one that is not there")
         raw = unpacker.decompress(base64.b64decode(packed, validate=True), MAX_SQUEEZED)
         if unpacker.unconsumed_tail:
             raise BadChange("a compressed text that unpacks to more than 64 MiB")
@@ -150,6 +168,8 @@ def apply(old: dict[str, Json], change: dict[str, Json], like: dict[str, Json] |
         out[key] = apply(model, value)
     for key, value in _part(change, "z").items():
         out[key] = _unsqueeze(value)
+    for key, value in _part(change, "y").items():
+        out[key] = _unsqueeze(value, old.get(key))
     for key, value in _part(change, "r").items():
         if resolve is None or not isinstance(value, str):
             raise BadChange(f"`{key[:40]}` names a message that cannot be read here")

@@ -210,13 +210,15 @@ class Session:
                 "tokenizer": self.tokenizer, "policy": self.policy, "fences": self.fences, "variables": self.variables,
                 "tools": self.tools, "params": self.params, "next_id": self.next_id}
 
-    def to_dict(self) -> dict:
+    def to_dict(self, requests: bool = True) -> dict:
+        """The session as version 1's one object (export --format json); without `requests`, an empty list: no
+        body is rebuilt."""
         return {"format": FORMAT, "version": VERSION, "id": self.id, "title": self.title, "created": self.created,
                 "updated": self.updated, "endpoint": {"base_url": self.base_url, "model": self.model},
                 "template": self.template, "tokenizer": self.tokenizer, "policy": self.policy,
                 "fences": self.fences, "variables": self.variables, "tools": self.tools, "params": self.params,
                 "messages": [m.to_record() for m in self.messages],
-                "requests": [asdict(r) for r in self.requests], "next_id": self.next_id,
+                "requests": [asdict(r) for r in self.requests] if requests else [], "next_id": self.next_id,
                 **({"branches": [b.to_record() for b in self.branches]} if self.branches else {})}
 
 

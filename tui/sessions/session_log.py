@@ -36,6 +36,7 @@ from tui.sessions.body_split import Hole, Split, hole_text, join, split
 from tui.sessions.log_diff import BadChange, apply, apply_list, copy_json, diff, list_change
 from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, SessionFormatError
 from tui.sessions.safe_io import structure_problem, text_problem
+from tui.sessions.schema_types import MAX_MESSAGES
 
 Json = Any
 LOG_VERSION = 2
@@ -83,6 +84,7 @@ class LogState:
     initial: dict[str, Json] = field(default_factory=dict)  # the last request's figures as its first line wrote them
     complete: int = 0  # bytes of whole lines (a last line cut short is not counted)
     cut: int = 0  # bytes of a last line cut short
+    lengths: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # array -> (request, its length)
     _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
 
     def items(self, index: int, key: str) -> list[str]:
@@ -251,14 +253,14 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
     kind = value.get("t")
     if kind == "x":
         ident = _hash(value.get("h"), number)
-        text = value.get("s")
-        if not isinstance(text, str):
+        found = value.get("s")
+        if not isinstance(found, str):
             raise SessionFormatError(f"line {number}: a part not laid out as ctxpane writes it (its exact text "
                                      "cannot be told)")
-        if part_hash(text) != ident:
+        if part_hash(found) != ident:
             raise SessionFormatError(f"line {number}: the part's text does not have its hash {ident[:12]}… "
                                      "(the file was changed)")
-        state.parts[ident] = text
+        state.parts[ident] = found
     elif kind == "m":
         ident = _hash(value.get("h"), number)
         own = value.get("v")
@@ -279,7 +281,8 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
         if index == len(state.records):
             body = _completed(value.get("b"), state.bodies[-1] if state.bodies else None)
             base = state.initial if index else {}  # (request N-1 as its first line wrote it)
-            state.records.append(apply(base, value.get("d", {}), None, state.message_text))
+            state.records.append(apply(base, value.get("d", {}), state.records[index - 1] if index else None,
+                                       state.message_text))
             state.initial = state.records[-1]
             state.bodies.append(body)
             _check_body(state, body, index, number, checked)
@@ -340,11 +343,8 @@ def _hash(value: Json, number: int) -> str:
 
 
 def _check_body(state: LogState, body: Json, index: int, number: int, checked: set[str]) -> None:
-    """A request's body refers only to parts before it, its arrays follow from the request before it, and the
-    parts it sends as messages (and tools) pass the session schema: the bounds of a body, part by part."""
-    from tui.sessions import schema
-    from tui.sessions.parse import convert
-
+    """A request's body refers only to parts before it and its arrays follow from the request before it, within
+    the bounds of a body (its parts pass the session schema when the body is rebuilt: checked_body)."""
     if not isinstance(body, dict) or not isinstance(body.get("k"), list) or not isinstance(body.get("h"), list) \
             or len(body["k"]) != len(body["h"]) + 1 or not all(isinstance(p, str) for p in body["k"]):
         raise SessionFormatError(f"line {number}: request {index + 1} has no body ctxpane can rebuild")
@@ -368,9 +368,15 @@ def _check_body(state: LogState, body: Json, index: int, number: int, checked: s
         for ident in added:
             if not isinstance(ident, str) or ident not in state.parts:
                 raise SessionFormatError(f"line {number}: the body names a part the file does not hold")
-        if len(state.items(index, key)) > schema.MAX_MESSAGES:
+        before = state.lengths.get(key) if "f" in hole else None
+        drop, keep = hole.get("d", 0), hole.get("k", 0)
+        if not (isinstance(drop, int) and isinstance(keep, int)
+                and 0 <= drop <= keep <= (before[1] if before is not None and before[0] == index - 1 else 0)):
+            raise SessionFormatError(f"line {number}: a body array that does not fit the request before it")
+        state.lengths[key] = (index, keep - drop + len(added))
+        if state.lengths[key][1] > MAX_MESSAGES:
             raise SessionFormatError(f"line {number}: field `requests[{index}].body.{key}`: more than "
-                                     f"{schema.MAX_MESSAGES:,} items")
+                                     f"{MAX_MESSAGES:,} items")
 
 
 def session_from_log(state: LogState, path: Path | None = None) -> Session:
@@ -412,7 +418,7 @@ def body_text_in_file(path: Path, index: int) -> str:
         raise SessionFormatError(f"{path.name}: request {index + 1} cannot be read again: {exc}") from None
 
 
-def file_loaders(path: Path, index: int) -> tuple[Callable[[], dict], Callable[[], str]]:
+def file_loaders(path: Path, index: int) -> tuple[Callable[[], dict[str, Json]], Callable[[], str]]:
     """The loaders of a record let go from memory: its body and its exact text, from the file."""
     return (lambda: checked_body(body_text_in_file(path, index), index)), lambda: body_text_in_file(path, index)
 
@@ -420,24 +426,22 @@ def file_loaders(path: Path, index: int) -> tuple[Callable[[], dict], Callable[[
 def checked_body(text: str, index: int) -> dict[str, Json]:
     """A request's body rebuilt, through the checks a body has (tui/sessions/schema.py): the bounds of every record,
     applied when the record's body is read (opening the file reads none)."""
-    from tui.sessions import schema
-    from tui.sessions.parse import convert
+    from tui.errors import schema_error_line
+    from tui.sessions.schema import Body, check_tools
+    from tui.sessions.schema_types import conform
 
     body = _decode(text.encode("utf-8", "surrogatepass"), index + 1, "the body of request")
     if not isinstance(body, dict):
         raise SessionFormatError(f"the body of request {index + 1} is not an object")
     try:
-        schema.conform(body, schema.Body, f".requests[{index}].body")
-        schema.check_tools(body.get("tools"), f".requests[{index}].body.tools")
+        conform(body, Body, f".requests[{index}].body")
+        check_tools(body.get("tools"), f".requests[{index}].body.tools")
     except ValueError as exc:
-        from tui.errors import schema_error_line
-
         raise SessionFormatError(schema_error_line(str(exc))) from None
-    del convert
     return body
 
 
-def _body_loader(state: LogState, index: int) -> Callable[[], dict]:
+def _body_loader(state: LogState, index: int) -> Callable[[], dict[str, Json]]:
     return lambda: checked_body(state.body_text(index), index)
 
 
@@ -448,7 +452,9 @@ def _text_loader(state: LogState, index: int) -> Callable[[], str]:
 # -- writing --------------------------------------------------------------------------------------------------------
 def figures_of(record: RequestRecord) -> dict[str, Json]:
     """A record's fields but its body, as JSON values (a copy: the record may change on)."""
-    return copy_json({f.name: getattr(record, f.name) for f in fields(RequestRecord) if f.name != "body"})
+    figures: dict[str, Json] = copy_json({f.name: getattr(record, f.name) for f in fields(RequestRecord)
+                                          if f.name != "body"})
+    return figures
 
 
 class LogWriter:
@@ -525,12 +531,16 @@ class LogWriter:
         if not self.started:
             batch.add(_dumps({"format": FORMAT, "version": LOG_VERSION, "layout": "lines", "id": session.id,
                               "created": session.created}))
-        self._state(batch, session, secrets)  # first: a request's reply may name a message it adds
+        # The requests' new parts first (the session's messages are written as the parts that hold them), then the
+        # session (a request's reply names the message it became), then the requests' lines.
         for index, held in list(self.watch.items()):
             if index < len(session.requests) and _holding(session.requests[index]) != held:
                 self._record(batch, session.requests[index], index, redactor)
         for index in range(self.settled, len(session.requests)):
             self._record(batch, session.requests[index], index, redactor)
+        self._state(batch, session, secrets)
+        for later in batch.later:
+            later()
         if not batch.lines:
             return b"", batch
         return ("\n".join(batch.lines) + "\n").encode("utf-8", "surrogatepass"), batch
@@ -595,11 +605,14 @@ class LogWriter:
             if written is None:
                 return
             figures = redacted_request(figures_of(record), redactor)
-            like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
-            change = self._content_named(diff(written, figures, like), batch)
-            if change:
-                batch.add(_dumps({"t": "r", "n": index + 1, "d": change}))
-                batch.figures[index] = figures
+
+            def changed() -> None:
+                like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
+                change = self._content_named(diff(written, figures, like), batch)
+                if change:
+                    batch.add(_dumps({"t": "r", "n": index + 1, "d": change}))
+                    batch.figures[index] = figures
+            batch.later.append(changed)
             return
         if index != self.count + batch.new_records:
             return  # (requests are only ever added at the end)
@@ -614,15 +627,18 @@ class LogWriter:
         arrays: dict[str, list[str]] = {}
         for hole in cut.holes:
             holes.append(self._hole(batch, hole, index, arrays_before, arrays))
-        base = (batch.initial if batch.initial is not None else self.initial) if index else {}
         encoding = {"k": list(cut.pieces), "h": holes}
-        before_encoding = self.encoding if index == self.count else batch.encoding
-        line: dict[str, Json] = {"t": "r", "n": index + 1, "d": diff(base, figures),
-                                 "b": _shortened(encoding, before_encoding)}
+        shortened = _shortened(encoding, self.encoding if index == self.count else batch.encoding)
         batch.encoding = encoding
-        batch.add(_dumps(line))
-        batch.figures[index] = figures
-        batch.initial = figures
+
+        def added() -> None:
+            base = (batch.initial if batch.initial is not None else self.initial) if index else {}
+            like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
+            batch.add(_dumps({"t": "r", "n": index + 1, "d": self._content_named(diff(base, figures, like), batch),
+                              "b": shortened}))
+            batch.figures[index] = figures
+            batch.initial = figures
+        batch.later.append(added)
         batch.bodies[index] = cut
         batch.items[index] = arrays
         batch.new_records += 1
@@ -645,7 +661,7 @@ class LogWriter:
               arrays: dict[str, list[str]]) -> dict[str, Json]:
         if hole.items is None:
             return {"key": hole.key, "x": batch.part(hole.text)}
-        idents = [batch.part(text, wire=hole.key == "messages") for text in hole.items]
+        idents = [batch.part(text, wire=True) for text in hole.items]
         arrays[hole.key] = idents
         out: dict[str, Json] = {"key": hole.key, "l": [hole.lead, hole.sep, hole.trail]}
         earlier = (arrays_before or {}).get(hole.key)
@@ -807,6 +823,7 @@ class _Batch:
     def __init__(self, writer: LogWriter) -> None:
         self.writer = writer
         self.lines: list[str] = []
+        self.later: list[Callable[[], None]] = []  # the requests' lines, made once the session's are
         self.known: set[str] = set()
         self.canonical: dict[str, str] = {}
         self.contents: dict[str, str] = {}

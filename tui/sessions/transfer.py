@@ -212,7 +212,7 @@ def resend_session(session: Session, step: int) -> Session:
     """A new session holding the conversation as it was at `step`, ready to send again (the old one stays)."""
     record = step_record(session, step)
     count = record.message_count or len(session.messages)
-    data = session.to_dict()
+    data = session.to_dict(requests=False)  # (the copy has none: no body of the session is rebuilt)
     copy = session_from_dict({**data, "requests": [], "id": Session().id, "title": new_title(session, "re-sent")})
     copy.messages = copy.messages[:count]
     if not copy.messages:
