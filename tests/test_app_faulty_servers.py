@@ -3,7 +3,6 @@ saved on disk, the failure is said on screen, and nothing raw reaches the termin
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

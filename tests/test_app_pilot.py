@@ -1,6 +1,5 @@
 """The app, driven with Textual's pilot: every interaction, asserted on what is shown and what is saved."""
 
-import json
 
 import pytest
 

@@ -3,7 +3,6 @@ applied values persisted and honoured by the pane; config.toml's [policy] and [p
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

@@ -7,7 +7,6 @@ stopped or failed, what arrived, the user's message and the draft are kept.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 
 import pytest

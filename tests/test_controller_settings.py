@@ -4,7 +4,6 @@ while connecting waits instead of being refused; a server that comes back is pic
 
 from __future__ import annotations
 
-import json
 
 
 from conftest import free_port
@@ -181,4 +180,4 @@ async def test_a_key_variable_set_in_the_app_keeps_that_key_out_of_the_file(harn
     await harness.idle(0.5)
     text = ctl.file.session_file.read_text()
     assert text.count(secret) == 1 and f"my key is {secret}" in text  # in the words, nowhere else
-    assert '"error": "bad key ***"' in text and "OTHER_KEY" not in ctl.tuning.values()["base_url"]
+    assert session_data(ctl.file.session_file)["requests"][0]["reply"]["error"] == "bad key ***" and "OTHER_KEY" not in ctl.tuning.values()["base_url"]

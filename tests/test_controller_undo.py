@@ -3,7 +3,6 @@ messages is taken back, several steps deep, the file follows, and message ids ar
 
 from __future__ import annotations
 
-import json
 
 from controller_helpers import Session, connected, harness, summarised_on_a_server  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer

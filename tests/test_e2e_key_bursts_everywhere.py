@@ -6,7 +6,6 @@ browser's search box, and the composer while a reply streams; the text each shou
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import string

@@ -98,7 +98,10 @@ def test_kill_9_during_a_reply_through_the_tap(tmp_path, upstream):  # noqa: F81
                     pieces += 1
                     if pieces > 20:
                         break
-                time.sleep(0.8)  # past the tap's first save of the request
+                deadline = time.monotonic() + 60
+                while not any(folder.glob("*.ctxpane.json")) and time.monotonic() < deadline:
+                    time.sleep(0.05)  # the request appended as it went upstream
+                time.sleep(0.2)
                 os.kill(tmux.pid(), signal.SIGKILL)
     except httpx.HTTPError:
         pass  # the tap went away under the reply: as it should

@@ -1,6 +1,5 @@
 """End to end in a real terminal (tmux): the real server, and a kill -9 in the middle of a reply."""
 
-import json
 import os
 import re
 import signal

@@ -7,7 +7,6 @@ hold the last state once the app has quit.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 

@@ -17,7 +17,7 @@ from tui.context.messages import Message, Provenance
 from tui.context.request_bytes import request_text
 from tui.sessions.body_split import hole_text, join, split
 from tui.sessions.model import RequestRecord, Session
-from tui.sessions.store import SessionAppender, SessionFileError, convert_session, load_session, save_session
+from tui.sessions.store import SessionAppender, SessionFileError, convert_session, load_session
 from tui.sessions.session_log import read_log
 
 SAMPLES = sorted((ROOT / "sample_sessions").glob("*.ctxpane.json"))

@@ -6,7 +6,6 @@ request of every client; keys in a query string reached the request list and the
 
 from __future__ import annotations
 
-import json
 
 import httpx
 import pytest

@@ -19,6 +19,7 @@ from tui.context.untrusted.outside_files import MAX_DEPTH, FileProblem, nesting_
 from tui.errors import one_line, schema_error_line
 
 BOM = b"\xef\xbb\xbf"
+MAX_SESSION_BYTES = 256 * 1024 * 1024  # a session file's bound (tui/sessions/store.py)
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 

@@ -32,7 +32,7 @@ import msgspec
 
 from tui.context.messages import Message
 from tui.context.request_bytes import request_text
-from tui.sessions.body_split import Hole, Split, hole_text, join, split
+from tui.sessions.body_split import Hole, Split, join, split
 from tui.sessions.log_diff import BadChange, apply, apply_list, copy_json, diff, list_change
 from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, SessionFormatError
 from tui.sessions.safe_io import structure_problem, text_problem
@@ -409,8 +409,7 @@ def session_from_log(state: LogState, path: Path | None = None) -> Session:
 
 def body_text_in_file(path: Path, index: int) -> str:
     """Request `index`'s exact body text, read again from its file (a record let go from memory: the tap)."""
-    from tui.sessions.safe_io import SessionFileError, read_regular_file
-    from tui.sessions.store import MAX_SESSION_BYTES
+    from tui.sessions.safe_io import MAX_SESSION_BYTES, SessionFileError, read_regular_file
 
     try:
         return read_log(read_regular_file(path, MAX_SESSION_BYTES)).body_text(index)
@@ -582,7 +581,7 @@ class LogWriter:
         """Requests before the last CHECKED are settled: never compared again, but those whose reply was incomplete
         (a reply cut short, or one still streaming while later requests went: the tap), compared only when one of
         the values they hold was replaced (a reply is replaced as it streams, never changed in place)."""
-        for index, held in list(self.watch.items()):
+        for index in list(self.watch):
             record = session.requests[index] if index < len(session.requests) else None
             if record is None or not record.incomplete:
                 del self.watch[index]

@@ -17,13 +17,13 @@ from pathlib import Path
 from platformdirs import user_data_dir
 
 from tui.sessions.model import VERSION, Session, SessionFormatError
-from tui.sessions.safe_io import SessionFileError, about, read_regular_file, write_atomic, write_private
+from tui.sessions.safe_io import (MAX_SESSION_BYTES, SessionFileError, about, read_regular_file, write_atomic,
+                                  write_private)
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
            "SessionLocked", "convert_session", "list_sessions", "load_session", "save_session", "session_path",
            "session_text", "sessions_dir", "write_atomic", "write_private"]
 
-MAX_SESSION_BYTES = 256 * 1024 * 1024
 SUFFIX = ".ctxpane.json"
 
 
