@@ -501,7 +501,7 @@ class LogWriter:
             self.items = {last: {h["key"]: list(state.items(last, h["key"])) for h in state.bodies[last]["h"]
                                  if "l" in h}}
         for ident, text in state.parts.items():
-            self.canonical.setdefault(part_hash(_canonical(text)), ident)
+            self.canonical.setdefault(part_hash(_canonical(text)[0]), ident)
         self.initial = copy_json(state.initial)
         self.encoding = copy_json(state.bodies[-1]) if state.bodies else None
         self.settings = copy_json(state.settings)
@@ -715,10 +715,10 @@ class LogWriter:
                     record = {k: v for k, v in record.items() if k != "provenance"}  # read back as the default
                 wire = {k: record[k] for k in WIRE_KEYS if k in record}
                 own = {k: v for k, v in record.items() if k not in WIRE_KEYS}
-                canonical = request_text(wire)
-                part = self.canonical.get(part_hash(canonical)) or batch.canonical.get(part_hash(canonical))
+                key = part_hash(_wire_key(wire))
+                part = self.canonical.get(key) or batch.canonical.get(key)
                 if part is None and self.own_wire and isinstance(wire.get("content"), (str, type(None))):
-                    part = batch.part(canonical, wire=True)  # the next request sends these very bytes
+                    part = batch.part(request_text(wire), wire=True)  # the next request sends these very bytes
                 if part is not None:
                     batch.add(_dumps({"t": "m", "h": ident, "w": part, "v": own}))
                 else:
@@ -766,11 +766,18 @@ def _holding(record: RequestRecord) -> tuple[Any, ...]:
             record.cache_class, record.cache_place)
 
 
-def _canonical(text: str) -> str:
+def _canonical(text: str) -> tuple[str, bool]:
+    """A wire message's key whatever the client's spacing, escapes or key order (what a session message is looked
+    up by), and whether `text` is what the app itself writes (request_text)."""
     try:
-        return request_text(json.loads(text))
+        value = json.loads(text)
     except (ValueError, RecursionError):
-        return text
+        return text, False
+    return _wire_key(value), request_text(value) == text
+
+
+def _wire_key(value: Json) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def _exact_text(record: RequestRecord, redactor: Any, previous: dict[str, Json] | None,
@@ -849,9 +856,9 @@ class _Batch:
             self.add('{"t":"x","h":"' + ident + '","v":' + text + "}")
         self.known.add(ident)
         if wire:
-            canonical = _canonical(text)
-            self.canonical.setdefault(part_hash(canonical), ident)
-            if canonical != text:
+            key, own = _canonical(text)
+            self.canonical.setdefault(part_hash(key), ident)
+            if not own:
                 self.writer.own_wire = False  # a client's own bytes: its replies' wire form is not guessed
         return ident
 
