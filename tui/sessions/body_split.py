@@ -37,6 +37,7 @@ class Hole:
     sep: str = ","  # between two items (the same between every two, or the array is not cut)
     trail: str = ""  # between the last item and "]"
     start: int = 0  # where the hole starts in the body
+    reused: int = 0  # its first items are the previous cut's (the same strings): what is known of them holds
 
 
 @dataclass(frozen=True)
@@ -159,10 +160,10 @@ def _array(text: str, key: str, opened: int, before: Hole | None, shared: int) -
     items: list[str] = []
     seps: set[str] = set()
     at = first
+    reused = 0
     if before is not None and before.start == opened and before.lead == lead and before.spans \
             and before.items is not None:
         # The items the previous body shared from its start are the same items: their spans carry over.
-        reused = 0
         for _start, end in before.spans:
             if end >= shared:
                 break
@@ -177,7 +178,7 @@ def _array(text: str, key: str, opened: int, before: Hole | None, shared: int) -
                 at = _space(text, after + 1)
                 seps.add(text[end:at])
             elif text[after:after + 1] == "]":
-                return _hole(key, opened, lead, spans, items, seps, text[end:after])
+                return _hole(key, opened, lead, spans, items, seps, text[end:after], reused)
             else:
                 raise _NotCut
             if len(seps) > 1:
@@ -194,11 +195,11 @@ def _array(text: str, key: str, opened: int, before: Hole | None, shared: int) -
                 return None
             continue
         if text[after:after + 1] == "]":
-            return _hole(key, opened, lead, spans, items, seps, text[end:after])
+            return _hole(key, opened, lead, spans, items, seps, text[end:after], reused)
         raise _NotCut
 
 
 def _hole(key: str, opened: int, lead: str, spans: list[tuple[int, int]], items: list[str], seps: set[str],
-          trail: str) -> Hole:
+          trail: str, reused: int) -> Hole:
     return Hole(key, items=tuple(items), spans=tuple(spans), lead=lead, sep=next(iter(seps), ","), trail=trail,
-                start=opened)
+                start=opened, reused=reused)

@@ -660,10 +660,14 @@ class LogWriter:
               arrays: dict[str, list[str]]) -> dict[str, Json]:
         if hole.items is None:
             return {"key": hole.key, "x": batch.part(hole.text)}
-        idents = [batch.part(text, wire=True) for text in hole.items]
+        earlier = (arrays_before or {}).get(hole.key)
+        known = hole.reused if earlier is not None and hole.reused <= len(earlier) else 0
+        # The items the previous body shared are its items: their parts are known (no hash again: the work of an
+        # append grows with what is new, not with the conversation).
+        idents = (earlier[:known] if earlier is not None else []) + \
+            [batch.part(text, wire=True) for text in hole.items[known:]]
         arrays[hole.key] = idents
         out: dict[str, Json] = {"key": hole.key, "l": [hole.lead, hole.sep, hole.trail]}
-        earlier = (arrays_before or {}).get(hole.key)
         if earlier is not None:
             out.update({"f": index, **list_change(earlier, idents)})
         else:
