@@ -240,3 +240,25 @@ def test_growth_is_written_as_what_is_new(tmp_path):
     assert max(sizes) < 2500, sizes
     state = read_log(path.read_bytes())
     assert len(state.records) == 33 and os.path.getsize(path) == state.complete
+
+
+def test_the_apps_writer_appends_and_its_snapshot_copies_only_what_may_still_change(tmp_path):
+    from tui.controller.saver import RECENT, SessionWriter, snapshot
+
+    path = tmp_path / "app.ctxpane.json"
+    session = Session(title="writer")
+    grow(session, SessionAppender(), tmp_path / "other.ctxpane.json", FORMATS["chat completions"], 8)
+    writer = SessionWriter()
+    writer.save(snapshot(session), path, [])
+    assert writer.wait_idle(30)
+    first = path.read_bytes()
+    session.messages.append(Message("user", "and one more", provenance=Provenance("user", True), id=session.new_id()))
+    copy = snapshot(session)
+    assert copy.messages is not session.messages and copy.messages[0] is session.messages[0]  # shared, not copied
+    assert all(a is b for a, b in zip(copy.requests[:-RECENT], session.requests[:-RECENT]))  # settled: shared
+    assert all(a is not b for a, b in zip(copy.requests[-RECENT:], session.requests[-RECENT:]))
+    writer.save(copy, path, [])
+    assert writer.close(30) is None
+    grown = path.read_bytes()
+    assert grown.startswith(first) and len(grown) - len(first) < 500  # the new message, appended
+    assert load_session(path).session.messages[-1].content == "and one more"

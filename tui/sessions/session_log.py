@@ -38,6 +38,9 @@ from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, Sess
 from tui.sessions.safe_io import structure_problem, text_problem
 from tui.sessions.schema_types import MAX_MESSAGES
 
+__all__ = ["LOG_VERSION", "LogState", "LogWriter", "file_loaders", "is_log", "log_bytes", "read_log",
+           "session_from_log"]
+
 Json = Any
 LOG_VERSION = 2
 SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", "policy", "fences", "variables",
