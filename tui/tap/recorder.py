@@ -42,9 +42,9 @@ log = logging.getLogger("ctxpane.tap")
 
 CHAT_PATHS = ("/chat/completions",)
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
-KEEP_VIEW_CHARS = 8 * 1024 * 1024  # and at most documents of these many characters in all (long conversations)
+KEEP_VIEW_CHARS = 2 * 1024 * 1024  # and at most documents of these many characters in all (long conversations)
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
-KEEP_BYTES_TOTAL = 96 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
+KEEP_BYTES_TOTAL = 16 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
 KEEP_TIMINGS = 2000  # the latest appends' durations kept (for the benchmark: flat, whatever the length)
 
