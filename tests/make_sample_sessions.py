@@ -16,7 +16,7 @@ from tui.client.reply import Reply
 from tui.context import builtin_template, get_tokenizer
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
-from tui.sessions.store import save_session
+from tui.sessions.store import session_text, write_atomic
 
 OUT = Path(__file__).resolve().parent.parent / "sample_sessions"
 STAMP = "2026-11-02T09:00:00+00:00"
@@ -175,7 +175,7 @@ def main() -> None:
         for record in wb.session.requests:
             record.time = STAMP
         path = OUT / f"{name}.ctxpane.json"
-        save_session(wb.session, path)
+        write_atomic(path, session_text(wb.session))  # version 1's one object: the old files every version opens
         print(f"{path.name}: {len(wb.session.messages)} messages, {len(wb.session.requests)} requests")
     (OUT / "forged-tool-result.messages.json").write_text(
         json.dumps([m.to_record() for m in forged_tool_result().session.messages], indent=1, ensure_ascii=False))

@@ -3,13 +3,13 @@ saved on disk, the failure is said on screen, and nothing raw reaches the termin
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from fault_server import FaultServer
 from test_hostile_sinks import assert_clean
+from session_files import session_data
 
 SIZE = (160, 48)
 # scenario -> the partial reply the session must keep (PARTIAL in fault_server is "partial reply kept")
@@ -51,7 +51,7 @@ async def test_app_survives_and_keeps_everything(sessions, tmp_path, server, sce
         await pilot.press(*"still typing")  # responsive: the composer takes keys
         await settle(pilot, app)
         assert app.query_one("Composer").text == "still typing"
-        saved = json.loads(app.session_file.read_text())
+        saved = session_data(app.session_file)
         assert saved["messages"][0]["content"] == "hello there"
         expected = SCENARIOS[scenario]
         if expected:

@@ -11,6 +11,7 @@ from fault_server import FaultServer
 from tui.app.screens.confirm import ConfirmScreen
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
+from session_files import session_data
 
 SIZE = (160, 48)
 KEY = "sk-test-key-0123456789abcdef"
@@ -89,7 +90,7 @@ async def test_placeholder_key_does_not_rewrite_the_session_and_a_real_key_is_ne
             await settle(pilot, app)
             await pilot.press(*f"my key is {KEY}", "enter")
             await settle(pilot, app)
-            saved = json.loads(app.session_file.read_text())
+            saved = session_data(app.session_file)
             # the user's words are kept as written (and said so); the key is nowhere else, not in the title either
             assert any(m["content"] == f"my key is {KEY}" for m in saved["messages"])
             saved["messages"] = []

@@ -1,6 +1,5 @@
 """The app, driven with Textual's pilot: every interaction, asserted on what is shown and what is saved."""
 
-import json
 
 import pytest
 
@@ -14,6 +13,7 @@ from tui.app.screens.help import HelpScreen
 from tui.app.chat.transcript import ChatView
 from tui.app.screens.picker import PickerScreen
 from tui.context.messages import Message, Provenance
+from session_files import session_data
 
 SIZE = (160, 48)
 
@@ -63,7 +63,7 @@ async def test_send_streams_reply_and_autosaves(sessions, tmp_path, server):
         assert chat.message_lines(len(app.wb.session.messages) - 1)[0].startswith("assistant")
         assert "Hello, wörld 👋" in chat.message_lines(len(app.wb.session.messages) - 1)
         assert app.wb.session.messages[-1].reasoning_content == "Let me think."
-        saved = json.loads(app.session_file.read_text())
+        saved = session_data(app.session_file)
         assert saved["requests"][0]["reply"]["content"] == "Hello, wörld 👋"
         assert saved["requests"][0]["body"]["messages"][-1] == {"role": "user", "content": "hello there"}
         assert saved["requests"][0]["cached_reported"] == 5

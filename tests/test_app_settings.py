@@ -3,12 +3,12 @@ applied values persisted and honoured by the pane; config.toml's [policy] and [p
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
 from tui.app.screens.settings import SettingsScreen
+from session_files import session_data
 
 SIZE = (120, 40)
 
@@ -55,7 +55,7 @@ async def test_f8_sets_the_window_and_temperature_and_they_are_saved(sessions, t
         assert app.wb.view.snapshot is not None and app.wb.view.budget == 300 - app.wb.policy.max_tokens
         app.autosave(now=True)
         await settle(pilot, app)
-        saved = json.loads(app.session_file.read_text())
+        saved = session_data(app.session_file)
         assert saved["policy"]["context_window"] == 300 and saved["params"]["temperature"] == 0.4
         app.save_screenshot(str(tmp_path / "settings.svg"))
 

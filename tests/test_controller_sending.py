@@ -7,7 +7,6 @@ stopped or failed, what arrived, the user's message and the draft are kept.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 
 import pytest
@@ -18,6 +17,7 @@ from tui.context.templates.library import template_from_text
 from tui.controller.events import (ChatChanged, Notice, ReplyEnded, ReplyGrew, ReplyStarted,
                                    StatusChanged)
 from tui.sessions.model import Session
+from session_files import session_data
 
 
 # -- sending ------------------------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ async def test_send_streams_the_reply_and_keeps_it(tmp_path, monkeypatch):
         assert last.role == "assistant" and last.text() == "Hello, wörld 👋" and not last.incomplete
         assert ctl.wb.session.messages[-2].text() == "hello there"
         assert server.requests[-1]["body"]["messages"][-1] == {"role": "user", "content": "hello there"}
-        saved = json.loads(ctl.file.session_file.read_text())
+        saved = session_data(ctl.file.session_file)
         assert saved["requests"][0]["reply"]["content"] == "Hello, wörld 👋"
         assert made.of(ChatChanged)[-1].chat.messages[-1] == last
         ctl.close()
@@ -71,7 +71,7 @@ async def test_stop_mid_stream_keeps_the_partial_reply(tmp_path, monkeypatch):
         assert last.text().startswith("partial reply")
         assert ctl.wb.session.requests[-1].reply["incomplete"] is True
         assert ctl.snapshot().chat.notes[last.id].startswith("■ stopped")
-        assert json.loads(ctl.file.session_file.read_text())["messages"][-1]["content"].startswith("partial")
+        assert session_data(ctl.file.session_file)["messages"][-1]["content"].startswith("partial")
         ctl.close()
 
 
@@ -115,7 +115,7 @@ async def test_a_failed_send_keeps_the_users_message_and_draft(tmp_path, monkeyp
         assert question.role == "user" and not ctl.streaming
         assert ctl.wb.draft == "the next one, typed while it was sent"
         assert made.of(StatusChanged)[-1].text.startswith("✗") and made.of(StatusChanged)[-1].style == "red"
-        saved = json.loads(ctl.file.session_file.read_text())
+        saved = session_data(ctl.file.session_file)
         assert any(m["content"] == "my question" for m in saved["messages"])
         if scenario == "cut":  # something arrived: kept, incomplete, with the reason under it
             assert messages[-1].incomplete and messages[-1].text().startswith("partial reply kept")

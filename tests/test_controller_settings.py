@@ -4,7 +4,6 @@ while connecting waits instead of being refused; a server that comes back is pic
 
 from __future__ import annotations
 
-import json
 
 
 from conftest import free_port
@@ -12,6 +11,7 @@ from controller_helpers import Harness, connected, harness  # noqa: F401 - harne
 from fault_server import FaultServer
 from tui.controller import tuning
 from tui.controller.events import Notice, StatusChanged
+from session_files import session_data
 
 
 def form(ctl, **changes) -> dict[str, str]:
@@ -42,7 +42,7 @@ async def test_settings_are_applied_saved_and_the_pane_recomputes(harness):
     assert ctl.wb.view is not before and ctl.wb.view.snapshot is not None
     body = ctl.wb.request_body(ctl.wb.view)
     assert body["temperature"] == 0.3 and body["seed"] == 7 and body["max_tokens"] == 64
-    saved = json.loads(ctl.file.session_file.read_text())
+    saved = session_data(ctl.file.session_file)
     assert saved["policy"]["context_window"] == 300 and saved["params"]["seed"] == 7
     # A cleared sampling field is no longer sent; a cleared window means "unknown".
     assert ctl.tuning.apply(form(ctl, temperature="", context_window="")) == {}
@@ -180,4 +180,4 @@ async def test_a_key_variable_set_in_the_app_keeps_that_key_out_of_the_file(harn
     await harness.idle(0.5)
     text = ctl.file.session_file.read_text()
     assert text.count(secret) == 1 and f"my key is {secret}" in text  # in the words, nowhere else
-    assert '"error": "bad key ***"' in text and "OTHER_KEY" not in ctl.tuning.values()["base_url"]
+    assert session_data(ctl.file.session_file)["requests"][0]["reply"]["error"] == "bad key ***" and "OTHER_KEY" not in ctl.tuning.values()["base_url"]

@@ -3,12 +3,12 @@ messages is taken back, several steps deep, the file follows, and message ids ar
 
 from __future__ import annotations
 
-import json
 
 from controller_helpers import Session, connected, harness, summarised_on_a_server  # noqa: F401 - harness is a fixture
 from fault_server import FaultServer
 from tui.controller.events import Notice
 from tui.sessions.store import load_session
+from session_files import session_data
 
 
 def texts(ctl) -> list[str]:
@@ -57,7 +57,7 @@ async def test_ids_given_after_a_delete_are_never_given_again_after_its_undo(har
     assert len(ids) == len(set(ids)) and again.id != added.id
     ctl.changed()
     await harness.idle(0.5)
-    file_ids = [m["id"] for m in json.loads(ctl.file.session_file.read_text())["messages"]]
+    file_ids = [m["id"] for m in session_data(ctl.file.session_file)["messages"]]
     assert len(file_ids) == len(set(file_ids))
 
 

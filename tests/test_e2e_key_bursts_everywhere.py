@@ -6,7 +6,6 @@ browser's search box, and the composer while a reply streams; the text each shou
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import string
@@ -17,6 +16,7 @@ import pytest
 from fault_server import FaultServer
 from key_bursts import LineEditor, random_burst
 from tmux_driver import Tmux
+from session_files import session_data
 
 RUNS = 20
 TMUX_NAMES = {"backspace": "BSpace", "delete": "DC", "left": "Left", "right": "Right", "home": "Home", "end": "End"}
@@ -60,7 +60,7 @@ def saved_session(tmux: Tmux, check, timeout: float = 10) -> dict:
     while time.monotonic() < deadline:
         for path in tmux.sessions():
             try:
-                raw = json.loads(path.read_text())
+                raw = session_data(path)
             except (OSError, ValueError):  # not written yet
                 continue
             if check(raw):

@@ -1,6 +1,5 @@
 """End to end in a real terminal (tmux): the real server, and a kill -9 in the middle of a reply."""
 
-import json
 import os
 import re
 import signal
@@ -11,6 +10,7 @@ import pytest
 from fault_server import FaultServer
 from tmux_driver import Tmux
 from tui.sessions.store import load_session
+from session_files import session_data
 
 
 @pytest.fixture()
@@ -65,7 +65,7 @@ def saved_mid_reply(tmux, text: str = "partial reply", seconds: float = 20.0) ->
     while time.monotonic() < deadline:
         for path in tmux.sessions():
             try:
-                requests = json.loads(path.read_text()).get("requests") or []
+                requests = session_data(path).get("requests") or []
             except (OSError, ValueError):  # not written yet
                 continue
             if requests and (requests[-1].get("reply") or {}).get("content", "").startswith(text):
@@ -86,7 +86,7 @@ def test_kill_9_mid_reply_keeps_what_arrived(tmp_path, tmux):
         time.sleep(0.3)
         files = tmux.sessions()
         assert len(files) == 1
-        raw = json.loads(files[0].read_text())  # a whole file, never a half-written one
+        raw = session_data(files[0])  # a whole file, never a half-written one
         assert raw["requests"][-1]["reply"]["incomplete"] is True
         assert raw["requests"][-1]["reply"]["content"].startswith("partial reply")
         tmux.stop()

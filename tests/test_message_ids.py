@@ -18,6 +18,7 @@ from tui.context.templates.library import builtin_template
 from tui.sessions.model import MAX_NEXT_ID, RequestRecord, Session, recover_interrupted_reply
 from tui.sessions.parse import decode_session
 from tui.sessions.store import SessionFileError, load_session, save_session, session_text
+from session_files import session_data
 
 
 def workbench(messages: int = 0) -> Workbench:
@@ -49,7 +50,7 @@ def test_the_counter_survives_save_and_load(tmp_path):
     del wb.session.messages[1:]
     path = tmp_path / "s.ctxpane.json"
     save_session(wb.session, path)
-    assert json.loads(path.read_text())["next_id"] == wb.session.next_id
+    assert session_data(path)["next_id"] == wb.session.next_id
     again = load_session(path).session
     assert again.next_id == wb.session.next_id and again.to_dict() == wb.session.to_dict()
     assert again.new_id() not in used

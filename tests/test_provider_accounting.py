@@ -13,6 +13,7 @@ import json
 import pytest
 
 from tap_helpers import upstream  # noqa: F401 - a fixture
+from session_files import session_data
 
 NAMES_EXAMPLE = [
     {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate jargon "
@@ -81,7 +82,7 @@ def test_import_and_replay_take_the_family_from_the_body(cli_in_process, tmp_pat
     body.write_text(json.dumps({"model": "gpt-4o", "messages": NAMES_EXAMPLE}))
     session = tmp_path / "s.ctxpane.json"
     assert cli_in_process("import", str(body), "-o", str(session)).returncode == 0
-    stored = json.loads(session.read_text())
+    stored = session_data(session)
     assert stored["template"]["name"] == "openai" and stored["tokenizer"] == "o200k_base"
     result = cli_in_process("render", str(session), "--json", "--no-fences")
     assert json.loads(result.stdout)["tokens"]["total"] == 124

@@ -22,6 +22,7 @@ from tui.sessions.model import RequestRecord, Session
 from tui.sessions.redacted import redacted_session
 from tui.sessions.store import load_session, save_session, session_text
 from window_servers import WindowServer
+from session_files import session_data
 
 # Credential headers and parameters that the SDKs and gateways of this field send (OpenAI, Azure, Anthropic,
 # Gemini, Bedrock's SigV4, LiteLLM, Portkey, Helicone, Cloudflare AI Gateway, Azure API Management).
@@ -137,7 +138,7 @@ def chat(tap, scenario: str, content: str, headers=None, params=None, **body):
 
 def recordings(tap) -> dict[str, dict]:
     """Every session file the tap wrote, each parsed (a file that is not JSON fails here)."""
-    return {path.name: json.loads(path.read_text()) for path in tap.folder.iterdir() if path.suffix == ".json"}
+    return {path.name: session_data(path) for path in tap.folder.iterdir() if path.suffix == ".json"}
 
 
 def outside_words(data: dict) -> str:
@@ -243,7 +244,7 @@ async def test_a_session_chatted_with_a_word_as_key_keeps_every_word(tmp_path, m
             said = [text for text in notices if "placeholder" in text]
             app.controller.file.save()
             app.controller.close()
-    data = json.loads(path.read_text())
+    data = session_data(path)
     assert data["messages"][0]["content"] == words
     assert "anything" in data["messages"][1]["content"]  # the loopback answers with the text it kept
     assert data["requests"][0]["body"]["messages"][-1]["content"] == words
@@ -318,7 +319,7 @@ async def test_a_key_put_in_the_sessions_parameters_is_not_shown_or_copied(tmp_p
     from tui.app.pane.request_tab import RequestView
     isolated(monkeypatch, tmp_path)
     path = markdown_session(tmp_path, "a reply")
-    data = json.loads(path.read_text())
+    data = session_data(path)
     data["params"] = {"api_key": "sk-params-secret-0123456789", "temperature": 0.2}
     path.write_text(json.dumps(data))
     app = make_app(tmp_path, offline=True, file=path)

@@ -7,7 +7,6 @@ hold the last state once the app has quit.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -17,20 +16,21 @@ from tui.controller.saver import IDLE_SECONDS, SessionWriter, snapshot
 from tui.sessions import store
 from tui.sessions.model import Session
 from tui.context.messages import Message
+from session_files import session_data
 
 SIZE = (150, 42)
 
 
 def slow_writes(monkeypatch, seconds: float, log: list):
-    original = store.save_session
+    original = store.SessionAppender.append
 
-    def slow(session, path, secrets=None):
+    def slow(self, session, path, secrets=None):
         assert threading.current_thread() is not threading.main_thread()  # never on the event loop
         log.append(("start", time.monotonic(), session.messages[0].text() if session.messages else ""))
         time.sleep(seconds)
-        original(session, path, secrets)
+        original(self, session, path, secrets)
         log.append(("end", time.monotonic(), session.messages[0].text() if session.messages else ""))
-    monkeypatch.setattr(store, "save_session", slow)
+    monkeypatch.setattr(store.SessionAppender, "append", slow)
 
 
 async def test_keys_echo_while_a_slow_save_runs_and_quitting_keeps_the_last_state(monkeypatch, tmp_path):
@@ -58,19 +58,19 @@ async def test_keys_echo_while_a_slow_save_runs_and_quitting_keeps_the_last_stat
     ends = [entry for entry in log if entry[0] == "end"]
     assert ends[0][1] > echoed  # the key was echoed before the first slow write had finished
     assert len(ends) < 5  # five states handed over, fewer writes: the waiting ones coalesced
-    saved = json.loads(path.read_text())
+    saved = session_data(path)
     assert saved["messages"][0]["content"] == "after the last save" and app.save_failure is None
 
 
 async def test_a_failed_save_is_told_and_quitting_reports_it(monkeypatch, tmp_path):
     isolated(monkeypatch, tmp_path)
 
-    def failing(session, path, secrets=None):
+    def failing(self, session, path, secrets=None):
         raise OSError(28, "No space left on device")
     app = make_app(tmp_path, offline=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        monkeypatch.setattr(store, "save_session", failing)
+        monkeypatch.setattr(store.SessionAppender, "append", failing)
         app.wb.set_system_prompt("lost?")
         app.controller.changed()
         app.autosave(now=True)
@@ -87,12 +87,12 @@ def test_the_writer_keeps_order_and_coalesces(monkeypatch, tmp_path):
     path = tmp_path / "s.ctxpane.json"
     session = Session(messages=[Message("user", "v0")])
     for number in range(10):
-        session.messages[0].content = f"v{number}"
+        session.messages[0] = Message("user", f"v{number}")  # (messages are replaced, never changed in place)
         writer.save(snapshot(session), path, [])  # the live session goes on changing: the snapshot does not
     assert writer.close(10) is None
     written = [text for kind, _t, text in log if kind == "end"]
     assert written[-1] == "v9" and len(written) <= 2 and written == sorted(written)
-    assert json.loads(path.read_text())["messages"][0]["content"] == "v9"
+    assert session_data(path)["messages"][0]["content"] == "v9"
 
 
 def test_quitting_waits_a_bounded_time_and_says_so(monkeypatch, tmp_path):
@@ -106,7 +106,7 @@ def test_quitting_waits_a_bounded_time_and_says_so(monkeypatch, tmp_path):
     assert time.monotonic() - started < 0.9
     assert failure is not None and "did not answer within" in str(failure)
     writer._thread.join(5)  # the write itself still lands: the thread is not a daemon
-    assert json.loads(path.read_text())["messages"][0]["content"] == "late"
+    assert session_data(path)["messages"][0]["content"] == "late"
 
 
 def test_a_writer_nobody_closed_lets_the_process_end(tmp_path):
@@ -120,5 +120,5 @@ def test_a_writer_nobody_closed_lets_the_process_end(tmp_path):
     assert not first.is_alive()
     writer.save(Session(messages=[Message("user", "second")]), path, [])  # the next save starts another
     assert writer.wait_idle(10) and writer._thread is not first
-    assert json.loads(path.read_text())["messages"][0]["content"] == "second"
+    assert session_data(path)["messages"][0]["content"] == "second"
     assert writer.close(10) is None

@@ -27,6 +27,7 @@ from tui.context.fit.window import WindowSize, fit_check
 from tui.sessions.model import RequestRecord, Session, now_iso
 from tui.sessions.parse import decode_session
 from tui.sessions.receipts import record_fit, settle
+from session_files import session_data
 
 @pytest.fixture()
 def run_cli(cli_in_process):
@@ -120,7 +121,7 @@ def test_replay_shows_what_the_server_did_and_the_cost(tmp_path, run_cli):
 
 def test_an_old_file_without_these_records_still_loads(tmp_path, run_cli):
     _session, path = offline_session(tmp_path)
-    data = json.loads(path.read_text())
+    data = session_data(path)
     for request in data["requests"]:
         for key in ("fit", "received", "cost"):
             request.pop(key)
@@ -140,7 +141,7 @@ def test_an_old_file_without_these_records_still_loads(tmp_path, run_cli):
 ])
 def test_a_bad_record_is_one_line_naming_the_field(tmp_path, run_cli, where, value, field):
     _session, path = offline_session(tmp_path)
-    data = json.loads(path.read_text())
+    data = session_data(path)
     data["requests"][0][where] = value
     path.write_text(json.dumps(data))
     result = run_cli("replay", str(path), "--check")
@@ -150,7 +151,7 @@ def test_a_bad_record_is_one_line_naming_the_field(tmp_path, run_cli, where, val
 
 def test_fields_the_schema_does_not_know_are_not_kept(tmp_path):
     _session, path = offline_session(tmp_path)
-    data = json.loads(path.read_text())
+    data = session_data(path)
     data["requests"][0]["received"]["injected"] = "x"
     loaded, _version = decode_session(json.dumps(data).encode())
     assert "injected" not in loaded.requests[0].received
@@ -265,7 +266,7 @@ def test_a_cost_record_the_schema_lets_through_with_no_amounts_is_shown_not_a_cr
     from tui.app.pane.cost_amounts import money_text  # the Cost tab's money part
 
     _session, path = offline_session(tmp_path)
-    data = json.loads(path.read_text())
+    data = session_data(path)
     for request in data["requests"]:
         request["cost"] = cost
     path.write_text(json.dumps(data))

@@ -11,6 +11,7 @@ from tui.context.messages import Message
 from tui.sessions import store
 from tui.sessions.model import RequestRecord, Session, recover_interrupted_reply
 from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session
+from session_files import session_data
 
 SAMPLE = ROOT / "sample_sessions" / "forged-tool-result.ctxpane.json"
 
@@ -227,12 +228,12 @@ def test_a_builtin_template_keeps_the_defaults_it_was_used_with(tmp_path):
     path = tmp_path / "plain.ctxpane.json"
     save_session(Session(title="plain", template=template_spec(plain_chatml()),
                          messages=[Message("user", "hi", id="u1")]), path)
-    stored = json.loads(path.read_text())["template"]
+    stored = session_data(path)["template"]
     assert stored == {"name": "chatml", "origin": "builtin", "defaults": {"default_system": ""}}
     again = template_from_session(load_session(path).session.template)
     assert again.render([{"role": "user", "content": "hi"}]) == plain_chatml().render([{"role": "user", "content": "hi"}])
     assert "You are Qwen" not in again.render([{"role": "user", "content": "hi"}])
-    data = json.loads(path.read_text())
+    data = session_data(path)
     data["template"]["defaults"] = {"messages": "x"}
     path.write_text(json.dumps(data))
     with pytest.raises(SessionFileError, match="defaults"):

@@ -271,10 +271,10 @@ def test_the_command_refuses_what_it_cannot_use(cli_in_process):
 
 
 def test_a_busy_conversation_is_written_a_few_times_not_once_a_request(tap, monkeypatch):
-    import tui.sessions.store as store
+    from tui.sessions.session_log import LogWriter
     writes = []
-    real = store.save_session
-    monkeypatch.setattr(store, "save_session", lambda *a, **k: (writes.append(a[1]), real(*a, **k)))
+    real = LogWriter.append
+    monkeypatch.setattr(LogWriter, "append", lambda self, *a, **k: (writes.append(self.path), real(self, *a, **k))[1])
     history = [{"role": "user", "content": "busy"}]
     for turn in range(12):
         httpx.post(f"{tap.url}/ok/v1/chat/completions", json={"model": "loop-model", "messages": history,

@@ -6,13 +6,13 @@ request of every client; keys in a query string reached the request list and the
 
 from __future__ import annotations
 
-import json
 
 import httpx
 import pytest
 
 from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
 from test_redaction import outside_words
+from session_files import session_data
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_a_key_in_the_query_string_goes_upstream_but_is_never_shown_or_kept(tap,
     number = max(n for _kind, n in tap.events[events:])
     shown = tap.recorder.tapped[number].exchange.path
     assert shown == "/ok/v1/chat/completions?api-version=2024-01&api-key=***&key=***"
-    recorded = [json.loads(p.read_text()) for p in tap.folder.iterdir()]
+    recorded = [session_data(p) for p in tap.folder.iterdir()]
     mine = [data for data in recorded if data["messages"][0]["content"] == f"say {secret}"]  # its words, kept
     assert mine and not any(secret in outside_words(data) or "AIzaQuerySecret" in outside_words(data)
                             for data in recorded)

@@ -11,7 +11,9 @@ SUBCOMMANDS = {
     "doctor": ("tui.commands.doctor", "check a self-hosted server against the engine"),
     "replay": ("tui.commands.replay", "step through a saved session's requests"),
     "export": ("tui.commands.export", "export a saved session (markdown, request JSON, curl, document)"),
-    "import": ("tui.commands.importer", "turn a request body or a JSONL of messages into a session file"),
+    "import": ("tui.commands.importer", "turn a request body, a JSONL of messages or an exported session into a "
+                                        "session file"),
+    "convert": ("tui.commands.convert", "rewrite session files of version 1 as version 2, in place, with a backup"),
     "tap": ("tui.commands.tap", "a local proxy: show and record the requests another program sends"),
 }
 

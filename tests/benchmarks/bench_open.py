@@ -36,7 +36,8 @@ TIMEOUT = 120.0
 def long_session(requests: int, tokens: int):
     """A keep-all chat: `requests` user turns, each answered, about `tokens` o200k tokens in all.
 
-    Every record holds the body that was sent (the whole conversation up to it), as the app writes it.
+    Every record holds the body that was sent (the whole conversation up to it), as the app sends it; the file
+    (version 2) keeps each message once.
     """
     from tui.context.messages import Message, Provenance
     from tui.sessions.model import RequestRecord, Session
@@ -82,8 +83,10 @@ def write_sessions(folder: Path, requests: int, tokens: int) -> tuple[Path, Path
 async def open_once(path: Path) -> dict:
     from tui.app.chat.composer import Composer
 
-    expected = json.loads(path.read_bytes())
-    wanted_messages, has_requests = len(expected["messages"]), bool(expected["requests"])
+    from tui.sessions.store import load_session
+
+    expected = load_session(path).session
+    wanted_messages, has_requests = len(expected.messages), bool(expected.requests)
     del expected
     clock = Stopwatch(TIMEOUT)
     app = opened_app(path)

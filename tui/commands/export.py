@@ -1,4 +1,7 @@
-"""`ctxpane export FILE --format markdown|request|curl|document [--step N] [-o OUT]`."""
+"""`ctxpane export FILE --format markdown|request|curl|document|json [--step N] [-o OUT]`.
+
+`json` is the whole session as one readable JSON object (version 1's layout, every request's body whole), which
+`ctxpane import` reads back."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from tui.sessions.replay import Replayer
 from tui.sessions.safe_io import write_private
 from tui.sessions.transfer import TransferError, export_curl, export_markdown, export_request, step_record
 
-FORMATS = ("markdown", "request", "curl", "document")
+FORMATS = ("markdown", "request", "curl", "document", "json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +41,10 @@ def run(argv: list[str]) -> int:
             text = export_request(session, args.step)
         elif args.format == "curl":
             text = export_curl(session, args.step, args.api_key_env)
+        elif args.format == "json":
+            from tui.sessions.store import session_text
+
+            text = session_text(session)
         else:
             record = step_record(session, args.step)
             template, tokenizer = session_engine(session)

@@ -12,7 +12,7 @@ from tui.context.untrusted.visible import visible
 from tui.errors import UsageError, one_line
 from tui.sessions.safe_io import SessionFileError, read_regular_file
 from tui.sessions.store import save_session, session_path
-from tui.sessions.transfer import TransferError, import_file
+from tui.sessions.transfer import Imported, TransferError, import_file
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +27,8 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     path = Path(args.file).expanduser()
     try:
-        imported = import_file(path, read_regular_file(path, MAX_INPUT_BYTES))
+        raw = read_regular_file(path, MAX_INPUT_BYTES)
+        imported = exported_session(path, raw) or import_file(path, raw)
     except (TransferError, SessionFileError) as exc:
         raise UsageError(str(exc)) from None
     session = imported.session
@@ -42,6 +43,26 @@ def run(argv: list[str]) -> int:
         print(one_line(f"ctxpane import: not kept: {', '.join(imported.left_out)}"), file=sys.stderr)
     print(visible(str(target)))
     return 0
+
+
+def exported_session(path: Path, raw: bytes) -> Imported | None:
+    """A session as `ctxpane export --format json` writes it (or a session file of either version): read through
+    the session schema, to be written as a new file of this version. None when `raw` is not one."""
+    from tui.sessions.parse import decode_session
+    from tui.sessions.session_log import is_log
+    from tui.sessions.store import load_session
+
+    if not is_log(raw) and b'"ctxpane-session"' not in raw[:4096]:
+        return None
+    if is_log(raw):
+        return Imported(load_session(path).session)
+    from tui.sessions.model import SessionFormatError
+
+    try:
+        session, _version = decode_session(raw)
+    except SessionFormatError as exc:
+        raise TransferError(f"{path}: {exc}") from None
+    return Imported(session)
 
 
 def os_exists(path: Path) -> bool:

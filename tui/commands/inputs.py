@@ -50,6 +50,8 @@ def read_conversation(path_text: str) -> Conversation:
     from tui.sessions.model import FORMAT
     from tui.sessions.parse import messages_from_data, tools_from_data
 
+    if session_lines(path_text):  # a session file of version 2 (JSON lines)
+        return session_conversation(path_text)
     data = read_json_file(path_text, "messages file")
     try:
         if isinstance(data, dict) and data.get("format") == FORMAT:
@@ -63,6 +65,21 @@ def read_conversation(path_text: str) -> Conversation:
         return Conversation(messages_from_data(data, ""))
     except SessionFormatError as exc:
         raise UsageError(f"{path_text}: {exc}") from None
+
+
+def session_lines(path_text: str) -> bool:
+    """Whether the file named starts as a session file of version 2 does (its first line; nothing else is read)."""
+    from tui.sessions.session_log import is_log
+
+    try:
+        with open(Path(path_text).expanduser(), "rb", opener=_nonblocking) as file:
+            return stat.S_ISREG(os.fstat(file.fileno()).st_mode) and is_log(file.read(4096))
+    except OSError:
+        return False  # read again (and said) by the reader
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK)
 
 
 def session_conversation(path_text: str) -> Conversation:

@@ -1,7 +1,8 @@
 """Saving without waiting: the event loop hands a snapshot of the session to one writer thread.
 
-The loop only copies the session's outer objects (a few microseconds a message); turning it into
-JSON, redacting keys, writing and the fsync all happen in the writer. Saves of the same file
+The loop only copies the lists and the records that may still change (a few microseconds); finding what changed
+since the last write, turning it into lines, redacting keys, appending and the fsync all happen in the writer,
+which appends only what is new (tui/sessions/session_log.py): no save rewrites or copies the whole session. Saves of the same file
 coalesce: while one write runs, only the newest waiting snapshot is kept, so the file always ends
 with the last state handed over, in order (one thread, so an older state never lands after a newer
 one). On quit the app waits for the writer a bounded time and says so when the file could not be
@@ -27,19 +28,29 @@ IDLE_SECONDS = 1.0  # the writer thread ends after this long with nothing to wri
 T = TypeVar("T")
 
 
+RECENT = 3  # the last requests, copied at each snapshot: a reply may still be changing them
+
+
 def snapshot(session: Session) -> Session:
     """A copy the loop may go on changing: every object an action mutates in place is copied.
 
-    Edits and pins change a Message's fields, a streaming reply changes its RequestRecord's; the
-    values inside (texts, bodies, replies) are replaced, never changed in place, so they are shared.
+    Messages are replaced, never changed in place (workbench.py), so the lists are copied and the messages
+    shared; a streaming reply changes its RequestRecord's fields, so the records a reply may still change (the
+    last few, and any whose reply is incomplete) are copied; the values inside (texts, bodies, replies) are
+    replaced, never changed in place, so they are shared. The cost grows with the lists' lengths only as a
+    list copy does (no Python loop over the conversation but the check for an incomplete reply).
     """
     def shallow(item: T) -> T:
         copy: T = object.__new__(type(item))
         copy.__dict__.update(item.__dict__)
         return copy
     copy = shallow(session)
-    copy.messages = [shallow(m) for m in session.messages]
-    copy.requests = [shallow(r) for r in session.requests]
+    copy.messages = list(session.messages)
+    copy.requests = list(session.requests)
+    recent = max(0, len(copy.requests) - RECENT)
+    for index, record in enumerate(copy.requests):
+        if index >= recent or record.reply.get("incomplete"):
+            copy.requests[index] = shallow(record)
     copy.branches = list(session.branches)  # (each Branch is frozen: the list is what changes)
     copy.policy, copy.variables, copy.params = dict(session.policy), dict(session.variables), dict(session.params)
     copy.template = dict(session.template)
@@ -69,13 +80,15 @@ class SessionWriter:
         self.on_error = on_error
         self.failure: SaveFailure | None = None  # the last write that failed, until a later one succeeds
         self.written = 0
+        self.appender = store.SessionAppender()  # what each file holds already: only what is new is appended
+        self.on_converted: Callable[[Path, Path], None] | None = None  # a version-1 file converted, its backup
 
     # -- from the event loop: none of these wait ---------------------------------------------------------
     def save(self, session: Session, path: Path, secrets: list[str]) -> None:
         """Queue `session` (a snapshot the caller will not change) to be written to `path`."""
         with self._cond:
             if self._closed:  # after quitting (nothing should change then): written here, not lost
-                store.save_session(session, path, secrets)
+                self.appender.append(session, path, secrets)
                 return
             self._pending.pop(path, None)  # a newer state of this file replaces the waiting one
             self._pending[path] = (session, list(secrets))
@@ -163,7 +176,14 @@ class SessionWriter:
 
     def _write(self, path: Path, session: Session, secrets: list[str]) -> None:
         try:
-            store.save_session(session, path, secrets)
+            self.appender.append(session, path, secrets)
+            while self.appender.converted:
+                converted, backup = self.appender.converted.pop(0)
+                if self.on_converted is not None:
+                    try:
+                        self.on_converted(converted, backup)
+                    except Exception:  # noqa: BLE001 - an app already gone cannot be told
+                        pass
         except Exception as exc:  # noqa: BLE001 - reported to the app; the writer lives on
             failure = SaveFailure(path, getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
             with self._cond:

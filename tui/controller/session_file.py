@@ -102,15 +102,28 @@ class SessionFile:
         if self.session_file is None or self.read_only:
             return
         self.unsaved = False
-        if self.writer is None:
-            self.writer = SessionWriter(self._save_failed)
-        self.writer.save(snapshot(self.session), self.session_file, self._secrets())
+        self._writer().save(snapshot(self.session), self.session_file, self._secrets())
 
     def save_to(self, session: Session, path: Path) -> None:
         """A session no longer open (its reply ended after another was opened): its state to its own file."""
+        self._writer().save(snapshot(session), path, self._secrets())
+
+    def _writer(self) -> SessionWriter:
         if self.writer is None:
             self.writer = SessionWriter(self._save_failed)
-        self.writer.save(snapshot(session), path, self._secrets())
+            self.writer.on_converted = self._converted
+        return self.writer
+
+    def _converted(self, path: Path, backup: Path) -> None:
+        """From the writer thread: a version-1 file was converted in place as it was first written to."""
+        if self._closing:
+            return
+        try:
+            self.runtime.soon(lambda: self.notify(visible(f"{path.name} was converted to the session format of "
+                                                          f"this version (appended to, never rewritten); the old "
+                                                          f"file is kept as {backup.name}"), timeout=10))
+        except RuntimeError:
+            pass
 
     def _save_failed(self, failure: SaveFailure) -> None:
         """From the writer thread: a write failed (the file keeps its previous content)."""

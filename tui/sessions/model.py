@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import re
 import uuid
+import weakref
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import Any, Callable
 
 from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
@@ -41,11 +44,47 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class _Body:
+    """RequestRecord.body: the body as a dict; for a record read from a session file, rebuilt from the file the
+    first time it is read (opening a session reads no body: a session of a thousand requests would otherwise
+    build a thousand copies of its conversation). The last LOADED_BODIES rebuilt stay; an older one is rebuilt
+    again when it is read again."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, record: Any, owner: type | None = None) -> Any:
+        if record is None:
+            raise AttributeError(self.name)  # no default: the dataclass field stays required
+        state = record.__dict__
+        body = state.get("_body")
+        if body is None:
+            loader = state.get("_body_loader")
+            if loader is None:
+                raise AttributeError(self.name)
+            body = state["_body"] = loader()
+            _LOADED.append(weakref.ref(record))
+            while len(_LOADED) > LOADED_BODIES:
+                old = _LOADED.popleft()()
+                if old is not None and old.__dict__.get("_body_loader") is not None:
+                    old.__dict__.pop("_body", None)
+        return body
+
+    def __set__(self, record: Any, value: dict) -> None:
+        record.__dict__["_body"] = value
+        for name in ("_body_loader", "_body_text", "_text_loader"):
+            record.__dict__.pop(name, None)
+
+
+LOADED_BODIES = 16
+_LOADED: deque[weakref.ref[Any]] = deque()
+
+
 @dataclass
 class RequestRecord:
     number: int
     time: str
-    body: dict
+    body: dict = _Body()  # type: ignore[assignment]  # (a descriptor: required, and rebuilt lazily from a file)
     reply: dict = field(default_factory=dict)
     usage: dict | None = None
     cached_reported: int | None = None
@@ -72,6 +111,41 @@ class RequestRecord:
     @property
     def incomplete(self) -> bool:
         return bool(self.reply.get("incomplete"))
+
+    @classmethod
+    def lazy(cls, loader: Callable[[], dict], text: Callable[[], str] | None = None, **fields: Any) -> "RequestRecord":
+        """A record whose body is rebuilt by `loader` when first read (and `text`: its exact text)."""
+        record = cls(body={}, **fields)
+        record.__dict__.pop("_body")
+        record.__dict__["_body_loader"] = loader
+        if text is not None:
+            record.__dict__["_text_loader"] = text
+        return record
+
+    def let_go_of_body(self, loader: Callable[[], dict], text: Callable[[], str] | None = None) -> None:
+        """The body is in the session file: free it here, rebuilt by `loader` when read again (the tap)."""
+        self.__dict__.pop("_body", None)
+        self.__dict__.pop("_body_text", None)
+        self.__dict__["_body_loader"] = loader
+        if text is not None:
+            self.__dict__["_text_loader"] = text
+
+    def set_exact_text(self, text: str) -> None:
+        """The body's exact text as the client sent it (the tap): the session file keeps these bytes."""
+        self.__dict__["_body_text"] = text
+
+    def exact_text(self) -> str | None:
+        """The exact text the body was sent as, when it is known apart from the dict (else None: the app's own
+        requests, whose bytes are `request_text(body)`)."""
+        text = self.__dict__.get("_body_text")
+        if text is None and self.__dict__.get("_text_loader") is not None:
+            text = self.__dict__["_text_loader"]()
+        return text if isinstance(text, str) else None
+
+    @property
+    def body_loaded(self) -> bool:
+        """Whether the body is in memory now (reading `body` would not rebuild it)."""
+        return "_body" in self.__dict__
 
 
 @dataclass(frozen=True)
@@ -129,13 +203,22 @@ class Session:
     def policy_settings(self) -> PolicySettings:
         return PolicySettings(**self.policy)
 
-    def to_dict(self) -> dict:
+    def to_settings(self) -> dict:
+        """The session's own fields, as the file has them (no messages, requests or branches)."""
+        return {"title": self.title, "created": self.created, "updated": self.updated,
+                "endpoint": {"base_url": self.base_url, "model": self.model}, "template": self.template,
+                "tokenizer": self.tokenizer, "policy": self.policy, "fences": self.fences, "variables": self.variables,
+                "tools": self.tools, "params": self.params, "next_id": self.next_id}
+
+    def to_dict(self, requests: bool = True) -> dict:
+        """The session as version 1's one object (export --format json); without `requests`, an empty list: no
+        body is rebuilt."""
         return {"format": FORMAT, "version": VERSION, "id": self.id, "title": self.title, "created": self.created,
                 "updated": self.updated, "endpoint": {"base_url": self.base_url, "model": self.model},
                 "template": self.template, "tokenizer": self.tokenizer, "policy": self.policy,
                 "fences": self.fences, "variables": self.variables, "tools": self.tools, "params": self.params,
                 "messages": [m.to_record() for m in self.messages],
-                "requests": [asdict(r) for r in self.requests], "next_id": self.next_id,
+                "requests": [asdict(r) for r in self.requests] if requests else [], "next_id": self.next_id,
                 **({"branches": [b.to_record() for b in self.branches]} if self.branches else {})}
 
 

@@ -37,11 +37,12 @@ def redacted_session(data: dict[str, Any], secrets: Iterable[str]) -> dict[str, 
         out["params"] = redactor.value(data["params"], by_name=True)
     if isinstance(data.get("title"), str):  # made from the first message, but shown everywhere: no key in it
         out["title"] = redactor.text(data["title"])
-    out["requests"] = [_request(request, redactor) for request in data.get("requests") or []]
+    out["requests"] = [redacted_request(request, redactor) for request in data.get("requests") or []]
     return out
 
 
-def _request(request: dict, redactor: Redactor) -> dict:
+def redacted_request(request: dict, redactor: Redactor) -> dict:
+    """One request record (a dict) with its secrets out: its body's credential fields, keys in the server's texts."""
     request = dict(request)
     if isinstance(request.get("body"), dict):
         request["body"] = redactor.value(request["body"], outside_words, by_name=True)

@@ -19,6 +19,7 @@ from tui.context.untrusted.outside_files import MAX_DEPTH, FileProblem, nesting_
 from tui.errors import one_line, schema_error_line
 
 BOM = b"\xef\xbb\xbf"
+MAX_SESSION_BYTES = 256 * 1024 * 1024  # a session file's bound (tui/sessions/store.py)
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
@@ -158,13 +159,13 @@ def write_private(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Write to a temporary file (mode 0600) beside the target, flush it to disk, then rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
+        with os.fdopen(handle, "wb") as file:
+            file.write(text.encode("utf-8") if isinstance(text, str) else text)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temp, path)

@@ -1,4 +1,9 @@
-"""Reading and writing session files: atomic saves, one writer at a time, clear errors for bad files."""
+"""Reading and writing session files: appends (session_log.py), one writer at a time, clear errors for bad files.
+
+A session file is version 2, one JSON object a line, appended to (docs/session-format.md); a file of version 1
+(one JSON object, from before) opens as it always did, and is converted in place, its old bytes kept beside it as
+`<name>.v1.bak`, when it is next written to (or by `ctxpane convert`).
+"""
 
 from __future__ import annotations
 
@@ -12,13 +17,13 @@ from pathlib import Path
 from platformdirs import user_data_dir
 
 from tui.sessions.model import VERSION, Session, SessionFormatError
-from tui.sessions.safe_io import SessionFileError, about, read_regular_file, write_atomic, write_private
+from tui.sessions.safe_io import (MAX_SESSION_BYTES, SessionFileError, about, read_regular_file, write_atomic,
+                                  write_private)
 
-__all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionFileError", "SessionLock", "SessionLocked",
-           "list_sessions", "load_session", "save_session", "session_path", "session_text", "sessions_dir",
-           "write_atomic", "write_private"]
+__all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
+           "SessionLocked", "convert_session", "list_sessions", "load_session", "save_session", "session_path",
+           "session_text", "sessions_dir", "write_atomic", "write_private"]
 
-MAX_SESSION_BYTES = 256 * 1024 * 1024
 SUFFIX = ".ctxpane.json"
 
 
@@ -41,23 +46,35 @@ class Opened:
     path: Path
     read_only: bool = False
     note: str = ""
+    version: int = 2  # 1: the one-object JSON of before (converted when next written)
 
 
 def load_session(path: Path) -> Opened:
     """Read and check a session file; any problem is one SessionFileError line naming the file.
 
-    The file is only read: opened without blocking (a FIFO is refused), never written here.
+    The file is only read: opened without blocking (a FIFO is refused), never written here. A version-2 file's
+    request bodies stay in the file until they are read (RequestRecord.body).
     """
     raw = read_regular_file(path, MAX_SESSION_BYTES)
     from tui.sessions.parse import decode_session, newer_note  # msgspec loads with the first session, not at start-up
+    from tui.sessions.session_log import LOG_VERSION, is_log, read_log, session_from_log
 
+    log = is_log(raw)
     try:
-        session, version = decode_session(raw)
+        if log:
+            state = read_log(raw)
+            version = state.header.get("version")
+            if not isinstance(version, int) or isinstance(version, bool) or not 2 <= version <= 1000:
+                raise SessionFormatError("field `version`: expected an integer from 2 to 1000 in a file of lines")
+            session = session_from_log(state, path)
+        else:
+            session, version = decode_session(raw)
     except SessionFormatError as exc:
         raise SessionFileError(about(path, str(exc))) from None
-    if version > VERSION:  # read what this version understands; never write it back
-        return Opened(session, path, read_only=True, note=f"{newer_note(version)}: opened read-only")
-    return Opened(session, path, note="; ".join(session.read_notes))
+    if version > (LOG_VERSION if log else VERSION):
+        return Opened(session, path, read_only=True, note=f"{newer_note(version)}: opened read-only",
+                      version=version)
+    return Opened(session, path, note="; ".join(session.read_notes), version=version)
 
 
 def session_text(session: Session, secrets: list[str] | None = None) -> str:
@@ -69,7 +86,96 @@ def session_text(session: Session, secrets: list[str] | None = None) -> str:
 
 
 def save_session(session: Session, path: Path, secrets: list[str] | None = None) -> None:
-    write_atomic(path, session_text(session, secrets))
+    """The whole session as a new version-2 file at `path`, written atomically (temporary file, flush, rename)."""
+    from tui.sessions.session_log import log_bytes
+
+    write_atomic(path, log_bytes(session, secrets or []))
+
+
+def backup_path(path: Path) -> Path:
+    """Where a version-1 file's bytes are kept when it is converted: `<name>.v1.bak` (`.v1.2.bak`, … if taken)."""
+    candidate = path.with_name(path.name + ".v1.bak")
+    number = 2
+    while candidate.exists() or candidate.is_symlink():
+        candidate = path.with_name(f"{path.name}.v1.{number}.bak")
+        number += 1
+    return candidate
+
+
+def convert_session(path: Path, session: Session | None = None, secrets: list[str] | None = None) -> Path | None:
+    """A version-1 file at `path` rewritten as version 2 in place, its old bytes kept as a backup first (returned).
+
+    None when the file is version 2 already. The backup is written (0600, flushed) before the file is replaced,
+    and the replacement is atomic: at every moment one of the two holds the session whole.
+    """
+    from tui.sessions.session_log import is_log
+
+    raw = read_regular_file(path, MAX_SESSION_BYTES)
+    if is_log(raw):
+        return None
+    if session is None:
+        opened = load_session(path)
+        if opened.read_only:
+            raise SessionFileError(about(path, f"is {opened.note}: not converted"))
+        session = opened.session
+    backup = backup_path(path)
+    write_atomic(backup, raw)
+    save_session(session, path, secrets)
+    return backup
+
+
+class SessionAppender:
+    """Appends a session's changes to its file (session_log.LogWriter), one file each; from one thread at a time.
+
+    The first append to a file reads it to go on from what it holds (a version-1 file is converted first, with
+    its backup); a file that is not a session, or that cannot be read, is never appended to: the session is then
+    written whole over it only if it is a file of the current version that this session came from.
+    """
+
+    def __init__(self, sync: bool = True) -> None:
+        from tui.sessions.session_log import LogWriter
+
+        self._writers: dict[Path, LogWriter] = {}
+        self.sync = sync
+        self.converted: list[tuple[Path, Path]] = []  # (file, its version-1 backup), for the app to say
+
+    def append(self, session: Session, path: Path, secrets: list[str] | None = None) -> int:
+        writer = self._writers.get(path)
+        if writer is None or writer.session_id != session.id:
+            writer = self._start(session, path, secrets or [])
+        try:
+            return writer.append(session, secrets or [])
+        except BaseException:
+            self._writers.pop(path, None)  # read again from the file at the next append
+            raise
+
+    def _start(self, session: Session, path: Path, secrets: list[str]):
+        from tui.sessions.session_log import LogWriter, is_log, read_log
+
+        writer = LogWriter(path, self.sync)
+        writer.session_id = session.id
+        try:
+            raw = read_regular_file(path, MAX_SESSION_BYTES)
+        except SessionFileError:
+            if path.exists() or path.is_symlink():
+                raise
+            raw = b""
+        if raw and is_log(raw):
+            try:
+                state = read_log(raw)
+            except SessionFormatError as exc:
+                raise SessionFileError(about(path, f"{exc}: not appended to")) from None
+            if state.header.get("id") == session.id:
+                writer.resume(state)
+        elif raw.strip():
+            backup = backup_path(path)
+            write_atomic(backup, raw)
+            self.converted.append((path, backup))
+        self._writers[path] = writer
+        return writer
+
+    def forget(self, path: Path) -> None:
+        self._writers.pop(path, None)
 
 
 class SessionLock:

@@ -169,8 +169,10 @@ def _fence(text: str, language: str = "text") -> str:
 
 
 def export_request(session: Session, step: int | None) -> str:
-    """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it)."""
-    return request_text(step_record(session, step).body)
+    """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it); a tapped request's
+    are the client's own bytes, as the session file keeps them."""
+    record = step_record(session, step)
+    return record.exact_text() or request_text(record.body)
 
 
 def curl_command(url: str, body: dict, key_env: str) -> str:
@@ -210,7 +212,7 @@ def resend_session(session: Session, step: int) -> Session:
     """A new session holding the conversation as it was at `step`, ready to send again (the old one stays)."""
     record = step_record(session, step)
     count = record.message_count or len(session.messages)
-    data = session.to_dict()
+    data = session.to_dict(requests=False)  # (the copy has none: no body of the session is rebuilt)
     copy = session_from_dict({**data, "requests": [], "id": Session().id, "title": new_title(session, "re-sent")})
     copy.messages = copy.messages[:count]
     if not copy.messages:

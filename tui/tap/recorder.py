@@ -42,9 +42,11 @@ log = logging.getLogger("ctxpane.tap")
 
 CHAT_PATHS = ("/chat/completions",)
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
+KEEP_VIEW_CHARS = 2 * 1024 * 1024  # and at most documents of these many characters in all (long conversations)
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
-KEEP_BYTES_TOTAL = 96 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
+KEEP_BYTES_TOTAL = 16 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
+KEEP_TIMINGS = 2000  # the latest appends' durations kept (for the benchmark: flat, whatever the length)
 
 
 def stamp() -> str:
@@ -71,6 +73,8 @@ class Recorder:
         self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/cache/llamacpp.py)
         self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
         self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
+        self.append_seconds: list[float] = []  # how long each of the latest appends to a session file took
+        self.view_chars = 0  # the characters of the documents the views kept hold
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
     def listen(self, kind: str, exchange: Exchange) -> None:
@@ -176,12 +180,17 @@ class Recorder:
         match = self.conversations.place(messages, model)
         previous_ids = list(match.conversation.ids) if match.conversation else []
         conversation = self.conversations.commit(match, messages, model, exchange.client)
+        self.close_threads()
         thread = self.threads.get(conversation.number) or self.open_thread(conversation, engine, model, exchange)
         tapped.conversation, tapped.index = conversation.number, len(thread.session.requests)
         record = RequestRecord(number=len(thread.session.requests) + 1, time=_iso(exchange.started), body=body,
                                reply={"content": "", "incomplete": True}, template=engine.template.name,
                                tokenizer=engine.tokenizer.name, message_count=len(messages),
                                message_ids=list(match.message_ids))
+        try:  # the file keeps the body as the client sent it, byte for byte
+            record.set_exact_text(exchange.body.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass
         previous_view = thread.replayer.stored_view(tapped.index - 1) if tapped.index else None
         record.dropped = client_cuts(match, previous_view, previous_ids, record.number, thread)
         thread.session.requests.append(record)
@@ -211,6 +220,7 @@ class Recorder:
         self.let_go(thread, tapped)
         thread.session.messages = messages_of(messages, match.message_ids)
         thread.session.next_id = conversation.next_id
+        self.save(thread)  # in the file while its reply streams (a kill then keeps the request, marked incomplete)
         self.on_change("request", tapped)
 
     def finish(self, exchange: Exchange) -> None:
@@ -304,8 +314,10 @@ class Recorder:
         for index in [i for i in views if i < tapped.index - 1]:
             del views[index]
         self.with_views.append(tapped)
-        while len(self.with_views) > KEEP_VIEWS:
+        self.view_chars += _document_chars(tapped.view)
+        while len(self.with_views) > KEEP_VIEWS or len(self.with_views) > 2 and self.view_chars > KEEP_VIEW_CHARS:
             old = self.with_views.pop(0)
+            self.view_chars -= _document_chars(old.view)
             old.view = old.previous = None
             old.problem = old.problem or "let go from memory: open its session file (replay) to see it again"
 
@@ -367,14 +379,53 @@ class Recorder:
             pass
 
     def write(self, thread: Thread) -> None:
-        from tui.sessions.store import save_session
+        """Append what is new in the conversation to its file, then let go of what only the file needs now."""
+        from tui.sessions.session_log import LogWriter
 
         self.folder.mkdir(parents=True, exist_ok=True)
         thread.dirty = thread.pending = False
         started = time.monotonic()
-        save_session(thread.session, thread.path, sorted(thread.secrets))  # its own requests' keys, no others
+        if thread.log is None:
+            thread.log = LogWriter(thread.path)
+        thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
         took = time.monotonic() - started
+        self.append_seconds.append(took)
+        del self.append_seconds[:-KEEP_TIMINGS]
         thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
+        self.release(thread)
+
+    def close_threads(self) -> None:
+        """A conversation no longer matched against (conversations.MAX_OPEN) is in its file: its thread goes once
+        everything of it is written, so the tap's memory does not grow with the conversations it has seen."""
+        if len(self.threads) <= len(self.conversations.open):
+            return
+        still = {conversation.number for conversation in self.conversations.open}
+        for number in [n for n, t in self.threads.items() if n not in still and not t.dirty and not t.pending
+                       and all(tapped.done for tapped in t.tapped)]:
+            del self.threads[number]
+
+    def release(self, thread: Thread) -> None:
+        """Memory stays bounded however long a conversation runs: a request settled in its file keeps its figures
+        here (a few kB: the costs go on from them), not its body (the whole conversation, each time) nor the raw
+        bytes of its reply; both are read again from the file when asked for."""
+        from tui.sessions.session_log import file_loaders
+
+        log = thread.log
+        while thread.released < min(log.settled, len(thread.session.requests)):
+            index = thread.released
+            if index not in log.watch:
+                record = thread.session.requests[index]
+                record.let_go_of_body(*file_loaders(thread.path, index))
+                stream = record.reply.get("stream")
+                if isinstance(stream, dict) and "raw" in stream:
+                    record.reply = {**record.reply, "stream": {k: v for k, v in stream.items()
+                                                               if k not in ("raw", "offsets")}}
+            thread.released += 1
+
+
+def _document_chars(view: Any) -> int:
+    document = getattr(view, "document", None)
+    return len(getattr(document, "text", "") or "")
 
 
 def _family_key(model: str) -> str:

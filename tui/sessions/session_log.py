@@ -1,0 +1,909 @@
+"""The session file, version 2: one JSON object a line, appended to, never rewritten (docs/session-format.md).
+
+    {"format":"ctxpane-session","version":2,"id":"…","created":"…"}      the first line: what the file is
+    {"t":"x","h":H,"v":<exact JSON text>}   a part of a request body (a message, the tools), its exact text once
+    {"t":"m","h":H,"v":{…}}                  a session message (or "w": the part holding its wire fields, and
+                                             "v": ctxpane's own fields: provenance, id, pinned, incomplete)
+    {"t":"r","n":N,"d":{…},"b":{…}}          request N: its figures as a change (log_diff) from request N-1's,
+                                             and its body: the frame and the parts it is made of
+    {"t":"r","n":N,"d":{…}}                  request N changed (its reply streamed, was settled): the change
+    {"t":"st","d":{…},"m":{…},"br":[…]}      the session changed: its settings as a change, its messages as a
+                                             list change (which messages, by H), its branches when they changed
+
+Each append is a run of whole lines written at once after everything it refers to, so a file cut anywhere (a
+kill -9 in the middle of a write) holds every append up to the last complete line; a last line without its
+newline is left out when the file is read, and cut off before the next append. A part's H is the first 32 hex
+digits of the sha256 of its text, a message's of its record's JSON: each is written once, however many requests
+send it. Reading builds the session's last state and each request's figures; a request's body is rebuilt from
+its parts only when it is read (RequestRecord.body), byte for byte as it was sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import msgspec
+
+from tui.context.messages import Message
+from tui.context.request_bytes import request_text
+from tui.sessions.body_split import Hole, Split, join, split
+from tui.sessions.log_diff import BadChange, apply, apply_list, copy_json, diff, list_change
+from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, SessionFormatError
+from tui.sessions.safe_io import structure_problem, text_problem
+from tui.sessions.schema_types import MAX_MESSAGES
+
+__all__ = ["LOG_VERSION", "LogState", "LogWriter", "file_loaders", "is_log", "log_bytes", "read_log",
+           "session_from_log"]
+
+Json = Any
+LOG_VERSION = 2
+SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", "policy", "fences", "variables",
+            "tools", "params", "next_id")
+WIRE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
+OWN_KEYS = frozenset({"provenance", "pinned", "incomplete", "id"})
+MIN_NAMED = 64  # a reply's content this long is written as the message it became, when one holds it
+KEEP_CONTENTS = 8  # the latest messages whose content a reply may name
+CHECKED = 3  # the last requests compared with what was written at every append (older ones are settled)
+_BLOB_HEAD = b'{"t":"x","h":"'
+_BLOB_HEAD_LENGTH = len(_BLOB_HEAD) + 32 + len(b'","v":')
+
+
+def part_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _dumps(value: Json) -> str:
+    """A line of ctxpane's own, as msgspec writes it: reading it, msgspec writes the same bytes (see _decode)."""
+    return msgspec.json.encode(value).decode("utf-8")
+
+
+def is_log(raw: bytes) -> bool:
+    """Whether these bytes are a version-2 session file (its first line says so), not the JSON of version 1."""
+    first = raw[:raw.find(b"\n")] if b"\n" in raw[:65536] else raw[:65536]
+    return first.startswith(b'{"format":"ctxpane-session","version":') and first.rstrip().endswith(b"}") \
+        and b'"layout":"lines"' in first
+
+
+# -- reading ----------------------------------------------------------------------------------------------------
+@dataclass
+class LogState:
+    """What a session file holds, as read: enough to build the session and to go on appending to it."""
+
+    header: dict[str, Json]
+    parts: dict[str, str] = field(default_factory=dict)  # H -> exact text
+    messages: dict[str, dict[str, Json]] = field(default_factory=dict)  # H -> message record
+    records: list[dict[str, Json]] = field(default_factory=list)  # each request's figures
+    bodies: list[dict[str, Json]] = field(default_factory=list)  # each request's body, as frame and parts
+    settings: dict[str, Json] = field(default_factory=dict)
+    shown: list[str] = field(default_factory=list)  # the messages shown, by H
+    branches: list[dict[str, Json]] = field(default_factory=list)
+    id_floor: int = 0  # one past the highest numbered message id the requests name
+    initial: dict[str, Json] = field(default_factory=dict)  # the last request's figures as its first line wrote them
+    complete: int = 0  # bytes of whole lines (a last line cut short is not counted)
+    cut: int = 0  # bytes of a last line cut short
+    lengths: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # array -> (request, its length)
+    _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
+
+    def items(self, index: int, key: str) -> list[str]:
+        """The parts of the array `key` of request `index`'s body, resolved through the requests before it."""
+        chain: list[dict[str, Json]] = []
+        at = index
+        base: list[str] = []
+        while at >= 0:
+            memo = self._lists.get((at, key))
+            if memo is not None:
+                base = memo
+                break
+            hole = _list_hole(self.bodies[at], key)
+            if hole is None:
+                break
+            chain.append(hole)
+            if "f" not in hole:
+                break
+            at -= 1
+        items = base
+        for hole in reversed(chain):
+            items = apply_list(items, hole)
+        if chain:  # the latest resolved is kept: replay in order never walks back
+            self._lists = {k: v for k, v in self._lists.items() if k[1] != key}
+            self._lists[(index, key)] = items
+        return items
+
+    def message_text(self, ident: str) -> str:
+        """The content of message H (a reply's content is written as the message it became)."""
+        content = self.messages[ident].get("content") if ident in self.messages else None
+        if not isinstance(content, str):
+            raise BadChange("a reply names a message the file does not hold")
+        return content
+
+    def body_text(self, index: int) -> str:
+        body = self.bodies[index]
+        texts = []
+        for hole in body["h"]:
+            if "x" in hole:
+                texts.append(self.parts[hole["x"]])
+            else:
+                lead, sep, trail = hole["l"]
+                texts.append(lead + sep.join(self.parts[h] for h in self.items(index, hole["key"])) + trail)
+        return join(body["k"], texts)
+
+    def split_of(self, index: int) -> Split:
+        """Request `index`'s body cut as the writer cut it (to cut the next one)."""
+        return split(self.body_text(index))
+
+
+def _completed(body: Json, before: dict[str, Json] | None) -> Json:
+    """A body as its line wrote it, with what it shares with the request before filled in: its frame (`k`) and the
+    layout (`l`) of its arrays, written only when they differ."""
+    if not isinstance(body, dict) or before is None:
+        return body
+    out = dict(body)
+    if "k" not in out:
+        out["k"] = before.get("k")
+    holes = out.get("h")
+    if isinstance(holes, list) and any(isinstance(h, dict) and "x" not in h and "l" not in h for h in holes):
+        layouts = {h.get("key"): h.get("l") for h in before.get("h", []) if isinstance(h, dict) and "l" in h}
+        out["h"] = [{**h, "l": layouts.get(h.get("key"))} if isinstance(h, dict) and "x" not in h and "l" not in h
+                    else h for h in holes]
+    return out
+
+
+def _shortened(body: dict[str, Json], before: dict[str, Json] | None) -> dict[str, Json]:
+    """The body as its line writes it: without what it shares with the request before (see _completed)."""
+    if before is None:
+        return body
+    out: dict[str, Json] = {}
+    if body["k"] != before.get("k"):
+        out["k"] = body["k"]
+    layouts = {h.get("key"): h.get("l") for h in before.get("h", []) if "l" in h}
+    out["h"] = [{k: v for k, v in h.items() if k != "l"} if "l" in h and layouts.get(h["key"]) == h["l"] else h
+                for h in body["h"]]
+    return out
+
+
+def _list_hole(body: dict[str, Json], key: str) -> dict[str, Json] | None:
+    for hole in body.get("h", []):
+        if isinstance(hole, dict) and hole.get("key") == key and "l" in hole:
+            return hole
+    return None
+
+
+class _Line(msgspec.Struct):
+    t: str = ""
+
+
+def read_log(raw: bytes) -> LogState:
+    """Every line of a version-2 file, checked and folded; raises SessionFormatError (one clause, with the line)."""
+    problem = text_problem(raw)
+    if problem:
+        raise SessionFormatError(problem)
+    end = raw.rfind(b"\n") + 1
+    cut = len(raw) - end
+    lines = raw[:end].split(b"\n")[:-1] if end else []
+    if not lines:
+        raise SessionFormatError("is not a whole session file: its first line was cut short")
+    header = _decode(lines[0], 1)
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise SessionFormatError("holds JSON lines, but not a ctxpane session")
+    state = LogState(header, complete=end, cut=cut)
+    checked: set[str] = set()
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            _fold(state, line, number, checked)
+        except BadChange as exc:
+            raise SessionFormatError(f"line {number}: {exc}") from None
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            if isinstance(exc, SessionFormatError):
+                raise
+            raise SessionFormatError(f"line {number}: not a session line ctxpane writes "
+                                     f"({type(exc).__name__}: {str(exc)[:120]})") from None
+    return state
+
+
+def _decode(line: bytes, number: int, where: str = "line") -> Json:
+    """A line (or a part's text) as a JSON value, with the file-wide bounds: no key twice in one object, nesting at
+    most 64 deep, no integer past 2**63. A line as ctxpane writes it (msgspec writes it again to the same bytes, few
+    brackets, no long run of digits) is known to keep them without walking it; any other goes the long way."""
+    try:
+        value = msgspec.json.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        raise SessionFormatError(f"{where} {number} is not valid JSON") from None
+    if line.count(b"{") + line.count(b"[") <= _SHALLOW and msgspec.json.encode(value) == line \
+            and (sum(map(line.count, _DIGITS)) < 19 or _LONG_DIGITS.search(line) is None):
+        return value
+    _value, problem = structure_problem(line)
+    if problem:
+        raise SessionFormatError(f"{where} {number} {problem}" if problem.startswith(("is ", "has "))
+                                 else f"{where} {number}: {problem}")
+    return value
+
+
+_SHALLOW = 60  # brackets in a line (strings' included): fewer, and it cannot nest past the bound
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_DIGITS = [bytes([d]) for d in b"0123456789"]
+
+
+def part_value(state: "LogState", ident: str) -> Json:
+    """A part's text parsed, with the file-wide bounds (a part is parsed only when it is used)."""
+    return _decode(state.parts[ident].encode("utf-8", "surrogatepass"), ident[:12], "part")  # type: ignore[arg-type]
+
+
+def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
+    if line.startswith(_BLOB_HEAD) and line[_BLOB_HEAD_LENGTH - 6:_BLOB_HEAD_LENGTH] == b'","v":' \
+            and line.endswith(b"}"):
+        # A part: its text is its bytes, checked against its hash; it is parsed only when it is used.
+        ident = _hash(line[len(_BLOB_HEAD):len(_BLOB_HEAD) + 32].decode("ascii", "replace"), number)
+        try:
+            text = line[_BLOB_HEAD_LENGTH:-1].decode("utf-8")
+        except UnicodeDecodeError:
+            raise SessionFormatError(f"line {number} is not UTF-8 text") from None
+        if part_hash(text) != ident:
+            raise SessionFormatError(f"line {number}: the part's text does not have its hash {ident[:12]}… "
+                                     "(the file was changed)")
+        state.parts[ident] = text
+        return
+    value = _decode(line, number)
+    if not isinstance(value, dict):
+        raise SessionFormatError(f"line {number} is not an object")
+    kind = value.get("t")
+    if kind == "x":
+        ident = _hash(value.get("h"), number)
+        found = value.get("s")
+        if not isinstance(found, str):
+            raise SessionFormatError(f"line {number}: a part not laid out as ctxpane writes it (its exact text "
+                                     "cannot be told)")
+        if part_hash(found) != ident:
+            raise SessionFormatError(f"line {number}: the part's text does not have its hash {ident[:12]}… "
+                                     "(the file was changed)")
+        state.parts[ident] = found
+    elif kind == "m":
+        ident = _hash(value.get("h"), number)
+        own = value.get("v")
+        if not isinstance(own, dict):
+            raise SessionFormatError(f"line {number}: a message that is not an object")
+        if "w" in value:
+            wire = part_value(state, _hash(value["w"], number))
+            if not isinstance(wire, dict):
+                raise SessionFormatError(f"line {number}: a message whose wire part is not an object")
+            own = {**{k: v for k, v in wire.items() if k in WIRE_KEYS}, **own}
+        state.messages[ident] = own
+    elif kind == "r":
+        index = value.get("n")
+        if not isinstance(index, int) or isinstance(index, bool) or not 1 <= index <= len(state.records) + 1:
+            raise SessionFormatError(f"line {number}: request {str(index)[:12]} does not follow the requests "
+                                     "before it")
+        index -= 1
+        if index == len(state.records):
+            body = _completed(value.get("b"), state.bodies[-1] if state.bodies else None)
+            base = state.initial if index else {}  # (request N-1 as its first line wrote it)
+            state.records.append(apply(base, value.get("d", {}), state.records[index - 1] if index else None,
+                                       state.message_text))
+            state.initial = state.records[-1]
+            state.bodies.append(body)
+            _check_body(state, body, index, number, checked)
+        else:
+            state.records[index] = apply(state.records[index], value.get("d", {}),
+                                         state.records[index - 1] if index else None, state.message_text)
+        state.id_floor = max(state.id_floor, _ids_named(value.get("d", {})))
+    elif kind == "st":
+        state.settings = apply(state.settings, value.get("d", {}))
+        if "m" in value:
+            shown = apply_list(state.shown, value["m"])
+            added = value["m"].get("a", []) if isinstance(value["m"], dict) else []
+            missing = next((h for h in added if h not in state.messages), None)
+            if missing is not None:
+                raise SessionFormatError(f"line {number}: names a message the file does not hold ({missing[:12]}…)")
+            state.shown = shown
+        if "br" in value:
+            branches = value["br"]
+            if not isinstance(branches, list) or not all(isinstance(b, dict) and isinstance(b.get("m"), list)
+                                                         for b in branches):
+                raise SessionFormatError(f"line {number}: branches that are not a list of branches")
+            for branch in branches:
+                if any(h not in state.messages for h in branch["m"]):
+                    raise SessionFormatError(f"line {number}: a branch names a message the file does not hold")
+            state.branches = branches
+    else:
+        raise SessionFormatError(f"line {number}: unknown line kind {str(kind)[:20]!r}")
+
+
+def _ids_named(change: Json) -> int:
+    """One past the highest numbered id a request's change adds (message_ids, dropped): each id is read once."""
+    highest = -1
+    for part in ("s", "p"):
+        values = change.get(part, {}) if isinstance(change, dict) else {}
+        if not isinstance(values, dict):
+            continue
+        for key in ("message_ids", "dropped"):
+            found = values.get(key)
+            if part == "p" and isinstance(found, list) and len(found) == 2:
+                found = found[1]
+            if isinstance(found, list):
+                for item in found:
+                    ident = item.get("message_id", "") if isinstance(item, dict) else item
+                    numbered = _NUMBERED.fullmatch(ident) if isinstance(ident, str) else None
+                    if numbered:
+                        highest = max(highest, int(numbered.group(1)))
+    return min(highest + 1, MAX_NEXT_ID)
+
+
+_NUMBERED = re.compile(r"m([0-9]{1,13})")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+def _hash(value: Json, number: int) -> str:
+    if not isinstance(value, str) or not _HEX32.fullmatch(value):
+        raise SessionFormatError(f"line {number}: a part's hash is not 32 hex digits")
+    return value
+
+
+def _check_body(state: LogState, body: Json, index: int, number: int, checked: set[str]) -> None:
+    """A request's body refers only to parts before it and its arrays follow from the request before it, within
+    the bounds of a body (its parts pass the session schema when the body is rebuilt: checked_body)."""
+    if not isinstance(body, dict) or not isinstance(body.get("k"), list) or not isinstance(body.get("h"), list) \
+            or len(body["k"]) != len(body["h"]) + 1 or not all(isinstance(p, str) for p in body["k"]):
+        raise SessionFormatError(f"line {number}: request {index + 1} has no body ctxpane can rebuild")
+    for hole in body["h"]:
+        if not isinstance(hole, dict) or not isinstance(hole.get("key"), str):
+            raise SessionFormatError(f"line {number}: a body part without its key")
+        key = hole["key"]
+        if "x" in hole:
+            ident = hole["x"]
+            if ident not in state.parts:
+                raise SessionFormatError(f"line {number}: the body names a part the file does not hold")
+            continue
+        layout = hole.get("l")
+        if not isinstance(layout, list) or len(layout) != 3 or not all(isinstance(p, str) for p in layout):
+            raise SessionFormatError(f"line {number}: a body array without its layout")
+        if "f" in hole and hole["f"] != index:  # (1-based: the request before this one)
+            raise SessionFormatError(f"line {number}: a body array that does not follow the request before it")
+        added = hole.get("a")
+        if not isinstance(added, list):
+            raise SessionFormatError(f"line {number}: a body array without its items")
+        for ident in added:
+            if not isinstance(ident, str) or ident not in state.parts:
+                raise SessionFormatError(f"line {number}: the body names a part the file does not hold")
+        before = state.lengths.get(key) if "f" in hole else None
+        drop, keep = hole.get("d", 0), hole.get("k", 0)
+        if not (isinstance(drop, int) and isinstance(keep, int)
+                and 0 <= drop <= keep <= (before[1] if before is not None and before[0] == index - 1 else 0)):
+            raise SessionFormatError(f"line {number}: a body array that does not fit the request before it")
+        state.lengths[key] = (index, keep - drop + len(added))
+        if state.lengths[key][1] > MAX_MESSAGES:
+            raise SessionFormatError(f"line {number}: field `requests[{index}].body.{key}`: more than "
+                                     f"{MAX_MESSAGES:,} items")
+
+
+def session_from_log(state: LogState, path: Path | None = None) -> Session:
+    """The session a file holds: settings and messages through the session schema, each request's figures through
+    the request schema, its body left in the file until it is read."""
+    from tui.sessions import schema
+    from tui.sessions.parse import _request, convert, to_session
+
+    header = state.header
+    data: dict[str, Json] = {"format": FORMAT, "version": 1, "id": header.get("id"), **state.settings,
+                             "messages": [state.messages[h] for h in state.shown],
+                             "branches": [{**{k: v for k, v in b.items() if k != "m"},
+                                           "messages": [state.messages[h] for h in b["m"]]} for b in state.branches]}
+    if not data["branches"]:
+        del data["branches"]
+    session = to_session(convert(data, schema.SessionIn))
+    requests = []
+    for index, figures in enumerate(state.records):
+        item = convert({**figures, "body": {}}, schema.RequestIn, f".requests[{index}]")
+        plain = _request(item)
+        values = {f.name: getattr(plain, f.name) for f in fields(RequestRecord) if f.name != "body"}
+        requests.append(RequestRecord.lazy(_body_loader(state, index), _text_loader(state, index), **values))
+    session.requests = requests
+    session.next_id = max(session.next_id, state.id_floor)  # (to_session counted the messages' own ids)
+    if state.cut:
+        session.read_notes.append(f"its last write was cut short (the app or the machine stopped): the "
+                                  f"{state.cut:,} bytes of that last line were left out")
+    return session
+
+
+def body_text_in_file(path: Path, index: int) -> str:
+    """Request `index`'s exact body text, read again from its file (a record let go from memory: the tap)."""
+    from tui.sessions.safe_io import MAX_SESSION_BYTES, SessionFileError, read_regular_file
+
+    try:
+        return read_log(read_regular_file(path, MAX_SESSION_BYTES)).body_text(index)
+    except (SessionFileError, SessionFormatError, IndexError, KeyError) as exc:
+        raise SessionFormatError(f"{path.name}: request {index + 1} cannot be read again: {exc}") from None
+
+
+def file_loaders(path: Path, index: int) -> tuple[Callable[[], dict[str, Json]], Callable[[], str]]:
+    """The loaders of a record let go from memory: its body and its exact text, from the file."""
+    return (lambda: checked_body(body_text_in_file(path, index), index)), lambda: body_text_in_file(path, index)
+
+
+def checked_body(text: str, index: int) -> dict[str, Json]:
+    """A request's body rebuilt, through the checks a body has (tui/sessions/schema.py): the bounds of every record,
+    applied when the record's body is read (opening the file reads none)."""
+    from tui.errors import schema_error_line
+    from tui.sessions.schema import Body, check_tools
+    from tui.sessions.schema_types import conform
+
+    body = _decode(text.encode("utf-8", "surrogatepass"), index + 1, "the body of request")
+    if not isinstance(body, dict):
+        raise SessionFormatError(f"the body of request {index + 1} is not an object")
+    try:
+        conform(body, Body, f".requests[{index}].body")
+        check_tools(body.get("tools"), f".requests[{index}].body.tools")
+    except ValueError as exc:
+        raise SessionFormatError(schema_error_line(str(exc))) from None
+    return body
+
+
+def _body_loader(state: LogState, index: int) -> Callable[[], dict[str, Json]]:
+    return lambda: checked_body(state.body_text(index), index)
+
+
+def _text_loader(state: LogState, index: int) -> Callable[[], str]:
+    return lambda: state.body_text(index)
+
+
+# -- writing --------------------------------------------------------------------------------------------------------
+def figures_of(record: RequestRecord) -> dict[str, Json]:
+    """A record's fields but its body, as JSON values (a copy: the record may change on)."""
+    figures: dict[str, Json] = copy_json({f.name: getattr(record, f.name) for f in fields(RequestRecord)
+                                          if f.name != "body"})
+    return figures
+
+
+class LogWriter:
+    """Appends a session's changes to its file: what is new since the last append, nothing else.
+
+    Used from one thread at a time (the app's writer thread, the tap's recording thread). `append` computes the
+    lines, writes them in one go, flushes them to disk, and only then takes them as written: a failed write is
+    cut off the file again and tried in full at the next append.
+    """
+
+    def __init__(self, path: Path, sync: bool = True) -> None:
+        self.path, self.sync = path, sync
+        self.known: set[str] = set()  # parts and messages in the file
+        self.canonical: dict[str, str] = {}  # H of a wire message as request_text writes it -> the part holding it
+        self.figures: dict[int, dict[str, Json]] = {}  # the figures last written of the requests still compared
+        self.bodies: dict[int, Split] = {}  # the last request's body, cut
+        self.items: dict[int, dict[str, list[str]]] = {}  # and its arrays, by H
+        self.count = 0  # requests in the file
+        self.settled = 0  # the requests before this are not compared again (but those watched)
+        self.watch: dict[int, tuple[Any, ...]] = {}  # older requests whose reply was incomplete: what they held
+        self.settings: dict[str, Json] = {}
+        self.shown: list[str] = []
+        self.branches: list[dict[str, Json]] = []
+        self.size = 0
+        self.started = False
+        self.own_wire = True  # the bodies' messages are written as request_text writes them (the app's own)
+        self._hashes: dict[int, tuple[Message, str, Any]] = {}  # id(message) -> (it, H, the values it held)
+        self.session_id = ""  # the session this writer appends (SessionAppender)
+        self._shown_messages: list[Message] = []  # the messages `shown` names, as last written
+        self.last_body: dict[str, Json] | None = None  # the last request's body (the app's: its text follows from it)
+        self.initial: dict[str, Json] = {}  # the last request's figures as its first line wrote them
+        self.encoding: dict[str, Json] | None = None  # the last request's body as frame and parts (completed)
+        self.contents: dict[str, str] = {}  # the latest messages' contents (long ones) -> their H
+
+    # -- the file as it is ---------------------------------------------------------------------------------------
+    def resume(self, state: LogState) -> None:
+        """Go on from what a file holds (read with read_log): nothing in it is written again."""
+        self.known = set(state.parts) | set(state.messages)
+        self.count = len(state.records)
+        self.settled = max(0, self.count - CHECKED)
+        self.figures = {i: copy_json(state.records[i]) for i in range(self.settled, self.count)}
+        if state.records:
+            last = self.count - 1
+            self.bodies = {last: state.split_of(last)}
+            self.items = {last: {h["key"]: list(state.items(last, h["key"])) for h in state.bodies[last]["h"]
+                                 if "l" in h}}
+        for ident, text in state.parts.items():
+            self.canonical.setdefault(part_hash(_canonical(text)[0]), ident)
+        self.initial = copy_json(state.initial)
+        self.encoding = copy_json(state.bodies[-1]) if state.bodies else None
+        self.settings = copy_json(state.settings)
+        self.shown = list(state.shown)
+        self.branches = copy_json(state.branches)
+        self.size = state.complete
+        self.started = True
+
+    # -- appending -----------------------------------------------------------------------------------------------
+    def append(self, session: Session, secrets: Iterable[str] = ()) -> int:
+        """Write what changed in `session` since the last append; returns the bytes written (0: nothing new)."""
+        data, batch = self.prepare(session, secrets)
+        if not data:
+            return 0
+        self._write(data)
+        self.taken(batch, session)
+        return len(data)
+
+    def prepare(self, session: Session, secrets: Iterable[str] = ()) -> tuple[bytes, "_Batch"]:
+        """The lines an append would write, and what they add (taken with `taken` once they are written)."""
+        from tui.context.untrusted.redaction import Redactor
+
+        secrets = list(secrets)
+        redactor = Redactor(secrets)
+        batch = _Batch(self)
+        if not self.started:
+            batch.add(_dumps({"format": FORMAT, "version": LOG_VERSION, "layout": "lines", "id": session.id,
+                              "created": session.created}))
+        # The requests' new parts first (the session's messages are written as the parts that hold them), then the
+        # session (a request's reply names the message it became), then the requests' lines.
+        for index, held in list(self.watch.items()):
+            if index < len(session.requests) and _holding(session.requests[index]) != held:
+                self._record(batch, session.requests[index], index, redactor)
+        for index in range(self.settled, len(session.requests)):
+            self._record(batch, session.requests[index], index, redactor)
+        self._state(batch, session, secrets)
+        for later in batch.later:
+            later()
+        if not batch.lines:
+            return b"", batch
+        return ("\n".join(batch.lines) + "\n").encode("utf-8", "surrogatepass"), batch
+
+    def taken(self, batch: "_Batch", session: Session) -> None:
+        batch.commit()
+        self.started = True
+        self._settle(session)
+
+    def _write(self, data: bytes) -> None:
+        if not self.started:  # a new file, or one of version 1 converted: whole, atomically
+            from tui.sessions.safe_io import write_atomic
+
+            write_atomic(self.path, data) if self.sync else _write_new(self.path, data)
+            self.size = len(data)
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            if self.started and os.fstat(fd).st_size != self.size:
+                os.ftruncate(fd, self.size)  # a line cut short by a kill, or a write that failed: gone first
+            view = memoryview(data)
+            written = 0
+            try:
+                while written < len(data):
+                    written += os.write(fd, view[written:])
+                if self.sync:
+                    os.fsync(fd)
+            except BaseException:
+                try:
+                    os.ftruncate(fd, self.size)
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(fd)
+        self.size += len(data)
+
+    def _settle(self, session: Session) -> None:
+        """Requests before the last CHECKED are settled: never compared again, but those whose reply was incomplete
+        (a reply cut short, or one still streaming while later requests went: the tap), compared only when one of
+        the values they hold was replaced (a reply is replaced as it streams, never changed in place)."""
+        for index in list(self.watch):
+            record = session.requests[index] if index < len(session.requests) else None
+            if record is None or not record.incomplete:
+                del self.watch[index]
+                self.figures.pop(index, None)
+            else:
+                self.watch[index] = _holding(record)
+        while self.settled < min(self.count, len(session.requests)) - CHECKED:
+            record = session.requests[self.settled]
+            if record.incomplete:
+                self.watch[self.settled] = _holding(record)
+            else:
+                self.figures.pop(self.settled, None)
+            self.settled += 1
+
+    def _record(self, batch: "_Batch", record: RequestRecord, index: int, redactor: Any) -> None:
+        from tui.sessions.redacted import redacted_request
+
+        if index < self.count:
+            written = batch.figures.get(index) or self.figures.get(index)
+            if written is None:
+                return
+            figures = redacted_request(figures_of(record), redactor)
+
+            def changed() -> None:
+                like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
+                change = self._content_named(diff(written, figures, like), batch)
+                if change:
+                    batch.add(_dumps({"t": "r", "n": index + 1, "d": change}))
+                    batch.figures[index] = figures
+            batch.later.append(changed)
+            return
+        if index != self.count + batch.new_records:
+            return  # (requests are only ever added at the end)
+        figures = redacted_request(figures_of(record), redactor)
+        before = self.bodies.get(index - 1) if index == self.count else batch.bodies.get(index - 1)
+        text = _exact_text(record, redactor, self.last_body if index == self.count else None, before)
+        if index == self.count + batch.new_records:
+            batch.last_body = record.body
+        arrays_before = self.items.get(index - 1) if index == self.count else batch.items.get(index - 1)
+        cut = split(text, before)
+        holes = []
+        arrays: dict[str, list[str]] = {}
+        for hole in cut.holes:
+            holes.append(self._hole(batch, hole, index, arrays_before, arrays))
+        encoding = {"k": list(cut.pieces), "h": holes}
+        shortened = _shortened(encoding, self.encoding if index == self.count else batch.encoding)
+        batch.encoding = encoding
+
+        def added() -> None:
+            base = (batch.initial if batch.initial is not None else self.initial) if index else {}
+            like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
+            batch.add(_dumps({"t": "r", "n": index + 1, "d": self._content_named(diff(base, figures, like), batch),
+                              "b": shortened}))
+            batch.figures[index] = figures
+            batch.initial = figures
+        batch.later.append(added)
+        batch.bodies[index] = cut
+        batch.items[index] = arrays
+        batch.new_records += 1
+
+    def _content_named(self, change: dict[str, Json], batch: "_Batch") -> dict[str, Json]:
+        """A reply's content set whole, when the message it became holds it: written as that message's H."""
+        reply = change.get("d", {}).get("reply")
+        sets = reply.get("s") if isinstance(reply, dict) else None
+        content = sets.get("content") if isinstance(sets, dict) else None
+        if isinstance(content, str) and len(content) >= MIN_NAMED:
+            ident = batch.contents.get(content) or self.contents.get(content)
+            if ident is not None and reply is not None and sets is not None:
+                del sets["content"]
+                if not sets:
+                    del reply["s"]
+                reply.setdefault("r", {})["content"] = ident
+        return change
+
+    def _hole(self, batch: "_Batch", hole: Hole, index: int, arrays_before: dict[str, list[str]] | None,
+              arrays: dict[str, list[str]]) -> dict[str, Json]:
+        if hole.items is None:
+            return {"key": hole.key, "x": batch.part(hole.text)}
+        earlier = (arrays_before or {}).get(hole.key)
+        known = hole.reused if earlier is not None and hole.reused <= len(earlier) else 0
+        # The items the previous body shared are its items: their parts are known (no hash again: the work of an
+        # append grows with what is new, not with the conversation).
+        idents = (earlier[:known] if earlier is not None else []) + \
+            [batch.part(text, wire=True) for text in hole.items[known:]]
+        arrays[hole.key] = idents
+        out: dict[str, Json] = {"key": hole.key, "l": [hole.lead, hole.sep, hole.trail]}
+        if earlier is not None:
+            out.update({"f": index, **list_change(earlier, idents)})
+        else:
+            out.update({"k": 0, "a": idents})
+        return out
+
+    def _state(self, batch: "_Batch", session: Session, secrets: list[str]) -> None:
+        from tui.sessions.redacted import redacted_session
+
+        settings = redacted_session({**session.to_settings(), "requests": []}, secrets)
+        settings = {key: settings[key] for key in SETTINGS if key in settings}
+        hashes: dict[int, tuple[Message, str, Any]] = {}
+        messages = session.messages
+        known = len(self._shown_messages)
+        if known and len(messages) >= known and messages[:known] == self._shown_messages:
+            # The messages shown before are there still (the same, or equal: the tap makes them anew each
+            # request): only those added are looked at. A list compare, no Python loop over the conversation.
+            shown = self.shown[:known] + [self._message(batch, m, hashes) for m in messages[known:]]
+            hashes.update(self._hashes)
+        else:
+            shown = [self._message(batch, m, hashes) for m in messages]
+        branches = [{"fork": b.fork, "label": b.label, "created": b.created,
+                     "m": [self._message(batch, m, hashes) for m in b.messages]} for b in session.branches]
+        self._hashes = hashes
+        line: dict[str, Json] = {"t": "st"}
+        change = diff(self.settings, settings)
+        if change:
+            line["d"] = change
+        if shown != self.shown:
+            line["m"] = list_change(self.shown, shown)
+        if branches != self.branches:
+            line["br"] = branches
+        batch.shown_messages = list(messages)
+        if len(line) > 1:
+            batch.add(_dumps(line))
+            batch.state = (settings, shown, branches)
+
+    def _message(self, batch: "_Batch", message: Message, hashes: dict[int, tuple[Message, str, Any]]) -> str:
+        """The message's H, its line added to the batch when the file does not hold it yet."""
+        cached = self._hashes.get(id(message))
+        held = _message_holding(message)
+        if cached is None or cached[0] is not message or cached[2] != held:
+            record = message.to_record()
+            text = _dumps(record)
+            ident = part_hash(text)
+            cached = (message, ident, held)
+            if ident not in self.known and ident not in batch.known:
+                if record.get("provenance") == _default_provenance(message.role):
+                    record = {k: v for k, v in record.items() if k != "provenance"}  # read back as the default
+                wire = {k: record[k] for k in WIRE_KEYS if k in record}
+                own = {k: v for k, v in record.items() if k not in WIRE_KEYS}
+                key = part_hash(_wire_key(wire))
+                part = self.canonical.get(key) or batch.canonical.get(key)
+                if part is None and self.own_wire and isinstance(wire.get("content"), (str, type(None))):
+                    part = batch.part(request_text(wire), wire=True)  # the next request sends these very bytes
+                if part is not None:
+                    batch.add(_dumps({"t": "m", "h": ident, "w": part, "v": own}))
+                else:
+                    batch.add(_dumps({"t": "m", "h": ident, "v": record}))
+                batch.known.add(ident)
+                if message.role == "assistant" and isinstance(message.content, str) \
+                        and len(message.content) >= MIN_NAMED:
+                    batch.contents[message.content] = ident
+        hashes[id(message)] = cached
+        return cached[1]
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A new file without waiting for the disk (a caller that gave up fsync for speed): temporary file, rename."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(data)
+        written = 0
+        while written < len(data):
+            written += os.write(fd, view[written:])
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+
+
+def _default_provenance(role: str) -> dict[str, Json]:
+    """The provenance a message of `role` is read with when its record names none (parse.to_message)."""
+    from tui.context.messages import UNTRUSTED_SOURCES, default_source
+
+    source = default_source(role)
+    return {"source": source, "trusted": source not in UNTRUSTED_SOURCES, "label": ""}
+
+
+def _message_holding(message: Message) -> tuple[Any, ...]:
+    """What a message holds (a message is replaced when it changes, but one changed in place is seen too)."""
+    return (message.role, message.content, message.name, message.tool_calls, message.tool_call_id,
+            message.reasoning_content, message.provenance, message.pinned, message.id, message.incomplete)
+
+
+def _holding(record: RequestRecord) -> tuple[Any, ...]:
+    """The values a record holds that a reply replaces (compared by identity: a snapshot shares them)."""
+    return (record.reply, record.usage, record.timings, record.received, record.cost, record.fit, record.reply_id,
+            record.cache_class, record.cache_place)
+
+
+def _canonical(text: str) -> tuple[str, bool]:
+    """A wire message's key whatever the client's spacing, escapes or key order (what a session message is looked
+    up by), and whether `text` is what the app itself writes (request_text)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text, False
+    return _wire_key(value), request_text(value) == text
+
+
+def _wire_key(value: Json) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _exact_text(record: RequestRecord, redactor: Any, previous: dict[str, Json] | None,
+                cut: Split | None) -> str:
+    """The body's exact text, as sent, unless a secret must come out of it (then the redacted body, re-written).
+
+    The app's own bodies are the bytes request_text makes; the previous body's cut spares writing again the
+    messages the two share (request_text writes a list's items as it writes each alone)."""
+    from tui.sessions.redacted import BODY_WORDS, outside_words
+
+    body = record.body
+    shown = redactor.value(body, outside_words, by_name=True)
+    changed = any(shown.get(k) != v for k, v in body.items() if k not in BODY_WORDS) if isinstance(shown, dict) \
+        else True
+    if changed:
+        return request_text(shown)
+    text = record.exact_text()
+    if text is not None:
+        return text
+    return _following_text(body, previous, cut) or request_text(body)
+
+
+_SENTINEL = "\u0000ctxpane: the messages\u0000"
+
+
+def _following_text(body: dict[str, Json], previous: dict[str, Json] | None, cut: Split | None) -> str | None:
+    """request_text(body), made from the previous body's text for the messages it shares; None if it cannot be."""
+    if previous is None or cut is None:
+        return None
+    messages, before = body.get("messages"), previous.get("messages")
+    hole = next((h for h in cut.holes if h.key == "messages" and h.items is not None), None)
+    if not isinstance(messages, list) or not isinstance(before, list) or hole is None or hole.items is None \
+            or len(hole.items) != len(before) or (hole.lead, hole.sep, hole.trail) != ("", ",", ""):
+        return None
+    shared = len(before) if messages[:len(before)] == before else 0
+    if not shared:
+        return None
+    frame = request_text({**body, "messages": [_SENTINEL]})
+    marker = request_text([_SENTINEL])[1:-1]
+    if frame.count(marker) != 1:
+        return None
+    items = list(hole.items[:shared]) + [request_text(item) for item in messages[shared:]]
+    return frame.replace(marker, ",".join(items))
+
+
+class _Batch:
+    """The lines of one append, and what they add, taken by the writer only once they are on disk."""
+
+    def __init__(self, writer: LogWriter) -> None:
+        self.writer = writer
+        self.lines: list[str] = []
+        self.later: list[Callable[[], None]] = []  # the requests' lines, made once the session's are
+        self.known: set[str] = set()
+        self.canonical: dict[str, str] = {}
+        self.contents: dict[str, str] = {}
+        self.figures: dict[int, dict[str, Json]] = {}
+        self.bodies: dict[int, Split] = {}
+        self.items: dict[int, dict[str, list[str]]] = {}
+        self.new_records = 0
+        self.encoding: dict[str, Json] | None = None
+        self.initial: dict[str, Json] | None = None
+        self.last_body: dict[str, Json] | None = None
+        self.state: tuple[dict[str, Json], list[str], list[dict[str, Json]]] | None = None
+        self.shown_messages: list[Message] | None = None
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def part(self, text: str, wire: bool = False) -> str:
+        ident = part_hash(text)
+        if ident in self.writer.known or ident in self.known:
+            return ident
+        if "\n" in text or "\r" in text or not _encodable(text):
+            self.add(_dumps({"t": "x", "h": ident, "s": text}))
+        else:
+            self.add('{"t":"x","h":"' + ident + '","v":' + text + "}")
+        self.known.add(ident)
+        if wire:
+            key, own = _canonical(text)
+            self.canonical.setdefault(part_hash(key), ident)
+            if not own:
+                self.writer.own_wire = False  # a client's own bytes: its replies' wire form is not guessed
+        return ident
+
+    def commit(self) -> None:
+        writer = self.writer
+        writer.known |= self.known
+        for key, value in self.canonical.items():
+            writer.canonical.setdefault(key, value)
+        if self.contents:
+            writer.contents.update(self.contents)
+            while len(writer.contents) > KEEP_CONTENTS:
+                del writer.contents[next(iter(writer.contents))]
+        writer.figures.update(self.figures)
+        if self.bodies:
+            last = max(self.bodies)
+            writer.bodies = {last: self.bodies[last]}
+            writer.items = {last: self.items[last]}
+        writer.count += self.new_records
+        if self.initial is not None:
+            writer.initial = self.initial
+        if self.encoding is not None:
+            writer.encoding = self.encoding
+        if self.last_body is not None:
+            writer.last_body = self.last_body
+        if self.state is not None:
+            writer.settings, writer.shown, writer.branches = self.state
+        if self.shown_messages is not None:
+            writer._shown_messages = self.shown_messages
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def log_bytes(session: Session, secrets: Iterable[str] = ()) -> bytes:
+    """A whole session as a version-2 file's bytes (writing a new file: import, convert, a copy)."""
+    return LogWriter(Path("session")).prepare(session, secrets)[0]
