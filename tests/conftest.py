@@ -157,6 +157,14 @@ def files_holding(root: Path, secret: str) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own configure has made the run's temporary folder
+def pytest_configure(config):
+    """Hypothesis keeps its caches (the constants it draws from the source, read while the tests are collected;
+    Unicode tables) in .hypothesis/ of the working folder, the repository: the run's own folder instead."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+    set_hypothesis_home_dir(config._tmp_path_factory.mktemp("hypothesis"))
+
+
 @pytest.fixture(autouse=True)
 def own_folders(tmp_path_factory, monkeypatch):
     """Every test has ctxpane's folders of its own, never the user's: it writes its data (sessions, prompt history,

@@ -358,7 +358,7 @@ class Handler(BaseHTTPRequestHandler):
         for index in range(len(raw)):
             self.wfile.write(raw[index:index + 1])
             self.wfile.flush()
-            time.sleep(self.server.delay)
+            time.sleep(self.server.delay)  # a byte at a time, slowly: the trickle is the scenario
 
     def s_trickleonce(self) -> None:
         self._trickle_json({"choices": [{"message": {"content": "never whole"}, "finish_reason": "stop"}]})
