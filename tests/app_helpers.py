@@ -70,4 +70,4 @@ async def settle(pilot, app: CtxpaneApp, seconds: float = 30.0) -> None:
                 continue
         if writer() is not None:
             await asyncio.to_thread(writer().wait_idle, 10)
-        await pilot.pause(0.05)
+        await pilot.pause(0.05)  # the poll (three at least: work that what was just done starts has begun by then)

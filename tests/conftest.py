@@ -17,14 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# No example database: it would be written into the working folder (.hypothesis/), and a later run would replay what
+# an earlier one found there, a failure this machine alone then sees. A failing example is printed to reproduce.
+hypothesis_settings.register_profile("ctxpane", database=None)
+hypothesis_settings.load_profile("ctxpane")
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 SHARED = Path(os.environ.get("CTXPANE_SHARED_DIR", ROOT.parent / "shared"))
 REQUIRE_SHARED = os.environ.get("CTXPANE_REQUIRE_SHARED") == "1"
-# where start-litellm-gateway.sh keeps its install (its own default), fixed before any test changes the env
-GATEWAY_CACHE = os.environ.get("LITELLM_CACHE_DIR") or str(
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "litellm-gateway")
+# where start-litellm-gateway.sh and start-llama-server.sh keep their installs (their own defaults), fixed before
+# any test points XDG_CACHE_HOME at its own folder: a server started inside a test uses the one install
+_USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+GATEWAY_CACHE = os.environ.get("LITELLM_CACHE_DIR") or str(_USER_CACHE / "litellm-gateway")
+LLAMA_CACHE = os.environ.get("LLAMA_CACHE_DIR") or str(_USER_CACHE / "tiny-llama-server")
 
 
 def need_shared(reason: str) -> None:
@@ -67,13 +75,13 @@ def start_llama_server(**env: str):
     if not script.exists():
         need_shared("the real llama.cpp server is needed")
     port = free_port()
-    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, **env})
+    env = {**os.environ, "LLAMA_CACHE_DIR": LLAMA_CACHE, **env}
+    result = subprocess.run(["bash", str(script), str(port)], capture_output=True, text=True, timeout=300, env=env)
     if result.returncode != 0:
         pytest.fail(f"llama-server did not start: {result.stderr[-2000:]}")
 
     def stop() -> None:
-        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60)
+        subprocess.run(["bash", str(script), "stop", str(port)], capture_output=True, timeout=60, env=env)
 
     return result.stdout.strip().splitlines()[-1], stop
 
@@ -149,11 +157,24 @@ def files_holding(root: Path, secret: str) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own configure has made the run's temporary folder
+def pytest_configure(config):
+    """Hypothesis keeps its caches (the constants it draws from the source, read while the tests are collected;
+    Unicode tables) in .hypothesis/ of the working folder, the repository: the run's own folder instead."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+    set_hypothesis_home_dir(config._tmp_path_factory.mktemp("hypothesis"))
+
+
 @pytest.fixture(autouse=True)
-def own_data_folder(tmp_path_factory, monkeypatch):
-    """Every test writes ctxpane's data (sessions, prompt history, screenshots) into a folder of its own, never
-    into the user's: a test that sets XDG_DATA_HOME itself sets it after this."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+def own_folders(tmp_path_factory, monkeypatch):
+    """Every test has ctxpane's folders of its own, never the user's: it writes its data (sessions, prompt history,
+    screenshots) and cache (search index, clipboard file) there, and reads no config.toml or prices.toml this
+    machine happens to have; nor does a server or key of this machine's environment reach it. A test that sets
+    these itself sets them after this."""
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path_factory.mktemp(name.lower().replace("_", "-"))))
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture()

@@ -16,6 +16,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from waiting import until
+
 
 def chunk(content: str = "", **extra) -> dict:
     delta = {"content": content} if content else {}
@@ -193,7 +195,7 @@ class Handler(BaseHTTPRequestHandler):
     def s_boom(self) -> None:
         self._json(500, {"error": {"message": "internal failure in the sampler"}})
 
-    def s_slow(self) -> None:
+    def s_slow(self) -> None:  # a slow model: a piece every `delay` seconds, then a long think before the end
         self._start_chunked()
         for item in PARTIAL:
             self._events([item])
@@ -336,7 +338,7 @@ class Handler(BaseHTTPRequestHandler):
         self._events(PARTIAL)
         for _ in range(2000):
             self._send(": ping\n\n")
-            time.sleep(0.02)
+            time.sleep(0.02)  # a keep-alive every 20 ms: well within any read timeout
         self._finish()
 
     def s_trickle(self) -> None:  # a slowloris: one byte at a time, each well within the read timeout
@@ -356,7 +358,7 @@ class Handler(BaseHTTPRequestHandler):
         for index in range(len(raw)):
             self.wfile.write(raw[index:index + 1])
             self.wfile.flush()
-            time.sleep(self.server.delay)
+            time.sleep(self.server.delay)  # a byte at a time, slowly: the trickle is the scenario
 
     def s_trickleonce(self) -> None:
         self._trickle_json({"choices": [{"message": {"content": "never whole"}, "finish_reason": "stop"}]})
@@ -502,8 +504,18 @@ class Handler(BaseHTTPRequestHandler):
 
 class QuietServer(ThreadingHTTPServer):
     block_on_close = False  # a handler still trickling a reply must not hold up the test
+    ended = 0  # requests whose handler has returned (or failed: a client that hung up), for tests to wait on
+    _ended_lock = threading.Lock()
+
     def handle_error(self, request, client_address) -> None:  # clients that hang up on purpose
         pass
+
+    def finish_request(self, request, client_address) -> None:
+        try:
+            super().finish_request(request, client_address)
+        finally:
+            with self._ended_lock:
+                self.ended += 1
 
 
 class FaultServer:
@@ -522,6 +534,11 @@ class FaultServer:
     @property
     def requests(self) -> list[dict]:
         return self.httpd.requests
+
+    def wait_handled(self, timeout: float = 10.0) -> None:
+        """Wait until every request that arrived has been answered to its end (or its client has hung up)."""
+        until(lambda: self.httpd.ended >= len(self.httpd.requests), timeout,
+              lambda: f"the server to finish its {len(self.httpd.requests)} requests ({self.httpd.ended} done)")
 
     def __enter__(self) -> "FaultServer":
         self.thread.start()

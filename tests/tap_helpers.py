@@ -13,11 +13,12 @@ import asyncio
 import hashlib
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+
+from waiting import eventually, until
 
 
 class LoopThread:
@@ -53,9 +54,7 @@ class RunningTap:
 
     def settle(self, timeout: float = 30) -> None:
         """Wait until every request through the tap has ended and is recorded."""
-        deadline = time.monotonic() + timeout
-        while self.tap.server.active and time.monotonic() < deadline:
-            time.sleep(0.005)
+        until(lambda: not self.tap.server.active, timeout, "every request through the tap to end", poll=0.005)
         self.recorder.drain()
 
     def stop(self) -> None:
@@ -154,11 +153,12 @@ class LoopbackUpstream:
         if scenario == "cut":
             for text in ("partial ", "reply "):
                 await response.write(sse(piece(text)))
-            await asyncio.sleep(0.05)
-            request.transport.abort()  # broken off: no end of the chunked body
+            transport = request.transport  # the pieces handed to the socket first: abort() drops what it holds
+            await eventually(lambda: not transport.get_write_buffer_size(), 10, "the pieces to leave", poll=0.005)
+            transport.abort()  # broken off: no end of the chunked body
             return response
         pieces = int(request.query.get("n", "600"))
-        try:  # slow: a piece every 50 ms until the client leaves, or ?n= pieces then [DONE]
+        try:  # slow: a piece every 50 ms until the client leaves, or ?n= pieces then [DONE] (a slow model's pace)
             for number in range(pieces):
                 await response.write(sse(piece(f"{number} ")))
                 await asyncio.sleep(0.05)
@@ -176,3 +176,35 @@ def upstream():
     server = LoopbackUpstream()
     yield server
     server.stop()
+
+
+# -- the tap in the app (TapApp) -----------------------------------------------------------------------------------
+
+async def listening(pilot, app) -> str:
+    """The tap app's address, once it listens."""
+    await eventually(lambda: getattr(app, "url", None), pilot=pilot, what="the tap app to listen")
+    return app.url
+
+
+def listed_line(app, number: int) -> str:
+    """The list's line for request `number`, as plain text ("" while it is not listed)."""
+    from textual.widgets import OptionList
+    from textual.widgets.option_list import OptionDoesNotExist
+    try:
+        prompt = app.query_one("#tap-list", OptionList).get_option(f"r{number}").prompt
+    except OptionDoesNotExist:
+        return ""
+    return getattr(prompt, "plain", str(prompt))
+
+
+async def ended_and_listed(pilot, app, count: int) -> None:
+    """Wait until `count` requests went through the tap app, each ended, recorded and its line drawn from that end
+    (the recorder tells the app from its thread: the line, and the pane of the newest, follow a loop turn later)."""
+    from tui.app.tap_app import request_label
+
+    def shown() -> bool:
+        tapped = app.tap.recorder.tapped
+        return len(tapped) == count and all(
+            t.done and listed_line(app, number) == request_label(t).plain for number, t in tapped.items())
+    await eventually(shown, pilot=pilot, what=lambda: f"{count} requests ended and listed: "
+                     f"{[listed_line(app, number) for number in app.tap.recorder.tapped]}")

@@ -10,6 +10,7 @@ from tui.app.chat.transcript import ChatView
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
+from waiting import eventually
 
 
 def session_file(tmp_path, count: int):
@@ -34,10 +35,7 @@ async def run_search(pilot, app, query: str) -> ChatView:
     assert search.has_focus
     search.value = query
     await pilot.press("enter")
-    for _ in range(100):
-        await pilot.pause(0.05)
-        if view.matches and view.has_focus:
-            break
+    await eventually(lambda: view.matches and view.has_focus, 10, f"matches of {query!r}", pilot=pilot)
     return view
 
 

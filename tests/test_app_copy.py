@@ -8,17 +8,16 @@ from app_helpers import isolated, make_app, settle
 from test_chat_markdown import markdown_session
 from tui.app.chat.transcript import ChatView
 from tui.app.copying import clipboard_file
+from waiting import eventually
 
 REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nand\n\n```sh\necho two\n```\n"
 
 
 async def wait_notice(pilot, app, words: str) -> str:
-    for _ in range(100):
-        found = [n.message for n in app._notifications if words in n.message]
-        if found:
-            return found[-1]
-        await pilot.pause(0.05)
-    raise AssertionError(f"no notice with {words!r}: {[n.message for n in app._notifications]}")
+    found = await eventually(lambda: [n.message for n in app._notifications if words in n.message], 10,
+                             lambda: f"a notice with {words!r}: {[n.message for n in app._notifications]}",
+                             pilot=pilot)
+    return found[-1]
 
 
 def app_on_reply(tmp_path, monkeypatch, reply: str):

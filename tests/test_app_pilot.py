@@ -14,6 +14,7 @@ from tui.app.chat.transcript import ChatView
 from tui.app.screens.picker import PickerScreen
 from tui.context.messages import Message, Provenance
 from session_files import session_data
+from waiting import eventually
 
 SIZE = (160, 48)
 
@@ -76,13 +77,9 @@ async def test_escape_stops_and_keeps_partial(sessions, tmp_path, server):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press(*"go", "enter")
-        for _ in range(60):
-            await pilot.pause(0.05)
-            record = app.wb.session.requests[-1] if app.wb.session.requests else None
-            chat = app.query_one(ChatView)
-            if record and app.controller.streaming and chat.has_reply and chat.message_lines(-1)[1:] != ["…"]:
-                break
-        await pilot.pause(0.3)
+        chat = app.query_one(ChatView)
+        await eventually(lambda: app.wb.session.requests and app.controller.streaming and chat.has_reply
+                         and "partial" in "".join(chat.message_lines(-1)[1:]), 10, "the reply to start", pilot=pilot)
         await pilot.press("escape")
         await settle(pilot, app)
         last = app.wb.session.messages[-1]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
 
 from app_helpers import isolated, make_app, plain, settle
-from conftest import SHARED, free_port, need_shared
+from conftest import LLAMA_CACHE, SHARED, free_port, need_shared
 from tui.controller.tokenizer_fallback import FallbackTokenizer
 from tui.client.endpoint import Endpoint
 from tui.client.server_tokenizer import ServerTokenizer
 from tui.context.tokens.counting import get_tokenizer
+from waiting import eventually
 
 pytestmark = pytest.mark.server
 SCRIPT = SHARED / "server" / "start-llama-server.sh"
@@ -19,17 +21,10 @@ SCRIPT = SHARED / "server" / "start-llama-server.sh"
 
 def server(command: str, port: int) -> str:
     args = ["bash", str(SCRIPT), str(port)] if command == "start" else ["bash", str(SCRIPT), "stop", str(port)]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "LLAMA_CACHE_DIR": LLAMA_CACHE})  # the one install, not the test's
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout.strip().splitlines()[-1] if command == "start" else ""
-
-
-async def wait_for(pilot, app, condition, seconds: float = 20.0) -> bool:
-    for _ in range(int(seconds / 0.2)):
-        if condition():
-            return True
-        await pilot.pause(0.2)
-    return condition()
 
 
 async def test_counts_fall_back_while_the_server_is_away_and_recover(monkeypatch, tmp_path):
@@ -58,9 +53,8 @@ async def test_counts_fall_back_while_the_server_is_away_and_recover(monkeypatch
             assert "estimate" in plain(app.query_one("#summary"))
             assert app.wb.view.sent_tokens > exact_total  # still counting what is typed
             server("start", port)
-            recovered = await wait_for(pilot, app, lambda: not tokenizer.falling_back
-                                       and app.wb.view.snapshot.counts.exact)
-            assert recovered, "the counts did not come back to the server's tokenizer"
+            await eventually(lambda: not tokenizer.falling_back and app.wb.view.snapshot.counts.exact, 20,
+                             "the counts to come back to the server's tokenizer", pilot=pilot)
             assert "back" in plain(app.query_one("#status"))
     finally:
         server("stop", port)

@@ -9,6 +9,7 @@ import pytest
 from app_helpers import isolated, make_app, plain, settle
 from tui.app.screens.settings import SettingsScreen
 from session_files import session_data
+from waiting import eventually
 
 SIZE = (120, 40)
 
@@ -19,11 +20,9 @@ def sessions(monkeypatch, tmp_path):
 
 
 async def opened(pilot, app) -> None:
-    for _ in range(50):
-        await pilot.pause(0.05)
-        if isinstance(app.screen, SettingsScreen):
-            return
-    raise AssertionError(f"the settings screen did not open: {app.screen!r}")
+    await eventually(lambda: isinstance(app.screen, SettingsScreen), 10,
+                     lambda: f"the settings screen to open: {app.screen!r}", pilot=pilot)
+    await pilot.pause()
 
 
 async def replace_text(pilot, app, key: str, text: str) -> None:

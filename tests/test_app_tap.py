@@ -12,23 +12,17 @@ from textual.widgets import OptionList, Static
 from tui.app.pane.pane import ContextPane
 from app_helpers import plain
 from tui.app.tap_app import TapApp
+from tap_helpers import ended_and_listed, listed_line, listening
+from waiting import eventually
 
 pytestmark = pytest.mark.server
 KEY = "sk-app-tap-secret-0123456789"
 
 
-async def wait_for(pilot, check, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.05)
-
-
 async def test_a_tapped_conversation_shows_live_with_the_clients_cut(llama_server, tmp_path):
     app = TapApp(llama_server, tmp_path, port=0)
     async with app.run_test(size=(160, 44)) as pilot:
-        await wait_for(pilot, lambda: app.tap is not None and app.tap.server.port != 0 and hasattr(app, "url"))
+        await listening(pilot, app)
         sdk = openai.OpenAI(base_url=app.url, api_key=KEY, max_retries=0, timeout=60)
         params = {"model": "tiny-qwen3", "max_tokens": 5, "temperature": 0}
         history = [{"role": "system", "content": "Tap mode."}, {"role": "user", "content": "one"}]
@@ -44,9 +38,7 @@ async def test_a_tapped_conversation_shows_live_with_the_clients_cut(llama_serve
 
         await asyncio.to_thread(agent)
         listing = app.query_one("#tap-list", OptionList)
-        await wait_for(pilot, lambda: listing.option_count == 3
-                       and all(t.done for t in app.tap.recorder.tapped.values()))
-        await pilot.pause(0.1)
+        await ended_and_listed(pilot, app, 3)
         labels = [str(listing.get_option_at_index(i).prompt) for i in range(3)]
         assert all("c1." in label for label in labels) and "client cut 2" in labels[2]
         assert "OpenAI/Python" in labels[0]
@@ -57,7 +49,8 @@ async def test_a_tapped_conversation_shows_live_with_the_clients_cut(llama_serve
         assert "the client cut" in detail and "truncation shift" in detail
         for tab in ("ledger", "cache", "diff"):
             pane.query_one("#tabs").active = tab
-            await pilot.pause(0.2)
+            await eventually(lambda tab=tab: pane.query(f"#{tab}-view"), pilot=pilot, what=f"the {tab} tab to mount")
+            await pilot.pause()  # its TabActivated fills it
         ledger = plain(pane.query_one("#ledger-table"))
         assert "client" in ledger and "left it out" in ledger
         diff = plain(pane.query_one("#diff-view"))  # against the previous request of the conversation
@@ -74,7 +67,7 @@ async def test_a_streaming_reply_is_followed_while_it_streams(tmp_path):
     app = TapApp(upstream.url, tmp_path, port=0)
     try:
         async with app.run_test(size=(140, 30)) as pilot:
-            await wait_for(pilot, lambda: hasattr(app, "url"))
+            await listening(pilot, app)
             import httpx
             async with httpx.AsyncClient(timeout=30) as http:
                 async with http.stream("POST", f"{app.url}/slow/v1/chat/completions", params={"n": "30"},
@@ -87,21 +80,19 @@ async def test_a_streaming_reply_is_followed_while_it_streams(tmp_path):
                             seen.append(line)
                         if len(seen) == 15:
                             break
-                    await pilot.pause(0.3)
-                    listing = app.query_one("#tap-list", OptionList)
-                    label = plain(listing.get_option_at_index(0).prompt)
-                    assert "streaming…" in label and "bytes" in label  # mid-reply, the line says so
-                    first = int(re.search(r"streaming… (\d+) bytes", label).group(1))
+                    def streamed() -> int:  # the bytes the line says have gone through (0 before it says so)
+                        said = re.search(r"streaming… (\d+) bytes", listed_line(app, 1))
+                        return int(said.group(1)) if said else 0
+                    first = await eventually(streamed, pilot=pilot,  # mid-reply, the line says so
+                                             what=lambda: f"the line to say it streams: {listed_line(app, 1)!r}")
                     for _ in range(6):
                         await lines.__anext__()
-                    await pilot.pause(0.4)
-                    later = plain(listing.get_option_at_index(0).prompt)
-                    assert int(re.search(r"streaming… (\d+) bytes", later).group(1)) > first  # and it follows
+                    await eventually(lambda: streamed() > first, pilot=pilot,  # and it follows
+                                     what=lambda: f"more than {first} bytes on the line: {listed_line(app, 1)!r}")
                     async for _ in lines:
                         pass
-            await wait_for(pilot, lambda: app.tap.recorder.tapped[1].done)
-            await pilot.pause(0.1)
-            label = plain(app.query_one("#tap-list", OptionList).get_option_at_index(0).prompt)
+            await ended_and_listed(pilot, app, 1)
+            label = listed_line(app, 1)
             assert "streaming" not in label and re.search(r"· \d+\.\d\ds", label)
     finally:
         upstream.stop()

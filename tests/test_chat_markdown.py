@@ -11,6 +11,7 @@ from tui.app.chat.transcript import ChatView
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
+from waiting import eventually
 
 REPLY = """## Plan
 
@@ -79,10 +80,7 @@ async def test_a_large_reply_is_rendered_off_the_loop(tmp_path, monkeypatch):
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot, app)
         view = app.query_one(ChatView)
-        for _ in range(200):
-            if "```" not in view.message_text(1):
-                break
-            await pilot.pause(0.1)
+        await eventually(lambda: "```" not in view.message_text(1), 20, "the reply rendered as Markdown", pilot=pilot)
         assert "```" not in view.message_text(1) and "def count(words):" in view.message_text(1)
 
 

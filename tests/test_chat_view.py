@@ -23,6 +23,7 @@ from tui.context.messages import Message, Provenance
 from tui.controller.snapshot import ChatState
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
+from waiting import eventually
 
 SIZE = (150, 42)
 CURSOR, BAR = "█", "▌"
@@ -348,10 +349,7 @@ async def test_scrolling_a_big_session_keeps_what_is_on_screen_in_place():
             chat.scroll_to(y=chat.scroll_y - 3, animate=False, immediate=True)
             await pilot.pause()
             assert chat.visible_lines()[3:] == before[:-3]  # three rows down, the same rows
-        for _ in range(600):
-            if not chat.layout_model.pending:
-                break
-            await pilot.pause(0.05)
+        await eventually(lambda: not chat.layout_model.pending, 30, "the rest to be wrapped", pilot=pilot)
         before = chat.visible_lines()
         assert not chat.layout_model.pending
         exact = ChatLayout()

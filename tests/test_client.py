@@ -12,6 +12,7 @@ from tui.client.errors import (AuthFailed, ClientError, ConnectionFailed, Connec
                                StreamErrorEvent, StreamIncomplete, TLSFailed)
 from tui.client.http import Limits, OpenAIClient
 from tui.client.reply import ReplyAssembler
+from waiting import eventually
 
 BODY = {"model": "fault-model", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 KEY = "sk-test-SECRET-0123456789"
@@ -28,7 +29,7 @@ def client_for(url, key=KEY, **limits):
     return OpenAIClient(endpoint, Limits(**{"connect": 2.0, "read": 5.0, **limits}), sleep=_no_sleep)
 
 
-async def _no_sleep(seconds):
+async def _no_sleep(seconds):  # the client's backoff, noted instead of waited (one loop turn)
     _no_sleep.waits.append(seconds)
     await asyncio.sleep(0)
 
@@ -111,8 +112,7 @@ async def test_cancel_closes_at_once_and_keeps_partial(server):
     assembler = ReplyAssembler()
     async with client_for(server.url + "/slow") as client:
         task = asyncio.create_task(client.chat(BODY, assembler))
-        while not assembler.reply.content:
-            await asyncio.sleep(0.02)
+        await eventually(lambda: assembler.reply.content, 10, "the first piece of the reply")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -227,8 +227,7 @@ async def test_waiting_for_retry_after_is_cancellable(server):
     statuses = []
     async with OpenAIClient(endpoint, Limits(connect=2.0, read=5.0)) as client:  # the real asyncio.sleep
         task = asyncio.create_task(client.chat(BODY, on_status=statuses.append))
-        while not statuses:
-            await asyncio.sleep(0.02)
+        await eventually(lambda: statuses, 10, "the wait for Retry-After to be said")
         started = asyncio.get_running_loop().time()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

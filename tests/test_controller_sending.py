@@ -18,6 +18,7 @@ from tui.controller.events import (ChatChanged, Notice, ReplyEnded, ReplyGrew, R
                                    StatusChanged)
 from tui.sessions.model import Session
 from session_files import session_data
+from waiting import eventually
 
 
 # -- sending ------------------------------------------------------------------------------------------------
@@ -60,10 +61,8 @@ async def test_stop_mid_stream_keeps_the_partial_reply(tmp_path, monkeypatch):
         made = await connected(tmp_path, server.url + "/slow")
         ctl = made.ctl
         ctl.submit("tell me a story")
-        for _ in range(100):
-            await asyncio.sleep(0.05)
-            if any("reply" in e.content for e in made.of(ReplyGrew)):
-                break
+        await eventually(lambda: any("reply" in e.content for e in made.of(ReplyGrew)), 10,
+                         "the reply's second piece")
         ctl.stop()
         await made.idle(0.1)
         last = ctl.wb.session.messages[-1]

@@ -13,14 +13,11 @@ from controller_helpers import Harness, connected, conversation, harness  # noqa
 from fault_server import FaultServer
 from tui.controller.events import Notice, ReplyEnded, ReplyGrew, ReplyStarted
 from tui.sessions.store import load_session
+from waiting import eventually
 
 
 async def _first_progress(made: Harness) -> None:
-    for _ in range(200):
-        await asyncio.sleep(0.02)
-        if made.of(ReplyGrew):
-            return
-    raise AssertionError("no reply arrived")
+    await eventually(lambda: made.of(ReplyGrew), 10, "a reply to arrive")
 
 
 async def _until_done(made: Harness) -> None:
@@ -86,11 +83,9 @@ async def test_quit_while_a_reply_streams_keeps_all_that_arrived(tmp_path, monke
         async with app.run_test(size=(120, 30)) as pilot:
             await settle(pilot, app)
             await pilot.press(*"tell me", "enter")
-            for _ in range(200):
-                await pilot.pause(0.02)
-                view = app.query_one("ChatView")
-                if view._live is not None and "reply" in view._live.content:
-                    break
+            view = app.query_one("ChatView")
+            await eventually(lambda: view._live is not None and "reply" in view._live.content, 10,
+                             "the reply's second piece on screen", pilot=pilot)
             shown = view._live.content
             assert shown.startswith("partial reply")
             path = app.session_file
@@ -168,7 +163,7 @@ async def test_a_slow_local_tokenizer_load_never_replaces_the_servers_own(tmp_pa
     real = tokenizing.get_tokenizer
 
     def slow(spec):
-        time.sleep(3)
+        time.sleep(3)  # the local load outlasts the connection: what the test is about
         loaded.append(spec)
         return real(spec)
     loaded = []
@@ -179,15 +174,12 @@ async def test_a_slow_local_tokenizer_load_never_replaces_the_servers_own(tmp_pa
         ctl.adopt(conversation(), None)
         ctl.load_tokenizer()  # as _after_first_frame does: the load first, then connect
         ctl.connect()
-        for _ in range(200):  # not made.idle(): it would wait for the slow load too
-            await asyncio.sleep(0.02)
-            if ctl.client is not None and ctl.wb.exact:
-                break
+        # not made.idle(): it would wait for the slow load too
+        await eventually(lambda: ctl.client is not None and ctl.wb.exact, 4, "the server's tokenizer")
         assert ctl.wb.exact and not loaded, "the server's tokenizer never came before the local one"
         server_tokenizer = ctl.wb.tokenizer
-        await asyncio.sleep(3.5)
-        await made.idle(0.1)
-        assert loaded, "the local load never ran"
+        await eventually(lambda: loaded, 10, "the local load to end")
+        await made.idle(0.1)  # and what the controller does with it
         assert ctl.wb.tokenizer is server_tokenizer and ctl.wb.exact, \
             f"{ctl.wb.tokenizer.name} (exact={ctl.wb.exact}) replaced the server's {server_tokenizer.name}"
         ctl.close()
@@ -336,10 +328,8 @@ async def test_the_edit_dialog_is_not_opened_while_a_reply_streams(tmp_path, mon
         async with app.run_test(size=(120, 30), notifications=True) as pilot:
             await settle(pilot, app)
             await pilot.press(*"tell me", "enter")
-            for _ in range(200):
-                await pilot.pause(0.02)
-                if app.controller.streaming and app.query_one(ChatView).has_reply:
-                    break
+            await eventually(lambda: app.controller.streaming and app.query_one(ChatView).has_reply, 10,
+                             "the reply to start", pilot=pilot)
             app.query_one(ChatView).focus()
             await pilot.press("home", "e")
             await pilot.pause()
@@ -352,7 +342,7 @@ async def test_the_edit_dialog_is_not_opened_while_a_reply_streams(tmp_path, mon
 async def test_a_slow_open_does_not_replace_a_session_started_after_it(harness, tmp_path, monkeypatch):
     """Open a big session (its file is read in a thread), then New session before the read ends: the session
     the user asked for last stays open; the older request does not land over it a moment later."""
-    import time
+    import threading
 
     import tui.controller.opening as opening
     from tui.sessions.store import save_session
@@ -360,39 +350,52 @@ async def test_a_slow_open_does_not_replace_a_session_started_after_it(harness, 
     path = tmp_path / "big.ctxpane.json"
     save_session(conversation(), path)
     real = opening.load_session
+    reading, read_on, read = threading.Event(), threading.Event(), threading.Event()
 
-    def slow(p):
-        time.sleep(0.5)
-        return real(p)
+    def slow(p):  # held until the test has started the new session
+        reading.set()
+        read_on.wait(10)
+        try:
+            return real(p)
+        finally:
+            read.set()
     monkeypatch.setattr(opening, "load_session", slow)
     ctl.open_file(path)
-    await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(reading.wait, 10), "the file was never read"
     ctl.new_session()
     assert ctl.wb.session.messages == []
-    await harness.idle(0.8)
+    read_on.set()
+    assert await asyncio.to_thread(read.wait, 10)
+    await harness.idle(0.1)
     assert ctl.wb.session.messages == [] and ctl.file.session_file != path, "the older open landed over the new session"
 
 
 async def test_a_file_attached_lands_in_the_session_it_was_attached_to(harness, tmp_path, monkeypatch):
     """file:PATH is read in a thread; a session opened before the read ends must not receive the document."""
-    import time
-    from pathlib import Path
+    import threading
 
+    import tui.controller.attaching as attaching
     from tui.sessions.model import Session
     ctl = await harness.ready()
     notes = tmp_path / "notes.txt"
     notes.write_text("Quota: 250 GB.")
-    real = Path.read_text
+    real = attaching.read_attachment
+    reading, read_on, read = threading.Event(), threading.Event(), threading.Event()
 
-    def slow(self, *args, **kwargs):
-        if self.name == "notes.txt":
-            time.sleep(0.4)
-        return real(self, *args, **kwargs)
-    monkeypatch.setattr(Path, "read_text", slow)
+    def slow(path, *args, **kwargs):  # the document's read held until the other session is open
+        reading.set()
+        read_on.wait(10)
+        try:
+            return real(path, *args, **kwargs)
+        finally:
+            read.set()
+    monkeypatch.setattr(attaching, "read_attachment", slow)
     ctl.attach("", f"file:{notes}")
-    await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(reading.wait, 10), "the document was never read"
     ctl.adopt(Session(title="another"), None)
-    await harness.idle(0.6)
+    read_on.set()
+    assert await asyncio.to_thread(read.wait, 10)
+    await harness.idle(0.1)
     assert ctl.wb.session.messages == [], "the document was attached to the session opened meanwhile"
 
 
@@ -401,17 +404,21 @@ async def test_what_is_typed_while_looking_for_a_server_stays_the_draft(tmp_path
     import tui.client.connect as client_connect
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
-    async def nothing_found():
-        await asyncio.sleep(0.2)
+    looking, give_up = asyncio.Event(), asyncio.Event()
+
+    async def nothing_found():  # the scan goes on until the test has typed
+        looking.set()
+        await give_up.wait()
         return None
     monkeypatch.setattr(client_connect, "scan_local", nothing_found)
     made = Harness(tmp_path, base_url="", scan_local=True, source={})
     ctl = made.ctl
     ctl.adopt(conversation().__class__(), None)
     ctl.connect()
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(looking.wait(), 10)
     ctl.set_draft("typed while it looked")
-    await made.idle(0.5)
+    give_up.set()
+    await made.idle(0.1)
     assert ctl.wb.session.messages, "the sample session was not opened"
     assert ctl.wb.draft == "typed while it looked"
     ctl.close()

@@ -7,12 +7,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
 from conftest import files_holding
-from test_e2e_tmux import wait_for_reply
+from test_e2e_tmux import drafted, wait_for_reply
 from tmux_driver import ROOT, Tmux
 
 pytestmark = [pytest.mark.server, pytest.mark.xdist_group("gateway"), pytest.mark.timeout(900)]
@@ -34,11 +33,7 @@ def test_chat_through_the_gateway(litellm_gateway, tmux, tmp_path):
     for attempt in range(3):  # the tiny model sometimes answers nothing: ask again, checking every count
         question = f"Hello through the gateway ({attempt + 1})"
         tmux.keys(question, literal=True)
-        tmux.wait_for(re.escape(question) + r"<\|im_end\|>")
-        shown, previous = None, -1
-        while shown != previous:  # the pane settles after typing stops: read until two reads agree
-            time.sleep(0.6)
-            previous, shown = shown, int(tmux.wait_for(r"(\d+) tokens\s*estimate \(qwen3\)").group(1))
+        shown = drafted(tmux, question, r"(\d+) tokens\s*estimate \(qwen3\)")
         screen = tmux.screen()
         screens.append(screen)
         assert "template qwen3 (assumed)" in screen and "exact" not in screen.split("Document")[0]
@@ -58,7 +53,7 @@ def test_chat_through_the_gateway(litellm_gateway, tmux, tmp_path):
     screens.append(tmux.wait_for(r"Authorization: Bearer \$" + KEY_ENV).string)
     assert not any(key in screen for screen in screens)
     tmux.keys("C-q")
-    time.sleep(0.5)
+    tmux.wait_exit()
     session = tmux.sessions()[0]
     env = {KEY_ENV: key, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     for form in ("markdown", "request", "curl", "document"):

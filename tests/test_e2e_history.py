@@ -3,12 +3,12 @@ undo the delete: every later turn is kept; re-send from an early message: the ol
 palette shows again, and the file keeps both."""
 
 import re
-import time
 
 import pytest
 
 from test_e2e_tmux import tmux, wait_for_reply  # noqa: F401 - tmux is a fixture
 from tui.sessions.store import load_session
+from waiting import until
 
 
 def ask(tmux, question: str, count: int) -> None:
@@ -25,15 +25,6 @@ def saved_texts(tmux, key: str = "messages") -> list[str]:
     return [m.text() for m in session.messages]
 
 
-def until(condition, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 @pytest.mark.server
 def test_delete_early_chat_then_undo_keeps_the_later_turns(llama_server, tmux):
     tmux.start("--base-url", llama_server, "--no-scan")
@@ -46,7 +37,7 @@ def test_delete_early_chat_then_undo_keeps_the_later_turns(llama_server, tmux):
     tmux.keys("d")
     tmux.wait_for(r"Delete user #0\?")
     tmux.keys("y")
-    assert until(lambda: "Early question A?" not in saved_texts(tmux)), saved_texts(tmux)
+    until(lambda: "Early question A?" not in saved_texts(tmux), 10, lambda: saved_texts(tmux))
     # (after a message dialog the composer has the focus: typing goes there)
     for number, question in enumerate(("Later B?", "Later C?", "Later D?"), start=2):
         ask(tmux, question, number)
@@ -54,7 +45,7 @@ def test_delete_early_chat_then_undo_keeps_the_later_turns(llama_server, tmux):
     tmux.wait_for(r"█ assistant #\d")
     tmux.keys("C-z")
     tmux.wait_for(r"undone: delete #0")
-    assert until(lambda: saved_texts(tmux)[:1] == ["Early question A?"]), saved_texts(tmux)
+    until(lambda: saved_texts(tmux)[:1] == ["Early question A?"], 10, lambda: saved_texts(tmux))
     texts = saved_texts(tmux)
     assert [t for t in texts if t.startswith("Later")] == ["Later B?", "Later C?", "Later D?"], texts
 
@@ -75,11 +66,11 @@ def test_resend_from_an_early_question_keeps_the_old_continuation_as_a_branch(ll
     tmux.wait_for(r"kept as a branch")
     tmux.keys("y")
     assert wait_for_reply(tmux, 4, 60) is not None
-    assert until(lambda: saved_texts(tmux)[0] == "First Q?" and len(saved_texts(tmux)) == 2), saved_texts(tmux)
+    until(lambda: saved_texts(tmux)[0] == "First Q?" and len(saved_texts(tmux)) == 2, 10, lambda: saved_texts(tmux))
     assert saved_texts(tmux, "branches") == before[1:]  # the old continuation, in the file
     tmux.keys("C-p")
     tmux.keys("Show branch", literal=True)
     tmux.wait_for(r"Show branch at #1")
     tmux.keys("Enter")
-    assert until(lambda: saved_texts(tmux) == before), saved_texts(tmux)  # the old one shown again
+    until(lambda: saved_texts(tmux) == before, 10, lambda: saved_texts(tmux))  # the old one shown again
     assert len(saved_texts(tmux, "branches")) == 1  # and the re-sent reply kept in turn

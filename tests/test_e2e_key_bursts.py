@@ -9,18 +9,10 @@ editor's queue had inserted the printable keys behind it: `End BSpace 1 2` left 
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from tmux_driver import Tmux
-
-
-def gone(tmux, text: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while text in tmux.screen():
-        assert time.monotonic() < deadline, f"{text!r} is still on screen:\n{tmux.screen()}"
-        time.sleep(0.05)
 
 
 @pytest.fixture()
@@ -38,7 +30,7 @@ def test_bursts_of_editing_keys_arrive_whole_in_the_composer_and_the_settings(tm
         tmux.keys(*base, "1", "2", "3", "End", "BSpace", "BSpace", "7", "Left", "Left", "BSpace", "9", "End", "8")
         tmux.wait_for(re.escape(f"{base[:-1]}9178"), timeout=10)  # the Backspace took the 0 before "17"
         tmux.keys("C-a", "C-k")  # (a TextArea's own keys too: the line is cleared)
-        gone(tmux, base[:-1] + "9178")
+        tmux.wait_gone(base[:-1] + "9178")
     tmux.keys("F8")
     tmux.wait_for(r"Settings \(saved with the session")
     tmux.keys("C-a", "C-k", "5", "0", "0", "0", "BSpace", "BSpace", "1", "2", "Home", "Delete", "9")

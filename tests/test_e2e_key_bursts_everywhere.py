@@ -16,7 +16,6 @@ import pytest
 from fault_server import FaultServer
 from key_bursts import LineEditor, random_burst
 from tmux_driver import Tmux
-from session_files import session_data
 
 RUNS = 20
 TMUX_NAMES = {"backspace": "BSpace", "delete": "DC", "left": "Left", "right": "Right", "home": "Home", "end": "End"}
@@ -55,20 +54,6 @@ def palette(tmux: Tmux, entry: str, shown: str) -> None:
     tmux.wait_for(shown)
 
 
-def saved_session(tmux: Tmux, check, timeout: float = 10) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for path in tmux.sessions():
-            try:
-                raw = session_data(path)
-            except (OSError, ValueError):  # not written yet
-                continue
-            if check(raw):
-                return raw
-        time.sleep(0.2)
-    raise AssertionError(f"no saved session passed the check: {tmux.sessions()}")
-
-
 def test_bursts_arrive_whole_in_the_rename_and_system_prompt_dialogs(tmux):
     """The key that closes one dialog, the one that opens the next and the text for it go in one write too:
     Ctrl+S (rename saved), Ctrl+E and the system prompt; Ctrl+S and a draft for the composer; F8 and a window."""
@@ -79,7 +64,7 @@ def test_bursts_arrive_whole_in_the_rename_and_system_prompt_dialogs(tmux):
     prompts = [send_and_see(tmux, run, "system", () if run else ("C-s", "C-e")) for run in range(RUNS)]
     send_and_see(tmux, 0, "composer", ("C-s",))
     tmux.wait_for(rf"ctxpane — {re.escape(titles[-1])}")
-    saved_session(tmux, lambda raw: raw.get("title") == titles[-1] and any(
+    tmux.saved(lambda raw: raw.get("title") == titles[-1] and any(
         message.get("role") == "system" and message.get("content") == prompts[-1] for message in raw["messages"]))
     send_and_see(tmux, 0, "settings", ("F8",))
     tmux.wait_for(r"Settings \(saved with the session")

@@ -1,9 +1,7 @@
 """End to end in a real terminal (tmux): the real server, and a kill -9 in the middle of a reply."""
 
-import os
 import re
 import signal
-import time
 
 import pytest
 
@@ -11,6 +9,7 @@ from fault_server import FaultServer
 from tmux_driver import Tmux
 from tui.sessions.store import load_session
 from session_files import session_data
+from waiting import until
 
 
 @pytest.fixture()
@@ -29,11 +28,7 @@ def test_chat_with_the_real_server(llama_server, tmux):
     for attempt in range(3):
         question = f"Hello from tmux, how are you? ({attempt + 1})"
         tmux.keys(question, literal=True)
-        tmux.wait_for(re.escape(question) + r"<\|im_end\|>")
-        shown, previous = None, -1
-        while shown != previous:  # the pane settles after typing stops: read until two reads agree
-            time.sleep(0.6)
-            previous, shown = shown, int(tmux.wait_for(r"(\d+) tokens\s*exact").group(1))
+        shown = drafted(tmux, question, r"(\d+) tokens\s*exact")
         tmux.keys("Enter")
         record = wait_for_reply(tmux, attempt + 1)
         assert record is not None, tmux.screen()
@@ -46,32 +41,31 @@ def test_chat_with_the_real_server(llama_server, tmux):
     tmux.wait_for(r"assistant #?\d*|assistant#\d+")
 
 
+def drafted(tmux, question: str, count: str) -> int:
+    """The pane's count once it is of the whole draft: the document ends with the question and the count is read
+    off the same screen (the summary line and the document are drawn from one view)."""
+    document, counted = tmux.wait_for_all(re.escape(question) + r"<\|im_end\|>", count)
+    return int(counted.group(1))
+
+
 def wait_for_reply(tmux, count, seconds=30):
     """The `count`-th request of the session file, once its reply is complete and its usage known."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    def replied():
         files = tmux.sessions()
         if files:
             requests = load_session(files[0]).session.requests
             if len(requests) >= count and not requests[count - 1].incomplete and requests[count - 1].usage:
                 return requests[count - 1]
-        time.sleep(0.2)
-    return None
+        return None
+    return until(replied, seconds, lambda: f"request {count}'s whole reply in the session file:\n{tmux.screen()}",
+                 poll=0.1)
 
 
 def saved_mid_reply(tmux, text: str = "partial reply", seconds: float = 20.0) -> None:
     """Wait until the autosave has written the streaming reply's text (how soon depends on the machine's load)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for path in tmux.sessions():
-            try:
-                requests = session_data(path).get("requests") or []
-            except (OSError, ValueError):  # not written yet
-                continue
-            if requests and (requests[-1].get("reply") or {}).get("content", "").startswith(text):
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"the session file never held {text!r} while the reply streamed")
+    tmux.saved(lambda raw: bool(raw.get("requests")) and
+               (raw["requests"][-1].get("reply") or {}).get("content", "").startswith(text),
+               seconds, f"the session file holding {text!r} while the reply streamed")
 
 
 def test_kill_9_mid_reply_keeps_what_arrived(tmp_path, tmux):
@@ -82,8 +76,7 @@ def test_kill_9_mid_reply_keeps_what_arrived(tmp_path, tmux):
         tmux.keys("Enter")
         tmux.wait_for(r"partial reply")
         saved_mid_reply(tmux)  # the reply keeps streaming; autosave runs while it does
-        os.kill(tmux.pid(), signal.SIGKILL)
-        time.sleep(0.3)
+        tmux.kill(signal.SIGKILL)
         files = tmux.sessions()
         assert len(files) == 1
         raw = session_data(files[0])  # a whole file, never a half-written one
@@ -110,22 +103,24 @@ def test_a_300_token_window_set_in_the_settings_screen_drops_turns(llama_server,
     tmux.wait_for(r"llama\.cpp at http://127\.0\.0\.1")
     tmux.keys("F8")
     tmux.wait_for(r"Settings \(saved with the session")
-    time.sleep(0.5)
-    # One key at a time: a burst of control keys and text in one write is read as one paste-like chunk.
-    for key in ("C-a", "C-k", "300", "Tab", "C-a", "C-k", "32", "Tab", "Enter", "Down", "Enter", "C-s"):
-        tmux.keys(key)  # window 300, reply room 32, the policy list opened, keep-all -> drop-oldest, applied
-        time.sleep(0.3)
+    # One key at a time (a burst of control keys and text in one write is read as one paste-like chunk), each
+    # step waited for on the screen: window 300, reply room 32, the policy list opened, drop-oldest, applied.
+    for key in ("C-a", "C-k", "300", "Tab", "C-a", "C-k", "32", "Tab"):
+        tmux.keys(key)
+    tmux.wait_for_all(r"Context window\s+300\b", r"Max tokens \(reply\)\s+32\b")
+    tmux.keys("Enter")
+    tmux.wait_for(r"▊\s+summarise\s+▎")  # the list is open (closed, it shows only the policy chosen)
+    tmux.keys("Down")
+    tmux.keys("Enter")
+    tmux.wait_for(r"Truncation policy\s+▊\s+drop-oldest\b")
+    tmux.keys("C-s")
     tmux.wait_for(r"of 300")
     tmux.wait_for(r"policy\s+(│\s*)?drop-oldest")  # the summary line may wrap before the name
     record = None
     for turn in range(1, 16):
         question = f"Tell me one short fact about the number {turn}, please."
         tmux.keys(question, literal=True)
-        tmux.wait_for(re.escape(question[:40]))
-        shown, previous = None, -1
-        while shown != previous:  # the pane settles after typing stops: read until two reads agree
-            time.sleep(0.6)
-            previous, shown = shown, int(tmux.wait_for(r"(\d+) tokens\s*exact").group(1))
+        shown = drafted(tmux, question, r"(\d+) tokens\s*exact")
         tmux.keys("Enter")
         record = wait_for_reply(tmux, turn, seconds=60)
         assert record is not None, tmux.screen()
@@ -135,8 +130,8 @@ def test_a_300_token_window_set_in_the_settings_screen_drops_turns(llama_server,
             break
     assert record is not None and record.dropped, "no turn was ever dropped"
     assert record.usage["prompt_tokens"] <= 300 - 32
-    for _ in range(3):  # Document -> Tokens -> Cache -> Ledger, one key at a time
-        tmux.keys("C-t")
-        time.sleep(0.4)
+    for shows in (r"what\s+tokens\s+count", r"next request:", r"still in the window\?"):
+        tmux.keys("C-t")  # Document -> Tokens -> Cache -> Ledger, one key at a time, each tab seen
+        tmux.wait_for(shows)
     screen = tmux.wait_for(r"drop-oldest").string
     assert screen.count("drop-oldest") >= 2, screen  # the summary line names the policy; the ledger its rows

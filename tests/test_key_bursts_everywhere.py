@@ -28,6 +28,7 @@ from tui.app.chat.transcript import ChatView
 from tui.app.chat.composer import Composer
 from tui.app.screens.edit import EditScreen
 from tui.app.screens.settings import SettingsScreen
+from waiting import eventually
 
 SIZE = (160, 48)
 RUNS = 20
@@ -314,7 +315,7 @@ class DripHandler(Handler):
         self._start_chunked()
         for number in range(3000):
             self._events([chunk(f"word{number} ")])
-            time.sleep(0.02)
+            time.sleep(0.02)  # a model's pace: the reply must go on streaming while the bursts are typed
         self._send("data: [DONE]\n\n")
         self._finish()
 
@@ -336,11 +337,7 @@ async def test_bursts_arrive_whole_in_the_composer_while_a_reply_streams(monkeyp
     async with running(app) as pilot:
         await settle(pilot, app)
         await pilot.press(*"go", "enter")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if app.controller.streaming:
-                break
-        assert app.controller.streaming
+        await eventually(lambda: app.controller.streaming, 10, "the reply to start", pilot=pilot)
         composer = app.query_one(Composer)
         for run in range(RUNS):
             start = replace_text(composer, f"next {run}")

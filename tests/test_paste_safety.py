@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -22,6 +21,7 @@ from tui.app.copying import clipboard_file
 from tui.context.untrusted.visible import json_paste_safe, paste_safe
 from tui.sessions.transfer import curl_command
 from tap_helpers import upstream  # noqa: F401 - a fixture
+from waiting import until
 
 HOSTILE_REPLY = "Run this to check:\n\n    ls\x1b[201~; touch {marker}\n\nthat is all.\n"
 UNSAFE = {chr(c) for c in range(0x20) if chr(c) not in "\t\n"} | {chr(c) for c in range(0x7f, 0xa0)} | set(
@@ -120,17 +120,12 @@ class BracketedPasteShell:
                               capture_output=True, text=True).stdout
 
     def wait_for(self, text: str, timeout: float = 10) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.screen():
-            assert time.monotonic() < deadline, f"{text!r} never appeared:\n{self.screen()}"
-            time.sleep(0.05)
+        until(lambda: text in self.screen(), timeout, lambda: f"{text!r} on the screen:\n{self.screen()}", poll=0.05)
 
     def wait_for_prompt(self, timeout: float = 10) -> None:
         """Until the prompt stands alone on the last line: readline has asked for bracketed paste by then."""
-        deadline = time.monotonic() + timeout
-        while self.screen().rstrip().splitlines()[-1:] != ["READY$"]:
-            assert time.monotonic() < deadline, f"no prompt:\n{self.screen()}"
-            time.sleep(0.05)
+        until(lambda: self.screen().rstrip().splitlines()[-1:] == ["READY$"], timeout,
+              lambda: f"the prompt:\n{self.screen()}", poll=0.05)
 
     def paste(self, text: str, path) -> None:
         path.write_text(text, encoding="utf-8")
@@ -171,10 +166,7 @@ async def test_a_copied_reply_pasted_into_a_bracketed_paste_shell_runs_nothing(t
     ran_raw = tmp_path / "raw-pasted-and-ran"
     raw = shells("raw")
     raw.paste(hostile_reply(ran_raw), tmp_path / "raw.txt")
-    deadline = time.monotonic() + 10
-    while not ran_raw.exists():
-        assert time.monotonic() < deadline, f"the raw paste should have run the command:\n{raw.screen()}"
-        time.sleep(0.05)
+    until(ran_raw.exists, 10, lambda: f"the raw paste to run the command (it should):\n{raw.screen()}")
     marker = tmp_path / "copy-pasted-and-ran"
     app = app_on_reply(tmp_path, monkeypatch, hostile_reply(marker))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -17,6 +17,7 @@ from tui.sessions import store
 from tui.sessions.model import Session
 from tui.context.messages import Message
 from session_files import session_data
+from waiting import eventually
 
 SIZE = (150, 42)
 
@@ -27,7 +28,7 @@ def slow_writes(monkeypatch, seconds: float, log: list):
     def slow(self, session, path, secrets=None):
         assert threading.current_thread() is not threading.main_thread()  # never on the event loop
         log.append(("start", time.monotonic(), session.messages[0].text() if session.messages else ""))
-        time.sleep(seconds)
+        time.sleep(seconds)  # the slow disk itself: the time a write takes is what the tests are about
         original(self, session, path, secrets)
         log.append(("end", time.monotonic(), session.messages[0].text() if session.messages else ""))
     monkeypatch.setattr(store.SessionAppender, "append", slow)
@@ -50,7 +51,7 @@ async def test_keys_echo_while_a_slow_save_runs_and_quitting_keeps_the_last_stat
             app.wb.set_system_prompt(text)
             app.controller.changed()
             app.autosave(now=True)
-        await pilot.pause(0.05)
+        await eventually(lambda: log, 10, "the first slow write to start", pilot=pilot)
         assert not any(kind == "end" for kind, _t, _text in log) and log and log[0][1] < echoed
         app.wb.set_system_prompt("after the last save")  # only a pending timer: quitting must write it
         app.controller.changed()

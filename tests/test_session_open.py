@@ -25,6 +25,7 @@ from tui.sessions import replay
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.replay import Replayer
 from tui.sessions.store import save_session
+from waiting import eventually
 
 SIZE = (150, 42)
 REQUESTS = 2000
@@ -50,11 +51,8 @@ def long_session(requests: int = REQUESTS) -> Session:
 
 
 async def until(pilot, app, condition, seconds: float = 60.0) -> None:
-    """Wait for `condition` (the opening's workers chain one another: tokenizer, restore, compute)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.05)
+    """Wait for `condition` (the opening's workers chain one another: tokenizer, restore, compute), then settle."""
+    await eventually(condition, seconds, "the session to open", pilot=pilot)
     await settle(pilot, app)
 
 
@@ -161,14 +159,18 @@ async def test_first_screen_answers_keys_while_the_file_is_read_and_the_boundary
     from tui.controller import opening as opening_module  # where the session file is read
     original_load = opening_module.load_session
 
+    # A slow disk and a slow search for the boundary: each is held until the test has typed a key (a fixed
+    # second was not enough on a loaded machine, where the first frame can come later than that).
+    read_on, found_on = threading.Event(), threading.Event()
+
     def slow_load(path):
-        time.sleep(1.0)
+        read_on.wait(30)
         opened = original_load(path)
         done["loaded"] = time.monotonic()
         return opened
 
     def slow_shape(self, index):
-        time.sleep(1.0)
+        found_on.wait(30)
         result = load(self, index)
         done["restored"] = time.monotonic()
         return result
@@ -180,12 +182,11 @@ async def test_first_screen_answers_keys_while_the_file_is_read_and_the_boundary
         await pilot.press("a")
         echoed = time.monotonic()
         assert composer.text == "a" and "loaded" not in done  # the loop was free while the file was read
-        for _ in range(400):
-            await pilot.pause(0.01)
-            if app.session_file == long_file:
-                break
+        read_on.set()
+        await eventually(lambda: app.session_file == long_file, 10, "the file to be read", pilot=pilot, poll=0.01)
         await pilot.press("b")
         assert composer.text == "ab" and "restored" not in done  # ... and while the boundary was found
+        found_on.set()
         await until(pilot, app, lambda: "restored" in done and app.wb.previous is not None)
         assert done["loaded"] > echoed
         assert app.wb.draft == composer.text == "ab"  # what was typed while the file was read is kept

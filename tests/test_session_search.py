@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from app_helpers import isolated, make_app, settle
+from tui.app.screens.sessions import DEBOUNCE_SECONDS
 from tui.context.messages import Message
 from tui.sessions import search_index
 from tui.sessions.model import Session
 from tui.sessions.search_index import Backing, SearchIndex, SearchResult, match_expression
 from tui.sessions.store import save_session
+from waiting import eventually
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -223,14 +225,6 @@ def test_folders_are_kept_apart(tmp_path, index):
 # -- the browser ------------------------------------------------------------------------------------------------
 
 
-async def wait_until(pilot, condition, seconds: float = 15.0) -> bool:
-    for _round in range(int(seconds / 0.05)):
-        if condition():
-            return True
-        await pilot.pause(0.05)
-    return condition()
-
-
 def table_rows(browser) -> list[list[str]]:
     table = browser.query_one("#browser-table")
     return [[cell.plain for cell in table.get_row_at(row)] for row in range(table.row_count)]
@@ -258,7 +252,7 @@ async def test_the_browser_finds_a_word_in_a_messages_body_and_shows_the_snippet
         await pilot.pause()
         titles = [info["title"] for _, info in browser.rows]
         assert titles[0] == "pelican notes" and "Shopping list" not in titles  # titles at once
-        assert await wait_until(pilot, lambda: len(browser.rows) == 2)
+        await eventually(lambda: len(browser.rows) == 2, 15, pilot=pilot)
         await app.workers.wait_for_complete()
         rows = table_rows(browser)
         assert [row[0] for row in rows] == ["pelican notes", "Weekend"]  # title matches first, no duplicate
@@ -268,14 +262,14 @@ async def test_the_browser_finds_a_word_in_a_messages_body_and_shows_the_snippet
         assert "contents: 2 sessions match" in str(browser.query_one("#browser-status").render())
         assert (tmp_path / "xdg_cache_home" / "ctxpane" / "search.sqlite").exists()
         browser.query_one("#browser-search").value = "pe"  # under three characters: titles only
-        await pilot.pause(0.5)
+        await pilot.pause(DEBOUNCE_SECONDS + 0.2)  # an absence: a content search would have started by now
         await app.workers.wait_for_complete()
         assert [info["title"] for _, info in browser.rows] == ["pelican notes"]
         browser.query_one("#browser-search").value = "pelican"
-        assert await wait_until(pilot, lambda: len(browser.rows) == 2)
+        await eventually(lambda: len(browser.rows) == 2, 15, pilot=pilot)
         browser.query_one("#browser-table").move_cursor(row=1)
         browser.action_open()
-        assert await wait_until(pilot, lambda: app.session_file == folder / "body.ctxpane.json")
+        await eventually(lambda: app.session_file == folder / "body.ctxpane.json", 15, pilot=pilot)
 
 
 async def test_a_stale_content_result_is_dropped(tmp_path, monkeypatch):
@@ -325,8 +319,8 @@ async def test_the_browser_shows_indexing_progress(tmp_path, monkeypatch):
         def status() -> str:
             return str(browser.query_one("#browser-status").render())
         try:
-            assert await wait_until(pilot, lambda: "indexing 40/300 session files…" in status())
+            await eventually(lambda: "indexing 40/300 session files…" in status(), 15, pilot=pilot)
         finally:
             index.release.set()
-        assert await wait_until(pilot, lambda: "contents: 1 session match" in status())
+        await eventually(lambda: "contents: 1 session match" in status(), 15, pilot=pilot)
         assert table_rows(browser)[0][4] == "#2: an albatross"

@@ -12,6 +12,7 @@ from tui.sessions import store
 from tui.sessions.model import RequestRecord, Session, recover_interrupted_reply
 from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, load_session, save_session
 from session_files import session_data
+from waiting import until
 
 SAMPLE = ROOT / "sample_sessions" / "forged-tool-result.ctxpane.json"
 
@@ -148,13 +149,14 @@ def test_bad_files_via_cli_exit_2(run_cli, tmp_path):
 
 
 LOCK_WORKER = """
-import fcntl, pathlib, sys, time
+import fcntl, pathlib, sys
+sys.path.insert(0, "tests")  # (run from the repository's root)
+from waiting import until
 from tui.sessions import store
 session, signals, role = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
 
 def wait_for(name):
-    while not (signals / name).exists():
-        time.sleep(0.01)
+    until((signals / name).exists, 60, name, poll=0.01)
 
 if role == "racer":  # open the lock file, then stop just before locking it until told to go on
     real_flock, calls = fcntl.flock, []
@@ -183,7 +185,6 @@ def test_the_lock_never_admits_two_writers_across_processes(tmp_path):
     """A process that opened the lock file just before its holder let go must not share the lock with a third."""
     import subprocess
     import sys
-    import time
 
     session, signals = tmp_path / "s.ctxpane.json", tmp_path / "signals"
     signals.mkdir()
@@ -193,10 +194,7 @@ def test_the_lock_never_admits_two_writers_across_processes(tmp_path):
                                 stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
 
     def wait_for(name):
-        deadline = time.monotonic() + 30
-        while not (signals / name).exists():
-            assert time.monotonic() < deadline, f"timed out waiting for {name}"
-            time.sleep(0.01)
+        until((signals / name).exists, 30, name, poll=0.01)
 
     holder = start("holder")
     wait_for("holder-held")

@@ -1,5 +1,6 @@
 """SVG snapshots of the main states (pytest-textual-snapshot). Regenerate with --snapshot-update, then look."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,11 @@ def clean_env(monkeypatch, tmp_path):
 
 
 def app_for(tmp_path: Path, sample: str | None = None, **flags):
-    file = SAMPLES / f"{sample}.ctxpane.json" if sample else None
+    """The app on a copy of the sample (the app locks and saves the file it opens: never the repository's)."""
+    file = None
+    if sample:
+        file = tmp_path / f"{sample}.ctxpane.json"
+        shutil.copyfile(SAMPLES / file.name, file)
     return make_app(tmp_path, offline=True, file=file, flags=flags)
 
 

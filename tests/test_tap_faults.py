@@ -236,23 +236,19 @@ async def test_text_from_the_client_reaches_the_list_only_cleaned(upstream, tmp_
     from app_helpers import plain
     from textual.widgets import OptionList
 
+    from tap_helpers import ended_and_listed, listening
     from tui.app.tap_app import TapApp
 
     app = TapApp(upstream.url, tmp_path, port=0)
     async with app.run_test(size=(140, 30)) as pilot:
-        while not hasattr(app, "url"):
-            await pilot.pause(0.05)
+        await listening(pilot, app)
         async with httpx.AsyncClient() as http:
             answer = await http.post(f"{app.url}/ok/v1/chat/completions", json={
                 "model": "evil\x1b[2J\x1b]0;title\x07\u202emodel", "stream": True,
                 "messages": [{"role": "user", "content": "hi\x1b[31m"}]})
         assert answer.status_code == 200
         listing = app.query_one("#tap-list", OptionList)
-        for _ in range(200):
-            if listing.option_count and app.tap.recorder.tapped[1].done:
-                break
-            await pilot.pause(0.05)
-        await pilot.pause(0.1)
+        await ended_and_listed(pilot, app, 1)
         label = plain(listing.get_option_at_index(0).prompt)
         assert "evil" in label and "\x1b" not in label and "\x07" not in label and "\u202e" not in label
         app.save_screenshot(str(tmp_path / "shot.svg"))

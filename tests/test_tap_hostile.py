@@ -13,6 +13,7 @@ import pytest
 from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
 from test_redaction import outside_words
 from session_files import session_data
+from waiting import eventually, until
 
 
 @pytest.fixture(scope="module")
@@ -176,8 +177,7 @@ def test_the_headless_command_says_each_request_once_even_when_it_cannot_be_reco
                      {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}):
             answer = httpx.post(f"{url}/ok/v1/chat/completions", content=json.dumps(body))
             assert answer.status_code == 200
-        while tap.server.active:
-            loop.run(asyncio_sleep())
+        until(lambda: not tap.server.active, 30, "both requests to end", poll=0.01)
         tap.recorder.drain()
     finally:
         loop.run(tap.close())
@@ -187,14 +187,8 @@ def test_the_headless_command_says_each_request_once_even_when_it_cannot_be_reco
     assert "not recorded" in said[0] and "-> 200" in said[0]
 
 
-async def asyncio_sleep() -> None:
-    import asyncio
-    await asyncio.sleep(0.01)
-
-
 async def test_the_apps_request_tab_shows_a_key_in_the_body_as_stars(upstream, tmp_path):
-    from textual.widgets import OptionList
-
+    from tap_helpers import ended_and_listed, listening
     from tui.app.pane.pane import ContextPane
     from tui.app.pane.request_tab import RequestView
     from tui.app.tap_app import TapApp
@@ -202,20 +196,16 @@ async def test_the_apps_request_tab_shows_a_key_in_the_body_as_stars(upstream, t
     secret = "sk-shown-body-secret-0123456789"
     app = TapApp(upstream.url, tmp_path, port=0)
     async with app.run_test(size=(160, 40)) as pilot:
-        while not hasattr(app, "url"):
-            await pilot.pause(0.05)
+        await listening(pilot, app)
         async with httpx.AsyncClient() as http:
             answer = await http.post(f"{app.url}/ok/v1/chat/completions", json={
                 "model": "m", "api_key": secret, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
         assert answer.status_code == 200
-        listing = app.query_one("#tap-list", OptionList)
-        for _ in range(200):
-            if listing.option_count and app.tap.recorder.tapped[1].done:
-                break
-            await pilot.pause(0.05)
+        await ended_and_listed(pilot, app, 1)
         pane = app.query_one(ContextPane)
         pane.query_one("#tabs").active = "request"
-        await pilot.pause(0.3)
+        await eventually(lambda: pane.query(RequestView) and '"model"' in pane.query_one(RequestView).text,
+                         pilot=pilot, what="the request tab to show the body")
         shown = pane.query_one(RequestView).text
         assert '"api_key": "***"' in shown and secret not in shown
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from tests.benchmarks.corpus import PROSE
+from tests.waiting import eventually
 
 SIZE = (150, 42)
 
@@ -46,23 +47,24 @@ async def type_keys(pilot, composer, keys: int) -> list[float]:
     for index in range(keys):
         char = "x" if index % 6 else " "
         start = time.perf_counter()
-        await pilot.press(char)
-        while not composer.text.endswith(char):  # the pilot returns once the app is idle; make sure
-            await asyncio.sleep(0.001)
+        await pilot.press(char)  # the pilot returns once the app is idle; make sure
+        await eventually(lambda char=char: composer.text.endswith(char), 10, f"{char!r} echoed", poll=0.001)
         samples.append(time.perf_counter() - start)
     return samples
 
 
 async def pane_follows(pilot, app, composer, timeout: float = 60.0) -> float:
     """Seconds from now until the pane's view shows the composer's text as its draft."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < timeout:
+    def follows() -> bool:
         view = app.wb.view
-        if view is not None and app.wb.draft == composer.text and view.snapshot.wire \
-                and view.snapshot.wire[-1].get("content") == composer.text:
-            return time.perf_counter() - start
-        await asyncio.sleep(0.005)
-    return float("nan")
+        return view is not None and app.wb.draft == composer.text and bool(view.snapshot.wire) \
+            and view.snapshot.wire[-1].get("content") == composer.text
+    start = time.perf_counter()
+    try:
+        await eventually(follows, timeout, "the pane to show the draft", poll=0.005)
+    except AssertionError:
+        return float("nan")
+    return time.perf_counter() - start
 
 
 async def run(size: int, keys: int, rounds: int) -> dict:

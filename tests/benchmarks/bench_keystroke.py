@@ -26,6 +26,7 @@ from tui.context.messages import message_from_dict
 from tui.context.request import build_request
 from tui.context.tokens.counting import SegmentCache
 from tui.sessions.model import Session
+from tests.waiting import eventually
 
 
 def stats(samples: list[float]) -> tuple[float, float]:
@@ -43,14 +44,17 @@ async def measure(tokens: int, keystrokes: int = 60) -> dict:
     session.messages.pop()  # the draft is typed below
     app = CtxpaneApp(LaunchOptions(flags={"no_scan": True}, offline=True))
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause(0.3)  # the app opens its own (sample) session after the first frame
+        # the app opens its own (sample) session after the first frame, and computes it
+        await eventually(lambda: app.wb.session.messages and app.wb.view is not None, 30, "the sample session",
+                         pilot=pilot)
         await app.workers.wait_for_complete()
         app.controller.adopt(session, None)
         app.wb.set_tokenizer(get_tokenizer("o200k_base"))
         app.wb.set_template(builtin_template("chatml"))
         app.wb.draft = "And now"
         app.refresh_all()
-        await pilot.pause(0.2)
+        await eventually(lambda: app.wb.view is not None and "And now" in app.wb.view.document.text, 30,
+                         "the adopted session's view, with its draft", pilot=pilot)
         gc.collect()
         gc.freeze()  # as the app does after start-up in production use, long-lived objects leave the GC's way
         document_view = app.query_one(DocumentView)

@@ -35,6 +35,7 @@ from textual.app import App
 from tui.app import app as app_module
 from tui.app.chat.transcript import ChatView
 from tui.client.reply import ReplyAssembler
+from tests.waiting import eventually
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 arrivals: list[tuple[float, int]] = []  # (time, reply length after this chunk)
@@ -66,19 +67,16 @@ def instrument() -> None:
 async def run(url: str, tokens: int) -> float:
     app = app_module.CtxpaneApp(app_module.LaunchOptions(flags={"base_url": url, "no_scan": True}))
     async with app.run_test(size=(160, 48)) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.1)
-            if app.client is not None:
-                break
+        await eventually(lambda: app.client is not None, 60, "the app to connect", pilot=pilot, poll=0.1)
         app.wb.session.params = {"temperature": 0, "ignore_eos": True}
         app.wb.set_policy(max_tokens=tokens)
+        before = len(app.wb.session.messages)
         await pilot.press(*"Tell me everything", "enter")
-        while not app.controller.streaming:
-            await pilot.pause(0.01)
-        while app.controller.streaming:
-            await pilot.pause(0.05)
+        await eventually(lambda: not app.controller.streaming and len(app.wb.session.messages) >= before + 2, 3600,
+                         "the question and the whole reply in the session", pilot=pilot, poll=0.05)
         done = time.perf_counter()
-        await pilot.pause(0.3)
+        await eventually(lambda: frames and taken and frames[-1] >= taken[-1][0], 10,  # the end drawn too
+                         "a frame after the chat view took the last chunk", pilot=pilot)
         return done
 
 
@@ -118,7 +116,7 @@ def fake_server(chunks: int, rate: float):
             for _ in range(chunks):
                 self._events([chunk(" ".join(rng.choice(words) for _ in range(10)) + " ")])
                 due += 1 / rate
-                time.sleep(max(0.0, due - time.perf_counter()))
+                time.sleep(max(0.0, due - time.perf_counter()))  # the stream's rate is what is measured against
             self._events([chunk(finish_reason="length")])
             self._send("data: [DONE]\n\n")
             self._finish()

@@ -44,7 +44,7 @@ def upstream(chunks: int, gap: float):
                        "choices": [{"index": 0, "delta": {"content": f"{number} "}, "finish_reason": None}],
                        "t": time.perf_counter()}
             await response.write(f"data: {json.dumps(payload)}\n\n".encode())
-            await asyncio.sleep(gap)
+            await asyncio.sleep(gap)  # the upstream's pace between chunks
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response

@@ -11,6 +11,7 @@ and 500k tokens open.
 
 from __future__ import annotations
 
+import re
 import statistics
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import uuid
 from pathlib import Path
 
 from tests.benchmarks.corpus import conversation
+from tests.waiting import until
 from tui.context.messages import message_from_dict
 from tui.sessions.model import Session
 from tui.sessions.store import save_session
@@ -52,23 +54,17 @@ class Term:
                               capture_output=True, text=True).stdout
 
     def wait(self, needle: str, timeout: float = 30) -> float:
-        deadline = time.perf_counter() + timeout
-        while time.perf_counter() < deadline:
-            if needle in self.screen():
-                return time.perf_counter()
-            time.sleep(0.005)
-        raise RuntimeError(f"{needle!r} never appeared:\n{self.screen()}")
+        """When `needle` is first seen on the screen (looked for every 5 ms)."""
+        until(lambda: needle in self.screen(), timeout, lambda: f"{needle!r} on the screen:\n{self.screen()}",
+              poll=0.005)
+        return time.perf_counter()
 
     def wait_in_pane(self, needle: str, timeout: float = 30) -> float:
-        """Wait until `needle` shows right of the chat/pane border (the pane, not the composer)."""
-        deadline = time.perf_counter() + timeout
-        while time.perf_counter() < deadline:
-            for line in self.screen().splitlines():
-                border = line.find("│")
-                if border >= 0 and needle in line[border:]:
-                    return time.perf_counter()
-            time.sleep(0.005)
-        raise RuntimeError(f"{needle!r} never appeared in the pane:\n{self.screen()}")
+        """When `needle` is first seen right of the chat/pane border (the pane, not the composer)."""
+        def shown() -> bool:
+            return any(line.find("│") >= 0 and needle in line[line.find("│"):] for line in self.screen().splitlines())
+        until(shown, timeout, lambda: f"{needle!r} in the pane:\n{self.screen()}", poll=0.005)
+        return time.perf_counter()
 
     def keys(self, *keys: str) -> None:
         subprocess.run(["tmux", "-L", self.name, "send-keys", "-t", self.name, "-l", *keys], check=True)
@@ -107,14 +103,15 @@ def keystroke(session_file: Path, home: Path, presses: int = 15) -> list[float]:
     try:
         term.run(f"{sys.executable} -m tui {session_file} --no-scan")
         term.wait("Document")
-        time.sleep(3)  # tokenizer and first full count done
+        until(lambda: re.search(r"\d[\d,]* tokens (exact|estimate)", term.screen()), 60,  # tokenizer and count done
+              lambda: f"the first full count:\n{term.screen()}", poll=0.05)
         for i in range(presses):
             marker = f"Q{i:02d}Z"
             start = time.perf_counter()
             term.keys(marker)
             term.wait_in_pane(marker, timeout=10)
             samples.append((time.perf_counter() - start) * 1000)
-            time.sleep(0.6)  # let the settling rebuild run between samples
+            time.sleep(0.6)  # the settling rebuild (0.4 s after the last key) runs between samples: nothing shows it
     finally:
         term.close()
     return samples

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from tests.benchmarks.corpus import PROSE
 from tests.benchmarks.stopwatch import Stopwatch, opened_app
+from tests.waiting import eventually
 
 SIZE = (150, 42)
 TIMEOUT = 120.0
@@ -106,7 +107,7 @@ async def open_once(path: Path, count: int) -> dict:
         marks["interactive"] = await until(lambda: app.query_one(Composer).text.endswith("b"))
         marks["pane"] = await until(lambda: app.wb.view is not None)  # the context pane's first view
         await idle(app)
-        await pilot.pause(0.3)
+        await pilot.pause()
     return marks
 
 
@@ -155,10 +156,10 @@ async def scroll_once(path: Path, pages: int) -> dict:
                                    sessions_folder=path.parent / "sessions"))
     async with app.run_test(size=SIZE) as pilot:
         chat = app.query_one(ChatView)
-        while not chat.layout_model.entries or app.wb.view is None:  # idle: the pane's first view is done
-            await pilot.pause(0.05)
+        await eventually(lambda: chat.layout_model.entries and app.wb.view is not None, TIMEOUT,  # the first view
+                         "the transcript and the pane's first view", pilot=pilot, poll=0.05)
         await idle(app)
-        await pilot.pause(0.2)
+        await pilot.pause()
         chat.focus()
         await pilot.pause()
         chat.action_move_to(0)
@@ -173,7 +174,7 @@ async def scroll_once(path: Path, pages: int) -> dict:
             draw_visible(chat)
             work.append((time.perf_counter() - start) * 1000)
         chat.action_move_to(0)
-        await pilot.pause(0.2)
+        await pilot.pause()
         frames: list[float] = []
         moved: list[float] = []
         display, page = app._display, chat.action_page
@@ -194,13 +195,14 @@ async def scroll_once(path: Path, pages: int) -> dict:
             moved.clear()
             start = time.perf_counter()
             app.simulate_key("pagedown" if direction > 0 else "pageup")  # as the terminal would send it
-            while (not moved or not frames or frames[-1] < moved[0]) and time.perf_counter() - start < 5:
-                await asyncio.sleep(0.0005)
-            if not moved or frames[-1] < moved[0]:
-                raise SystemExit("PageDown: the key was not handled, or no frame followed, within 5 s")
+            try:
+                await eventually(lambda: moved and frames and frames[-1] >= moved[0], 5, "a frame after the page",
+                                 poll=0.0005)
+            except AssertionError:
+                raise SystemExit("PageDown: the key was not handled, or no frame followed, within 5 s") from None
             shown = frames[bisect.bisect_left(frames, moved[0])]  # the first frame after the page moved
             pressed.append((shown - start) * 1000)
-            await pilot.pause(0.05)
+            await pilot.pause(0.05)  # a pause between two presses, as a reader's
         return {"work": stats(work), "pilot": stats(pressed), "rows": chat.layout_model.height}
 
 
@@ -242,6 +244,7 @@ async def resize_once(count: int, chars: int) -> dict:
                 gaps[phase[0]] = max(gaps.get(phase[0], 0.0), now - last)
                 last = now
         task = asyncio.create_task(beat())
+        # Each phase lasts a while (the pauses below): the longest stall of the loop within it is what is measured.
         await pilot.pause(0.05)
         phase[0] = "show"
         chat.show(messages)
@@ -285,7 +288,7 @@ async def stream_once(chunks: int) -> dict:
     rng = random.Random(8)
     app = CtxpaneApp(LaunchOptions(flags={"no_scan": True}, offline=True))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await eventually(lambda: app.wb.view is not None, TIMEOUT, "the sample session's view", pilot=pilot)
         await idle(app)
         panel, chat = app.query_one(ChatPanel), app.query_one(ChatView)
         panel.on_reply_began(ReplyBegan())  # what the app delivers for the controller's events

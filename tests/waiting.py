@@ -1,0 +1,48 @@
+"""Waiting for what a test can see happen (a file, a screen's text, a worker's end, a queue's item), with a
+deadline: the one polling loop the tests share, never a fixed sleep.
+
+`until` waits in plain code (a thread, a subprocess, a terminal); `eventually` on a running event loop, and with
+a Textual `pilot` each poll lets the app handle its messages and draw. Both return the condition's value once it
+is true, and fail when the deadline passes with `what` (a text, or a function that gives one, e.g. the screen).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+POLL = 0.02  # seconds between two looks
+
+
+def _said(what: str | Callable[[], Any]) -> str:
+    return str(what() if callable(what) else what)
+
+
+def until(condition: Callable[[], Any], timeout: float = 30.0, what: str | Callable[[], Any] = "the condition",
+          poll: float = POLL) -> Any:
+    """Wait until `condition()` is true and return its value; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {_said(what)}")
+        time.sleep(poll)
+
+
+async def eventually(condition: Callable[[], Any], timeout: float = 30.0,
+                     what: str | Callable[[], Any] = "the condition", pilot=None, poll: float = POLL) -> Any:
+    """`until` on the event loop: the loop (and with `pilot` the app) runs between two looks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {_said(what)}")
+        if pilot is not None:
+            await pilot.pause(poll)
+        else:
+            await asyncio.sleep(poll)
