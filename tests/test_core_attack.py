@@ -241,20 +241,19 @@ async def test_export_turns_the_session_into_markdown_off_the_event_loop(harness
     assert list((tmp_path / "sessions").glob("*.md"))
 
 
-def test_a_20_mb_session_is_laid_out_and_resized_without_freezing_the_loop():
-    import time
-
+def test_a_20_mb_session_is_laid_out_and_resized_without_wrapping_it():
+    """Opening, resizing and deleting in a 10,000-message session wrap nothing: rows are guessed until read (how
+    long that takes is a benchmark's, tests/benchmarks/bench_transcript.py; this checks the mechanism)."""
     from tui.app.chat.layout import ChatLayout
     from tui.context.messages import Message
     messages = [Message("user" if i % 2 == 0 else "assistant", "word " * 400 + str(i), id=f"m{i}")
                 for i in range(10_000)]
     layout = ChatLayout()
-    took = []
     for shown, width in ((messages, 60), (messages, 40), (messages[1:], 40)):  # open, resize, delete the first
-        start = time.perf_counter()
         layout.update(shown, set(), {}, {}, width)
-        took.append(time.perf_counter() - start)
-    assert max(took) < 0.25, [round(t, 2) for t in took]
+        wrapped = [entry for entry in layout.entries if entry._body is not None or entry._head is not None]
+        assert len(layout.entries) == len(shown) and not wrapped, len(wrapped)
+        assert layout.height >= len(shown) * 3  # a guess of each message's rows, not one row each
 
 
 @pytest.mark.parametrize("change", ["edit", "template", "tokenizer", "open another", "draft"])
