@@ -66,7 +66,6 @@ def assert_kept(error, assembler, content=KEPT):
     ("notobject", "Expected `object`"),
     ("badindex", "tool_calls[0].index"),
     ("finishnum", "finish_reason"),
-    ("negusage", "$.usage.prompt_tokens"),
     ("bigint", "out of range"),
     ("deep", "nested too deeply"),
     ("garbage", "not JSON"),
@@ -76,6 +75,16 @@ async def test_wrong_chunk_shapes_keep_the_partial_reply(server, scenario, where
     assert type(error) is MalformedChunk
     assert where in str(error) and f"kept the {len(KEPT)} characters" in str(error)
     assert_kept(error, assembler)
+
+
+async def test_a_negative_usage_figure_keeps_the_reply_and_is_not_reported(server):
+    """A usage figure out of bounds is not a broken reply: it is not used, and said so (usage_checks)."""
+    from tui.client.figures import reported_from_reply
+    async with client_for(server.url + "/negusage") as client:
+        reply = await client.chat(BODY)
+    reported = reported_from_reply(reply)
+    assert reported.prompt_tokens is None
+    assert reported.unreported == ("usage.prompt_tokens: not reported (negative (-3))",)
 
 
 async def test_unknown_fields_are_ignored(server):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tui.context.fit.received import Receipt, Reported, compare_view
+from tui.context.fit.usage_checks import checked_figure, consistent, figure_problem
 from tui.context.fit.window import WindowSize
 from tui.context.json_types import JSONObject
 
@@ -28,30 +29,42 @@ def _details(usage: JSONObject) -> JSONObject:
     return details if isinstance(details, dict) else {}
 
 
-def _written(usage: JSONObject) -> int | None:
+def _written(usage: JSONObject) -> object:
     """Tokens the provider says it wrote to its cache: OpenAI's cache_write_tokens (GPT-5.6 on), or Anthropic's
     cache_creation_input_tokens as a gateway passes it on."""
-    found = lenient_count(_details(usage).get("cache_write_tokens"))
-    return found if found is not None else lenient_count(usage.get("cache_creation_input_tokens"))
+    found = _details(usage).get("cache_write_tokens")
+    return found if found is not None else usage.get("cache_creation_input_tokens")
+
+
+def usage_figures(usage: JSONObject) -> tuple[dict[str, int | None], dict[str, str]]:
+    """The usage figures the engine reads, each checked (`usage_checks`): the counts, and why any was not used."""
+    raw = {"usage.prompt_tokens": usage.get("prompt_tokens"), "usage.completion_tokens": usage.get("completion_tokens"),
+           "usage.prompt_tokens_details.cached_tokens": _details(usage).get("cached_tokens"),
+           "cache write tokens": _written(usage)}
+    problems = {name: problem for name, value in raw.items() if (problem := figure_problem(value))}
+    return {name: checked_figure(value) for name, value in raw.items()}, problems
 
 
 def reported_from_reply(reply: Reply) -> Reported:
+    """The server's figures for the engine: usage checked against bounds and against each other here, where
+    they enter; a figure that fails is None (not used in a cost) with its reason in `unreported`."""
     usage: Any = reply.usage if isinstance(reply.usage, dict) else {}
+    counts, problems = usage_figures(usage)
     timings: Any = reply.timings if isinstance(reply.timings, dict) else {}
     prompt_n, cache_n = lenient_count(timings.get("prompt_n")), lenient_count(timings.get("cache_n"))
     if prompt_n is not None and cache_n is not None and prompt_n + cache_n > MAX_COUNT:  # their sum is a count too
         prompt_n = cache_n = None
-    return Reported(
-        prompt_tokens=lenient_count(usage.get("prompt_tokens")),
+    return consistent(Reported(
+        prompt_tokens=counts["usage.prompt_tokens"],
         prompt_n=prompt_n,
         cache_n=cache_n,
-        cached_tokens=lenient_count(_details(usage).get("cached_tokens")),
-        cache_written=_written(usage),
+        cached_tokens=counts["usage.prompt_tokens_details.cached_tokens"],
+        cache_written=counts["cache write tokens"],
         prompt_eval_count=lenient_count(reply.prompt_eval_count),
-        completion_tokens=lenient_count(usage.get("completion_tokens")) if usage
+        completion_tokens=counts["usage.completion_tokens"] if usage
         else lenient_count(timings.get("predicted_n")),
         truncated=reply.truncated if isinstance(reply.truncated, bool) else None,
-        finish_reason=reply.finish_reason if isinstance(reply.finish_reason, str) else None)
+        finish_reason=reply.finish_reason if isinstance(reply.finish_reason, str) else None), problems)
 
 
 def reported_from_record(reply: JSONObject) -> Reported:

@@ -77,12 +77,20 @@ class Choice(Struct):
     logprobs: Logprobs | None = None
 
 
+def raw_figure(value: Any) -> int | float | str | None:
+    """A usage figure kept as the server gave it when it is a number (tui/context/fit/usage_checks.py checks its
+    bounds, and says why one is not used); anything else is kept as its type's name, never the value itself."""
+    if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return f"<{type(value).__name__}>"
+
+
 class PromptDetails(Struct, omit_defaults=True):
-    cached_tokens: Count | None = None
-    cache_write_tokens: Any = None  # OpenAI, from GPT-5.6 on: tokens written to the cache (read leniently)
+    cached_tokens: Any = None  # usage figures: read raw, checked where they enter the engine (client/figures.py)
+    cache_write_tokens: Any = None  # OpenAI, from GPT-5.6 on: tokens written to the cache
 
     def __post_init__(self) -> None:
-        self.cache_write_tokens = lenient_count(self.cache_write_tokens)
+        self.cached_tokens, self.cache_write_tokens = raw_figure(self.cached_tokens), raw_figure(self.cache_write_tokens)
 
 
 class CompletionDetails(Struct, omit_defaults=True):
@@ -90,15 +98,19 @@ class CompletionDetails(Struct, omit_defaults=True):
 
 
 class Usage(Struct, omit_defaults=True):
-    prompt_tokens: Count | None = None
-    completion_tokens: Count | None = None
-    total_tokens: Count | None = None
+    """Token figures read raw (`raw_figure`): a negative or absurd one is not used, and said so, not a failed reply."""
+
+    prompt_tokens: Any = None
+    completion_tokens: Any = None
+    total_tokens: Any = None
     prompt_tokens_details: PromptDetails | None = None
     completion_tokens_details: CompletionDetails | None = None
-    cache_creation_input_tokens: Any = None  # Anthropic's cache writes, as gateways pass them on (read leniently)
+    cache_creation_input_tokens: Any = None  # Anthropic's cache writes, as gateways pass them on
 
     def __post_init__(self) -> None:
-        self.cache_creation_input_tokens = lenient_count(self.cache_creation_input_tokens)
+        self.prompt_tokens, self.completion_tokens = raw_figure(self.prompt_tokens), raw_figure(self.completion_tokens)
+        self.total_tokens = raw_figure(self.total_tokens)
+        self.cache_creation_input_tokens = raw_figure(self.cache_creation_input_tokens)
 
 
 class CacheMissReason(TypedDict):

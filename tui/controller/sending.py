@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tui.client.errors import ClientError
 from tui.context.errors import TemplateRenderError
 from tui.context.request import RequestView
+from tui.context.fit.usage_checks import checked_figure
 from tui.context.untrusted.visible import visible
 
 from tui.controller.reply_marks import mark_last_message, reply_mark
@@ -260,7 +261,7 @@ class Sending:
             wb.summaries_asked.discard(frozenset(m.id for m in dropped))  # failed: a later send may ask again
             ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", Tone.BAD)
             return
-        cost = int((reply.usage or {}).get("total_tokens") or 0)
+        cost = checked_figure((reply.usage or {}).get("total_tokens")) or 0
         self.cache.after_summary(call.shape, reply, sent_at)
         before = ctl.history.settings_before("policy")
         wb.set_summary(reply.content, cost, dropped)

@@ -5,16 +5,24 @@ characters) before it is parsed, and what Rich renders is kept only as text and 
 meta (which could carry `@click` actions) are removed, and control segments dropped. Each rendered line
 becomes one chat block whose spans carry Rich styles; the view wraps and draws them like any other text.
 A reply longer than MARKDOWN_LIMIT stays plain text (its rendering would cost too much at once).
+
+A short reply can still expand (one long address behind many reference links is repeated at each), so every
+rendering has a Budget: the text the parsed document would produce, the characters laid out and a deadline.
+A rendering past its budget, or one that fails, is plain text instead (`markdown_or_plain`); on the loop a
+small budget applies, and what does not fit it is handed to the worker.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 from markdown_it import MarkdownIt
 from rich.console import Console
 from rich.markdown import Markdown
+from markdown_it.token import Token
 from rich.segment import Segment
 from rich.style import Style
 
@@ -24,6 +32,26 @@ from tui.app.chat.wrap import Block
 
 MARKDOWN_LIMIT = 50_000  # characters: longer replies are shown as plain wrapped text
 CODE_THEME = "monokai"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one rendering may cost: characters of text the document expands to, characters laid out, time."""
+
+    expanded: int
+    laid_out: int
+    seconds: float
+
+    def deadline(self) -> float:
+        return time.perf_counter() + self.seconds
+
+
+WORKER_BUDGET = Budget(expanded=2 * MARKDOWN_LIMIT, laid_out=2_000_000, seconds=2.0)
+LOOP_BUDGET = Budget(expanded=8_000, laid_out=100_000, seconds=0.1)
+
+
+class OverBudget(Exception):
+    """A rendering that would cost more than its Budget: the reply is shown another way."""
 
 
 def wants_markdown(message) -> bool:
@@ -78,16 +106,40 @@ def _line_block(segments: list[Segment]) -> Block:
     return Block(text, "markdown", tuple(spans))
 
 
-def markdown_blocks(text: str, width: int) -> list[Block]:
-    """The reply rendered as Markdown at `width` cells, one block a line."""
+def expanded_size(tokens: Iterable[Token]) -> int:
+    """Characters the parsed document can put on screen (an upper bound): each token's text, and each link's
+    address, which is shown beside its text (a reference link repeats its definition's address)."""
+    size = 0
+    for token in tokens:
+        size += len(token.content) + len(str(token.attrs.get("href") or "")) + len(str(token.attrs.get("src") or ""))
+        if token.children:
+            size += expanded_size(token.children)
+    return size
+
+
+def _within(segments: Iterable[Segment], budget: Budget, deadline: float) -> Iterator[Segment]:
+    laid_out = 0
+    for segment in segments:
+        laid_out += len(segment.text)
+        if laid_out > budget.laid_out or time.perf_counter() > deadline:
+            raise OverBudget(f"over {budget.laid_out} characters or {budget.seconds} s to lay out")
+        yield segment
+
+
+def markdown_blocks(text: str, width: int, budget: Budget = WORKER_BUDGET) -> list[Block]:
+    """The reply rendered as Markdown at `width` cells, one block a line; OverBudget past `budget`."""
+    deadline = budget.deadline()
     console = _console()
     source = visible(text)
     document = Markdown("", code_theme=CODE_THEME, hyperlinks=False, inline_code_lexer=None)
     # HTML is shown as the text it is (Rich would drop a block or comment: text the user could not see)
     document.markup = source
     document.parsed = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table").parse(source)
+    if expanded_size(document.parsed) > budget.expanded:
+        raise OverBudget(f"it expands past {budget.expanded} characters")
     options = console.options.update(width=max(10, width), height=None)
-    lines = console.render_lines(document, options, pad=False, new_lines=False)
+    segments = _within(console.render(document, options), budget, deadline)
+    lines = list(Segment.split_and_crop_lines(segments, options.max_width, include_new_lines=False, pad=False))
     while lines and not "".join(segment.text for segment in lines[-1]).strip():
         lines.pop()
     return [_line_block(line) for line in lines] or [Block("", "markdown")]
@@ -112,7 +164,9 @@ class MarkdownRenders:
         key = (text, width)
         blocks = self.done.get(key)
         if blocks is None and len(text) <= self.SMALL and time.perf_counter() < self._deadline:
-            blocks = self.done[key] = markdown_blocks(text, width)
+            blocks = _on_the_loop(text, width)
+            if blocks is not None:
+                self.done[key] = blocks
         if blocks is None:
             self.wanted[key] = None
         return blocks
@@ -125,10 +179,21 @@ class MarkdownRenders:
         self.done[key] = blocks
 
 
-def _markdown_or_plain(text: str, width: int) -> list[Block]:
+def _on_the_loop(text: str, width: int) -> list[Block] | None:
+    """A small reply rendered within the loop's budget; None when it needs more (the worker is asked)."""
+    try:
+        return markdown_blocks(text, width, LOOP_BUDGET)
+    except OverBudget:
+        return None
+    except Exception:  # noqa: BLE001 - a reply Rich cannot render is shown as it came (asked once, not again)
+        return [Block(text, "body")]
+
+
+def markdown_or_plain(text: str, width: int) -> list[Block]:
+    """The reply as Markdown within the worker's budget, else as the plain text it came as."""
     try:
         return markdown_blocks(text, width)
-    except Exception:  # noqa: BLE001 - a reply Rich cannot render is shown as it came (asked once, not again)
+    except Exception:  # noqa: BLE001 - over budget, or a reply Rich cannot render: shown as it came, once
         return [Block(text, "body")]
 
 
@@ -151,7 +216,7 @@ class RendersMarkdown:
             for key in keys:
                 if key[1] != self.layout_model.width:
                     break  # the view has another width now: the next layout asks again
-                batch.append((key, _markdown_or_plain(*key)))
+                batch.append((key, markdown_or_plain(*key)))
                 if time.monotonic() - started > 0.25:  # a relayout of a long session costs ms: not too often
                     self.app.call_from_thread(self._markdown_ready, batch, False)
                     batch, started = [], time.monotonic()

@@ -20,6 +20,14 @@ def recorded_costs(requests) -> list[dict]:
     return [record.cost for record in requests if getattr(record, "cost", None)]
 
 
+def unreported(requests, cost: dict) -> list[str]:
+    """The server's figures not used in `cost`, each "field: not reported (reason)" (its request's received record)."""
+    record = next((r for r in requests if getattr(r, "cost", None) is cost), None)
+    received = getattr(record, "received", None) or {}
+    lines = received.get("unreported") if isinstance(received, dict) else None
+    return [line for line in lines[:8] if isinstance(line, str)] if isinstance(lines, list) else []
+
+
 def money_text(requests, roles: dict[str, str]) -> Text:
     """Money per request and so far, or tokens only when the model has no price; empty before the first reply."""
     costs = recorded_costs(requests)
@@ -37,6 +45,8 @@ def money_text(requests, roles: dict[str, str]) -> Text:
                    f"{dollars(cost.get('saved_by_cache'))}  lost to cache breaks "
                    f"{dollars(cost.get('lost_to_cache_break'))}  ({cost['input_tokens']} in, "
                    f"{cost['cached_tokens']} cached, {cost['output_tokens']} out)\n")
+        for line in unreported(requests, cost):
+            out.append("     " + one_line(line, 300) + "\n", style="dim")
     out.append(f"so far: paid {dollars(total.get('paid'))}, saved {dollars(total.get('saved_by_cache'))}, lost "
                f"{dollars(total.get('lost_to_cache_break'))}; keep-all would have paid "
                f"{dollars(total.get('keep_all_paid'))}\n", style="bold")

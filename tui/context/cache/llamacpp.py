@@ -10,6 +10,10 @@ What the server does (measured on build b11669 with `-lv 4`, see tests/test_cach
 - Every other idle slot is saved to the cache when a task starts (--cache-idle-slots).
 - Saving skips a prompt the cache already holds whole, and drops cached prompts the new one holds whole.
 - The cache drops its oldest prompts past its MiB limit, then past max(n_ctx tokens, MiB / bytes per token).
+- This model's memory is bounded however long the run: where the server's token limit is not known (the
+  state size per token is not), its host cache keeps at most slots x CONTEXTS_PER_SLOT x n_ctx tokens
+  (UNKNOWN_CONTEXT for an unknown n_ctx; past n_ctx entries are marked uncertain anyway), and never more than
+  PROMPTS_PER_SLOT prompts a slot; the oldest are dropped first.
 - A slot holds the prompt and every generated token but the last; the reuse (`cache_n`) is the common
   prefix with the new prompt, less one when it is the whole prompt (the last token is evaluated again).
 """
@@ -23,6 +27,7 @@ from tui.context.cache.prefix import RequestShape
 from tui.context.cache.history import HeldPrompt, Shared, contains, request_name, shared_prefix
 
 MIB = 1 << 20
+UNKNOWN_CONTEXT = 131_072  # tokens a slot is taken to hold when the server's n_ctx is not known
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,9 @@ def _share(held: HeldPrompt, current: RequestShape) -> Shared:
 
 class LlamaCppCache:
     """The server's state as far as this session's requests built it; `record` each request sent."""
+
+    PROMPTS_PER_SLOT = 32  # host-cache prompts kept per slot (each prompt's shape costs memory of its own)
+    CONTEXTS_PER_SLOT = 4  # n_ctx-sized prompts kept per slot where the server's own token limit is unknown
 
     def __init__(self, config: LlamaCppConfig = LlamaCppConfig()):
         self.config = config
@@ -179,6 +187,10 @@ class LlamaCppCache:
                 self.saved.pop(0)
         limit = self._token_limit()
         while limit and len(self.saved) > 1 and self._tokens() > limit:
+            self.saved.pop(0)
+        slots = len(self.slots)
+        held_limit = limit or slots * self.CONTEXTS_PER_SLOT * (self.config.cache_tokens or UNKNOWN_CONTEXT)
+        while len(self.saved) > slots * self.PROMPTS_PER_SLOT or len(self.saved) > 1 and self._tokens() > held_limit:
             self.saved.pop(0)
 
     @property

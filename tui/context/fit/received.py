@@ -51,6 +51,7 @@ class Reported:
     refused: bool = False  # the server answered with a context overflow error
     error_prompt_tokens: int | None = None  # the count in that error
     error_window: int | None = None  # the window in that error
+    unreported: tuple[str, ...] = ()  # figures the server gave that failed their checks, each with why (usage_checks)
 
     def received(self) -> tuple[int | None, str]:
         """The prompt tokens the server processed, and the field that says so."""
@@ -121,6 +122,7 @@ class Receipt:
     summary: str = ""
     images_estimate: int = 0  # image tokens estimated for the request (placeholders included)
     images_reconciled: int | None = None  # the server's prompt count less the text: what the images took
+    unreported: list[str] = field(default_factory=list)  # the server's figures not used, each with why
 
     def to_dict(self) -> JSONObject:
         data = asdict(self)
@@ -219,7 +221,8 @@ def compare(sent: int, exact: bool, reported: Reported, ranges: list[MessageRang
             window: WindowSize | None = None, max_tokens: int = 0, version: str = "") -> Receipt:
     """Sent against received for one request (see the module doc)."""
     received, source = reported.received()
-    receipt = Receipt(sent, exact, received, source, UNKNOWN, window=window, truncated_flag=reported.truncated)
+    receipt = Receipt(sent, exact, received, source, UNKNOWN, window=window, truncated_flag=reported.truncated,
+                      unreported=list(reported.unreported))
     if reported.refused:
         return _refused(receipt, reported)
     if received is None:

@@ -1,0 +1,64 @@
+"""Hostile usage figures from a server for a priced model: each is checked where it enters (bounds, and
+consistency with the prompt count); one that fails is not used in a cost and is shown as not reported (reason)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from tui.app.pane.cost_amounts import money_text
+from tui.client.figures import reported_from_reply
+from tui.client.reply import reply_from_response
+from tui.client.schemas import Chunk, decode
+from tui.context.pricing.costs import request_cost
+from tui.context.pricing.prices import ModelPrice
+from decimal import Decimal
+
+
+def reply_with(usage: dict):
+    body = {"model": "gpt-4o", "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": usage}
+    return reply_from_response(decode(json.dumps(body).replace("NaN_", "NaN"), Chunk, "a completion"))
+
+
+@pytest.mark.parametrize(("usage", "field", "reason"), [
+    ({"prompt_tokens": -5, "completion_tokens": 3}, "usage.prompt_tokens", "negative"),
+    ({"prompt_tokens": "NaN_", "completion_tokens": 3}, "usage.prompt_tokens", "not a number"),
+    ({"prompt_tokens": 12.5, "completion_tokens": 3}, "usage.prompt_tokens", "not a whole number"),
+    ({"prompt_tokens": 10, "completion_tokens": 10**11}, "usage.completion_tokens", "past any model's window"),
+    ({"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 900}},
+     "usage.prompt_tokens_details.cached_tokens", "over the 100 prompt tokens"),
+    ({"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 50}},
+     "cache write tokens", "over the 100 prompt tokens"),
+])
+def test_a_hostile_figure_is_not_used_and_says_why(usage, field, reason):
+    reported = reported_from_reply(reply_with(usage))  # before: a MalformedAnswer for the whole reply, or used
+    name = field.rsplit(".", 1)[-1]
+    attribute = {"cached_tokens": "cached_tokens", "cache write tokens": "cache_written"}.get(name, name)
+    assert getattr(reported, attribute) is None
+    assert any(line.startswith(f"{field}: not reported (") and reason in line for line in reported.unreported)
+
+
+def test_sane_figures_pass_unchanged():
+    reported = reported_from_reply(reply_with({"prompt_tokens": 100, "completion_tokens": 7,
+                                               "prompt_tokens_details": {"cached_tokens": 64}}))
+    assert (reported.prompt_tokens, reported.completion_tokens, reported.cached_tokens) == (100, 7, 64)
+    assert reported.unreported == ()
+
+
+def test_the_cost_tab_shows_a_figure_not_reported_and_prices_without_it():
+    from tui.sessions.receipts import request_tokens
+    reported = reported_from_reply(reply_with({"prompt_tokens": 100, "completion_tokens": 5,
+                                               "prompt_tokens_details": {"cached_tokens": 10**9}}))
+    view = SimpleNamespace(sent_tokens=100, keep_all_tokens=100,
+                           prefix=SimpleNamespace(write=0, predicted_cached=0, write_lifetime=""))
+    tokens = request_tokens(view, reported, None, "openai")
+    assert tokens.cached_from == "predicted" and tokens.cached_tokens == 0  # the server's figure is not in it
+    price = ModelPrice("gpt-4o", Decimal("2.5"), Decimal("10"), Decimal("1.25"), Decimal("2.5"), "test", "2025-01-01",
+                       "test")
+    cost = request_cost(tokens, price, "gpt-4o")
+    assert cost["saved_by_cache"] == 0
+    record = SimpleNamespace(cost={**cost, "cumulative": {}}, received={"unreported": list(reported.unreported)})
+    shown = money_text([record], {}).plain
+    assert "usage.prompt_tokens_details.cached_tokens: not reported (1,000,000,000 is past any model's window" in shown
