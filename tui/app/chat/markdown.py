@@ -46,7 +46,9 @@ class Budget:
         return time.perf_counter() + self.seconds
 
 
-WORKER_BUDGET = Budget(expanded=2 * MARKDOWN_LIMIT, laid_out=2_000_000, seconds=2.0)
+# Off the loop the sizes are the bound; the deadline only stops a runaway (a loaded machine renders a real
+# 50,000-character reply in several seconds: a tight deadline would show it plain there and as Markdown here).
+WORKER_BUDGET = Budget(expanded=2 * MARKDOWN_LIMIT, laid_out=2_000_000, seconds=20.0)
 LOOP_BUDGET = Budget(expanded=8_000, laid_out=100_000, seconds=0.1)
 
 
@@ -117,6 +119,21 @@ def expanded_size(tokens: Iterable[Token]) -> int:
     return size
 
 
+MAX_TABLE_COLUMNS = 64  # Rich lays a table out column by column: thousands of them take minutes, and show nothing
+
+
+def widest_row(tokens: Iterable[Token]) -> int:
+    """The most cells in one table row of the parsed document."""
+    widest = cells = 0
+    for token in tokens:
+        if token.type == "tr_open":
+            cells = 0
+        elif token.type in ("th_open", "td_open"):
+            cells += 1
+            widest = max(widest, cells)
+    return widest
+
+
 def _within(segments: Iterable[Segment], budget: Budget, deadline: float) -> Iterator[Segment]:
     laid_out = 0
     for segment in segments:
@@ -137,6 +154,8 @@ def markdown_blocks(text: str, width: int, budget: Budget = WORKER_BUDGET) -> li
     document.parsed = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table").parse(source)
     if expanded_size(document.parsed) > budget.expanded:
         raise OverBudget(f"it expands past {budget.expanded} characters")
+    if widest_row(document.parsed) > MAX_TABLE_COLUMNS:
+        raise OverBudget(f"a table has more than {MAX_TABLE_COLUMNS} columns")
     options = console.options.update(width=max(10, width), height=None)
     segments = _within(console.render(document, options), budget, deadline)
     lines = list(Segment.split_and_crop_lines(segments, options.max_width, include_new_lines=False, pad=False))
