@@ -340,9 +340,9 @@ class Recorder:
         if kind is FormatKind.CHAT:
             conform(body, Body, ".body")
             check_tools(body.get("tools"), ".body.tools")
-        else:
+        parsed = parse_body(kind, body)  # one line when it is not a body of its format
+        if kind is not FormatKind.CHAT:
             check_wire_body(kind.value, body, ".body")
-        parsed = parse_body(kind, body)
         messages_of(parsed.messages, [f"m{i}" for i in range(len(parsed.messages))])
         return parsed
 

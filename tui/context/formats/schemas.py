@@ -150,7 +150,8 @@ def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str:
         item, depth, where = stack.pop()
         if isinstance(item, (dict, list)):
             if depth > limit:
-                return f"nested deeper than {limit} levels - at `{where}`"
+                shown = where if len(where) <= 80 else where[:60] + "…"
+                return f"nested deeper than {limit} levels - at `{shown}`"
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             for key, child in pairs:
                 if isinstance(child, (dict, list)):
