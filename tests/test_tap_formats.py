@@ -53,7 +53,8 @@ def anthropic_conversation(base: str) -> list[int]:
     """A multi-turn Messages conversation as Claude Code's SDK sends it; the server's prompt count of each."""
     sdk = anthropic.Anthropic(base_url=base, api_key=KEY, max_retries=0, timeout=60)
     messages: list = [{"role": "user", "content": "What is the weather in Paris?"}]
-    params = {"model": "claude-sonnet-4-5", "max_tokens": 8, "system": SYSTEM, "tools": TOOLS}
+    params = {"model": "claude-sonnet-4-5", "max_tokens": 8, "system": SYSTEM, "tools": TOOLS,
+              "extra_body": {"temperature": 0}}  # (a reply of words every time: the tiny model is greedy then)
     first = sdk.messages.create(messages=messages, **params)
     messages += [{"role": "assistant", "content": [{"type": "text", "text": first.content[0].text},
                                                    {"type": "tool_use", "id": "toolu_01", "name": "get_weather",
@@ -196,3 +197,41 @@ def test_unknown_items_and_a_cache_control_on_every_block_are_recorded_and_said(
     assert "message 1 block 5 (mystery) is left out of the document by the server" in notes
     assert tap.record.document_tokens == answer.json()["usage"]["input_tokens"] + answer.json()["usage"].get(
         "cache_read_input_tokens", 0)
+
+
+async def test_each_formats_session_opens_in_the_app_with_every_tab(tapped, monkeypatch, tmp_path):
+    from app_helpers import isolated, make_app
+    from test_session_hostile_files import settle
+    from tui.app.pane.pane import ContextPane
+    from tui.app.screens.replay import ReplayScreen
+    from tui.sessions.store import load_session
+
+    isolated(monkeypatch, tmp_path)
+    first = max(tapped.recorder.tapped, default=0)
+    anthropic_conversation(tapped.url.removesuffix("/v1"))
+    responses_conversation(tapped.url)
+    done = records_since(tapped, first)
+    tapped.recorder.drain()
+    paths = sorted({tapped.recorder.threads[t.conversation].path for t in done})
+    assert len(paths) == 2
+    for path in paths:
+        session = load_session(path).session
+        app = make_app(tmp_path, offline=True, file=path, replay=True)
+        async with app.run_test(size=(150, 42)) as pilot:
+            await settle(pilot, app)
+            assert isinstance(app.screen, ReplayScreen)
+            for index in range(len(session.requests)):
+                assert app.screen.index == index and app.screen.step_view.matches
+                pane = app.screen.query_one(ContextPane)
+                for tab in ("document", "tokens", "cache", "ledger", "cost", "request", "diff"):
+                    pane.query_one("#tabs").active = tab
+                    await pilot.pause(0.1)
+                    pane.show_tab(tab)
+                    await settle(pilot, app)
+                request = pane.query_one("#request-view").text
+                assert FORMAT_PATHS[session.requests[index].format] + " " in request
+                await pilot.press("right")
+                await settle(pilot, app)
+
+
+FORMAT_PATHS = {"messages": "/messages", "responses": "/responses"}

@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui.context.formats import FormatKind
 from tui.context.images.tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
 from tui.context.assumed import assumed_template, assumed_tokenizer
@@ -180,8 +181,9 @@ def curl_command(url: str, body: dict, key_env: str) -> str:
     if not ENV_NAME.fullmatch(key_env):  # a name from a file or a flag: never shell syntax in the command
         key_env = "OPENAI_API_KEY"
     # --url: a URL that starts with "-" is not an option; --globoff: its [] and {} are not curl's globs
-    head = (f"curl --globoff --url {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
-            f"  -H \"Authorization: Bearer ${key_env}\" \\\n")
+    auth = (f"  -H \"x-api-key: ${key_env}\" \\\n  -H 'anthropic-version: 2023-06-01' \\\n"
+            if url.rstrip("/").endswith("/messages") else f"  -H \"Authorization: Bearer ${key_env}\" \\\n")
+    head = f"curl --globoff --url {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n{auth}"
     if len(data) <= ARGUMENT_LIMIT:
         return paste_safe(f"{head}  -d {shlex.quote(data)}")[0]
     # One argument may hold at most 128 KiB (Linux): a larger body (an image) is read from a here-document, which
@@ -197,8 +199,9 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def export_curl(session: Session, step: int | None, key_env: str = "OPENAI_API_KEY") -> str:
-    url = (session.base_url or "http://127.0.0.1:8080/v1").rstrip("/") + "/chat/completions"
-    return curl_command(url, step_record(session, step).body, key_env)
+    record = step_record(session, step)
+    url = (session.base_url or "http://127.0.0.1:8080/v1").rstrip("/") + FormatKind(record.format).path
+    return curl_command(url, record.body, key_env)
 
 
 def new_title(session: Session, suffix: str) -> str:
