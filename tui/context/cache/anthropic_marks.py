@@ -49,13 +49,17 @@ def place(parsed: Any, view: Any) -> list[Mark]:
         ends[index] = (min(start, span.start), max(end, span.end))
     marks = []
     minimum = minimum_for(getattr(parsed, "model", ""))
+    tools = sum(turn.counts.get("tool_schema", 0) for turn in view.hidden.turns)
     for point in parsed.breakpoints:
-        if point.message < 0:  # the tool definitions: before the first message's text (they render in the system turn)
+        if point.message < 0:  # the tool definitions: Anthropic caches them first, whatever the template's order
             position = min((start for start, _end in ends.values()), default=0)
+            tokens = tokens_before(view, position) + tools
         else:
             start, end = ends.get(point.message, (0, 0))
             position = end if point.offset < 0 else min(end, start + point.offset)
-        tokens = tokens_before(view, position)
+            tokens = tokens_before(view, position)
+            if point.message == 0 and parsed.messages[0].get("role") == "system":
+                tokens += tools  # the tools come before the system prompt in Anthropic's cache order
         marks.append(Mark(point.where, point.ttl, position, tokens, tokens >= minimum))
     return marks
 

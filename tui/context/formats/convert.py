@@ -34,9 +34,22 @@ def write_body(kind: FormatKind, messages: list[dict[str, Any]], tools: list[dic
     if original is not None and original.kind is not kind:
         original = None
     if kind is FormatKind.MESSAGES:
-        return anthropic.write(messages, tools, params, original)
+        return _in_order(anthropic.write(messages, tools, params, original), original)
     if kind is FormatKind.RESPONSES:
-        return responses.write(messages, tools, params, original)
+        return _in_order(responses.write(messages, tools, params, original), original)
+    return _in_order(_chat(messages, tools, params), original)
+
+
+def _in_order(body: dict[str, Any], original: Parsed | None) -> dict[str, Any]:
+    """The body's fields in the order the original body had them (new ones after): the same bytes when unchanged."""
+    if original is None:
+        return body
+    order = {key: place for place, key in enumerate(original.body)}
+    return dict(sorted(body.items(), key=lambda item: order.get(item[0], len(order))))
+
+
+def _chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+          params: dict[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {}
     if params.get("model") is not None:
         body["model"] = params.pop("model")
@@ -45,3 +58,47 @@ def write_body(kind: FormatKind, messages: list[dict[str, Any]], tools: list[dic
         body["tools"] = tools
     body.update({k: v for k, v in params.items() if k not in CHAT_FIELDS})
     return body
+
+
+# What a parameter is called in each format: carried across when a body is written in another format.
+SAME_PARAMETER = ({"chat": "max_tokens", "messages": "max_tokens", "responses": "max_output_tokens"},
+                  {"chat": "stop", "messages": "stop_sequences", "responses": ""},
+                  {"chat": "temperature", "messages": "temperature", "responses": "temperature"},
+                  {"chat": "top_p", "messages": "top_p", "responses": "top_p"},
+                  {"chat": "stream", "messages": "stream", "responses": "stream"},
+                  {"chat": "metadata", "messages": "", "responses": "metadata"},
+                  {"chat": "seed", "messages": "", "responses": ""},
+                  {"chat": "top_k", "messages": "top_k", "responses": ""})
+
+
+def carried_params(source: FormatKind, target: FormatKind, params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A body's parameters as another format names them; and the ones that format has no name for (left out)."""
+    if source is target:
+        return dict(params), []
+    names = {row[source.value]: row[target.value] for row in SAME_PARAMETER if row[source.value]}
+    kept: dict[str, Any] = {}
+    left: list[str] = []
+    for key, value in params.items():
+        if key == "model":
+            kept[key] = value
+        elif names.get(key):
+            kept[names[key]] = value
+        else:
+            left.append(key)
+    if target is FormatKind.MESSAGES and "max_tokens" not in kept:
+        kept["max_tokens"] = 1024  # required by the Messages API
+    return kept, left
+
+
+def rewritten(kind: FormatKind, body: Any, target: FormatKind) -> tuple[dict[str, Any], list[str]]:
+    """A body of `kind` written as a body of `target` (the same messages, tools and the parameters both have);
+    and what could not be carried. In its own format a body comes back as it was."""
+    parsed = parse_body(kind, body)
+    if kind is target:
+        return write_body(kind, parsed.messages, parsed.tools, {"model": body.get("model"), **parsed.params}, parsed) \
+            if body.get("model") is not None else write_body(kind, parsed.messages, parsed.tools, parsed.params,
+                                                             parsed), []
+    params, left = carried_params(kind, target, {"model": parsed.model, **parsed.params} if parsed.model
+                                  else parsed.params)
+    messages = [{k: v for k, v in m.items() if k != "provenance"} for m in parsed.messages]
+    return write_body(target, messages, parsed.tools, params), left
