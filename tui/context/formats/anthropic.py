@@ -292,7 +292,8 @@ def _merged(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _tool(tool: dict[str, Any]) -> dict[str, Any]:
-    function = tool.get("function") if isinstance(tool.get("function"), dict) else {}
+    given = tool.get("function")
+    function: dict[str, Any] = given if isinstance(given, dict) else {}
     out: dict[str, Any] = {"name": function.get("name") or ""}
     if function.get("description"):
         out["description"] = function["description"]

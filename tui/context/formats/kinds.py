@@ -63,6 +63,6 @@ def _has_blocks(messages: Any) -> bool:
     return False
 
 
-def _anthropic_tools(body: dict) -> bool:
+def _anthropic_tools(body: dict[str, Any]) -> bool:
     tools = body.get("tools")
     return isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools)

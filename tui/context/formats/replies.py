@@ -83,7 +83,8 @@ class Translator:
         if self.kind is FormatKind.MESSAGES:
             self.model = _text(data.get("model")) or None
             self.usage = _dict(data.get("usage"))
-            text, reasoning, calls = "", "", []
+            text, reasoning = "", ""
+            calls: list[dict[str, Any]] = []
             for block in _list(data.get("content")):
                 block = _dict(block)
                 if block.get("type") == "text":
@@ -96,7 +97,8 @@ class Translator:
             finish = FINISH.get(_text(data.get("stop_reason")), _text(data.get("stop_reason")) or None)
             return self._chunk(text, reasoning, calls, finish, diagnostics=data.get("diagnostics"))
         self._response(data)
-        text, reasoning, calls = "", "", []
+        text, reasoning = "", ""
+        calls = []
         for item in _list(data.get("output")):
             item = _dict(item)
             if item.get("type") == "message":
@@ -147,9 +149,9 @@ class Translator:
             if delta.get("type") == "thinking_delta":
                 return [self._chunk("", _text(delta.get("thinking")), [], None)]
             if delta.get("type") == "input_json_delta":
-                index = self._tools.get(str(data.get("index")))
-                if index is not None:
-                    return [self._chunk("", "", [{"index": index, "function": {
+                found = self._tools.get(str(data.get("index")))
+                if found is not None:
+                    return [self._chunk("", "", [{"index": found, "function": {
                         "arguments": _text(delta.get("partial_json"))}}], None)]
             return []
         if kind == "message_delta":
@@ -175,11 +177,11 @@ class Translator:
                                                         _text(item.get("arguments")))], None)]
             return []
         if kind == "response.function_call_arguments.delta":
-            index = self._tools.get(_text(data.get("item_id"))) if data.get("item_id") else None
-            index = index if index is not None else self._tools.get(str(data.get("output_index")))
-            if index is None:
+            found = self._tools.get(_text(data.get("item_id"))) if data.get("item_id") else None
+            found = found if found is not None else self._tools.get(str(data.get("output_index")))
+            if found is None:
                 return []
-            return [self._chunk("", "", [{"index": index, "function": {"arguments": _text(data.get("delta"))}}], None)]
+            return [self._chunk("", "", [{"index": found, "function": {"arguments": _text(data.get("delta"))}}], None)]
         if kind == "response.output_text.delta":
             return [self._chunk(_text(data.get("delta")), "", [], None)]
         if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):

@@ -25,10 +25,6 @@ Free = dict[str, Any]
 Tokens = Annotated[int, Meta(ge=0, le=10 ** 8)]
 
 
-def Many(item: Any, limit: int) -> Any:  # noqa: N802 - reads as a type
-    return Annotated[list[item], Meta(max_length=limit)]
-
-
 # -- Anthropic Messages ----------------------------------------------------------------------------------
 class CacheControl(Struct):
     type: Literal["ephemeral"]
@@ -49,6 +45,9 @@ class InnerBlock(Struct):  # a block inside a tool_result's content
     cache_control: CacheControl | None = None
 
 
+InnerBlocks = Annotated[list[InnerBlock], Meta(max_length=MAX_BLOCKS)]
+
+
 class Block(Struct):
     type: Short
     text: Text | None = None
@@ -59,15 +58,18 @@ class Block(Struct):
     name: Short | None = None
     input: Free | None = None
     tool_use_id: Short | None = None
-    content: Text | Many(InnerBlock, MAX_BLOCKS) | None = None
+    content: Text | InnerBlocks | None = None
     source: Source | None = None
     is_error: bool | None = None
     cache_control: CacheControl | None = None
 
 
+Blocks = Annotated[list[Block], Meta(max_length=MAX_BLOCKS)]
+
+
 class AnthropicMessage(Struct):
     role: Literal["user", "assistant"]
-    content: Text | Many(Block, MAX_BLOCKS)
+    content: Text | Blocks
 
 
 class SystemBlock(Struct):
@@ -85,10 +87,10 @@ class AnthropicTool(Struct):
 
 
 class MessagesBody(Struct):
-    messages: Many(AnthropicMessage, MAX_ITEMS)
+    messages: Annotated[list[AnthropicMessage], Meta(max_length=MAX_ITEMS)]
     model: Short = ""
-    system: Text | Many(SystemBlock, MAX_BLOCKS) | None = None
-    tools: Many(AnthropicTool, MAX_TOOLS) | None = None
+    system: Text | Annotated[list[SystemBlock], Meta(max_length=MAX_BLOCKS)] | None = None
+    tools: Annotated[list[AnthropicTool], Meta(max_length=MAX_TOOLS)] | None = None
     max_tokens: Tokens | None = None
     stream: bool | None = None
 
@@ -100,17 +102,20 @@ class Part(Struct):
     image_url: Text | None = None
 
 
+Parts = Annotated[list[Part], Meta(max_length=MAX_BLOCKS)]
+
+
 class Item(Struct):
     type: Short | None = None
     role: Literal["user", "assistant", "system", "developer"] | None = None
-    content: Text | Many(Part, MAX_BLOCKS) | None = None
+    content: Text | Parts | None = None
     id: Short | None = None
     status: Short | None = None
     call_id: Short | None = None
     name: Short | None = None
     arguments: Text | None = None
-    output: Text | Many(Part, MAX_BLOCKS) | None = None
-    summary: Many(Free, MAX_BLOCKS) | None = None
+    output: Text | Parts | None = None
+    summary: Annotated[list[Free], Meta(max_length=MAX_BLOCKS)] | None = None
 
 
 class ResponsesTool(Struct):
@@ -122,10 +127,10 @@ class ResponsesTool(Struct):
 
 
 class ResponsesBody(Struct):
-    input: Text | Many(Item, MAX_ITEMS)
+    input: Text | Annotated[list[Item], Meta(max_length=MAX_ITEMS)]
     model: Short = ""
     instructions: Text | None = None
-    tools: Many(ResponsesTool, MAX_TOOLS) | None = None
+    tools: Annotated[list[ResponsesTool], Meta(max_length=MAX_TOOLS)] | None = None
     previous_response_id: Short | None = None
     store: bool | None = None
     max_output_tokens: Tokens | None = None
@@ -138,9 +143,9 @@ class ChatMessage(Struct):
 
 
 class ChatBody(Struct):
-    messages: Many(ChatMessage, MAX_ITEMS) = []
+    messages: Annotated[list[ChatMessage], Meta(max_length=MAX_ITEMS)] = []
     model: Short = ""
-    tools: Many(Free, MAX_TOOLS) | None = None
+    tools: Annotated[list[Free], Meta(max_length=MAX_TOOLS)] | None = None
 
 
 def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str:
