@@ -252,6 +252,14 @@ class Recorder:
         record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
         if tapped.view is not None:  # (a reply that outlasted KEEP_VIEWS newer requests keeps its figures only)
             self.settle(record, thread.session, tapped.view, reply, engine, exchange)
+            if record.format == FormatKind.MESSAGES.value:  # the API's own cache figures beside the prediction
+                from tui.context.cache.anthropic_marks import reported_notes
+                said = reported_notes(record.reply.get("provider_usage"), record.predicted_cached, reply.diagnostics)
+                if said:
+                    view = tapped.view
+                    tapped.view = replace(view, hidden=replace(view.hidden, notes=[*view.hidden.notes, *said]))
+                    if thread.replayer._views.get(tapped.index) is view:  # noqa: SLF001
+                        thread.replayer._views[tapped.index] = tapped.view  # noqa: SLF001
         if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone \
                 and tapped.view is not None:
     

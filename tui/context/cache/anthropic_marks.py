@@ -7,23 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tui.context.cache.rules import RULES, minimum_for as rule_minimum
+
 MAX_BREAKPOINTS = 4
 WRITE_PRICE = {"5m": 1.25, "1h": 2.0}  # times the input price
 READ_PRICE = 0.1
 
-# The shortest prompt a breakpoint caches, by model (Anthropic's prompt-caching page): shorter, it caches nothing.
-MINIMUMS = (("claude-opus-4-5", 4096), ("claude-haiku-4-5", 4096), ("claude-3-5-haiku", 2048),
-            ("claude-3-haiku", 2048), ("claude-haiku", 2048), ("claude-opus", 1024), ("claude-sonnet", 1024),
-            ("claude-3", 1024), ("claude", 1024))
-DEFAULT_MINIMUM = 1024
-
-
 def minimum_for(model: str) -> int:
-    name = model.lower().split("/")[-1]
-    for prefix, tokens in MINIMUMS:
-        if name.startswith(prefix):
-            return tokens
-    return DEFAULT_MINIMUM
+    """The shortest prompt a breakpoint caches for this model (the anthropic cache rule's table): shorter, nothing."""
+    return rule_minimum(RULES["anthropic"], model)
 
 
 @dataclass(frozen=True)
@@ -73,6 +65,25 @@ def tokens_before(view: Any, position: int) -> int:
         elif span.start < position and span.end > span.start:
             total += span.tokens * (position - span.start) // (span.end - span.start)
     return total
+
+
+def reported_notes(usage: Any, predicted: int | None, diagnostics: Any) -> list[str]:
+    """What the API reported of its cache beside what was predicted, and its own word on a miss."""
+    if not isinstance(usage, dict) or not any(key in usage for key in ("cache_read_input_tokens",
+                                                                        "cache_creation_input_tokens")):
+        return []
+    read, written = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
+    said = f"reported: cache_read_input_tokens {read if isinstance(read, int) else '—'} · cache_creation_input_tokens "
+    said += f"{written if isinstance(written, int) else '—'}"
+    if predicted is not None:
+        said += f" (predicted {predicted:,} read)"
+    notes = [said]
+    reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
+    if isinstance(reason, dict) and reason.get("type"):
+        missed = reason.get("cache_missed_input_tokens")
+        notes.append(f"the API's cache_miss_reason: {str(reason['type'])[:64]}"
+                     + (f" ({missed:,} tokens missed)" if isinstance(missed, int) else ""))
+    return notes
 
 
 def breakpoint_notes(parsed: Any, view: Any, model: str) -> list[str]:

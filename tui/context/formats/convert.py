@@ -90,6 +90,14 @@ def carried_params(source: FormatKind, target: FormatKind, params: dict[str, Any
     return kept, left
 
 
+def wire_request(body: dict[str, Any], api: str) -> dict[str, Any]:
+    """The chat-completions body the app built, as the request an endpoint that speaks `api` is sent (itself for
+    chat): the client sends these bytes and the session records them, so both are the same."""
+    if api == FormatKind.CHAT.value:
+        return body
+    return rewritten(FormatKind.CHAT, body, FormatKind(api))[0]
+
+
 def rewritten(kind: FormatKind, body: Any, target: FormatKind) -> tuple[dict[str, Any], list[str]]:
     """A body of `kind` written as a body of `target` (the same messages, tools and the parameters both have);
     and what could not be carried. In its own format a body comes back as it was."""

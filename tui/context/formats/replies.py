@@ -130,7 +130,7 @@ class Translator:
             message = _dict(data.get("message"))
             self.model = _text(message.get("model")) or None
             self.usage.update(_dict(message.get("usage")))
-            return [self._chunk("", "", [], None)]
+            return [self._chunk("", "", [], None, diagnostics=message.get("diagnostics"))]
         if kind == "content_block_start":
             block = _dict(data.get("content_block"))
             if block.get("type") == "tool_use":
