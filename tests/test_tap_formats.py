@@ -235,3 +235,75 @@ async def test_each_formats_session_opens_in_the_app_with_every_tab(tapped, monk
 
 
 FORMAT_PATHS = {"messages": "/messages", "responses": "/responses"}
+
+
+class ResponsesUpstream:
+    """A loopback Responses API that keeps state, as OpenAI's does with store: each response has an id a later
+    request may name in previous_response_id (llama.cpp refuses previous_response_id, so it is played here)."""
+
+    def __init__(self) -> None:
+        from aiohttp import web
+
+        from tap_helpers import LoopThread
+
+        self.count = 0
+        self.loop = LoopThread()
+        app = web.Application()
+        app.router.add_post("/v1/responses", self.answer)
+
+        async def start() -> int:
+            self.runner = web.AppRunner(app, access_log=None)
+            await self.runner.setup()
+            site = web.TCPSite(self.runner, "127.0.0.1", 0)
+            await site.start()
+            return site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+
+        self.url = f"http://127.0.0.1:{self.loop.run(start())}/v1"
+
+    async def answer(self, request):
+        from aiohttp import web
+
+        self.count += 1
+        await request.read()
+        return web.json_response({"id": f"resp_{self.count}", "object": "response", "status": "completed",
+                                  "model": "gpt-5", "output": [{"type": "message", "role": "assistant", "content": [
+                                      {"type": "output_text", "text": f"answer {self.count}"}]}],
+                                  "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}})
+
+    def stop(self) -> None:
+        self.loop.run(self.runner.cleanup())
+        self.loop.stop()
+
+
+def test_previous_response_id_context_is_rebuilt_from_the_recording_or_said_missing(tmp_path):
+    upstream = ResponsesUpstream()
+    tap = RunningTap(upstream.url, tmp_path)
+    try:
+        sdk = openai.OpenAI(base_url=tap.url, api_key=KEY, max_retries=0, timeout=30)
+        first = sdk.responses.create(model="gpt-5", instructions="Be terse.", input="What is the capital of France?",
+                                     store=True)
+        second = sdk.responses.create(model="gpt-5", instructions="Be terse.", input="And of Spain?",
+                                      previous_response_id=first.id, store=True)
+        sdk.responses.create(model="gpt-5", input="And of Italy?", previous_response_id=second.id)
+        sdk.responses.create(model="gpt-5", input="And of Peru?", previous_response_id="resp_never_seen")
+        done = records_since(tap, 0)
+        assert [t.record.format for t in done] == ["responses"] * 4
+        third = done[2]
+        assert third.conversation == done[0].conversation == done[1].conversation and third.index == 2
+        assert third.record.context["chain"] == [1, 2] and third.record.context["from_request"] == 2
+        document = third.view.document.text
+        for said in ("What is the capital of France?", "answer 1", "And of Spain?", "answer 2", "And of Italy?"):
+            assert said in document
+        assert "Be terse." not in document  # instructions are not carried over to a later response
+        notes = " ".join(third.view.hidden.notes)
+        assert "context held by the server: 2 earlier responses, rebuilt from this recording" in notes
+        lost = done[3]
+        assert lost.conversation != third.conversation and lost.record.context["missing"]
+        assert "which this tap did not see" in " ".join(lost.view.hidden.notes)
+        assert "answer" not in lost.view.document.text  # only its own input: nothing pretended
+        tap.recorder.drain()
+        checked = replay_check(tap.recorder.threads[third.conversation].path)
+        assert checked.returncode == 0 and checked.stdout.count("matches the stored request") == 3, checked.stdout
+    finally:
+        tap.stop()
+        upstream.stop()
