@@ -307,3 +307,27 @@ def test_previous_response_id_context_is_rebuilt_from_the_recording_or_said_miss
     finally:
         tap.stop()
         upstream.stop()
+
+
+def test_breakpoints_are_drawn_on_the_document_where_the_client_put_them():
+    from tui.app.pane.document_tab import note_lines
+    from tui.sessions.model import RequestRecord, Session
+    from tui.sessions.replay import Replayer
+    from tui.context.templates.library import builtin_template
+    from tui.context.tokens.counting import get_tokenizer
+
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1, "system": SYSTEM,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "first part"},
+                                                      {"type": "text", "text": "second part",
+                                                       "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]}
+    session = Session(requests=[RequestRecord(1, "2026-01-01T00:00:00", body, format="messages")])
+    view = Replayer(session, builtin_template("qwen3"), get_tokenizer("qwen3")).stored_view(0)
+    marks = dict(view.marks)
+    text = view.document.text
+    assert len(marks) == 2
+    system_end = text.index(SYSTEM[0]["text"]) + len(SYSTEM[0]["text"])
+    assert "system block 1, 5m" in marks[system_end] and "caches nothing" in marks[system_end]
+    second = text.index("first part\nsecond part") + len("first part\nsecond part")
+    assert "message 1 block 2, 1h" in marks[second]
+    drawn = [note.text for _offset, note in note_lines(view, [], None, False)]
+    assert any("▲ cache_control breakpoint (message 1 block 2, 1h)" in line for line in drawn)

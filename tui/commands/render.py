@@ -138,13 +138,16 @@ def run(argv: list[str]) -> int:
     view = build(conversation.messages, settings, previous.shape if previous else None, 2 if previous else 1)
     notes = list(conversation.notes)  # what the body's format says beside its messages
     if conversation.format == "messages" and conversation.parsed is not None:
-        from tui.context.cache.anthropic_marks import breakpoint_notes
+        from tui.context.cache.anthropic_marks import breakpoint_notes, drawn_marks
         notes = breakpoint_notes(conversation.parsed, view, settings.model) + notes
+        view = replace(view, marks=drawn_marks(conversation.parsed, view))
     if notes:
         view = replace(view, hidden=replace(view.hidden, notes=[*notes, *view.hidden.notes]))
     extra, problems = figures(args, conversation, view, settings.policy, previous)
     if conversation.session is None:
         extra["format"] = conversation.format
+        if view.marks:
+            extra["breakpoints"] = [{"offset": offset, "text": text} for offset, text in view.marks]
     for problem in problems:  # a bad prices.toml in the config folder: the shipped prices are used
         print(one_line(f"ctxpane render: {problem}"), file=sys.stderr)
     body = {"model": settings.model, "messages": view.snapshot.wire, **({"tools": settings.tools} if settings.tools

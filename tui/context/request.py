@@ -80,6 +80,7 @@ class RequestView:
     summary_cost: int = 0
     hidden: HiddenTokens = field(default_factory=HiddenTokens)  # per turn: reasoning, tools, images
     summarised: int = 0  # dropped messages the summary in the document stands for (0: none, or it is pending)
+    marks: list = field(default_factory=list)  # (document offset, text): a body's own marks, drawn where they are
 
     def summary_line(self) -> str:
         """What the summarise policy did, in one line ('' when no summary stands in the document)."""

@@ -141,6 +141,16 @@ def body_messages(record: RequestRecord, index: int, session: Session | None = N
         raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
 
 
+def body_marks(record: RequestRecord, view: RequestView) -> list[tuple[int, str]]:
+    """The marks a body carries that chat completions cannot (Anthropic's cache_control breakpoints), placed on the
+    document where they are."""
+    if record.format != FormatKind.MESSAGES.value:
+        return []
+    from tui.context.cache.anthropic_marks import drawn_marks
+    parsed = parsed_body(record)
+    return drawn_marks(parsed, view) if parsed.breakpoints else []
+
+
 class Replayer:
     def __init__(self, session: Session, template: ChatTemplate, tokenizer: Tokenizer, cache_rule: str | None = None):
         from tui.context.families.registry import offline_cache_rule
@@ -199,7 +209,7 @@ class Replayer:
                                                       if entry.policy != "client-rewrite"), fenced=None,
                         places=places)
         prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
-        return replace(view, ledger=ledger, shape=shape, prefix=prefix)
+        return replace(view, ledger=ledger, shape=shape, prefix=prefix, marks=body_marks(record, view))
 
     def step(self, index: int, check_drift: bool = True) -> Step:
         record = self.session.requests[index]

@@ -67,6 +67,17 @@ def tokens_before(view: Any, position: int) -> int:
     return total
 
 
+def drawn_marks(parsed: Any, view: Any) -> list[tuple[int, str]]:
+    """Each breakpoint as a line drawn on the document where its block ends, with what it caches."""
+    minimum = minimum_for(getattr(parsed, "model", ""))
+    out = []
+    for mark in place(parsed, view):
+        verdict = "" if mark.caches else f" — caches nothing: the minimum for this model is {minimum:,}"
+        out.append((mark.position, f"▲ cache_control breakpoint ({mark.where}, {mark.ttl}): {mark.tokens:,} tokens "
+                                   f"above{verdict}"))
+    return out
+
+
 def reported_notes(usage: Any, predicted: int | None, diagnostics: Any) -> list[str]:
     """What the API reported of its cache beside what was predicted, and its own word on a miss."""
     if not isinstance(usage, dict) or not any(key in usage for key in ("cache_read_input_tokens",
