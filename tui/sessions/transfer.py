@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from tui.context.formats import FormatError, FormatKind, kind_of_body, parse_body
-from tui.context.formats.convert import carried_params, rewritten
 from tui.context.images.tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
 from tui.context.assumed import assumed_template, assumed_tokenizer
@@ -107,6 +106,7 @@ def import_file(path: Path, raw: bytes, wire: str | None = None) -> Imported:
 def _as_chat(path: Path, body: Any, kind: FormatKind) -> tuple[dict, list[str]]:
     """A Messages or Responses body as the chat-completions body of the same messages (as the server renders them,
     with their provenance), tools and the parameters chat completions has; what it has no name for is said."""
+    from tui.context.formats.convert import carried_params
     try:
         parsed = parse_body(kind, body)
     except FormatError as exc:
@@ -200,6 +200,7 @@ def export_request(session: Session, step: int | None, wire: str | None = None) 
     record = step_record(session, step)
     if wire is None or wire == record.format:
         return request_text(record.body)
+    from tui.context.formats.convert import rewritten
     try:
         body, _left = rewritten(FormatKind(record.format), record.body, FormatKind(wire))
     except FormatError as exc:
