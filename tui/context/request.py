@@ -80,7 +80,7 @@ class RequestView:
     summary_cost: int = 0
     hidden: HiddenTokens = field(default_factory=HiddenTokens)  # per turn: reasoning, tools, images
     summarised: int = 0  # dropped messages the summary in the document stands for (0: none, or it is pending)
-    marks: list = field(default_factory=list)  # (document offset, text): a body's own marks, drawn where they are
+    marks: list[tuple[int, str]] = field(default_factory=list)  # (document offset, text): a body's own marks, drawn where they are
 
     def summary_line(self) -> str:
         """What the summarise policy did, in one line ('' when no summary stands in the document)."""
@@ -237,7 +237,7 @@ def _render(wire: list[dict], settings: RequestSettings, cache: SegmentCache) ->
         return replace(render(flat), wire=wire, media_markers=True)
 
 
-def llama_messages(wire: list[dict]) -> list[dict]:
+def llama_messages(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages as llama.cpp's server hands them to its template (common_chat_msgs_parse_oaicompat and back):
     a list of text parts joined into one text (a newline before each part once the text is not empty), the
     developer role as system, and tool-call arguments that are JSON as the object they hold."""
@@ -270,7 +270,7 @@ def _object_arguments(call: Any) -> Any:
     return {**call, "function": {**function, "arguments": arguments}}
 
 
-def llama_tools(tools: list | None) -> list | None:
+def llama_tools(tools: list[Any] | None) -> list[Any] | None:
     """Tool definitions as llama.cpp's server hands them to its template: name, description ("" when none) and
     parameters, nothing else (a Responses tool's `strict` is not shown to the model)."""
     if not tools:

@@ -12,7 +12,13 @@ from tui.sessions.model import RequestRecord
 def findings(record: RequestRecord, parsed: Parsed, view: Any, engine: Any) -> list[str]:
     notes: list[str] = []
     if parsed.kind is not FormatKind.CHAT:
-        notes.append(f"{parsed.kind.title} request, rendered as the server converts it to chat messages")
+        info = getattr(engine, "info", None)
+        if info is not None and getattr(info, "kind", "") == "llama.cpp":
+            notes.append(f"{parsed.kind.title} request, rendered as the server (llama.cpp) converts it to chat "
+                         "messages, with its own template: the server's count")
+        else:
+            notes.append(f"{parsed.kind.title} request, rendered as llama.cpp's server would convert it, with the "
+                         "model family's template and tokenizer: the family's accounting, an estimate")
     context = record.context or {}
     if context.get("note"):
         notes.append(str(context["note"]))
