@@ -42,7 +42,6 @@ from tui.tap.state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - En
 
 log = logging.getLogger("ctxpane.tap")
 
-CHAT_PATHS = ("/chat/completions",)
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
 KEEP_BYTES_TOTAL = 96 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)

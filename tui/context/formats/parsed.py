@@ -33,12 +33,6 @@ class Parsed:
     item_ids: list[str] = field(default_factory=list)  # Responses: the ids of the input items that have one
     body: dict[str, Any] = field(default_factory=dict, repr=False)  # the body parsed (items written back as they were)
 
-    @property
-    def max_tokens(self) -> int:
-        key = "max_output_tokens" if self.kind is FormatKind.RESPONSES else "max_tokens"
-        value = self.params.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
 
 WIRE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
 
