@@ -41,7 +41,7 @@ class Held:
         return (f"context held by the server: {count} earlier response{'s' if count != 1 else ''}, rebuilt from this "
                 f"recording (previous_response_id {shown}: request {self.from_request} and the chain before it)")
 
-    def record(self, thread: Any) -> dict[str, Any] | None:
+    def record(self) -> dict[str, Any] | None:
         if self.previous_response_id is None:
             return None
         return {"previous_response_id": self.previous_response_id[:4096], "from_request": self.from_request,

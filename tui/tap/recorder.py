@@ -191,7 +191,7 @@ class Recorder:
                                reply={"content": "", "incomplete": True}, template=engine.template.name,
                                tokenizer=engine.tokenizer.name, message_count=len(messages),
                                message_ids=list(match.message_ids), format=kind.value,
-                               context=held.record(thread))
+                               context=held.record())
         previous_view = thread.replayer.stored_view(tapped.index - 1) if tapped.index else None
         record.dropped = client_cuts(match, previous_view, previous_ids, record.number, thread)
         thread.session.requests.append(record)
