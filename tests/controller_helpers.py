@@ -25,6 +25,7 @@ class Settings:
     tokenizer: str = "o200k_base"
     scan_local: bool = False
     provider_count: str = ""
+    api: str = ""
     source: dict = field(default_factory=lambda: {"base_url": "flag"})
 
 

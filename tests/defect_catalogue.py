@@ -127,7 +127,7 @@ GROUPS["session files: schema, safe reading, atomic save, lock, exports"] = (
     (('tui/sessions/safe_io.py', '    if len(result) != len(pairs):', '    if False:', 'duplicated JSON keys accepted')),
     (('tui/context/untrusted/outside_files.py', '            if depth > MAX_DEPTH:', '            if False:', "nesting depth unbounded below the parser's own limit")),
     (('tui/context/untrusted/outside_files.py', 'abs(value) >= MAX_INT', 'abs(value) >= MAX_INT ** 9', 'huge integers accepted in free-form fields')),
-    (('tui/sessions/schema.py', '    context_window: Int(1, 10 ** 8) | None = None', '    context_window: int | None = None', 'context_window unbounded')),
+    (('tui/sessions/schema.py', '    context_window: WindowSize | None = None', '    context_window: int | None = None', 'context_window unbounded')),
     (('tui/sessions/schema.py', '            conform(self.tool_calls, list[ToolCall], ".tool_calls")', '            pass', 'tool calls of the wrong shape accepted')),
     (('tui/sessions/schema.py', '        check_names(self.variables, ".variables")', '        pass', "template variables may collide with the engine's own arguments")),
     (('tui/sessions/parse.py', '    if format_ != FORMAT:', '    if False:', 'any JSON object with a version read as a session')),

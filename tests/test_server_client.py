@@ -96,6 +96,10 @@ def test_doctor_reports_risk_and_cache(llama_server, run_cli):
     window = checks["context window"]  # just over 8192: refused; a reply reaching the window stops there
     assert window["status"] == "ok" and window["data"]["prompt"]["server_window"] == 8192
     assert window["data"]["reply"]["outcome"] == "stops"
+    for api in ("Messages API (/messages)", "Responses API (/responses)"):  # the other APIs it serves, counted alike
+        other = checks[api]
+        assert other["status"] == "ok", other
+        assert other["data"]["usage_prompt_tokens"] == other["data"]["engine"] == other["data"]["chat_prompt_tokens"]
     human = run_cli("doctor", llama_server, "--window-check", "off")  # checked once is enough
     assert "RISK" in human.stdout and "problems found" in human.stdout
 

@@ -31,6 +31,7 @@ class Settings:
     theme: str = ""
     provider_count: str = ""  # openai, anthropic or gemini: its own count asked before each send; "" off
     glyphs: str = ""  # "plain": no mark that needs an emoji font (📌 pinned, the header's ⭘)
+    api: str = ""  # the API the chat speaks: chat (completions; ""), responses or messages
     scan_local: bool = True
     policy: dict = field(default_factory=dict)  # config.toml [policy]: new sessions take it
     params: dict = field(default_factory=dict)  # config.toml [params]: sampling parameters new sessions send
@@ -39,7 +40,7 @@ class Settings:
     source: dict[str, str] = field(default_factory=dict)  # where base_url etc. came from, for the status line
 
 
-TOP_KEYS = {"base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs",
+TOP_KEYS = {"base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs", "api",
             "scan_local", "policy", "params", "extra_params", "keys"}
 TABLES = ("keys", "policy", "params", "extra_params")
 
@@ -86,7 +87,8 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
                               if known_ids is None or k in known_ids},
                         scan_local=bool(config.get("scan_local", True)))
     env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
-    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs"):
+    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs",
+                 "api"):
         if flags.get(name):
             setattr(settings, name, flags[name])
             settings.source[name] = "flag"
@@ -102,4 +104,11 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
         problems.append(f"config.toml: provider_count must be openai, anthropic or gemini, not "
                         f"{settings.provider_count[:40]!r}: no provider count is asked")
         settings.provider_count = ""
+    if settings.api and settings.api not in API_KINDS:
+        problems.append(f"config.toml: api must be chat, responses or messages, not {settings.api[:40]!r}: chat "
+                        "completions are used")
+        settings.api = ""
     return settings, problems
+
+
+API_KINDS = ("chat", "responses", "messages")

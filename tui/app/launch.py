@@ -13,6 +13,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL, then config.toml)")
     parser.add_argument("--model", help="model name")
     parser.add_argument("--api-key-env", help="variable holding the API key (default OPENAI_API_KEY)")
+    parser.add_argument("--api", choices=("chat", "responses", "messages"),
+                        help="the API the chat speaks to the endpoint: chat completions (default), OpenAI's Responses "
+                             "or Anthropic's Messages")
     parser.add_argument("--template", help="chat template: built-in name or path")
     parser.add_argument("--tokenizer", help="tokenizer: o200k_base, cl100k_base, o200k_harmony, qwen3, or a path")
     parser.add_argument("--theme", help="theme name")
@@ -31,7 +34,8 @@ def run_app(argv: list[str]) -> int:
     options = LaunchOptions(file=Path(args.file).expanduser() if args.file else None,
                             flags={"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
                                    "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,
-                                   "no_scan": args.no_scan, "provider_count": args.provider_count},
+                                   "no_scan": args.no_scan, "provider_count": args.provider_count,
+                                   "api": args.api},
                             replay=args.replay)
     return _run(CtxpaneApp(options))
 

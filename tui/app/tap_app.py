@@ -23,7 +23,10 @@ from textual.widgets.option_list import Option
 from tui.context.cache.rules import shown_figure
 from tui.context.policy.truncation import PolicySettings
 from tui.sessions.receipts import request_series
+from tui.context.formats import FormatKind
+from tui.sessions.replay import record_wire
 from tui.tap.client_cuts import messages_of
+from tui.tap.recorder import max_tokens_of
 
 from tui.app.clipboard import SafeClipboard
 from tui.app.pane.pane import ContextPane, PaneData
@@ -223,10 +226,13 @@ class TapApp(SafeClipboard):
         summary = summary_text(tapped.view, policy, previous,
                                prefix=f"conversation {tapped.conversation} · request {tapped.index + 1}: ")
         costs = request_series(requests)
-        messages = messages_of(record.body.get("messages", []), record.message_ids)
-        data = PaneData(summary, messages, None, previous, window, int(record.body.get("max_tokens") or 0),
+        session = thread.session if thread else None
+        wire = record_wire(session, record)[0] if session is not None else record.body.get("messages", [])
+        messages = messages_of(wire, record.message_ids if len(record.message_ids) == len(wire)
+                               else [f"w{i}" for i in range(len(wire))])
+        data = PaneData(summary, messages, None, previous, window, max_tokens_of(record),
                         self.query_one(ContextPane).roles, requests, costs,
-                        self.tap.server.upstream + "/chat/completions", recorder.shown_body(record.body))
+                        self.tap.server.upstream + FormatKind(record.format).path, recorder.shown_body(record.body))
         self.query_one(ContextPane).show(tapped.view, data)
 
     @staticmethod

@@ -79,6 +79,7 @@ class Endpoint:
     _key: str | None = field(default=None, repr=False)
     source: str = "flag"  # where base_url came from: see key_source()
     key_withheld: bool = False  # a key was at hand but this address was not chosen by the user
+    api: str = "chat"  # the API the chat speaks to it: chat (completions), responses or messages
 
     def __post_init__(self) -> None:
         self.base_url = normalise_base_url(self.base_url)

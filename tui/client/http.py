@@ -214,9 +214,20 @@ class OpenAIClient:
                 assembler.reply.error = "cancelled"
                 raise
 
+    def _wire(self, body: JSONObject) -> tuple[str, JSONObject, str]:
+        """Where a chat body goes and as what: the endpoint's API's path, the body in its format, the key's header."""
+        from tui.context.formats import FormatKind
+        from tui.context.formats.convert import wire_request
+
+        kind = FormatKind(self.endpoint.api)
+        return (self.endpoint.base_url + kind.path, wire_request(body, kind.value),
+                "anthropic" if kind is FormatKind.MESSAGES else "")
+
     async def _once(self, body: JSONObject) -> Reply:
-        url = self.endpoint.base_url + "/chat/completions"
-        raw = await self._fetch("POST", url, body)
+        url, body, style = self._wire(body)
+        raw = await self._fetch("POST", url, body, style)
+        if self.endpoint.api != "chat":
+            return translated_reply(raw, self.endpoint.api, self.endpoint.redact)
         chunk = decode(raw, Chunk, "the server's reply", self.endpoint.redact)
         if chunk.error is not None:
             message = chunk.error.message if isinstance(chunk.error, ErrorDetail) else chunk.error
@@ -224,13 +235,16 @@ class OpenAIClient:
         return reply_from_response(chunk)
 
     async def _stream(self, body: JSONObject, assembler: ReplyAssembler, on_delta: DeltaCallback | None) -> Reply:
-        url = self.endpoint.base_url + "/chat/completions"
         if not body.get("stream") or "stream_options" not in body:  # (the app's bodies have both: sent as built)
             body = {"stream_options": {"include_usage": True}, **body, "stream": True}
+        url, body, style = self._wire(body)
+        content = _json_content(body)
+        if style:
+            content["headers"] = {**content.get("headers", {}), KEY_STYLE_HEADER: style}
         reply = assembler.reply
         try:
             async with self._guard(reply):
-                async with self._http.stream("POST", url, **_json_content(body)) as response:
+                async with self._http.stream("POST", url, **content) as response:
                     await self._fail_on_status(response, url)
                     done = await read_stream(response, assembler, on_delta, self.limits, self.endpoint)
         except ClientError as exc:
@@ -245,6 +259,26 @@ class OpenAIClient:
 
     def _guard(self, partial: Reply | None) -> _TransportGuard:
         return _TransportGuard(self, partial)
+
+
+def translated_reply(raw: bytes, api: str, redact: Any = None) -> Reply:
+    """A whole Messages or Responses answer as the reply it carries (read through its chat chunk)."""
+    import msgspec
+
+    from tui.client.schemas import convert
+    from tui.context.formats import FormatKind
+    from tui.context.formats.replies import Translator
+
+    try:
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        raise ServerFailed(f"the server's reply is not JSON: {excerpt(raw.decode('utf-8', 'replace'), redact, 200)}") \
+            from None
+    if isinstance(data, dict) and data.get("type") == "error" or isinstance(data, dict) and data.get("error"):
+        error = data.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ServerFailed(f"the server answered with an error: {excerpt(str(message or '?'), redact, 600)}")
+    return reply_from_response(convert(Translator(FormatKind(api)).whole(data), Chunk, "the server's reply"))
 
 
 class _TransportGuard:

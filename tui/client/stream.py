@@ -28,6 +28,10 @@ async def read_stream(response: httpx.Response, assembler: ReplyAssembler, on_de
                       limits: "Limits", endpoint: Endpoint) -> bool:
     """Apply the stream's chunks to `assembler`; True when it ended with [DONE]."""
     reader = _Reader(assembler, on_delta, limits, endpoint)
+    if endpoint.api != "chat":  # a Messages or Responses stream: each event read as the chat chunk it amounts to
+        from tui.context.formats import FormatKind
+        from tui.context.formats.replies import Translator
+        reader.translator = Translator(FormatKind(endpoint.api))
     idle = limits.idle or limits.read
     loop = asyncio.get_running_loop()
     try:
@@ -55,6 +59,7 @@ class _Reader:
         self.assembler, self.on_delta, self.limits, self.endpoint = assembler, on_delta, limits, endpoint
         self.parser = SSEParser(limits.max_line)
         self.received = 0
+        self.translator: Any = None
 
     def kept(self) -> str:
         return f"; kept the {len(self.assembler.reply.content)} characters received"
@@ -73,6 +78,8 @@ class _Reader:
         if event.event == "error":
             raise StreamErrorEvent(f"the server reported an error mid-stream: {self._error_text(data)}",
                                    self.assembler.reply)
+        if self.translator is not None:
+            return self._translated(event, data)
         try:
             chunk = decode(data, Chunk, "a streamed chunk", self.endpoint.redact)
         except ClientError as exc:
@@ -90,6 +97,31 @@ class _Reader:
         if self.on_delta:
             self.on_delta(added, self.assembler)
         return False
+
+    def _translated(self, event: Event, data: str) -> bool:
+        """A Messages or Responses event: its chat chunks applied; True at the reply's own last event."""
+        import msgspec
+
+        from tui.client.schemas import convert
+        if not data:
+            return False
+        try:
+            chunks = self.translator.event(event.event, msgspec.json.decode(data))
+            checked = [convert(chunk, Chunk, "a streamed event") for chunk in chunks]
+        except (msgspec.DecodeError, RecursionError, ClientError) as exc:
+            raise MalformedChunk(f"the server sent an event that could not be read ({str(exc)[:200]}){self.kept()}",
+                                 self.assembler.reply) from None
+        if self.translator.error:
+            raise StreamErrorEvent("the server reported an error mid-stream: "
+                                   f"{excerpt(self.translator.error, self.endpoint.redact, 600)}", self.assembler.reply)
+        for chunk in checked:
+            added = self.assembler.apply(chunk)
+            if self.assembler.size > self.limits.max_reply:
+                raise TooLarge(f"the reply passed {self.limits.max_reply:,} characters; stopped reading{self.kept()}",
+                               self.assembler.reply)
+            if self.on_delta:
+                self.on_delta(added, self.assembler)
+        return bool(self.translator.done)
 
     def _error_text(self, data: str) -> str:
         try:

@@ -12,12 +12,14 @@ from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.inputs import open_session
 from tui.commands.sessions_common import session_engine, template_failures
 from tui.commands.terminal import write_text
+from tui.context.formats.kinds import KINDS
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer
 from tui.sessions.safe_io import write_private
 from tui.sessions.transfer import TransferError, export_curl, export_markdown, export_request, step_record
 
-FORMATS = ("markdown", "request", "curl", "document", "json")
+FORMATS = ("markdown", "request", "curl", "document", "json", "chat", "messages", "responses")  # the last three:
+# the request written in that API's format (chat completions, Anthropic Messages, OpenAI Responses)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +41,8 @@ def run(argv: list[str]) -> int:
             text = export_markdown(session)
         elif args.format == "request":
             text = export_request(session, args.step)
+        elif args.format in KINDS:
+            text = export_request(session, args.step, args.format)
         elif args.format == "curl":
             text = export_curl(session, args.step, args.api_key_env)
         elif args.format == "json":

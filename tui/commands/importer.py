@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tui.commands.inputs import MAX_INPUT_BYTES
 from tui.commands.arguments import QuietParser
+from tui.context.formats.kinds import KINDS
 from tui.context.untrusted.visible import visible
 from tui.errors import UsageError, one_line
 from tui.sessions.safe_io import SessionFileError, read_regular_file
@@ -16,10 +17,14 @@ from tui.sessions.transfer import Imported, TransferError, import_file
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = QuietParser(prog="ctxpane import", description="Import a chat-completions body or a JSONL of messages.")
+    parser = QuietParser(prog="ctxpane import", description="Import a request body (chat completions, Anthropic Messages, "
+                                                            "OpenAI Responses) or a JSONL of messages.")
     parser.add_argument("file", help="a request body (.json: every parameter is kept, but stream and credentials) "
                                      "or one message per line (.jsonl)")
     parser.add_argument("-o", "--output", default=None, help="session file to write (default: the sessions folder)")
+    parser.add_argument("--format", choices=KINDS, default=None, dest="wire",
+                        help="the body's API: chat, messages (Anthropic) or responses (OpenAI); default: told by its "
+                             "fields")
     return parser
 
 
@@ -28,7 +33,7 @@ def run(argv: list[str]) -> int:
     path = Path(args.file).expanduser()
     try:
         raw = read_regular_file(path, MAX_INPUT_BYTES)
-        imported = exported_session(path, raw) or import_file(path, raw)
+        imported = exported_session(path, raw) or import_file(path, raw, args.wire)
     except (TransferError, SessionFileError) as exc:
         raise UsageError(str(exc)) from None
     session = imported.session

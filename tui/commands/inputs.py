@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +43,14 @@ class Conversation:
     tools: list | None = None
     session: Session | None = None
     model: str = ""  # the body's or the session's model, for prices
+    format: str = "chat"  # the body's wire format (tui/context/formats): how the server reads it
+    notes: list[str] = field(default_factory=list)  # what the format says beside the messages
+    parsed: Any = None  # the body as its format reads it (tui.context.formats.Parsed), when it was a body
 
 
-def read_conversation(path_text: str) -> Conversation:
-    """A JSON list of messages, a chat-completions request body, or a session file, checked like a session's."""
+def read_conversation(path_text: str, wire: str | None = None) -> Conversation:
+    """A JSON list of messages, a request body (chat completions, Anthropic Messages or OpenAI Responses: told by
+    its fields, or by `wire`), or a session file, checked like a session's."""
     from tui.sessions.model import FORMAT
     from tui.sessions.parse import messages_from_data, tools_from_data
 
@@ -56,6 +60,9 @@ def read_conversation(path_text: str) -> Conversation:
     try:
         if isinstance(data, dict) and data.get("format") == FORMAT:
             return session_conversation(path_text)
+        kind = wire_kind(data, wire, path_text)
+        if kind is not None and kind.value != "chat":
+            return wire_conversation(path_text, data, kind)
         if isinstance(data, dict):
             if "messages" not in data:
                 raise UsageError(f"{path_text}: an object must be a chat-completions body with 'messages'")
@@ -80,6 +87,34 @@ def session_lines(path_text: str) -> bool:
 
 def _nonblocking(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NONBLOCK)
+
+
+def wire_kind(data: Any, wire: str | None, path_text: str):
+    """The body's format: the one named (--format), else told by its fields; None for a list of messages."""
+    from tui.context.formats import FormatKind, kind_of_body
+
+    if wire:
+        if not isinstance(data, dict):
+            raise UsageError(f"{path_text}: --format {wire} needs a request body (a JSON object)")
+        return FormatKind(wire)
+    return kind_of_body(data)
+
+
+def wire_conversation(path_text: str, body: dict, kind) -> Conversation:
+    """A Messages or Responses body, as the messages and tools the server renders from it."""
+    from tui.context.formats import FormatError, parse_body
+    from tui.sessions.parse import messages_from_data, tools_from_data
+
+    try:
+        parsed = parse_body(kind, body)
+    except FormatError as exc:
+        raise UsageError(f"{path_text}: {exc}") from None
+    notes = list(parsed.notes)
+    if parsed.previous_response_id:
+        notes.insert(0, f"previous_response_id {parsed.previous_response_id[:80]}: the server holds the context "
+                        "before this input, which the file does not have: only this request's input is rendered")
+    return Conversation(messages_from_data(parsed.messages), tools_from_data(parsed.tools), None, parsed.model,
+                        kind.value, notes, parsed)
 
 
 def session_conversation(path_text: str) -> Conversation:

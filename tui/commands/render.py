@@ -14,6 +14,7 @@ from tui.commands.render_output import write_document, write_json, write_summary
 from tui.commands.sessions_common import session_engine
 from tui.context.policy.truncation import POLICIES, PolicyError, PolicySettings
 from tui.context.cache.prefix import RULES
+from tui.context.formats.kinds import KINDS
 from tui.context.untrusted.fences import FenceStyle
 from tui.context.assumed import assumed_template, assumed_tokenizer, provably_exact
 from tui.context.request import RequestSettings, RequestView, build_request
@@ -41,7 +42,10 @@ tools, policy and fences; a flag given here overrides the session's setting."""
 def build_parser() -> argparse.ArgumentParser:
     parser = QuietParser(prog="ctxpane render", description=DESCRIPTION,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", help="JSON list of messages, a chat-completions request body, or a session file")
+    parser.add_argument("file", help="JSON list of messages, a request body (chat completions, Anthropic Messages, "
+                                     "OpenAI Responses), or a session file")
+    parser.add_argument("--format", choices=KINDS, default=None, dest="wire",
+                        help="the body's API (default: told by its fields)")
     parser.add_argument("--template", default=None, help="built-in name or path (.jinja, tokenizer_config.json, "
                                                          ".gguf); default: the session's, else the model's "
                                                          "family's, else chatml")
@@ -110,7 +114,8 @@ def request_settings(args: argparse.Namespace, conversation: Conversation) -> Re
                            policy(args, base), FenceStyle(enabled=fences), args.cache_rule or offline_cache_rule(model),
                            exact=provably_exact(model, template, chosen=bool(args.template) or chose_template(session)),
                            model=model,
-                           base_url=session.base_url if session is not None else "")
+                           base_url=session.base_url if session is not None else "",
+                           llama_normalised=conversation.format != "chat")
 
 
 def build(messages, settings: RequestSettings, previous=None, number: int = 1) -> RequestView:
@@ -124,14 +129,25 @@ def build(messages, settings: RequestSettings, previous=None, number: int = 1) -
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    conversation = read_conversation(args.file)
+    conversation = read_conversation(args.file, args.wire)
     settings = request_settings(args, conversation)
     previous = None
     if args.previous:
-        before = read_conversation(args.previous)
+        before = read_conversation(args.previous, args.wire)
         previous = build(before.messages, replace(settings, tools=before.tools))
     view = build(conversation.messages, settings, previous.shape if previous else None, 2 if previous else 1)
+    notes = list(conversation.notes)  # what the body's format says beside its messages
+    if conversation.format == "messages" and conversation.parsed is not None:
+        from tui.context.cache.anthropic_marks import breakpoint_notes, drawn_marks
+        notes = breakpoint_notes(conversation.parsed, view, settings.model) + notes
+        view = replace(view, marks=drawn_marks(conversation.parsed, view))
+    if notes:
+        view = replace(view, hidden=replace(view.hidden, notes=[*notes, *view.hidden.notes]))
     extra, problems = figures(args, conversation, view, settings.policy, previous)
+    if conversation.session is None:
+        extra["format"] = conversation.format
+        if view.marks:
+            extra["breakpoints"] = [{"offset": offset, "text": text} for offset, text in view.marks]
     for problem in problems:  # a bad prices.toml in the config folder: the shipped prices are used
         print(one_line(f"ctxpane render: {problem}"), file=sys.stderr)
     body = {"model": settings.model, "messages": view.snapshot.wire, **({"tools": settings.tools} if settings.tools

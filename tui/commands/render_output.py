@@ -161,6 +161,11 @@ def cost_line(extra: dict) -> Text | None:
 def write_summary(view: RequestView, extra: dict | None = None) -> None:
     """The findings and the counts, on stderr: stdout carries the document alone."""
     console = Console(stderr=True, highlight=False)
+    if (extra or {}).get("format", "chat") != "chat":
+        console.print(Text(f"format: {extra['format']} (rendered as llama.cpp's server converts it to chat messages)"),
+                      soft_wrap=True)
+    for note in view.hidden.notes:
+        console.print(Text(visible(f"note: {note}")), soft_wrap=True)
     for line in summary_lines(view):
         console.print(line, soft_wrap=True)
     console.print(counts_title(view.snapshot, view.image_tokens), soft_wrap=True)

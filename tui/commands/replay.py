@@ -42,7 +42,7 @@ class ReplayInApp:
 
 def step_json(step) -> dict:
     document = step.snapshot.document
-    return {"step": step.number, "matches_stored": step.matches, "document_sha256": step.record.document_hash,
+    return {"step": step.number, "format": step.record.format, "matches_stored": step.matches, "document_sha256": step.record.document_hash,
             "tokens": step.snapshot.counts.total, "tokens_stored": step.record.document_tokens,
             "exact": step.snapshot.counts.exact, "chars": len(document.text),
             "cache_prefix": {"tokens": step.prefix.tokens, "chars": step.prefix.chars, "cause": step.prefix.cause,

@@ -6,6 +6,7 @@ document actually sent -> counts, forged blocks, cache prefix against the previo
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,9 @@ class RequestSettings:
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
     model: str = ""  # the model asked for: picks the image family and the provider's reasoning rules
     base_url: str = ""
+    # the messages and tools as llama.cpp's server hands them to its template (text parts joined, developer as
+    # system, tool-call arguments as objects, tools as name/description/parameters): Messages and Responses bodies
+    llama_normalised: bool = False
 
 
 @dataclass
@@ -81,6 +85,7 @@ class RequestView:
     summary_cost: int = 0
     hidden: HiddenTokens = field(default_factory=HiddenTokens)  # per turn: reasoning, tools, images
     summarised: int = 0  # dropped messages the summary in the document stands for (0: none, or it is pending)
+    marks: list[tuple[int, str]] = field(default_factory=list)  # (document offset, text): a body's own marks, drawn where they are
 
     def summary_line(self) -> str:
         """What the summarise policy did, in one line ('' when no summary stands in the document)."""
@@ -226,6 +231,10 @@ def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCa
         return assemble(messages, settings.template, settings.tokenizer, settings.variables,
                         settings.add_generation_prompt, settings.tools, cache, settings.exact,
                         settings.content_specials)
+    if settings.llama_normalised:
+        tools = llama_tools(settings.tools)
+        return replace(_render(llama_messages(wire), replace(settings, llama_normalised=False, tools=tools), cache),
+                       wire=wire)
     try:
         return render(wire)
     except TemplateRenderError:
@@ -235,6 +244,56 @@ def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCa
         # a text-only template: rendered as llama.cpp's server renders it, each image its media marker in
         # the text; what is sent is still the parts
         return replace(render(flat), wire=wire, media_markers=True)
+
+
+def llama_messages(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as llama.cpp's server hands them to its template (common_chat_msgs_parse_oaicompat and back):
+    a list of text parts joined into one text (a newline before each part once the text is not empty), the
+    developer role as system, and tool-call arguments that are JSON as the object they hold."""
+    out = []
+    for message in wire:
+        message = dict(message)
+        content = message.get("content")
+        if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text"
+                                                         for p in content):
+            text = ""
+            for part in content:
+                text += ("\n" if text else "") + str(part.get("text") or "")
+            message["content"] = text
+        if message.get("role") == "developer":
+            message["role"] = "system"
+        if isinstance(message.get("tool_calls"), list):
+            message["tool_calls"] = [_object_arguments(call) for call in message["tool_calls"]]
+        out.append(message)
+    return out
+
+
+def _object_arguments(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+        return call
+    try:
+        arguments = json.loads(function["arguments"])
+    except (ValueError, RecursionError):
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
+def llama_tools(tools: list[Any] | None) -> list[Any] | None:
+    """Tool definitions as llama.cpp's server hands them to its template: name, description ("" when none) and
+    parameters, nothing else (a Responses tool's `strict` is not shown to the model)."""
+    if not tools:
+        return tools
+    out = []
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) and isinstance(tool.get("function"), dict) else None
+        if function is None:
+            out.append(tool)
+            continue
+        out.append({"type": "function", "function": {"name": function.get("name") or "",
+                                                     "description": function.get("description") or "",
+                                                     "parameters": function.get("parameters") or {}}})
+    return out
 
 
 def _shape(document: Document, messages: list[Message], wire: list[WireMessage], origin: list[int],

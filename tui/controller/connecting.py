@@ -78,6 +78,7 @@ async def connect(ctl: "Controller") -> None:
         wb.set_policy(context_window=int(info.n_ctx))
     wb.cache_rule = cache_rule(info.kind, endpoint.model)
     wb.content_specials = info.kind == "llama.cpp"  # it tokenizes the whole prompt with control strings parsed
+    wb.api = endpoint.api  # the API the chat speaks there: each request is recorded as it is sent
     ctl.link.status_line = (f"{info.kind} at {endpoint.base_url} · model {endpoint.model} · context "
                             f"{info.n_ctx or '?'} · {connection.note} ({source}){ctl.link.key_note(endpoint)}")
     ctl.status(ctl.link.status_line)

@@ -138,11 +138,14 @@ class Controller:
         if view is None:
             return None
         session = wb.session
+        from tui.context.formats import FormatKind
+        from tui.context.formats.convert import wire_request
         body = wb.request_body(view)
+        shown = wire_request(body, wb.api)  # the body as it is sent, in the endpoint's API
         return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
-                         tuple(wb.costs()), self.link.url(session.base_url) + "/chat/completions",
-                         body, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
+                         tuple(wb.costs()), self.link.url(session.base_url) + FormatKind(wb.api).path,
+                         shown, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
                          fit_now(self.parts, view, body), self.tuning.assumed())
 
     def snapshot(self) -> Snapshot:

@@ -53,7 +53,9 @@ class Link:
         from tui.client.endpoint import endpoint_for, normalise_base_url
         if normalise_base_url(base) in self.trusted_urls:
             source = "user"
-        return endpoint_for(base, source, self.settings.model or session_model, self.settings.api_key_env)
+        endpoint = endpoint_for(base, source, self.settings.model or session_model, self.settings.api_key_env)
+        endpoint.api = getattr(self.settings, "api", "") or "chat"  # the API the chat speaks there
+        return endpoint
 
     def key_note(self, endpoint: Endpoint) -> str:
         if not endpoint.key_withheld:

@@ -31,6 +31,7 @@ class Settings(Protocol):
     tokenizer: str
     scan_local: bool
     source: dict[str, str]  # where base_url etc. came from
+    api: str  # the API the chat speaks: "" or chat (completions), responses, messages
 
 
 class Parts:

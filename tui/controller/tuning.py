@@ -55,6 +55,7 @@ FIELDS = (
     Field("seed", "Seed", "params", int, -1, 2**63 - 1, "empty: random"),
     Field("base_url", "Endpoint (base URL)", "endpoint", None, hint="e.g. http://127.0.0.1:8080/v1"),
     Field("api_key_env", "API key variable", "endpoint", None, hint="the variable's name, never the key"),
+    Field("api", "API", "endpoint", None, hint="chat | responses | messages (Anthropic)"),
 )
 POLICY_KEYS = {f.name for f in fields(PolicySettings)} - {"summary", "summary_cost", "summary_of"}
 PARAM_KEYS = {f.key for f in FIELDS if f.where == "params"}
@@ -104,6 +105,8 @@ def _text_error(field: Field, text: str) -> str:
         return f"{field.label}: one of {', '.join(POLICIES)}"
     if field.key == "api_key_env" and not ENV_NAME.fullmatch(text):
         return f"{field.label}: a variable name (letters, digits, _), e.g. OPENAI_API_KEY"
+    if field.key == "api" and text and text not in ("chat", "responses", "messages"):
+        return f"{field.label}: chat, responses or messages"
     if field.key == "base_url" and text and not re.match(r"https?://[^\s]+$", text):
         return f"{field.label}: an http:// or https:// URL"
     return ""
@@ -166,6 +169,8 @@ class Tuning:
                 value = params.get(field.key)
             elif field.key == "base_url":
                 value = ctl.link.url(ctl.wb.session.base_url)
+            elif field.key == "api":
+                value = getattr(ctl.settings, "api", "") or "chat"
             else:
                 value = ctl.settings.api_key_env
             shown[field.key] = "" if value is None else str(value)
@@ -205,6 +210,10 @@ class Tuning:
             ctl.settings.base_url = url
             ctl.settings.source["base_url"] = "user"
             ctl.wb.session.base_url = url
+            changed = True
+        api = values.get("api")
+        if api and api != (getattr(ctl.settings, "api", "") or "chat"):
+            ctl.settings.api = api
             changed = True
         env = values.get("api_key_env")
         if env and env != ctl.settings.api_key_env:

@@ -64,6 +64,7 @@ class Workbench:
     tokenizer: Tokenizer = field(default_factory=CharEstimate)
     exact: bool | None = None  # set when the server vouches for the tokenizer
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
+    api: str = "chat"  # the API requests are sent in (chat, responses, messages): recorded as sent
     cache_rule: str = "llama.cpp"
     server_cache: LlamaCppCache | None = None  # a copy of the server cache's model (caching.py), predicted against
     draft: str = ""
@@ -235,8 +236,9 @@ class Workbench:
         return self.session.new_id()  # never an id used before in this file, even by a deleted message
 
     def start_record(self, body: dict[str, Any], view: RequestView) -> RequestRecord:
+        from tui.context.formats.convert import wire_request
         record = RequestRecord(
-            number=self.request_number, time=now_iso(), body=body,
+            number=self.request_number, time=now_iso(), body=wire_request(body, self.api), format=self.api,
             reply={"content": "", "incomplete": True},
             document_hash=hashlib.sha256(view.document.text.encode()).hexdigest(),
             document_tokens=view.sent_tokens, tokens_exact=view.snapshot.counts.exact,

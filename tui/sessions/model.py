@@ -107,6 +107,8 @@ class RequestRecord:
     fit: dict | None = None  # before sending: does it fit the server's window (tui/sessions/receipts.py)
     received: dict | None = None  # after the reply: sent against received
     cost: dict | None = None  # what it cost, with the session's running totals
+    format: str = "chat"  # the body's wire format (tui/context/formats): "chat", "messages" or "responses"
+    context: dict | None = None  # a Responses request's context held by the server, as rebuilt (tui/tap/chains.py)
 
     @property
     def incomplete(self) -> bool:

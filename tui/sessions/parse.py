@@ -152,7 +152,8 @@ def _request(item: schema.RequestIn) -> RequestRecord:
         cache_cause=item.cache_cause, cache_class=item.cache_class, cache_source=item.cache_source,
         cache_place=item.cache_place, keep_all_tokens=item.keep_all_tokens, template=item.template,
         tokenizer=item.tokenizer, message_count=item.message_count, message_ids=list(item.message_ids), reply_id=item.reply_id,
-        fit=_plain(item.fit), received=_plain(item.received), cost=_plain(item.cost))
+        fit=_plain(item.fit), received=_plain(item.received), cost=_plain(item.cost), format=item.format,
+        context=_plain(item.context))
 
 
 def _plain(struct: msgspec.Struct | None) -> dict | None:

@@ -17,6 +17,7 @@ from tui.context.cache.predict import cache_prefix
 from tui.context.document import first_difference
 from tui.context.untrusted.fences import FenceStyle
 from tui.context.errors import TemplateRenderError
+from tui.context.formats import FormatError, FormatKind, Parsed, parse_body
 from tui.context.messages import Message, MessageError, message_from_dict
 from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.templates.library import ChatTemplate, TemplateNotFound, builtin_template
@@ -77,14 +78,77 @@ def _ledger(record: RequestRecord) -> list[LedgerEntry]:
     return entries
 
 
-def body_messages(record: RequestRecord, index: int) -> list[Message]:
+def parsed_body(record: RequestRecord) -> Parsed:
+    """The stored body read in its own wire format (chat completions, Messages, Responses)."""
+    if record.format == "chat":  # (checked with the session file: read as it is)
+        tools = record.body.get("tools")
+        return Parsed(FormatKind.CHAT, list(record.body.get("messages", [])), tools if isinstance(tools, list) else None,
+                      sources=list(range(len(record.body.get("messages", [])))), body=record.body)
+    try:
+        return parse_body(FormatKind(record.format), record.body)
+    except (FormatError, ValueError) as exc:
+        raise ValueError(f"request {record.number}: the stored body is not a {record.format} body: {exc}") from None
+
+
+def record_wire(session: Session, record: RequestRecord) -> tuple[list[dict], list | None]:
+    """What the server rendered for a stored request, as chat-completions messages and tools: the body's own,
+    with (for a Responses request that continues an earlier response) the context the server held before it."""
+    parsed = parsed_body(record)
+    return with_held(parsed, held_context(session, (record.context or {}).get("chain") or [], record.number)), \
+        parsed.tools
+
+
+def with_held(parsed: Parsed, held: list[dict]) -> list[dict]:
+    """The request's messages with the context its server held put before its input (its instructions first)."""
+    if not held:
+        return parsed.messages
+    head = 1 if parsed.messages and parsed.sources and parsed.sources[0] == -1 else 0
+    return [*parsed.messages[:head], *held, *parsed.messages[head:]]
+
+
+def held_context(session: Session, chain: list[int], before: int) -> list[dict]:
+    """The context a Responses request's server held (previous_response_id), rebuilt from the earlier requests of
+    the chain this session recorded: each one's input (its instructions are not carried over) and its response."""
+    numbers = {r.number: r for r in session.requests}
+    held: list[dict] = []
+    for number in chain:
+        earlier = numbers.get(number)
+        if earlier is None or earlier.number >= before:
+            continue
+        parsed = parsed_body(earlier)
+        held += [m for m, source in zip(parsed.messages, parsed.sources) if source >= 0]
+        held += reply_messages(earlier.reply)
+    return held
+
+
+def reply_messages(reply: dict) -> list[dict]:
+    """A stored reply as the assistant message it adds to the context (none when nothing came back)."""
+    message: dict = {"role": "assistant", "content": reply.get("content") or ""}
+    if reply.get("tool_calls"):
+        message["tool_calls"] = reply["tool_calls"]
+    if reply.get("reasoning"):
+        message["reasoning_content"] = reply["reasoning"]
+    return [message] if message["content"] or len(message) > 2 else []
+
+
+def body_messages(record: RequestRecord, index: int, session: Session | None = None) -> list[Message]:
     """The wire messages of a stored body, with the session ids they were sent for."""
-    wire = record.body.get("messages", [])
+    wire = record_wire(session, record)[0] if session is not None else parsed_body(record).messages
     ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
     try:
         return [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
     except MessageError as exc:
         raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
+
+
+def body_marks(record: RequestRecord, view: RequestView) -> list[tuple[int, str]]:
+    """The marks a body carries that chat completions cannot (Anthropic's cache_control breakpoints), placed on the
+    document where they are."""
+    if record.format != FormatKind.MESSAGES.value:
+        return []
+    from tui.context.cache.anthropic_marks import drawn_marks
+    parsed = parsed_body(record)
+    return drawn_marks(parsed, view) if parsed.breakpoints else []
 
 
 class Replayer:
@@ -100,10 +164,11 @@ class Replayer:
 
     def body_settings(self, record: RequestRecord, template: ChatTemplate) -> RequestSettings:
         """Settings that render a stored body as it is: keep-all, and no fences (they are in the body already)."""
-        return RequestSettings(template, self.tokenizer, dict(self.session.variables), record.body.get("tools"),
-                               True, PolicySettings("keep-all"), FenceStyle(enabled=False), self.cache_rule,
+        return RequestSettings(template, self.tokenizer, dict(self.session.variables),
+                               record_wire(self.session, record)[1], True, PolicySettings("keep-all"),
+                               FenceStyle(enabled=False), self.cache_rule,
                                model=str(record.body.get("model") or self.session.model or ""),
-                               base_url=self.session.base_url)
+                               base_url=self.session.base_url, llama_normalised=record.format != "chat")
 
     def stored_view(self, index: int) -> RequestView:
         """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.
@@ -130,7 +195,7 @@ class Replayer:
 
     def _render(self, index: int, previous) -> RequestView:
         record = self.session.requests[index]
-        view = build_request(body_messages(record, index), self.body_settings(record, self.template), previous,
+        view = build_request(body_messages(record, index, self.session), self.body_settings(record, self.template), previous,
                              index + 1, cache=self.cache)
         ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
         # A system prompt the client rewrote (a tapped request) keeps its id: it was changed, not dropped.
@@ -144,7 +209,7 @@ class Replayer:
                                                       if entry.policy != "client-rewrite"), fenced=None,
                         places=places)
         prefix = cache_prefix(previous, shape, view.document, self.cache_rule)
-        return replace(view, ledger=ledger, shape=shape, prefix=prefix)
+        return replace(view, ledger=ledger, shape=shape, prefix=prefix, marks=body_marks(record, view))
 
     def step(self, index: int, check_drift: bool = True) -> Step:
         record = self.session.requests[index]
@@ -188,7 +253,7 @@ class Replayer:
         record = self.session.requests[index]
         for template in self.reference_templates(record):
             try:
-                reference = build_request(body_messages(record, index), self.body_settings(record, template),
+                reference = build_request(body_messages(record, index, self.session), self.body_settings(record, template),
                                           cache=self.cache).document.text
             except (TemplateRenderError, MemoryError, RecursionError, ValueError):
                 continue  # a template that cannot render the body is no reference

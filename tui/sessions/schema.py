@@ -170,6 +170,32 @@ class Body(Struct):
     tools: Tools | None = None
 
 
+FORMAT_KINDS = ("chat", "messages", "responses")  # tui.context.formats.KINDS
+
+
+class ContextIn(Struct):
+    """The context a Responses request's server holds (previous_response_id), as the tap rebuilt it."""
+
+    previous_response_id: Wire = ""
+    from_request: Int(1, MAX_REQUESTS) | None = None  # the request of this session whose response it continues
+    chain: List(Int(1, MAX_REQUESTS), MAX_REQUESTS) = []  # every earlier request of the chain, oldest first
+    missing: bool = False  # the tap did not see the response it continues: the context is not all here
+    note: Note = ""
+
+
+def check_wire_body(kind: str, body: dict, where: str) -> None:
+    """A Messages or Responses body, checked by its own schema (tui/context/formats/schemas.py) and its messages
+    as a session's are."""
+    from tui.context.formats import FormatError, FormatKind, parse_body
+
+    try:
+        parsed = parse_body(FormatKind(kind), body)
+    except FormatError as exc:
+        raise ValueError(f"{exc} - at `${where}`") from None
+    conform(parsed.messages, List(MessageIn, MAX_MESSAGES), f"{where} (as messages)")
+    check_tools(parsed.tools, f"{where}.tools")
+
+
 class DroppedIn(Struct):
     message: Int(-1, MAX_MESSAGES)
     message_id: Id
@@ -206,10 +232,15 @@ class RequestIn(Struct):
     fit: FitIn | None = None
     received: ReceivedIn | None = None
     cost: CostIn | None = None
+    format: Literal[FORMAT_KINDS] = "chat"
+    context: ContextIn | None = None
 
     def __post_init__(self) -> None:
-        conform(self.body, Body, ".body")
-        check_tools(self.body.get("tools"), ".body.tools")
+        if self.format == "chat":
+            conform(self.body, Body, ".body")
+            check_tools(self.body.get("tools"), ".body.tools")
+        elif self.body:  # (a version-2 file's record comes without its body: checked when it is rebuilt)
+            check_wire_body(self.format, self.body, ".body")
         conform(self.reply, Reply, ".reply")
         conform(self.usage, Usage | None, ".usage")
         conform(self.timings, Timings | None, ".timings")

@@ -420,31 +420,38 @@ def body_text_in_file(path: Path, index: int) -> str:
         raise SessionFormatError(f"{path.name}: request {index + 1} cannot be read again: {exc}") from None
 
 
-def file_loaders(path: Path, index: int) -> tuple[Callable[[], dict[str, Json]], Callable[[], str]]:
-    """The loaders of a record let go from memory: its body and its exact text, from the file."""
-    return (lambda: checked_body(body_text_in_file(path, index), index)), lambda: body_text_in_file(path, index)
+def file_loaders(path: Path, index: int, kind: str = "chat") -> tuple[Callable[[], dict[str, Json]],
+                                                                     Callable[[], str]]:
+    """The loaders of a record let go from memory: its body (of wire format `kind`) and its exact text, from the
+    file."""
+    return (lambda: checked_body(body_text_in_file(path, index), index, kind)), \
+        lambda: body_text_in_file(path, index)
 
 
-def checked_body(text: str, index: int) -> dict[str, Json]:
-    """A request's body rebuilt, through the checks a body has (tui/sessions/schema.py): the bounds of every record,
-    applied when the record's body is read (opening the file reads none)."""
+def checked_body(text: str, index: int, kind: str = "chat") -> dict[str, Json]:
+    """A request's body rebuilt, through the checks a body of its wire format `kind` has (tui/sessions/schema.py):
+    the bounds of every record, applied when the record's body is read (opening the file reads none)."""
     from tui.errors import schema_error_line
-    from tui.sessions.schema import Body, check_tools
+    from tui.sessions.schema import Body, check_tools, check_wire_body
     from tui.sessions.schema_types import conform
 
     body = _decode(text.encode("utf-8", "surrogatepass"), index + 1, "the body of request")
     if not isinstance(body, dict):
         raise SessionFormatError(f"the body of request {index + 1} is not an object")
     try:
-        conform(body, Body, f".requests[{index}].body")
-        check_tools(body.get("tools"), f".requests[{index}].body.tools")
+        if kind == "chat":
+            conform(body, Body, f".requests[{index}].body")
+            check_tools(body.get("tools"), f".requests[{index}].body.tools")
+        else:
+            check_wire_body(kind, body, f".requests[{index}].body")
     except ValueError as exc:
         raise SessionFormatError(schema_error_line(str(exc))) from None
     return body
 
 
 def _body_loader(state: LogState, index: int) -> Callable[[], dict[str, Json]]:
-    return lambda: checked_body(state.body_text(index), index)
+    kind = str(state.records[index].get("format") or "chat")
+    return lambda: checked_body(state.body_text(index), index, kind)
 
 
 def _text_loader(state: LogState, index: int) -> Callable[[], str]:

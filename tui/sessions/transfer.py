@@ -6,7 +6,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from tui.context.formats import FormatError, FormatKind, kind_of_body, parse_body
 from tui.context.images.tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
 from tui.context.assumed import assumed_template, assumed_tokenizer
@@ -54,12 +56,14 @@ def body_params(body: dict) -> tuple[dict, list[str]]:
     return params, left_out
 
 
-def import_file(path: Path, raw: bytes) -> Imported:
-    """An OpenAI chat-completions request body (.json) or one message per line (.jsonl), checked like a session."""
+def import_file(path: Path, raw: bytes, wire: str | None = None) -> Imported:
+    """A request body (.json: chat completions, Anthropic Messages or OpenAI Responses, told by its fields or by
+    `wire`) or one message per line (.jsonl), checked like a session."""
     from tui.sessions.parse import json_value, messages_from_data, tools_from_data
 
     if not raw.strip():
         raise TransferError(f"{path} is empty")
+    noted: list[str] = []
     try:
         if path.suffix == ".jsonl" or _several_lines_of_json(raw):
             body = {"messages": _jsonl(path, raw)}
@@ -67,6 +71,9 @@ def import_file(path: Path, raw: bytes) -> Imported:
             body = json_value(raw)
             if isinstance(body, list):
                 body = {"messages": body}
+        kind = FormatKind(wire) if wire else kind_of_body(body)
+        if kind is not None and kind is not FormatKind.CHAT:
+            body, noted = _as_chat(path, body, kind)
         if not isinstance(body, dict) or "messages" not in body:
             raise TransferError(f"{path}: expected a request body with 'messages' or a JSONL of messages")
         messages = messages_from_data(body["messages"])
@@ -80,6 +87,7 @@ def import_file(path: Path, raw: bytes) -> Imported:
                                    or not 0 <= max_tokens <= 10 ** 7):
         raise TransferError(f"{path}: field `max_tokens`: expected an integer from 0 to 10000000")
     params, left_out = body_params(body)
+    left_out += noted
     session = Session(title=f"Imported from {path.name}"[:1000], model=model, tools=tools, messages=messages,
                       params=params)
     template, builtin = assumed_template(model)  # the model the body names decides the family, as everywhere
@@ -93,6 +101,24 @@ def import_file(path: Path, raw: bytes) -> Imported:
     except SessionFormatError as exc:
         raise TransferError(about(path, str(exc))) from None
     return Imported(session, left_out)
+
+
+def _as_chat(path: Path, body: Any, kind: FormatKind) -> tuple[dict, list[str]]:
+    """A Messages or Responses body as the chat-completions body of the same messages (as the server renders them,
+    with their provenance), tools and the parameters chat completions has; what it has no name for is said."""
+    from tui.context.formats.convert import carried_params
+    try:
+        parsed = parse_body(kind, body)
+    except FormatError as exc:
+        raise TransferError(f"{path}: {exc}") from None
+    params, left = carried_params(kind, FormatKind.CHAT, parsed.params)
+    chat: dict = {"messages": parsed.messages, **({"model": parsed.model} if parsed.model else {}), **params}
+    if parsed.tools:
+        chat["tools"] = parsed.tools
+    noted = [f"{key} (a {kind.title} field chat completions does not have)" for key in left if key != "stream"]
+    if parsed.previous_response_id:
+        noted.append("previous_response_id (the server held the context before this input: not in the file)")
+    return chat, noted
 
 
 def _several_lines_of_json(raw: bytes) -> bool:
@@ -168,11 +194,19 @@ def _fence(text: str, language: str = "text") -> str:
     return f"{ticks}{language}\n{text}\n{ticks}"
 
 
-def export_request(session: Session, step: int | None) -> str:
-    """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it); a tapped request's
-    are the client's own bytes, as the session file keeps them."""
+def export_request(session: Session, step: int | None, wire: str | None = None) -> str:
+    """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it; a tapped request's are
+    the client's own bytes, as the session file keeps them); with `wire`, the same request written in that API's
+    format (chat, messages, responses)."""
     record = step_record(session, step)
-    return record.exact_text() or request_text(record.body)
+    if wire is None or wire == record.format:
+        return record.exact_text() or request_text(record.body)
+    from tui.context.formats.convert import rewritten
+    try:
+        body, _left = rewritten(FormatKind(record.format), record.body, FormatKind(wire))
+    except FormatError as exc:
+        raise TransferError(f"step {record.number}: {exc}") from None
+    return request_text(body)
 
 
 def curl_command(url: str, body: dict, key_env: str) -> str:
@@ -182,8 +216,9 @@ def curl_command(url: str, body: dict, key_env: str) -> str:
     if not ENV_NAME.fullmatch(key_env):  # a name from a file or a flag: never shell syntax in the command
         key_env = "OPENAI_API_KEY"
     # --url: a URL that starts with "-" is not an option; --globoff: its [] and {} are not curl's globs
-    head = (f"curl --globoff --url {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n"
-            f"  -H \"Authorization: Bearer ${key_env}\" \\\n")
+    auth = (f"  -H \"x-api-key: ${key_env}\" \\\n  -H 'anthropic-version: 2023-06-01' \\\n"
+            if url.rstrip("/").endswith("/messages") else f"  -H \"Authorization: Bearer ${key_env}\" \\\n")
+    head = f"curl --globoff --url {shlex.quote(url)} \\\n  -H 'Content-Type: application/json' \\\n{auth}"
     if len(data) <= ARGUMENT_LIMIT:
         return paste_safe(f"{head}  -d {shlex.quote(data)}")[0]
     # One argument may hold at most 128 KiB (Linux): a larger body (an image) is read from a here-document, which
@@ -199,8 +234,9 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def export_curl(session: Session, step: int | None, key_env: str = "OPENAI_API_KEY") -> str:
-    url = (session.base_url or "http://127.0.0.1:8080/v1").rstrip("/") + "/chat/completions"
-    return curl_command(url, step_record(session, step).body, key_env)
+    record = step_record(session, step)
+    url = (session.base_url or "http://127.0.0.1:8080/v1").rstrip("/") + FormatKind(record.format).path
+    return curl_command(url, record.body, key_env)
 
 
 def new_title(session: Session, suffix: str) -> str:

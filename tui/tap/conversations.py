@@ -23,12 +23,38 @@ MAX_OPEN = 200  # conversations a tap keeps matching against (the oldest are clo
 
 
 def message_key(message: Any) -> str:
-    """What a wire message says, as one comparable string (reasoning is left out: clients often drop it)."""
+    """What a wire message says, as one comparable string (reasoning is left out: clients often drop it; so are
+    cache_control marks, which a client moves to its newest turn; text parts count as their text, and tool-call
+    arguments as the JSON they hold, so a reply read from a stream matches the turn a client sends back)."""
     if not isinstance(message, dict):
         return json.dumps(message, sort_keys=True, default=str)
-    kept = {k: message.get(k) for k in ("role", "content", "name", "tool_calls", "tool_call_id")
-            if message.get(k) not in (None, "", [])}
+    kept = {k: _said(k, message.get(k)) for k in ("role", "content", "name", "tool_calls", "tool_call_id")}
+    kept = {k: v for k, v in kept.items() if v not in (None, "", [])}
     return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _said(key: str, value: Any) -> Any:
+    if key == "content" and isinstance(value, list):
+        parts = [{k: v for k, v in p.items() if k != "cache_control"} if isinstance(p, dict) else p for p in value]
+        if all(isinstance(p, dict) and set(p) <= {"type", "text"} and p.get("type") == "text" for p in parts):
+            return "".join(str(p.get("text") or "") for p in parts)
+        return parts
+    if key == "tool_calls" and isinstance(value, list):
+        return [_call(call) for call in value]
+    return value
+
+
+def _call(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return call
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            pass
+    return {"id": call.get("id"), "name": function.get("name"), "arguments": arguments}
 
 
 def reply_message(reply: dict | None) -> dict | None:
@@ -113,9 +139,18 @@ def _anchor(conversation: Conversation, keys: list[str]) -> int | None:
 class Conversations:
     """The tap's open conversations; `place` finds where a request goes, `commit` records it there."""
 
-    def __init__(self) -> None:
+    def __init__(self, numbering: "Conversations | None" = None) -> None:
         self.open: list[Conversation] = []
         self.count = 0
+        self.numbering = numbering or self  # conversations of other formats share one numbering
+
+    def continuing(self, number: int, messages: list) -> Match:
+        """The match of a request that belongs to conversation `number` (a Responses chain says so)."""
+        conversation = next((c for c in self.open if c.number == number), None)
+        if conversation is None:
+            return Match(None, [])
+        ids, vanished = self._match_ids(conversation, [message_key(m) for m in messages], messages)
+        return Match(conversation, ids, vanished)
 
     def place(self, messages: list, model: str = "", client: str = "") -> Match:
         """The conversation `messages` continue (the most recent that fits), else a new one (not yet opened)."""
@@ -164,8 +199,8 @@ class Conversations:
         """Record the request where `place` put it (a new conversation when it fits none); fills the ids."""
         conversation = match.conversation
         if conversation is None:
-            self.count += 1
-            conversation = Conversation(self.count, model, client)
+            self.numbering.count += 1
+            conversation = Conversation(self.numbering.count, model, client)
             self.open.append(conversation)
             if len(self.open) > MAX_OPEN:
                 self.open.pop(0)

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from tui.context.formats import FormatKind, Parsed, kind_of_path, parse_body
 from tui.context.policy.truncation import PolicySettings
 from tui.context.cache.causes import CauseClass
 from tui.context.messages import Message, Provenance
@@ -34,13 +35,13 @@ from tui.sessions.redacted import BODY_WORDS, outside_words
 
 from tui.tap.client_cuts import client_cuts, messages_of, with_cache_effect
 from tui.tap.conversations import Conversation, Conversations
-from tui.tap.replies import reply_of, stream_record
+from tui.tap.chains import Chains
+from tui.tap.replies import stream_record, wire_reply
 from tui.tap.server import Exchange
 from tui.tap.state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
 
 log = logging.getLogger("ctxpane.tap")
 
-CHAT_PATHS = ("/chat/completions",)
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_VIEW_CHARS = 2 * 1024 * 1024  # and at most documents of these many characters in all (long conversations)
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
@@ -61,7 +62,9 @@ class Recorder:
         self.engine: Engine | None = None
         self._assumed: dict[str, Engine] = {}  # by model family, when the engine is assumed from model names
         self.on_change = on_change or (lambda kind, tapped: None)
-        self.conversations = Conversations()
+        self.conversations = Conversations()  # chat completions; each other format has its own (by_format)
+        self.by_format: dict[FormatKind, Conversations] = {}
+        self.chains = Chains()  # Responses ids seen, and the requests they answered
         self.threads: dict[int, Thread] = {}
         self.tapped: dict[int, Tapped] = {}  # by exchange number
         self.failures = 0
@@ -162,31 +165,38 @@ class Recorder:
         return view
 
     def begin(self, exchange: Exchange) -> None:
-        body = self.chat_body(exchange)
+        found = self.wire_body(exchange)
+        kind, body = found if found is not None else (FormatKind.CHAT, None)
         if body is not None:  # a key some clients put in the body: forwarded, redacted from the file
             exchange.secrets += self.body_keys(body)
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
         if body is None:
             self.passed += 1
-            tapped.problem = "passed through (not a chat completion: not rendered)"
+            tapped.problem = "passed through (not a chat completion, Messages or Responses request: not rendered)"
             self.on_change("passed", tapped)
             return
-        self.check_body(body)  # a body a session file could not hold is not recorded (it was forwarded)
+        parsed = self.check_body(body, kind)  # a body a session file could not hold is not recorded (it was forwarded)
         model = str(body.get("model") or "")[:200]
         engine = self.ready_engine(model)  # an upstream that says nothing: the model's family counts
-        messages = body["messages"]
-        tapped.model = model
-        match = self.conversations.place(messages, model)
+        held = self.chains.held(parsed, self.threads)  # a Responses request whose server holds its earlier context
+        messages = held.messages(parsed)
+        tapped.model, tapped.format = model, kind
+        conversations = self.conversations if kind is FormatKind.CHAT else self.by_format.setdefault(
+            kind, Conversations(self.conversations))
+        match = conversations.place(messages, model)
+        if held.thread is not None and (match.conversation is None or match.conversation.number != held.thread):
+            match = conversations.continuing(held.thread, messages)  # the chain says where it belongs
         previous_ids = list(match.conversation.ids) if match.conversation else []
-        conversation = self.conversations.commit(match, messages, model, exchange.client)
+        conversation = conversations.commit(match, messages, model, exchange.client)
         self.close_threads()
         thread = self.threads.get(conversation.number) or self.open_thread(conversation, engine, model, exchange)
         tapped.conversation, tapped.index = conversation.number, len(thread.session.requests)
         record = RequestRecord(number=len(thread.session.requests) + 1, time=_iso(exchange.started), body=body,
                                reply={"content": "", "incomplete": True}, template=engine.template.name,
                                tokenizer=engine.tokenizer.name, message_count=len(messages),
-                               message_ids=list(match.message_ids))
+                               message_ids=list(match.message_ids), format=kind.value,
+                               context=held.record())
         try:  # the file keeps the body as the client sent it, byte for byte
             record.set_exact_text(exchange.body.decode("utf-8"))
         except UnicodeDecodeError:
@@ -213,6 +223,7 @@ class Recorder:
         record.cache_class = prefix.cause_class
         if record.dropped:  # what the client's cut did to the cache, said in each of its ledger entries
             view = with_cache_effect(thread, tapped.index, record, view)
+        view = self.format_findings(thread, tapped.index, record, parsed, view)
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
         tapped.client_cut = list(record.dropped)
         thread.tapped.append(tapped)
@@ -237,8 +248,10 @@ class Recorder:
             return
         thread = self.threads[tapped.conversation]
         record, engine = tapped.record, thread.engine or self.ready_engine()
-        reply = reply_of(exchange)
+        reply, translator = wire_reply(exchange, FormatKind(record.format))
         record.reply = reply.to_record()
+        if translator is not None:  # the provider's own usage as it sent it (cache writes, …), and a response's id
+            self.chains.answered(translator, thread, record)
         record.reply["incomplete"] = bool(reply.incomplete)
         record.reply["stream"] = stream_record(exchange)
         server_text = Redactor(thread.secrets | set(exchange.secrets))  # an upstream may echo a key in its error
@@ -248,6 +261,14 @@ class Recorder:
         record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
         if tapped.view is not None:  # (a reply that outlasted KEEP_VIEWS newer requests keeps its figures only)
             self.settle(record, thread.session, tapped.view, reply, engine, exchange)
+            if record.format == FormatKind.MESSAGES.value:  # the API's own cache figures beside the prediction
+                from tui.context.cache.anthropic_marks import reported_notes
+                said = reported_notes(record.reply.get("provider_usage"), record.predicted_cached, reply.diagnostics)
+                if said:
+                    view = tapped.view
+                    tapped.view = replace(view, hidden=replace(view.hidden, notes=[*view.hidden.notes, *said]))
+                    if thread.replayer._views.get(tapped.index) is view:  # noqa: SLF001
+                        thread.replayer._views[tapped.index] = tapped.view  # noqa: SLF001
         if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone \
                 and tapped.view is not None:
     
@@ -259,6 +280,7 @@ class Recorder:
                                exchange.started)
             self.server_cache.record(replace(held, reply_known=reply.generated is not None))
         reply_id = thread.conversation.answered(record.reply if exchange.status == 200 else None)
+        self.chains.remember(record, tapped.conversation)
         if reply_id is not None and tapped.index == len(thread.session.requests) - 1:
             thread.session.messages.append(Message("assistant", reply.content, tool_calls=reply.tool_calls or None,
                                                    provenance=Provenance("model", True), id=reply_id,
@@ -295,16 +317,24 @@ class Recorder:
 
     @staticmethod
     def chat_body(exchange: Exchange) -> dict | None:
-        path = exchange.path.split("?", 1)[0].rstrip("/")
-        if exchange.method != "POST" or not path.endswith(CHAT_PATHS):
+        found = Recorder.wire_body(exchange)
+        return found[1] if found is not None and found[0] is FormatKind.CHAT else None
+
+    @staticmethod
+    def wire_body(exchange: Exchange) -> tuple[FormatKind, dict] | None:
+        """The request's format and body, when it is a chat completion, a Messages or a Responses request."""
+        kind = kind_of_path(exchange.path)
+        if exchange.method != "POST" or kind is None:
             return None
         try:
             body = json.loads(exchange.body)
         except (ValueError, RecursionError):
             return None
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+        if not isinstance(body, dict):
             return None
-        return body
+        if kind is FormatKind.CHAT and (not isinstance(body.get("messages"), list) or not body["messages"]):
+            return None
+        return kind, body
 
     def let_go(self, thread: Thread, tapped: Tapped) -> None:
         """Memory stays bounded however long the tap runs: a conversation keeps the rendering of its last two
@@ -321,13 +351,31 @@ class Recorder:
             old.view = old.previous = None
             old.problem = old.problem or "let go from memory: open its session file (replay) to see it again"
 
-    def check_body(self, body: dict) -> None:
-        """The checks a session file's request body must pass (tui/sessions/schema.py), and its messages'."""
-        from tui.sessions.schema import Body, check_tools, conform
+    def check_body(self, body: dict, kind: FormatKind = FormatKind.CHAT) -> Parsed:
+        """The checks a session file's request body must pass (tui/sessions/schema.py), and its messages'; the
+        body as the server reads it."""
+        from tui.sessions.schema import Body, check_tools, check_wire_body, conform
 
-        conform(body, Body, ".body")
-        check_tools(body.get("tools"), ".body.tools")
-        messages_of(body["messages"], [f"m{i}" for i in range(len(body["messages"]))])
+        if kind is FormatKind.CHAT:
+            conform(body, Body, ".body")
+            check_tools(body.get("tools"), ".body.tools")
+        parsed = parse_body(kind, body)  # one line when it is not a body of its format
+        if kind is not FormatKind.CHAT:
+            check_wire_body(kind.value, body, ".body")
+        messages_of(parsed.messages, [f"m{i}" for i in range(len(parsed.messages))])
+        return parsed
+
+    def format_findings(self, thread: Thread, index: int, record: RequestRecord, parsed: Parsed, view: Any) -> Any:
+        """What the body's format says beside its messages, in the view's notes: what the server leaves out, the
+        context it holds (previous_response_id), Anthropic's cache breakpoints."""
+        from tui.tap.formats_view import findings
+
+        notes = findings(record, parsed, view, thread.engine or self.engine)
+        if not notes:
+            return view
+        view = replace(view, hidden=replace(view.hidden, notes=[*notes, *view.hidden.notes]))
+        thread.replayer._views[index] = view  # noqa: SLF001 - the same rendering, its notes completed
+        return view
 
     def open_thread(self, conversation: Conversation, engine: Engine, model: str, exchange: Exchange) -> Thread:
         from tui.controller.workbench import template_spec
@@ -353,7 +401,7 @@ class Recorder:
         if self.prices is None:
             self.prices = load_prices()[0]
         try:
-            receipt = receipt_after(view, reply, engine.info, int(record.body.get("max_tokens") or 0))
+            receipt = receipt_after(view, reply, engine.info, max_tokens_of(record))
         except Exception:  # noqa: BLE001 - odd figures: nothing to compare
             receipt = None
         settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
@@ -397,9 +445,10 @@ class Recorder:
     def close_threads(self) -> None:
         """A conversation no longer matched against (conversations.MAX_OPEN) is in its file: its thread goes once
         everything of it is written, so the tap's memory does not grow with the conversations it has seen."""
-        if len(self.threads) <= len(self.conversations.open):
+        still = {conversation.number for conversations in (self.conversations, *self.by_format.values())
+                 for conversation in conversations.open}  # each format's conversations are matched on their own
+        if len(self.threads) <= len(still):
             return
-        still = {conversation.number for conversation in self.conversations.open}
         for number in [n for n, t in self.threads.items() if n not in still and not t.dirty and not t.pending
                        and all(tapped.done for tapped in t.tapped)]:
             del self.threads[number]
@@ -415,7 +464,7 @@ class Recorder:
             index = thread.released
             if index not in log.watch:
                 record = thread.session.requests[index]
-                record.let_go_of_body(*file_loaders(thread.path, index))
+                record.let_go_of_body(*file_loaders(thread.path, index, record.format))
                 stream = record.reply.get("stream")
                 if isinstance(stream, dict) and "raw" in stream:
                     record.reply = {**record.reply, "stream": {k: v for k, v in stream.items()
@@ -426,6 +475,12 @@ class Recorder:
 def _document_chars(view: Any) -> int:
     document = getattr(view, "document", None)
     return len(getattr(document, "text", "") or "")
+
+
+def max_tokens_of(record: RequestRecord) -> int:
+    key = "max_output_tokens" if record.format == FormatKind.RESPONSES.value else "max_tokens"
+    value = record.body.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _family_key(model: str) -> str:

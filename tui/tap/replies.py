@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import zlib
 
+from tui.context.formats import FormatKind
 from tui.tap.server import Exchange
 
 MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
@@ -56,16 +57,59 @@ def _assembler():
     return Joined()
 
 
-def reply_of(exchange: Exchange):
+def reply_of(exchange: Exchange, kind: FormatKind = FormatKind.CHAT):
     """The reply the upstream sent, read with ctxpane's own checked reader (streamed or whole)."""
-    from tui.client.reply import Reply, reply_from_response
-    from tui.client.schemas import Chunk, decode
-    from tui.client.sse import SSEParser
+    return wire_reply(exchange, kind)[0]
+
+
+def wire_reply(exchange: Exchange, kind: FormatKind = FormatKind.CHAT):
+    """The reply, and for a Messages or Responses reply what read it (its response id, its own usage)."""
+    from tui.client.reply import Reply
 
     raw = decoded(exchange)
     if exchange.status != 200:
         text = raw.decode("utf-8", "replace")[:4000]
-        return Reply(incomplete=True, error=exchange.error or f"the upstream answered {exchange.status}: {text}")
+        return Reply(incomplete=True, error=exchange.error or f"the upstream answered {exchange.status}: {text}"), None
+    if kind is not FormatKind.CHAT:
+        return translated_reply(exchange, raw, kind)
+    return chat_reply(exchange, raw), None
+
+
+def translated_reply(exchange: Exchange, raw: bytes, kind: FormatKind):
+    """A Messages or Responses reply, each event (or the whole answer) read as the chat chunk it amounts to."""
+    import msgspec
+
+    from tui.client.schemas import Chunk, convert
+    from tui.client.sse import SSEParser
+    from tui.context.formats.replies import Translator
+
+    assembler, translator, problem = _assembler(), Translator(kind), ""
+    if "text/event-stream" not in exchange.content_type:
+        try:
+            assembler.apply(convert(translator.whole(msgspec.json.decode(raw)), Chunk, "the reply"))
+        except Exception as exc:  # noqa: BLE001 - an odd reply is recorded as what it is
+            problem = f"the reply could not be read: {exc}"[:4000]
+    else:
+        parser = SSEParser()
+        for event in list(parser.feed(raw)) + list(parser.close()):
+            try:
+                for chunk in translator.event(event.event, msgspec.json.decode(event.data)):
+                    assembler.apply(convert(chunk, Chunk, "a streamed event"))
+            except Exception as exc:  # noqa: BLE001
+                problem = f"an event could not be read: {exc}"[:4000]
+            if translator.done:
+                break
+    reply = assembler.joined()
+    reply.incomplete = not translator.done or bool(exchange.error) or bool(translator.error)
+    reply.error = exchange.error or translator.error or problem or (
+        None if translator.done else "the stream ended before its last event")
+    return reply, translator
+
+
+def chat_reply(exchange: Exchange, raw: bytes):
+    from tui.client.reply import Reply, reply_from_response
+    from tui.client.schemas import Chunk, decode
+    from tui.client.sse import SSEParser
     if "text/event-stream" not in exchange.content_type:
         try:
             reply = reply_from_response(decode(raw, Chunk, "the reply"))

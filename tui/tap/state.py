@@ -40,6 +40,7 @@ class Tapped:
     client_cut: list[dict] = field(default_factory=list)  # the client's own ledger entries
     problem: str = ""  # why it is not (fully) recorded
     done: bool = False
+    format: Any = None  # its wire format (tui.context.formats.FormatKind), once recorded
 
 
 @dataclass

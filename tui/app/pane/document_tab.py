@@ -36,6 +36,8 @@ def note_lines(view: RequestView, session_messages: list, draft_index: int | Non
         notes.append((min(prefix.chars, len(document.text)),
                       Note(f"── cached above: {cached} tokens (predicted reuse {prefix.predicted_cached}) │ new below: "
                            f"{new} tokens — {prefix.cause} ──", "cache")))
+    for offset, text in view.marks:  # a body's own marks (Anthropic's cache_control breakpoints), where they are
+        notes.append((min(offset, len(document.text)), Note(text, "cache")))
     if draft_index is not None and draft_index in first_offset:
         notes.append((first_offset[draft_index], Note("▼ draft (not sent yet)", "draft")))
     return notes

@@ -19,7 +19,8 @@ from tui.context.errors import TemplateRenderError
 from tui.context.messages import Message, message_from_dict
 from tui.sessions.model import Session
 from tui.sessions.receipts import cost_line, fit_line, received_line, request_series
-from tui.sessions.replay import Replayer, Step
+from tui.context.formats import FormatKind
+from tui.sessions.replay import Replayer, Step, record_wire
 
 from tui.app.pane.pane import ContextPane, PaneData
 from tui.app.chat.transcript import ChatView
@@ -133,13 +134,13 @@ class ReplayScreen(Screen):
         self.query_one("#replay-info", Static).update(info)
         chat = self.query_one("#replay-messages", ChatView)
         chat.end_reply()
-        chat.show([self._stored_message(m, i) for i, m in enumerate(record.body.get("messages", []))])
+        chat.show([self._stored_message(m, i) for i, m in enumerate(record_wire(self.session, record)[0])])
         self._show_reply(record.reply)
         data = PaneData(summary_text(step.view, self.session.policy_settings(), previous,
                                      prefix=f"step {step.number}: "),
                         list(self.session.messages), None, previous, self.session.policy_settings().context_window,
                         self.session.policy_settings().max_tokens, self.roles, self.session.requests[:self.index + 1],
-                        self._costs(), (self.session.base_url or "") + "/chat/completions", record.body)
+                        self._costs(), (self.session.base_url or "") + FormatKind(record.format).path, record.body)
         self.query_one(ContextPane).show(step.view, data)
 
     def _costs(self) -> list[dict]:

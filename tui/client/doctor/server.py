@@ -95,6 +95,18 @@ async def check_tokens(client: OpenAIClient, info: ServerInfo, template: ChatTem
     return Check("token count", "fail", f"engine {snapshot.counts.total}, /tokenize {whole}, usage {reported}", data)
 
 
+async def other_apis(client: OpenAIClient, template: ChatTemplate) -> list[Check]:
+    """The sample as a Messages and a Responses request, where the server offers them (llama.cpp does)."""
+    from tui.client.doctor.apis import check_apis
+
+    tokenizer = ServerTokenizer(client.endpoint)
+    try:
+        return await check_apis(client, SAMPLE, SAMPLE_TOOLS, template, tokenizer,
+                                await prompt_tokens(client, SAMPLE, SAMPLE_TOOLS))
+    finally:
+        tokenizer.close()
+
+
 async def check_eos_and_bos(client: OpenAIClient, info: ServerInfo, rendered: str) -> Check:
     problems, data = [], {"eos_token": info.eos_token, "bos_token": info.bos_token}
     if not (info.eos_token or info.bos_token):  # nothing to compare: say so rather than "end token None"
@@ -180,7 +192,8 @@ async def run_doctor(client: OpenAIClient, window_check: str = "auto") -> Report
                             {"template": info.chat_template}))
     for step in _steps(client, info, template, window_check):
         try:
-            checks.append(await step)
+            done = await step
+            checks.extend(done if isinstance(done, list) else [done])
         except ClientError as exc:
             checks.append(Check("request", "fail", str(exc)))
     server = {"kind": info.kind, "model": info.model, "n_ctx": info.n_ctx, "build": info.build,
@@ -210,7 +223,7 @@ async def _through_gateway(client: OpenAIClient, info: ServerInfo, checks: list[
 
 
 def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate,
-           window_check: str = "auto") -> Iterator[Coroutine[Any, Any, Check]]:
+           window_check: str = "auto") -> Iterator[Coroutine[Any, Any, Check | list[Check]]]:
     rendered: dict[str, Any] = {}
 
     async def rendering() -> Check:
@@ -226,6 +239,7 @@ def _steps(client: OpenAIClient, info: ServerInfo, template: ChatTemplate,
     yield eos()
     if info.kind == "llama.cpp":
         yield check_control_tokens(client, template)
+        yield other_apis(client, template)
     yield check_cache(client)
 
     async def window() -> Check:
