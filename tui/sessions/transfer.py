@@ -6,7 +6,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from tui.context.json_types import JSONObject
 from tui.context.images.tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
 from tui.context.assumed import assumed_template, assumed_tokenizer
@@ -37,9 +39,10 @@ class Imported:
     left_out: list[str] = field(default_factory=list)  # "name (why)", for the one line the command prints
 
 
-def body_params(body: dict) -> tuple[dict, list[str]]:
+def body_params(body: JSONObject) -> tuple[JSONObject, list[str]]:
     """Every request parameter of `body` (temperature, top_p, seed, stop, ...) kept as sent, and what was not."""
-    params, left_out = {}, []
+    params: JSONObject = {}
+    left_out: list[str] = []
     for key, value in body.items():
         if key in SESSION_FIELDS:
             continue
@@ -60,6 +63,7 @@ def import_file(path: Path, raw: bytes) -> Imported:
 
     if not raw.strip():
         raise TransferError(f"{path} is empty")
+    body: Any  # decoded JSON: narrowed below
     try:
         if path.suffix == ".jsonl" or _several_lines_of_json(raw):
             body = {"messages": _jsonl(path, raw)}
@@ -113,7 +117,7 @@ def _several_lines_of_json(raw: bytes) -> bool:
     return False
 
 
-def _jsonl(path: Path, raw: bytes) -> list:
+def _jsonl(path: Path, raw: bytes) -> list[Any]:
     from tui.sessions.parse import json_value
 
     items = []
@@ -175,7 +179,7 @@ def export_request(session: Session, step: int | None) -> str:
     return record.exact_text() or request_text(record.body)
 
 
-def curl_command(url: str, body: dict, key_env: str) -> str:
+def curl_command(url: str, body: JSONObject, key_env: str) -> str:
     """The request as a curl command a shell can run and a terminal can paste: the key named by its variable,
     never written out; no control character in it (the JSON keeps its value, the URL gets stand-ins)."""
     data = request_text(body)  # the bytes the app sends
