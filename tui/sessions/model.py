@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from tui.context.json_types import JSONObject
 from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
 
@@ -70,7 +71,7 @@ class _Body:
                     old.__dict__.pop("_body", None)
         return body
 
-    def __set__(self, record: Any, value: dict) -> None:
+    def __set__(self, record: Any, value: JSONObject) -> None:
         record.__dict__["_body"] = value
         for name in ("_body_loader", "_body_text", "_text_loader"):
             record.__dict__.pop(name, None)
@@ -84,15 +85,15 @@ _LOADED: deque[weakref.ref[Any]] = deque()
 class RequestRecord:
     number: int
     time: str
-    body: dict = _Body()  # type: ignore[assignment]  # (a descriptor: required, and rebuilt lazily from a file)
-    reply: dict = field(default_factory=dict)
-    usage: dict | None = None
+    body: JSONObject = _Body()  # type: ignore[assignment]  # (a descriptor: required, and rebuilt lazily from a file)
+    reply: JSONObject = field(default_factory=dict)
+    usage: JSONObject | None = None
     cached_reported: int | None = None
-    timings: dict | None = None
+    timings: JSONObject | None = None
     document_hash: str = ""
     document_tokens: int = 0
     tokens_exact: bool = False
-    dropped: list[dict] = field(default_factory=list)
+    dropped: list[JSONObject] = field(default_factory=list)
     predicted_cached: int | None = None
     cache_cause: str = ""
     cache_class: str = ""  # the cause's class (tui/context/cache/causes.py)
@@ -104,18 +105,19 @@ class RequestRecord:
     message_count: int = 0  # session messages when it was sent: the conversation up to this request
     message_ids: list[str] = field(default_factory=list)  # session id of each message in body["messages"]
     reply_id: str = ""  # the session id of the message the reply became ("" if none came, or an older file)
-    fit: dict | None = None  # before sending: does it fit the server's window (tui/sessions/receipts.py)
-    received: dict | None = None  # after the reply: sent against received
-    cost: dict | None = None  # what it cost, with the session's running totals
+    fit: JSONObject | None = None  # before sending: does it fit the server's window (tui/sessions/receipts.py)
+    received: JSONObject | None = None  # after the reply: sent against received
+    cost: JSONObject | None = None  # what it cost, with the session's running totals
     format: str = "chat"  # the body's wire format (tui/context/formats): "chat", "messages" or "responses"
-    context: dict | None = None  # a Responses request's context held by the server, as rebuilt (tui/tap/chains.py)
+    context: JSONObject | None = None  # a Responses request's context held by the server, as rebuilt (tui/tap/chains.py)
 
     @property
     def incomplete(self) -> bool:
         return bool(self.reply.get("incomplete"))
 
     @classmethod
-    def lazy(cls, loader: Callable[[], dict], text: Callable[[], str] | None = None, **fields: Any) -> "RequestRecord":
+    def lazy(cls, loader: Callable[[], JSONObject], text: Callable[[], str] | None = None,
+             **fields: Any) -> "RequestRecord":
         """A record whose body is rebuilt by `loader` when first read (and `text`: its exact text)."""
         record = cls(body={}, **fields)
         record.__dict__.pop("_body")
@@ -124,7 +126,7 @@ class RequestRecord:
             record.__dict__["_text_loader"] = text
         return record
 
-    def let_go_of_body(self, loader: Callable[[], dict], text: Callable[[], str] | None = None) -> None:
+    def let_go_of_body(self, loader: Callable[[], JSONObject], text: Callable[[], str] | None = None) -> None:
         """The body is in the session file: free it here, rebuilt by `loader` when read again (the tap)."""
         self.__dict__.pop("_body", None)
         self.__dict__.pop("_body_text", None)
@@ -159,7 +161,7 @@ class Branch:
     label: str = ""  # how it came to be kept ("before edit #2")
     created: str = field(default_factory=lambda: now_iso())
 
-    def to_record(self) -> dict:
+    def to_record(self) -> JSONObject:
         return {"fork": self.fork, "label": self.label, "created": self.created,
                 "messages": [m.to_record() for m in self.messages]}
 
@@ -173,14 +175,14 @@ class Session:
     base_url: str = ""
     model: str = ""
     # Nobody chose one yet: ChatML with no default system turn (see plain_chatml), saved with its default.
-    template: dict = field(default_factory=lambda: {"name": "chatml", "origin": "builtin",
+    template: JSONObject = field(default_factory=lambda: {"name": "chatml", "origin": "builtin",
                                                     "defaults": {"default_system": ""}})
     tokenizer: str = ""
-    policy: dict = field(default_factory=lambda: asdict(PolicySettings()))
+    policy: JSONObject = field(default_factory=lambda: asdict(PolicySettings()))
     fences: bool = True
-    variables: dict = field(default_factory=dict)
-    tools: list | None = None
-    params: dict = field(default_factory=dict)  # extra body parameters sent as they are (temperature, seed, ...)
+    variables: JSONObject = field(default_factory=dict)
+    tools: list[JSONObject] | None = None
+    params: JSONObject = field(default_factory=dict)  # extra body parameters sent as they are (temperature, seed, ...)
     messages: list[Message] = field(default_factory=list)
     requests: list[RequestRecord] = field(default_factory=list)
     branches: list[Branch] = field(default_factory=list)  # the continuations not shown (edits, re-sends)
@@ -205,14 +207,14 @@ class Session:
     def policy_settings(self) -> PolicySettings:
         return PolicySettings(**self.policy)
 
-    def to_settings(self) -> dict:
+    def to_settings(self) -> JSONObject:
         """The session's own fields, as the file has them (no messages, requests or branches)."""
         return {"title": self.title, "created": self.created, "updated": self.updated,
                 "endpoint": {"base_url": self.base_url, "model": self.model}, "template": self.template,
                 "tokenizer": self.tokenizer, "policy": self.policy, "fences": self.fences, "variables": self.variables,
                 "tools": self.tools, "params": self.params, "next_id": self.next_id}
 
-    def to_dict(self, requests: bool = True) -> dict:
+    def to_dict(self, requests: bool = True) -> JSONObject:
         """The session as version 1's one object (export --format json); without `requests`, an empty list: no
         body is rebuilt."""
         return {"format": FORMAT, "version": VERSION, "id": self.id, "title": self.title, "created": self.created,

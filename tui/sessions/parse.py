@@ -11,12 +11,14 @@ from typing import Any
 
 import msgspec
 
+from tui.context.json_types import JSONObject
 from tui.context.messages import UNTRUSTED_SOURCES, Message, Provenance, default_source
 from tui.errors import schema_error_line
 
 from tui.sessions import schema
 from tui.sessions.model import FORMAT, VERSION, Branch, NewerVersion, RequestRecord, Session, SessionFormatError, id_floor, now_iso
 from tui.sessions.safe_io import decode_problem, explain, structure_problem, text_problem
+from tui.sessions.schema_types import MAX_MESSAGES, TITLE_LIMIT, List
 
 _HEADER = msgspec.json.Decoder(schema.Header)
 _SESSION = msgspec.json.Decoder(schema.SessionIn)
@@ -83,9 +85,9 @@ def _check_header(format_: Any, version: Any) -> int:
 # -- structs to the dataclasses the rest of the code uses ---------------------------------------------------
 def to_session(parsed: schema.SessionIn) -> Session:
     title = parsed.title
-    clipped = len(title) > schema.TITLE_LIMIT
+    clipped = len(title) > TITLE_LIMIT
     if clipped:  # a harmless free-text field too long: clipped and said, never a reason to refuse the file
-        title = title[:schema.TITLE_LIMIT - 1] + "…"
+        title = title[:TITLE_LIMIT - 1] + "…"
     session = Session(
         id=parsed.id or uuid.uuid4().hex[:12], title=title, created=parsed.created or now_iso(),
         updated=parsed.updated or now_iso(), base_url=parsed.endpoint.base_url, model=parsed.endpoint.model,
@@ -99,7 +101,7 @@ def to_session(parsed: schema.SessionIn) -> Session:
     session.next_id = max(parsed.next_id or 0, id_floor(kept, session.requests))
     session.branches = _branches(session, branches)
     if clipped:
-        session.read_notes.append(f"its title was {len(parsed.title):,} characters: clipped to {schema.TITLE_LIMIT:,}")
+        session.read_notes.append(f"its title was {len(parsed.title):,} characters: clipped to {TITLE_LIMIT:,}")
     return session
 
 
@@ -123,7 +125,7 @@ def _branches(session: Session, parsed: list[tuple[Any, list[Message]]]) -> list
                    b.created or now_iso()) for b, messages in out]
 
 
-def _template(spec: schema.TemplateIn) -> dict:
+def _template(spec: schema.TemplateIn) -> JSONObject:
     out: dict[str, Any] = {"name": spec.name, "origin": spec.origin}
     if spec.text is not None:
         out["text"] = spec.text
@@ -156,22 +158,27 @@ def _request(item: schema.RequestIn) -> RequestRecord:
         context=_plain(item.context))
 
 
-def _plain(struct: msgspec.Struct | None) -> dict | None:
+def _plain(struct: msgspec.Struct | None) -> JSONObject | None:
     """A checked struct back as the plain dict the record holds (fields not in the schema are gone)."""
-    return None if struct is None else msgspec.to_builtins(struct)
+    if struct is None:
+        return None
+    plain = msgspec.to_builtins(struct)
+    if not isinstance(plain, dict):  # a struct's builtins are always an object
+        raise TypeError(f"{type(struct).__name__} did not become a JSON object")
+    return plain
 
 
 # -- plain message lists (ctxpane render, ctxpane import) -------------------------------------------------
 def messages_from_data(data: Any, where: str = ".messages") -> list[Message]:
     """A JSON list of messages, checked like a session's; raises SessionFormatError."""
-    items = convert(data, schema.List(schema.MessageIn, schema.MAX_MESSAGES), where)
+    items = convert(data, List(schema.MessageIn, MAX_MESSAGES), where)
     return [to_message(item, index) for index, item in enumerate(items)]
 
 
-def tools_from_data(data: Any, where: str = ".tools") -> list | None:
+def tools_from_data(data: Any, where: str = ".tools") -> list[JSONObject] | None:
     if data is None:
         return None
-    tools = convert(data, schema.Tools, where)
+    tools: list[JSONObject] = convert(data, schema.Tools, where)  # a list of objects: schema.Tools says so
     try:
         schema.check_tools(tools, where)
     except ValueError as exc:

@@ -13,6 +13,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from platformdirs import user_data_dir
 
@@ -49,7 +50,7 @@ class PromptHistory:
                 self._prompts = self._read()
             return self._prompts
 
-    def add(self, text: str, session: str, secrets: list[str] = ()) -> bool:
+    def add(self, text: str, session: str, secrets: Iterable[str] = ()) -> bool:
         """Remember `text` (in memory; `write` puts it in the file). False if it is not kept."""
         if not text.strip() or len(text) > MAX_PROMPT or any(s and s in text for s in secrets):
             return False

@@ -4,15 +4,16 @@ sending, sent against received, and the priced figures with their running totals
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeAlias
 
 from msgspec import Meta, Struct
 
-from tui.sessions.schema_types import BIG, Id, Int, List, MAX_MESSAGES, MAX_REQUESTS, Name, Note, Number, PathText, Str, Time
+from tui.sessions.schema_types import (BIG, MAX_MESSAGES, MAX_REQUESTS, Count, Id, ModelName, Name, Note, Number,
+                                       PathText, RequestCount, SignedCount, Time, WindowSize)
 
 
 class WindowIn(Struct):
-    tokens: Int(1, 10 ** 8)
+    tokens: WindowSize
     source: Name = "default"
     detail: Note = ""
 
@@ -21,11 +22,11 @@ class FitIn(Struct):
     """The check made before sending: does the request fit the server's window."""
 
     fits: bool | None = None
-    prompt_tokens: Int(0, BIG) = 0
-    max_tokens: Int(0, BIG) = 0
+    prompt_tokens: Count = 0
+    max_tokens: Count = 0
     window: WindowIn | None = None
-    over_by: Int(0, BIG) = 0
-    reply_room: Int(0, BIG) | None = None
+    over_by: Count = 0
+    reply_room: Count | None = None
     consequence: Note = ""
     message: Note = ""
 
@@ -33,39 +34,39 @@ class FitIn(Struct):
 class AffectedIn(Struct):
     message_id: Id
     role: Name = ""
-    tokens: Int(0, BIG) = 0
-    lost: Int(0, BIG) = 0
-    text_tokens: Int(0, BIG) = 0
-    text_lost: Int(0, BIG) = 0
+    tokens: Count = 0
+    lost: Count = 0
+    text_tokens: Count = 0
+    text_lost: Count = 0
 
 
 class ReceivedIn(Struct):
     """Sent against received, after the reply."""
 
-    sent: Int(0, BIG)
+    sent: Count
     verdict: Literal["match", "dropped", "added", "refused", "unknown"]
     exact: bool = False
-    received: Int(0, BIG) | None = None
+    received: Count | None = None
     source: Name = ""
-    difference: Int(-BIG, BIG) = 0
+    difference: SignedCount = 0
     where: Literal["front", "middle", "end"] | None = None
     where_basis: Note = ""
     who: Note = ""
     who_detail: Note = ""
-    affected: List(AffectedIn, MAX_MESSAGES) = []
+    affected: Annotated[list[AffectedIn], Meta(max_length=MAX_MESSAGES)] = []
     window: WindowIn | None = None
     truncated_flag: bool | None = None
     reply_cut: bool = False
     shifted: bool = False
-    observed_window: Int(1, 10 ** 8) | None = None
-    notes: List(Note, 50) = []
+    observed_window: WindowSize | None = None
+    notes: Annotated[list[Note], Meta(max_length=50)] = []
     summary: Note = ""
-    images_estimate: Int(0, BIG) = 0  # image tokens estimated (tui/context/images/tokens.py)
-    images_reconciled: Int(-BIG, BIG) | None = None  # what the server's count leaves for the images
+    images_estimate: Count = 0  # image tokens estimated (tui/context/images/tokens.py)
+    images_reconciled: SignedCount | None = None  # what the server's count leaves for the images
 
 
 class PriceIn(Struct):
-    model: Str(1000) = ""
+    model: ModelName = ""
     input: Number = 0
     cached_input: Number = 0
     cache_write: Number = 0
@@ -76,18 +77,18 @@ class PriceIn(Struct):
     origin: PathText = ""
 
 
-Money = Number | None
+Money: TypeAlias = Number | None
 
 
 class FiguresIn(Struct):
     """Tokens and amounts (dollars; null for a model without a price), of a request or of a running total."""
 
-    input_tokens: Int(0, BIG) = 0
-    cached_tokens: Int(0, BIG) = 0
-    cache_write_tokens: Int(0, BIG) = 0
-    output_tokens: Int(0, BIG) = 0
-    lost_tokens: Int(0, BIG) = 0
-    keep_all_tokens: Int(0, BIG) = 0
+    input_tokens: Count = 0
+    cached_tokens: Count = 0
+    cache_write_tokens: Count = 0
+    output_tokens: Count = 0
+    lost_tokens: Count = 0
+    keep_all_tokens: Count = 0
     paid: Money = None
     saved_by_cache: Money = None
     lost_to_cache_break: Money = None
@@ -96,18 +97,19 @@ class FiguresIn(Struct):
 
 
 TOTAL = BIG * MAX_REQUESTS  # a running total: up to MAX_REQUESTS figures of up to BIG each
-Sum = Annotated[float, Meta(ge=0, le=1e15 * MAX_REQUESTS)] | None
+Total: TypeAlias = Annotated[int, Meta(ge=0, le=TOTAL)]
+Sum: TypeAlias = Annotated[float, Meta(ge=0, le=1e15 * MAX_REQUESTS)] | None
 
 
 class TotalsIn(FiguresIn):
-    requests: Int(0, MAX_REQUESTS) = 0
-    priced_requests: Int(0, MAX_REQUESTS) = 0
-    input_tokens: Int(0, TOTAL) = 0
-    cached_tokens: Int(0, TOTAL) = 0
-    cache_write_tokens: Int(0, TOTAL) = 0
-    output_tokens: Int(0, TOTAL) = 0
-    lost_tokens: Int(0, TOTAL) = 0
-    keep_all_tokens: Int(0, TOTAL) = 0
+    requests: RequestCount = 0
+    priced_requests: RequestCount = 0
+    input_tokens: Total = 0
+    cached_tokens: Total = 0
+    cache_write_tokens: Total = 0
+    output_tokens: Total = 0
+    lost_tokens: Total = 0
+    keep_all_tokens: Total = 0
     paid: Sum = None
     saved_by_cache: Sum = None
     lost_to_cache_break: Sum = None
@@ -118,7 +120,7 @@ class TotalsIn(FiguresIn):
 class CostIn(FiguresIn):
     """One request's cost, and the session's running totals up to it (`cumulative`)."""
 
-    model: Str(1000) = ""
+    model: ModelName = ""
     priced: bool = False
     price: PriceIn | None = None
     cached_from: Literal["reported", "predicted"] = "reported"

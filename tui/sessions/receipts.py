@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tui.context.json_types import JSONObject
 from tui.context.policy.truncation import cost_series
 from tui.context.pricing.costs import RequestTokens, add_totals, request_cost, reusable
 from tui.context.pricing.prices import PriceTable
@@ -35,7 +36,7 @@ def record_fit(record: RequestRecord, fit: FitCheck) -> None:
     record.fit = {**data, "consequence": _cut(data["consequence"]), "message": _cut(data["message"])}
 
 
-def received_record(receipt: Receipt) -> dict:
+def received_record(receipt: Receipt) -> JSONObject:
     data = receipt.to_dict()
     for key in ("where_basis", "who", "who_detail", "summary"):
         data[key] = _cut(data[key])
@@ -44,14 +45,14 @@ def received_record(receipt: Receipt) -> dict:
     return data
 
 
-def previous_cost(session: Session, record: RequestRecord) -> dict | None:
+def previous_cost(session: Session, record: RequestRecord) -> JSONObject | None:
     """The cost of the request before `record` in the session (its running totals go on from there)."""
     index = next((i for i, r in enumerate(session.requests) if r is record), len(session.requests))
     earlier = [r.cost for r in session.requests[:index] if r.cost]
     return earlier[-1] if earlier else None
 
 
-def request_tokens(view: "RequestView", reported: Reported | None, previous: dict | None,
+def request_tokens(view: "RequestView", reported: Reported | None, previous: JSONObject | None,
                    rule: str) -> RequestTokens:
     """The tokens to price: the server's figures where it gave them, else ctxpane's count and prediction.
 
@@ -86,7 +87,7 @@ def longer_write(rule: str, lifetime: str) -> float | None:
 
 
 def cost_of(view: "RequestView", reported: Reported | None, prices: PriceTable, model: str,
-            previous: dict | None, rule: str) -> dict:
+            previous: JSONObject | None, rule: str) -> JSONObject:
     """One request's cost record with the running totals: the same figures `render --json` prints."""
     tokens = request_tokens(view, reported, previous, rule)
     return add_totals(request_cost(tokens, prices.lookup(model), model), previous)
@@ -100,7 +101,7 @@ def settle(record: RequestRecord, session: Session, view: "RequestView", reporte
     record.cost = cost_of(view, reported, prices, model, previous_cost(session, record), rule)
 
 
-def received_line(received: dict | None) -> str:
+def received_line(received: JSONObject | None) -> str:
     """What the server did with the request, as recorded: " · server …" (nothing for older records); plain text
     for the CLI's replay and the app's replay screen."""
     if not received:
@@ -128,7 +129,7 @@ def received_line(received: dict | None) -> str:
     return " · " + one_line(text + "".join(f", {flag}" for flag in flags), 300)
 
 
-def cost_line(cost: dict | None) -> str:
+def cost_line(cost: JSONObject | None) -> str:
     """What the request cost, as recorded: " · cost $…" (nothing for older records)."""
     if not cost:
         return ""
@@ -140,13 +141,14 @@ def cost_line(cost: dict | None) -> str:
     return f" · cost ${paid:.6f}" + (f" (so far ${total:.6f})" if total is not None else "")
 
 
-def fit_line(fit: dict | None) -> str:
+def fit_line(fit: JSONObject | None) -> str:
     """The check made before sending, when the request did not fit: " · before sending: …"."""
     if not fit or fit.get("fits") is not False:
         return ""
     return " · " + one_line(f"before sending: {fit.get('message') or 'it did not fit the window'}", 300)
 
 
-def request_series(requests: list[RequestRecord]) -> list[dict]:
+def request_series(requests: list[RequestRecord]) -> list[JSONObject]:
     """The Cost tab's per-request rows for recorded requests: sent, and what keep-all would have sent."""
-    return cost_series([(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in requests])
+    rows = cost_series([(r.document_tokens, r.keep_all_tokens or r.document_tokens) for r in requests])
+    return [{**row} for row in rows]  # plain dicts: the controller hands them on as JSON objects

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from tui.context.untrusted.redaction import Redactor, bearer_tokens_masked, redact_url
+from tui.context.json_types import JSONObject
+
+from tui.context.untrusted.redaction import JSONPath, Redactor, bearer_tokens_masked, redact_url
 
 BODY_WORDS = frozenset({"messages", "input", "instructions", "system", "prompt", "contents", "tools", "functions",
                         "response_format", "tool_choice"})
 SERVER_TEXTS = (("error",), ("stream", "raw"), ("stream", "error"))  # in a request's reply
 
 
-def outside_words(path: tuple) -> bool:
+def outside_words(path: JSONPath) -> bool:
     """For Redactor.value over a request body: skip its words (the messages, the tools)."""
     return len(path) == 1 and path[0] in BODY_WORDS
 
@@ -41,7 +43,7 @@ def redacted_session(data: dict[str, Any], secrets: Iterable[str]) -> dict[str, 
     return out
 
 
-def redacted_request(request: dict, redactor: Redactor) -> dict:
+def redacted_request(request: JSONObject, redactor: Redactor) -> JSONObject:
     """One request record (a dict) with its secrets out: its body's credential fields, keys in the server's texts."""
     request = dict(request)
     if isinstance(request.get("body"), dict):

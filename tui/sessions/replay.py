@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 from tui.context.policy.truncation import LedgerEntry, PolicySettings
+from tui.context.assemble import Snapshot
+from tui.context.cache.prefix import CachePrefix, RequestShape
 from tui.context.cache.predict import cache_prefix
 from tui.context.document import first_difference
 from tui.context.untrusted.fences import FenceStyle
-from tui.context.errors import TemplateRenderError
+from tui.context.errors import TemplateNotFound, TemplateRenderError
 from tui.context.formats import FormatError, FormatKind, Parsed, parse_body
+from tui.context.json_types import JSONObject
 from tui.context.messages import Message, MessageError, message_from_dict
 from tui.context.request import RequestSettings, RequestView, build_request
-from tui.context.templates.library import ChatTemplate, TemplateNotFound, builtin_template
+from tui.context.templates.library import ChatTemplate, builtin_template
 from tui.context.tokens.counting import SegmentCache, Tokenizer
 
 from tui.sessions.model import RequestRecord, Session
@@ -33,15 +37,15 @@ class Step:
     record: RequestRecord
     view: RequestView
     matches: bool  # the re-rendered document has the stored hash
-    drift: dict | None = None  # {"kind": "template"|"tokenizer", "line", "stored", "fresh"}, or None
+    drift: dict[str, Any] | None = None  # {"kind": "template"|"tokenizer", "line", "stored", "fresh"}, or None
     notes: list[str] = field(default_factory=list)
 
     @property
-    def snapshot(self):
+    def snapshot(self) -> Snapshot:
         return self.view.snapshot
 
     @property
-    def prefix(self):
+    def prefix(self) -> CachePrefix:
         return self.view.prefix
 
 
@@ -90,7 +94,7 @@ def parsed_body(record: RequestRecord) -> Parsed:
         raise ValueError(f"request {record.number}: the stored body is not a {record.format} body: {exc}") from None
 
 
-def record_wire(session: Session, record: RequestRecord) -> tuple[list[dict], list | None]:
+def record_wire(session: Session, record: RequestRecord) -> tuple[list[JSONObject], list[Any] | None]:
     """What the server rendered for a stored request, as chat-completions messages and tools: the body's own,
     with (for a Responses request that continues an earlier response) the context the server held before it."""
     parsed = parsed_body(record)
@@ -98,7 +102,7 @@ def record_wire(session: Session, record: RequestRecord) -> tuple[list[dict], li
         parsed.tools
 
 
-def with_held(parsed: Parsed, held: list[dict]) -> list[dict]:
+def with_held(parsed: Parsed, held: list[JSONObject]) -> list[JSONObject]:
     """The request's messages with the context its server held put before its input (its instructions first)."""
     if not held:
         return parsed.messages
@@ -106,11 +110,11 @@ def with_held(parsed: Parsed, held: list[dict]) -> list[dict]:
     return [*parsed.messages[:head], *held, *parsed.messages[head:]]
 
 
-def held_context(session: Session, chain: list[int], before: int) -> list[dict]:
+def held_context(session: Session, chain: list[int], before: int) -> list[JSONObject]:
     """The context a Responses request's server held (previous_response_id), rebuilt from the earlier requests of
     the chain this session recorded: each one's input (its instructions are not carried over) and its response."""
     numbers = {r.number: r for r in session.requests}
-    held: list[dict] = []
+    held: list[JSONObject] = []
     for number in chain:
         earlier = numbers.get(number)
         if earlier is None or earlier.number >= before:
@@ -121,9 +125,9 @@ def held_context(session: Session, chain: list[int], before: int) -> list[dict]:
     return held
 
 
-def reply_messages(reply: dict) -> list[dict]:
+def reply_messages(reply: JSONObject) -> list[JSONObject]:
     """A stored reply as the assistant message it adds to the context (none when nothing came back)."""
-    message: dict = {"role": "assistant", "content": reply.get("content") or ""}
+    message: JSONObject = {"role": "assistant", "content": reply.get("content") or ""}
     if reply.get("tool_calls"):
         message["tool_calls"] = reply["tool_calls"]
     if reply.get("reasoning"):
@@ -187,13 +191,13 @@ class Replayer:
                 self._views[number] = self._render(number, previous)
         return self._views[index]
 
-    def stored_shape(self, index: int):
+    def stored_shape(self, index: int) -> RequestShape:
         """What the cache comparison needs of step `index`: that record alone is rendered, no other."""
         if index in self._views:
             return self._views[index].shape
         return self._render(index, None).shape
 
-    def _render(self, index: int, previous) -> RequestView:
+    def _render(self, index: int, previous: RequestShape | None) -> RequestView:
         record = self.session.requests[index]
         view = build_request(body_messages(record, index, self.session), self.body_settings(record, self.template), previous,
                              index + 1, cache=self.cache)
@@ -229,7 +233,7 @@ class Replayer:
             step.drift = self.drift(index, view)
         return step
 
-    def drift(self, index: int, view: RequestView) -> dict | None:
+    def drift(self, index: int, view: RequestView) -> dict[str, Any] | None:
         """What changed since the stored body was sent: its rendering (the template) or its count (the tokenizer).
 
         Only the body itself is rendered again, so a session edited after its requests shows no drift.
@@ -248,7 +252,7 @@ class Replayer:
         """A count is compared only with the tokenizer that made it: another one is a what-if, not drift."""
         return bool(record.document_tokens) and recorded_tokenizer(self.session, record) == self.tokenizer.name
 
-    def template_difference(self, index: int, text: str) -> dict:
+    def template_difference(self, index: int, text: str) -> dict[str, Any]:
         """Where `text` leaves the stored document, when a template at hand still reproduces that document."""
         record = self.session.requests[index]
         for template in self.reference_templates(record):
@@ -266,7 +270,9 @@ class Replayer:
     def reference_templates(self, record: RequestRecord) -> list[ChatTemplate]:
         """Templates that may have rendered the body: the session's own, then the built-in the record names."""
         found: list[ChatTemplate] = []
-        for load in (lambda: template_from_session(self.session.template), lambda: builtin_template(record.template)):
+        loaders: tuple[Callable[[], ChatTemplate], ...] = (lambda: template_from_session(self.session.template),
+                                                           lambda: builtin_template(record.template))
+        for load in loaders:
             try:
                 template = load()
             except TemplateNotFound:

@@ -104,7 +104,7 @@ class _Duplicate(ValueError):
     pass
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()

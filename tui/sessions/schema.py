@@ -9,33 +9,34 @@ Nesting depth, duplicated keys and integer size are checked for the whole file i
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from msgspec import Meta, Struct, field
 
-from tui.context.policy.truncation import POLICIES
-from tui.context.messages import SOURCES
-
 from tui.sessions.receipt_schema import CostIn, FitIn, ReceivedIn
 from tui.sessions.schema_types import (  # noqa: F401 - re-exported: callers read the bounds here
-    BIG, Free, Hash, Id, Int, Key, Label, List, MAX_BRANCHES, MAX_MESSAGES, TITLE_LIMIT, TITLE_READ, MAX_NEXT_ID, MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE,
-    MAX_TEXT, MAX_TOOLS, MAX_TOOL_CALLS, MAX_VARIABLES, Name, Note, Number, PathText, RESERVED_VARIABLES, Role,
-    SessionId, Str, Text, Time, VarName, Wire, conform)
+    BIG, Count, Free, Hash, Id, Key, Label, MAX_BRANCHES, MAX_MESSAGES, TITLE_LIMIT, TITLE_READ, MAX_NEXT_ID,
+    MAX_PARTS, MAX_REQUESTS, MAX_TEMPLATE, MAX_TEXT, MAX_TOOLS, MAX_TOOL_CALLS, MAX_VARIABLES, ModelName, Name, Note,
+    Number, PathText, PolicyName, RESERVED_VARIABLES, RequestCount, Role, SessionId, SignedCount, SourceName, Text,
+    Time, VarName, WindowSize, Wire, conform)
+
+
+Pixels: TypeAlias = Annotated[int, Meta(ge=1, le=100_000)]  # an image side
 
 
 # -- shapes of wire objects (checked, kept as dicts) -------------------------------------------------------
 class ImageUrl(Struct):
     url: Text = ""
-    width: Int(1, 100_000) | None = None
-    height: Int(1, 100_000) | None = None
+    width: Pixels | None = None
+    height: Pixels | None = None
 
 
 class Part(Struct):
     type: Name
     text: Text = ""
     image_url: Text | ImageUrl | None = None
-    width: Int(1, 100_000) | None = None
-    height: Int(1, 100_000) | None = None
+    width: Pixels | None = None
+    height: Pixels | None = None
     format: Literal["PNG", "JPEG", "GIF", "WebP"] | None = None  # an attached image's, for its label
     name: Label | None = None  # an attached image's file name
 
@@ -62,26 +63,26 @@ class Tool(Struct):
     function: FunctionSpec | None = None
 
 
-Tools = List(Free, MAX_TOOLS)
+Tools: TypeAlias = Annotated[list[Free], Meta(max_length=MAX_TOOLS)]
 
 
-def check_tools(tools: list | None, where: str) -> None:
+def check_tools(tools: list[Any] | None, where: str) -> None:
     if tools is not None:
         conform(tools, list[Tool], where)
 
 
 # -- messages --------------------------------------------------------------------------------------------
 class ProvenanceIn(Struct):
-    source: Literal[SOURCES] | None = None
+    source: SourceName | None = None
     trusted: bool | None = None
     label: Label = ""
 
 
 class MessageIn(Struct):
     role: Role
-    content: Text | List(Free, MAX_PARTS) | None = ""
+    content: Text | Annotated[list[Free], Meta(max_length=MAX_PARTS)] | None = ""
     name: Name | None = None
-    tool_calls: List(Free, MAX_TOOL_CALLS) | None = None
+    tool_calls: Annotated[list[Free], Meta(max_length=MAX_TOOL_CALLS)] | None = None
     tool_call_id: Wire | None = None
     reasoning_content: Text | None = None
     reasoning: Text | None = None
@@ -98,33 +99,39 @@ class MessageIn(Struct):
             conform(self.tool_calls, list[ToolCall], ".tool_calls")
 
 
+Messages: TypeAlias = Annotated[list[MessageIn], Meta(max_length=MAX_MESSAGES)]
+
+
 # -- session settings ------------------------------------------------------------------------------------
 class EndpointIn(Struct):
-    base_url: Str(4096) = ""
-    model: Str(1000) = ""
+    base_url: Annotated[str, Meta(max_length=4096)] = ""
+    model: ModelName = ""
+
+
+DefaultValue: TypeAlias = Annotated[str, Meta(max_length=100_000)] | bool | None  # a template default
 
 
 class TemplateIn(Struct):
     name: Name = "chatml"
-    origin: Str(8192) = "builtin"  # "gguf:" or "file:" and a path
-    text: Str(MAX_TEMPLATE) | None = None
-    defaults: Annotated[dict[VarName, Str(100_000) | bool | None], Meta(max_length=100)] = {}
+    origin: Annotated[str, Meta(max_length=8192)] = "builtin"  # "gguf:" or "file:" and a path
+    text: Annotated[str, Meta(max_length=MAX_TEMPLATE)] | None = None
+    defaults: Annotated[dict[VarName, DefaultValue], Meta(max_length=100)] = {}
 
     def __post_init__(self) -> None:
         check_names(self.defaults, ".defaults")
 
 
 class PolicyIn(Struct):
-    name: Literal[POLICIES] = "keep-all"
-    context_window: Int(1, 10 ** 8) | None = None
-    max_tokens: Int(0, 10 ** 7) = 0
-    keep_last: Int(1, 10 ** 6) = 4
+    name: PolicyName = "keep-all"
+    context_window: WindowSize | None = None
+    max_tokens: Annotated[int, Meta(ge=0, le=10 ** 7)] = 0
+    keep_last: Annotated[int, Meta(ge=1, le=10 ** 6)] = 4
     summary: Text | None = None
-    summary_cost: Int(0, BIG) = 0
-    summary_of: List(Id, MAX_MESSAGES) = []
+    summary_cost: Count = 0
+    summary_of: Annotated[list[Id], Meta(max_length=MAX_MESSAGES)] = []
 
 
-def check_names(variables: dict, where: str) -> None:
+def check_names(variables: dict[str, Any], where: str) -> None:
     clash = sorted(RESERVED_VARIABLES & set(variables))
     if clash:
         raise ValueError(f"the name {clash[0]!r} is reserved by ctxpane - at `${where}`")
@@ -132,17 +139,17 @@ def check_names(variables: dict, where: str) -> None:
 
 # -- request records -------------------------------------------------------------------------------------
 class Usage(Struct):
-    prompt_tokens: Int(0, BIG) | None = None
-    completion_tokens: Int(0, BIG) | None = None
-    total_tokens: Int(0, BIG) | None = None
-    prompt_tokens_details: dict[Key, Int(0, BIG) | None] | None = None
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
+    prompt_tokens_details: dict[Key, Count | None] | None = None
 
 
 class Timings(Struct):
     predicted_per_second: Number | None = None
-    cache_n: Int(0, BIG) | None = None
-    prompt_n: Int(0, BIG) | None = None  # read again by the cache model when the session is replayed
-    predicted_n: Int(0, BIG) | None = None
+    cache_n: Count | None = None
+    prompt_n: Count | None = None  # read again by the cache model when the session is replayed
+    predicted_n: Count | None = None
 
 
 MAX_GENERATED = 1_000_000  # generated tokens described by one reply
@@ -151,14 +158,15 @@ MAX_GENERATED = 1_000_000  # generated tokens described by one reply
 class Reply(Struct):
     content: Text | None = None
     reasoning: Text | None = None
-    generated: List(Wire, MAX_GENERATED) | None = None  # each generated token's text, when the server said
-    tool_calls: List(ToolCall, MAX_TOOL_CALLS) | None = None
+    # each generated token's text, when the server said
+    generated: Annotated[list[Wire], Meta(max_length=MAX_GENERATED)] | None = None
+    tool_calls: Annotated[list[ToolCall], Meta(max_length=MAX_TOOL_CALLS)] | None = None
     finish_reason: Wire | None = None
     usage: Usage | None = None
     timings: Timings | None = None
-    model: Str(1000) | None = None
+    model: ModelName | None = None
     incomplete: bool = False
-    error: Str(100_000) | None = None
+    error: Annotated[str, Meta(max_length=100_000)] | None = None
     # measured by ctxpane (from sending to the first piece of the reply, and to its end); read leniently where they
     # are shown (tui/controller/message_facts.py): a figure for a header never makes a file unreadable
     first_token_ms: Any = None
@@ -166,24 +174,25 @@ class Reply(Struct):
 
 
 class Body(Struct):
-    messages: List(MessageIn, MAX_MESSAGES) = []
+    messages: Messages = []
     tools: Tools | None = None
 
 
-FORMAT_KINDS = ("chat", "messages", "responses")  # tui.context.formats.KINDS
+FormatName: TypeAlias = Literal["chat", "messages", "responses"]  # tui.context.formats.FormatKind's values
+RequestNumber: TypeAlias = Annotated[int, Meta(ge=1, le=MAX_REQUESTS)]
 
 
 class ContextIn(Struct):
     """The context a Responses request's server holds (previous_response_id), as the tap rebuilt it."""
 
     previous_response_id: Wire = ""
-    from_request: Int(1, MAX_REQUESTS) | None = None  # the request of this session whose response it continues
-    chain: List(Int(1, MAX_REQUESTS), MAX_REQUESTS) = []  # every earlier request of the chain, oldest first
+    from_request: RequestNumber | None = None  # the request of this session whose response it continues
+    chain: Annotated[list[RequestNumber], Meta(max_length=MAX_REQUESTS)] = []  # the chain's earlier requests, oldest first
     missing: bool = False  # the tap did not see the response it continues: the context is not all here
     note: Note = ""
 
 
-def check_wire_body(kind: str, body: dict, where: str) -> None:
+def check_wire_body(kind: str, body: dict[str, Any], where: str) -> None:
     """A Messages or Responses body, checked by its own schema (tui/context/formats/schemas.py) and its messages
     as a session's are."""
     from tui.context.formats import FormatError, FormatKind, parse_body
@@ -192,47 +201,47 @@ def check_wire_body(kind: str, body: dict, where: str) -> None:
         parsed = parse_body(FormatKind(kind), body)
     except FormatError as exc:
         raise ValueError(f"{exc} - at `${where}`") from None
-    conform(parsed.messages, List(MessageIn, MAX_MESSAGES), f"{where} (as messages)")
+    conform(parsed.messages, Messages, f"{where} (as messages)")
     check_tools(parsed.tools, f"{where}.tools")
 
 
 class DroppedIn(Struct):
-    message: Int(-1, MAX_MESSAGES)
+    message: Annotated[int, Meta(ge=-1, le=MAX_MESSAGES)]
     message_id: Id
     role: Name
-    tokens: Int(0, BIG)
+    tokens: Count
     policy: Name
     reason: Note
-    since_request: Int(0, MAX_REQUESTS)
+    since_request: RequestCount
 
 
 class RequestIn(Struct):
-    number: Int(1, MAX_REQUESTS)
+    number: Annotated[int, Meta(ge=1, le=MAX_REQUESTS)]
     time: Time
     body: Free
     reply: Free = {}
     usage: Free | None = None
-    cached_reported: Int(0, BIG) | None = None
+    cached_reported: Count | None = None
     timings: Free | None = None
     document_hash: Hash = ""
-    document_tokens: Int(0, BIG) = 0
+    document_tokens: Count = 0
     tokens_exact: bool = False
-    dropped: List(DroppedIn, MAX_MESSAGES) = []
-    predicted_cached: Int(0, BIG) | None = None
+    dropped: Annotated[list[DroppedIn], Meta(max_length=MAX_MESSAGES)] = []
+    predicted_cached: Count | None = None
     cache_cause: Note = ""
     cache_class: Name = ""
-    cache_source: Int(0, MAX_REQUESTS) | None = None  # 0: ctxpane's own summary call (cache_history.SUMMARY_CALL)
+    cache_source: RequestCount | None = None  # 0: ctxpane's own summary call (cache_history.SUMMARY_CALL)
     cache_place: Name = ""
-    keep_all_tokens: Int(0, BIG) = 0
+    keep_all_tokens: Count = 0
     template: Name = ""
     tokenizer: PathText = ""
-    message_count: Int(0, MAX_MESSAGES) = 0
-    message_ids: List(Id, MAX_MESSAGES) = []
+    message_count: Annotated[int, Meta(ge=0, le=MAX_MESSAGES)] = 0
+    message_ids: Annotated[list[Id], Meta(max_length=MAX_MESSAGES)] = []
     reply_id: Id = ""
     fit: FitIn | None = None
     received: ReceivedIn | None = None
     cost: CostIn | None = None
-    format: Literal[FORMAT_KINDS] = "chat"
+    format: FormatName = "chat"
     context: ContextIn | None = None
 
     def __post_init__(self) -> None:
@@ -258,17 +267,18 @@ class BranchIn(Struct):
     """A continuation not shown: the messages after the message `fork` names ("" for the start)."""
 
     fork: Id  # "" for the very start
-    messages: List(MessageIn, MAX_MESSAGES)
-    label: Str(200) = ""
+    messages: Messages
+    label: Annotated[str, Meta(max_length=200)] = ""
     created: Time = ""
 
 
 class SessionIn(Struct):
     format: Name
-    version: Int(1, 1000)
-    messages: List(MessageIn, MAX_MESSAGES)
+    version: Annotated[int, Meta(ge=1, le=1000)]
+    messages: Messages
     id: SessionId | None = None
-    title: Str(TITLE_READ) = "Untitled"  # a longer one is clipped when read (parse.py), not a refused file
+    # a longer one is clipped when read (parse.py), not a refused file
+    title: Annotated[str, Meta(max_length=TITLE_READ)] = "Untitled"
     created: Time = ""
     updated: Time = ""
     endpoint: EndpointIn = field(default_factory=EndpointIn)
@@ -279,9 +289,9 @@ class SessionIn(Struct):
     variables: Annotated[dict[VarName, Any], Meta(max_length=MAX_VARIABLES)] = {}
     tools: Tools | None = None
     params: Annotated[Free, Meta(max_length=MAX_VARIABLES)] = {}
-    requests: List(RequestIn, MAX_REQUESTS) = []
-    next_id: Int(0, MAX_NEXT_ID) | None = None  # absent in older files
-    branches: List(BranchIn, MAX_BRANCHES) = []  # absent in older files
+    requests: Annotated[list[RequestIn], Meta(max_length=MAX_REQUESTS)] = []
+    next_id: Annotated[int, Meta(ge=0, le=MAX_NEXT_ID)] | None = None  # absent in older files
+    branches: Annotated[list[BranchIn], Meta(max_length=MAX_BRANCHES)] = []  # absent in older files
 
     def __post_init__(self) -> None:
         check_names(self.variables, ".variables")

@@ -3,12 +3,13 @@ check that a kept-as-dict wire object has the right shape."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 import msgspec
 from msgspec import Meta
 
-from tui.context.messages import ROLES
+from tui.context.messages import ROLES, SOURCES
+from tui.context.policy.truncation import POLICIES
 
 MAX_TEXT = 32 * 1024 * 1024  # characters in one message, reply or document
 MAX_TEMPLATE = 1024 * 1024
@@ -40,21 +41,40 @@ def List(item: Any, limit: int) -> Any:  # noqa: N802
     return Annotated[list[item], Meta(max_length=limit)]
 
 
-Text = Str(MAX_TEXT)
-Id = Str(200)
-Name = Str(256)
-Label = Str(500)
-Note = Str(4000)
-PathText = Str(4096)
-Time = Str(64)
-Key = Str(256)
-Wire = Str(4096)  # names and ids a server chose (tool call ids and names, finish reasons): its own bound
-Free = dict[Key, Any]  # any JSON object; depth and numbers are bounded by the file-wide pass
-VarName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")]
-SessionId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]  # it names files
-Hash = Annotated[str, Meta(pattern=r"^([0-9a-f]{64})?$")]
-Role = Literal[ROLES]
-Number = Annotated[float, Meta(ge=0, le=1e15)]
+Text: TypeAlias = Annotated[str, Meta(max_length=MAX_TEXT)]
+Id: TypeAlias = Annotated[str, Meta(max_length=200)]
+Name: TypeAlias = Annotated[str, Meta(max_length=256)]
+Label: TypeAlias = Annotated[str, Meta(max_length=500)]
+Note: TypeAlias = Annotated[str, Meta(max_length=4000)]
+PathText: TypeAlias = Annotated[str, Meta(max_length=4096)]
+Time: TypeAlias = Annotated[str, Meta(max_length=64)]
+Key: TypeAlias = Annotated[str, Meta(max_length=256)]
+# names and ids a server chose (tool call ids and names, finish reasons): its own bound
+Wire: TypeAlias = Annotated[str, Meta(max_length=4096)]
+Free: TypeAlias = dict[Key, Any]  # any JSON object; depth and numbers are bounded by the file-wide pass
+VarName: TypeAlias = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")]
+SessionId: TypeAlias = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]  # it names files
+Hash: TypeAlias = Annotated[str, Meta(pattern=r"^([0-9a-f]{64})?$")]
+ModelName: TypeAlias = Annotated[str, Meta(max_length=1000)]
+Count: TypeAlias = Annotated[int, Meta(ge=0, le=BIG)]  # tokens, of a request or a reply
+SignedCount: TypeAlias = Annotated[int, Meta(ge=-BIG, le=BIG)]  # a difference of two counts
+WindowSize: TypeAlias = Annotated[int, Meta(ge=1, le=10 ** 8)]  # a server's context window, in tokens
+RequestCount: TypeAlias = Annotated[int, Meta(ge=0, le=MAX_REQUESTS)]
+# The engine's names, spelled out so a type checker reads them as literals; checked against the engine below.
+Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
+SourceName: TypeAlias = Literal["user", "system_prompt", "app", "model", "tool", "document", "memory", "subtask"]
+PolicyName: TypeAlias = Literal["keep-all", "drop-oldest", "keep-last-n", "summarise"]
+Number: TypeAlias = Annotated[float, Meta(ge=0, le=1e15)]
+
+
+def _same_names(literal: Any, names: tuple[str, ...], what: str) -> None:
+    if get_args(literal) != names:
+        raise RuntimeError(f"the session schema's {what} are not the engine's: {get_args(literal)} != {names}")
+
+
+_same_names(Role, ROLES, "roles")
+_same_names(SourceName, SOURCES, "message sources")
+_same_names(PolicyName, POLICIES, "policies")
 
 
 def conform(value: Any, shape: Any, where: str) -> None:

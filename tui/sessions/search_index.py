@@ -174,7 +174,8 @@ class SearchIndex:
                     self._discard()
             return SearchResult(failed=True)
 
-    def _search_once(self, folder: Path, expression: str | None, progress, cancelled) -> SearchResult:
+    def _search_once(self, folder: Path, expression: str | None, progress: Callable[[int, int], None] | None,
+                     cancelled: Callable[[], bool]) -> SearchResult:
         db = self._connect()
         try:
             key = os.path.abspath(folder)
@@ -240,7 +241,8 @@ class SearchIndex:
 
     # -- keeping it up to date ------------------------------------------------------------------------------
 
-    def _refresh(self, db: sqlite3.Connection, folder: str, progress, cancelled) -> bool:
+    def _refresh(self, db: sqlite3.Connection, folder: str, progress: Callable[[int, int], None] | None,
+                 cancelled: Callable[[], bool]) -> bool:
         """Re-index the changed files, newest first, one commit each (a cancelled refresh keeps its work)."""
         on_disk = session_files(Path(folder))
         known = {path: (file_id, (mtime, size, ino)) for file_id, path, mtime, size, ino in db.execute(

@@ -568,7 +568,7 @@ class LogWriter:
             return
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
         try:
-            if self.started and os.fstat(fd).st_size != self.size:
+            if os.fstat(fd).st_size != self.size:
                 os.ftruncate(fd, self.size)  # a line cut short by a kill, or a write that failed: gone first
             view = memoryview(data)
             written = 0

@@ -7,10 +7,14 @@ ctxpane reads, so only the stored text is used; without text, the built-in of th
 
 from __future__ import annotations
 
-from tui.context.templates.library import BUILTINS, ChatTemplate, TemplateNotFound, builtin_template
+from typing import Any
+
+from tui.context.errors import TemplateNotFound
+from tui.context.json_types import JSONObject
+from tui.context.templates.library import BUILTINS, ChatTemplate, builtin_template
 
 
-def template_from_session(spec: dict) -> ChatTemplate:
+def template_from_session(spec: JSONObject) -> ChatTemplate:
     """The template a session records; raises TemplateNotFound (one line) when there is none to use."""
     name = str(spec.get("name") or "chatml")
     origin = str(spec.get("origin") or "builtin")
@@ -29,7 +33,7 @@ def template_from_session(spec: dict) -> ChatTemplate:
     return template
 
 
-def builtin_defaults(name: str) -> dict:
+def builtin_defaults(name: str) -> dict[str, Any]:
     """A built-in template's own defaults ({} for a name that is not built in)."""
     try:
         return dict(builtin_template(name).defaults)

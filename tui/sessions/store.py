@@ -13,12 +13,16 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from platformdirs import user_data_dir
 
 from tui.sessions.model import VERSION, Session, SessionFormatError
 from tui.sessions.safe_io import (MAX_SESSION_BYTES, SessionFileError, about, read_regular_file, write_atomic,
                                   write_private)
+
+if TYPE_CHECKING:
+    from tui.sessions.session_log import LogWriter
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
            "SessionLocked", "convert_session", "list_sessions", "load_session", "save_session", "session_path",
@@ -133,8 +137,6 @@ class SessionAppender:
     """
 
     def __init__(self, sync: bool = True) -> None:
-        from tui.sessions.session_log import LogWriter
-
         self._writers: dict[Path, LogWriter] = {}
         self.sync = sync
         self.converted: list[tuple[Path, Path]] = []  # (file, its version-1 backup), for the app to say
@@ -149,7 +151,7 @@ class SessionAppender:
             self._writers.pop(path, None)  # read again from the file at the next append
             raise
 
-    def _start(self, session: Session, path: Path, secrets: list[str]):
+    def _start(self, session: Session, path: Path, secrets: list[str]) -> LogWriter:
         from tui.sessions.session_log import LogWriter, is_log, read_log
 
         writer = LogWriter(path, self.sync)
@@ -252,7 +254,7 @@ def _modified(path: Path) -> float:
         return 0.0
 
 
-def list_sessions(folder: Path | None = None) -> list[tuple[Path, dict]]:
+def list_sessions(folder: Path | None = None) -> list[tuple[Path, dict[str, Any]]]:
     """Session files in a folder with their title and times (unreadable files listed with the error)."""
     folder = folder or sessions_dir()
     rows = []

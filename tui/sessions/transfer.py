@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.context.formats import FormatError, FormatKind, kind_of_body, parse_body
+from tui.context.json_types import JSONObject
 from tui.context.images.tokens import family_for, image_label
 from tui.context.messages import content_text, image_parts
 from tui.context.assumed import assumed_template, assumed_tokenizer
@@ -39,9 +40,10 @@ class Imported:
     left_out: list[str] = field(default_factory=list)  # "name (why)", for the one line the command prints
 
 
-def body_params(body: dict) -> tuple[dict, list[str]]:
+def body_params(body: JSONObject) -> tuple[JSONObject, list[str]]:
     """Every request parameter of `body` (temperature, top_p, seed, stop, ...) kept as sent, and what was not."""
-    params, left_out = {}, []
+    params: JSONObject = {}
+    left_out: list[str] = []
     for key, value in body.items():
         if key in SESSION_FIELDS:
             continue
@@ -64,6 +66,7 @@ def import_file(path: Path, raw: bytes, wire: str | None = None) -> Imported:
     if not raw.strip():
         raise TransferError(f"{path} is empty")
     noted: list[str] = []
+    body: Any  # decoded JSON: narrowed below
     try:
         if path.suffix == ".jsonl" or _several_lines_of_json(raw):
             body = {"messages": _jsonl(path, raw)}
@@ -103,7 +106,7 @@ def import_file(path: Path, raw: bytes, wire: str | None = None) -> Imported:
     return Imported(session, left_out)
 
 
-def _as_chat(path: Path, body: Any, kind: FormatKind) -> tuple[dict, list[str]]:
+def _as_chat(path: Path, body: Any, kind: FormatKind) -> tuple[JSONObject, list[str]]:
     """A Messages or Responses body as the chat-completions body of the same messages (as the server renders them,
     with their provenance), tools and the parameters chat completions has; what it has no name for is said."""
     from tui.context.formats.convert import carried_params
@@ -112,7 +115,7 @@ def _as_chat(path: Path, body: Any, kind: FormatKind) -> tuple[dict, list[str]]:
     except FormatError as exc:
         raise TransferError(f"{path}: {exc}") from None
     params, left = carried_params(kind, FormatKind.CHAT, parsed.params)
-    chat: dict = {"messages": parsed.messages, **({"model": parsed.model} if parsed.model else {}), **params}
+    chat: JSONObject = {"messages": parsed.messages, **({"model": parsed.model} if parsed.model else {}), **params}
     if parsed.tools:
         chat["tools"] = parsed.tools
     noted = [f"{key} (a {kind.title} field chat completions does not have)" for key in left if key != "stream"]
@@ -139,7 +142,7 @@ def _several_lines_of_json(raw: bytes) -> bool:
     return False
 
 
-def _jsonl(path: Path, raw: bytes) -> list:
+def _jsonl(path: Path, raw: bytes) -> list[Any]:
     from tui.sessions.parse import json_value
 
     items = []
@@ -209,7 +212,7 @@ def export_request(session: Session, step: int | None, wire: str | None = None) 
     return request_text(body)
 
 
-def curl_command(url: str, body: dict, key_env: str) -> str:
+def curl_command(url: str, body: JSONObject, key_env: str) -> str:
     """The request as a curl command a shell can run and a terminal can paste: the key named by its variable,
     never written out; no control character in it (the JSON keeps its value, the URL gets stand-ins)."""
     data = request_text(body)  # the bytes the app sends
