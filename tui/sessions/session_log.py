@@ -688,8 +688,8 @@ class LogWriter:
         if known and len(messages) >= known and messages[:known] == self._shown_messages:
             # The messages shown before are there still (the same, or equal: the tap makes them anew each
             # request): only those added are looked at. A list compare, no Python loop over the conversation.
+            hashes = self._hashes  # (a cache: what is added stays, the messages gone are let go below)
             shown = self.shown[:known] + [self._message(batch, m, hashes) for m in messages[known:]]
-            hashes.update(self._hashes)
         else:
             shown = [self._message(batch, m, hashes) for m in messages]
         branches = [{"fork": b.fork, "label": b.label, "created": b.created,
