@@ -452,10 +452,19 @@ def _text_loader(state: LogState, index: int) -> Callable[[], str]:
 
 
 # -- writing --------------------------------------------------------------------------------------------------------
-def figures_of(record: RequestRecord) -> dict[str, Json]:
-    """A record's fields but its body, as JSON values (a copy: the record may change on)."""
-    figures: dict[str, Json] = copy_json({f.name: getattr(record, f.name) for f in fields(RequestRecord)
-                                          if f.name != "body"})
+FIXED = ("message_ids",)  # a record's fields that never change once it is written (as long as the conversation)
+
+
+def figures_of(record: RequestRecord, kept: dict[str, Json] | None = None) -> dict[str, Json]:
+    """A record's fields but its body, as JSON values (a copy: the record may change on). With `kept`, the figures
+    written before, the fields that never change are taken from them (no copy of the conversation's ids again)."""
+    names = [f.name for f in fields(RequestRecord) if f.name != "body" and not (kept is not None and f.name in FIXED
+                                                                                and f.name in kept)]
+    figures: dict[str, Json] = copy_json({name: getattr(record, name) for name in names})
+    if kept is not None:
+        for name in FIXED:
+            if name in kept:
+                figures[name] = kept[name]
     return figures
 
 
@@ -606,7 +615,7 @@ class LogWriter:
             written = batch.figures.get(index) or self.figures.get(index)
             if written is None:
                 return
-            figures = redacted_request(figures_of(record), redactor)
+            figures = redacted_request(figures_of(record, kept=written), redactor)
 
             def changed() -> None:
                 like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
