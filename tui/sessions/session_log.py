@@ -629,7 +629,7 @@ class LogWriter:
             return  # (requests are only ever added at the end)
         figures = redacted_request(figures_of(record), redactor)
         before = self.bodies.get(index - 1) if index == self.count else batch.bodies.get(index - 1)
-        text = _exact_text(record, redactor, self.last_body if index == self.count else None, before)
+        text = _exact_text(record, redactor, self.last_body if index == self.count else batch.last_body, before)
         if index == self.count + batch.new_records:
             batch.last_body = record.body
         arrays_before = self.items.get(index - 1) if index == self.count else batch.items.get(index - 1)
