@@ -16,6 +16,7 @@ a memory comparison), so the work grows with what is new, not with the conversat
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass
 
@@ -163,11 +164,9 @@ def _array(text: str, key: str, opened: int, before: Hole | None, shared: int) -
     reused = 0
     if before is not None and before.start == opened and before.lead == lead and before.spans \
             and before.items is not None:
-        # The items the previous body shared from its start are the same items: their spans carry over.
-        for _start, end in before.spans:
-            if end >= shared:
-                break
-            reused += 1
+        # The items the previous body shared from its start are the same items: their spans carry over (the first
+        # span ending at or past the shared start, found by bisection: no pass over the conversation).
+        reused = bisect.bisect_left(before.spans, shared, key=lambda span: span[1])
         if reused:
             spans, items = list(before.spans[:reused]), list(before.items[:reused])
             if reused > 1:

@@ -459,10 +459,19 @@ def _text_loader(state: LogState, index: int) -> Callable[[], str]:
 
 
 # -- writing --------------------------------------------------------------------------------------------------------
-def figures_of(record: RequestRecord) -> dict[str, Json]:
-    """A record's fields but its body, as JSON values (a copy: the record may change on)."""
-    figures: dict[str, Json] = copy_json({f.name: getattr(record, f.name) for f in fields(RequestRecord)
-                                          if f.name != "body"})
+FIXED = ("message_ids",)  # a record's fields that never change once it is written (as long as the conversation)
+
+
+def figures_of(record: RequestRecord, kept: dict[str, Json] | None = None) -> dict[str, Json]:
+    """A record's fields but its body, as JSON values (a copy: the record may change on). With `kept`, the figures
+    written before, the fields that never change are taken from them (no copy of the conversation's ids again)."""
+    names = [f.name for f in fields(RequestRecord) if f.name != "body" and not (kept is not None and f.name in FIXED
+                                                                                and f.name in kept)]
+    figures: dict[str, Json] = copy_json({name: getattr(record, name) for name in names})
+    if kept is not None:
+        for name in FIXED:
+            if name in kept:
+                figures[name] = kept[name]
     return figures
 
 
@@ -613,7 +622,7 @@ class LogWriter:
             written = batch.figures.get(index) or self.figures.get(index)
             if written is None:
                 return
-            figures = redacted_request(figures_of(record), redactor)
+            figures = redacted_request(figures_of(record, kept=written), redactor)
 
             def changed() -> None:
                 like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
@@ -627,7 +636,7 @@ class LogWriter:
             return  # (requests are only ever added at the end)
         figures = redacted_request(figures_of(record), redactor)
         before = self.bodies.get(index - 1) if index == self.count else batch.bodies.get(index - 1)
-        text = _exact_text(record, redactor, self.last_body if index == self.count else None, before)
+        text = _exact_text(record, redactor, self.last_body if index == self.count else batch.last_body, before)
         if index == self.count + batch.new_records:
             batch.last_body = record.body
         arrays_before = self.items.get(index - 1) if index == self.count else batch.items.get(index - 1)
@@ -695,8 +704,8 @@ class LogWriter:
         if known and len(messages) >= known and messages[:known] == self._shown_messages:
             # The messages shown before are there still (the same, or equal: the tap makes them anew each
             # request): only those added are looked at. A list compare, no Python loop over the conversation.
+            hashes = self._hashes  # (a cache: what is added stays, the messages gone are let go below)
             shown = self.shown[:known] + [self._message(batch, m, hashes) for m in messages[known:]]
-            hashes.update(self._hashes)
         else:
             shown = [self._message(batch, m, hashes) for m in messages]
         branches = [{"fork": b.fork, "label": b.label, "created": b.created,

@@ -77,6 +77,7 @@ class Recorder:
         self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
         self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
         self.append_seconds: list[float] = []  # how long each of the latest appends to a session file took
+        self.append_cpu: list[float] = []  # and the processor time of each (the rest is the disk: fsync)
         self.view_chars = 0  # the characters of the documents the views kept hold
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
@@ -432,13 +433,14 @@ class Recorder:
 
         self.folder.mkdir(parents=True, exist_ok=True)
         thread.dirty = thread.pending = False
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.thread_time()
         if thread.log is None:
             thread.log = LogWriter(thread.path)
         thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
         took = time.monotonic() - started
         self.append_seconds.append(took)
-        del self.append_seconds[:-KEEP_TIMINGS]
+        self.append_cpu.append(time.thread_time() - cpu)
+        del self.append_seconds[:-KEEP_TIMINGS], self.append_cpu[:-KEEP_TIMINGS]
         thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
         self.release(thread)
 
