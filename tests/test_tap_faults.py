@@ -267,7 +267,7 @@ def test_the_command_refuses_what_it_cannot_use(cli_in_process):
 
 
 def test_a_busy_conversation_is_written_a_few_times_not_once_a_request(tap, monkeypatch):
-    from tui.sessions.session_log import LogWriter
+    from tui.sessions.log_writer import LogWriter
     writes = []
     real = LogWriter.append
     monkeypatch.setattr(LogWriter, "append", lambda self, *a, **k: (writes.append(self.path), real(self, *a, **k))[1])

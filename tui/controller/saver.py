@@ -2,7 +2,7 @@
 
 The loop only copies the lists and the records that may still change (a few microseconds); finding what changed
 since the last write, turning it into lines, redacting keys, appending and the fsync all happen in the writer,
-which appends only what is new (tui/sessions/session_log.py): no save rewrites or copies the whole session. Saves of the same file
+which appends only what is new (tui/sessions/log_writer.py): no save rewrites or copies the whole session. Saves of the same file
 coalesce: while one write runs, only the newest waiting snapshot is kept, so the file always ends
 with the last state handed over, in order (one thread, so an older state never lands after a newer
 one). On quit the app waits for the writer a bounded time and says so when the file could not be

@@ -1,4 +1,4 @@
-"""Reading and writing session files: appends (session_log.py), one writer at a time, clear errors for bad files.
+"""Reading and writing session files: appends (log_writer.py; session_log.py reads them), one writer at a time, clear errors for bad files.
 
 A session file is version 2, one JSON object a line, appended to (docs/session-format.md); a file of version 1
 (one JSON object, from before) opens as it always did, and is converted in place, its old bytes kept beside it as
@@ -22,7 +22,7 @@ from tui.sessions.safe_io import (MAX_SESSION_BYTES, SessionFileError, about, re
                                   write_private)
 
 if TYPE_CHECKING:
-    from tui.sessions.session_log import LogWriter
+    from tui.sessions.log_writer import LogWriter
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
            "SessionLocked", "convert_session", "list_sessions", "load_session", "save_session", "session_path",
@@ -91,7 +91,7 @@ def session_text(session: Session, secrets: list[str] | None = None) -> str:
 
 def save_session(session: Session, path: Path, secrets: list[str] | None = None) -> None:
     """The whole session as a new version-2 file at `path`, written atomically (temporary file, flush, rename)."""
-    from tui.sessions.session_log import log_bytes
+    from tui.sessions.log_writer import log_bytes
 
     write_atomic(path, log_bytes(session, secrets or []))
 
@@ -129,7 +129,7 @@ def convert_session(path: Path, session: Session | None = None, secrets: list[st
 
 
 class SessionAppender:
-    """Appends a session's changes to its file (session_log.LogWriter), one file each; from one thread at a time.
+    """Appends a session's changes to its file (log_writer.LogWriter), one file each; from one thread at a time.
 
     The first append to a file reads it to go on from what it holds (a version-1 file is converted first, with
     its backup); a file that is not a session, or that cannot be read, is never appended to: the session is then
@@ -152,7 +152,8 @@ class SessionAppender:
             raise
 
     def _start(self, session: Session, path: Path, secrets: list[str]) -> LogWriter:
-        from tui.sessions.session_log import LogWriter, is_log, read_log
+        from tui.sessions.log_writer import LogWriter
+        from tui.sessions.session_log import is_log, read_log
 
         writer = LogWriter(path, self.sync)
         writer.session_id = session.id

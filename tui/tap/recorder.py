@@ -429,7 +429,7 @@ class Recorder:
 
     def write(self, thread: Thread) -> None:
         """Append what is new in the conversation to its file, then let go of what only the file needs now."""
-        from tui.sessions.session_log import LogWriter
+        from tui.sessions.log_writer import LogWriter
 
         self.folder.mkdir(parents=True, exist_ok=True)
         thread.dirty = thread.pending = False

@@ -57,7 +57,7 @@ class Thread:
     dirty: bool = False  # changed since, a save is due
     secrets: set[str] = field(default_factory=set, repr=False)  # its own requests' keys: redacted at every save
     engine: Any = None  # what renders and counts its requests (the model's family's, when assumed)
-    log: Any = None  # its file's writer (tui/sessions/session_log.LogWriter): each save appends what is new
+    log: Any = None  # its file's writer (tui/sessions/log_writer.LogWriter): each save appends what is new
     released: int = 0  # its requests before this are in the file only (their bodies let go from memory)
 
 
