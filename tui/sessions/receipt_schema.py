@@ -63,6 +63,7 @@ class ReceivedIn(Struct):
     summary: Note = ""
     images_estimate: Count = 0  # image tokens estimated (tui/context/images/tokens.py)
     images_reconciled: SignedCount | None = None  # what the server's count leaves for the images
+    unreported: Annotated[list[Note], Meta(max_length=50)] = []  # the server's figures not used, and why
 
 
 class PriceIn(Struct):
