@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, free_port
 from tap_helpers import upstream  # noqa: F401 - the loopback upstream fixture
 from tmux_driver import Tmux
+from waiting import until
 from tui.sessions.store import SessionAppender, load_session, save_session
 from tui.sessions.model import RequestRecord, Session
 from tui.context.messages import Message, Provenance
@@ -59,6 +60,14 @@ def replay_check(path: Path) -> subprocess.CompletedProcess:
                           text=True, cwd=str(ROOT), timeout=300)
 
 
+def _requests_in(folder: Path) -> int:
+    files = list(folder.iterdir()) if folder.exists() else []
+    try:
+        return len(load_session(files[0]).session.requests) if len(files) == 1 else 0
+    except Exception:  # written meanwhile: read again at the next poll
+        return 0
+
+
 @pytest.mark.parametrize("round_", range(3))
 def test_kill_9_during_a_long_tap_run(tmp_path, upstream, round_):  # noqa: F811
     tmux, url, folder = start_tap(tmp_path, upstream.url + "/ok")
@@ -67,7 +76,10 @@ def test_kill_9_during_a_long_tap_run(tmp_path, upstream, round_):  # noqa: F811
     try:
         client.start()
         tmux.wait_for(rf"conversation 1 step {10 + 5 * round_}\b", timeout=120)  # recorded (and soon appended)
-        time.sleep(random.Random(round_).uniform(0, 0.6))  # anywhere: between two appends, or in one
+        # The tap appends a conversation at most every 0.5 s: a fast upstream shows many steps before the second
+        # append. Once two are in the file, the kill comes anywhere: between two appends, or in one.
+        until(lambda: _requests_in(folder) >= 2, 60, "two appends in the tap's file")
+        time.sleep(random.Random(round_).uniform(0, 0.6))  # the moment of the kill is what this test varies
         os.kill(tmux.pid(), signal.SIGKILL)
         stop.set()
         client.join(30)
