@@ -23,26 +23,26 @@ def until(condition: Callable[[], Any], timeout: float = 30.0, what: str | Calla
           poll: float = POLL) -> Any:
     """Wait until `condition()` is true and return its value; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {_said(what)}")
+    while not (value := _look(condition, deadline, timeout, what)):
         time.sleep(poll)
+    return value
 
 
 async def eventually(condition: Callable[[], Any], timeout: float = 30.0,
                      what: str | Callable[[], Any] = "the condition", pilot=None, poll: float = POLL) -> Any:
     """`until` on the event loop: the loop (and with `pilot` the app) runs between two looks."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {_said(what)}")
+    while not (value := _look(condition, deadline, timeout, what)):
         if pilot is not None:
             await pilot.pause(poll)
         else:
             await asyncio.sleep(poll)
+    return value
+
+
+def _look(condition: Callable[[], Any], deadline: float, timeout: float, what: str | Callable[[], Any]) -> Any:
+    """The condition's value now; past the deadline, a falsy one fails the test."""
+    value = condition()
+    if not value and time.monotonic() >= deadline:
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {_said(what)}")
+    return value

@@ -90,13 +90,17 @@ class _Reader:
             message = chunk.error.message if isinstance(chunk.error, ErrorDetail) else chunk.error
             raise StreamErrorEvent("the server reported an error mid-stream: "
                                    f"{excerpt(message or '?', self.endpoint.redact, 600)}", self.assembler.reply)
+        self._apply(chunk)
+        return False
+
+    def _apply(self, chunk: Chunk) -> None:
+        """One checked chunk into the reply, within the reply's size bound, and on to the view."""
         added = self.assembler.apply(chunk)
         if self.assembler.size > self.limits.max_reply:
             raise TooLarge(f"the reply passed {self.limits.max_reply:,} characters; stopped reading{self.kept()}",
                            self.assembler.reply)
         if self.on_delta:
             self.on_delta(added, self.assembler)
-        return False
 
     def _translated(self, event: Event, data: str) -> bool:
         """A Messages or Responses event: its chat chunks applied; True at the reply's own last event."""
@@ -115,12 +119,7 @@ class _Reader:
             raise StreamErrorEvent("the server reported an error mid-stream: "
                                    f"{excerpt(self.translator.error, self.endpoint.redact, 600)}", self.assembler.reply)
         for chunk in checked:
-            added = self.assembler.apply(chunk)
-            if self.assembler.size > self.limits.max_reply:
-                raise TooLarge(f"the reply passed {self.limits.max_reply:,} characters; stopped reading{self.kept()}",
-                               self.assembler.reply)
-            if self.on_delta:
-                self.on_delta(added, self.assembler)
+            self._apply(chunk)
         return bool(self.translator.done)
 
     def _error_text(self, data: str) -> str:
