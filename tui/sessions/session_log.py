@@ -30,9 +30,9 @@ from typing import Any, Callable
 import msgspec
 
 from tui.sessions.body_split import Split, join, split
-from tui.sessions.log_diff import BadChange, apply, apply_list
+from tui.sessions.log_diff import BadChange, Unpacked, apply, apply_list
 from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, SessionFormatError
-from tui.sessions.safe_io import structure_problem, text_problem
+from tui.sessions.safe_io import MAX_SESSION_BYTES, structure_problem, text_problem
 from tui.sessions.schema_types import MAX_MESSAGES
 
 __all__ = ["LOG_VERSION", "LogState", "file_loaders", "is_log", "read_log", "session_from_log"]
@@ -85,6 +85,7 @@ class LogState:
     cut: int = 0  # bytes of a last line cut short
     lengths: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # array -> (request, its length)
     _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
+    unpacked: Unpacked = field(default_factory=lambda: Unpacked(MAX_SESSION_BYTES), repr=False)
 
     def items(self, index: int, key: str) -> list[str]:
         """The parts of the array `key` of request `index`'s body, resolved through the requests before it."""
@@ -281,16 +282,17 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
             body = _completed(value.get("b"), state.bodies[-1] if state.bodies else None)
             base = state.initial if index else {}  # (request N-1 as its first line wrote it)
             state.records.append(apply(base, value.get("d", {}), state.records[index - 1] if index else None,
-                                       state.message_text))
+                                       state.message_text, state.unpacked))
             state.initial = state.records[-1]
             state.bodies.append(body)
             _check_body(state, body, index, number, checked)
         else:
             state.records[index] = apply(state.records[index], value.get("d", {}),
-                                         state.records[index - 1] if index else None, state.message_text)
+                                         state.records[index - 1] if index else None, state.message_text,
+                                         state.unpacked)
         state.id_floor = max(state.id_floor, _ids_named(value.get("d", {})))
     elif kind == "st":
-        state.settings = apply(state.settings, value.get("d", {}))
+        state.settings = apply(state.settings, value.get("d", {}), budget=state.unpacked)
         if "m" in value:
             shown = apply_list(state.shown, value["m"])
             added = value["m"].get("a", []) if isinstance(value["m"], dict) else []
@@ -408,7 +410,7 @@ def session_from_log(state: LogState, path: Path | None = None) -> Session:
 
 def body_text_in_file(path: Path, index: int) -> str:
     """Request `index`'s exact body text, read again from its file (a record let go from memory: the tap)."""
-    from tui.sessions.safe_io import MAX_SESSION_BYTES, SessionFileError, read_regular_file
+    from tui.sessions.safe_io import SessionFileError, read_regular_file
 
     try:
         return read_log(read_regular_file(path, MAX_SESSION_BYTES)).body_text(index)
