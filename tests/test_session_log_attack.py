@@ -32,3 +32,22 @@ def test_compressed_texts_that_unpack_past_what_a_file_may_hold_are_refused(tmp_
     assert path.stat().st_size < MIB
     with pytest.raises(SessionFileError, match="unpack"):
         load_session(path)
+
+
+def test_a_body_naming_one_part_past_what_a_file_may_hold_is_refused_when_read(tmp_path):
+    # One 4 MB message named 70 times by a request's array: a 4 MB file whose body would rebuild to 280 MiB.
+    from tui.sessions.model import SessionFormatError
+    from tui.sessions.session_log import part_hash
+
+    path = tmp_path / "s.ctxpane.json"
+    raw = small_session(path)
+    big = json.dumps({"role": "user", "content": "q" * (4 * MIB)}, separators=(",", ":"))
+    ident = part_hash(big)
+    body = {"k": ['{"model":"m","messages":', "}"], "h": [{"key": "messages", "l": ["[", ",", "]"], "a": [ident] * 70}]}
+    lines = [{"t": "r", "n": 3, "d": {"s": {"number": 3}}, "b": body}]
+    path.write_bytes(raw + f'{{"t":"x","h":"{ident}","v":{big}}}\n'.encode()
+                     + b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines))
+    assert path.stat().st_size < 5 * MIB
+    record = load_session(path).session.requests[-1]
+    with pytest.raises(SessionFormatError, match="more than a session file may hold"):
+        _ = record.body

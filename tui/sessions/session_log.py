@@ -121,18 +121,34 @@ class LogState:
 
     def body_text(self, index: int) -> str:
         body = self.bodies[index]
+        pieces: list[str | list[str]] = [self.parts[hole["x"]] if "x" in hole else self.items(index, hole["key"])
+                                         for hole in body["h"]]
+        _check_rebuilt_size(body, pieces, self.parts)
         texts = []
-        for hole in body["h"]:
-            if "x" in hole:
-                texts.append(self.parts[hole["x"]])
+        for hole, piece in zip(body["h"], pieces):
+            if isinstance(piece, str):
+                texts.append(piece)
             else:
                 lead, sep, trail = hole["l"]
-                texts.append(lead + sep.join(self.parts[h] for h in self.items(index, hole["key"])) + trail)
+                texts.append(lead + sep.join(self.parts[h] for h in piece) + trail)
         return join(body["k"], texts)
 
     def split_of(self, index: int) -> Split:
         """Request `index`'s body cut as the writer cut it (to cut the next one)."""
         return split(self.body_text(index))
+
+
+def _check_rebuilt_size(body: dict[str, Json], pieces: list[str | list[str]], parts: dict[str, str]) -> None:
+    """A body may name one part many times: what it rebuilds to is bounded as a file is (a version-1 body could be
+    no larger), measured before it is built (a few MB of file naming one big part would be gigabytes)."""
+    size = sum(map(len, body["k"]))
+    for hole, piece in zip(body["h"], pieces):
+        if isinstance(piece, str):
+            size += len(piece)
+        else:
+            size += sum(map(len, hole["l"])) + len(hole["l"][1]) * len(piece) + sum(len(parts[h]) for h in piece)
+        if size > MAX_SESSION_BYTES:
+            raise SessionFormatError("a request body that rebuilds to more than a session file may hold")
 
 
 def _completed(body: Json, before: dict[str, Json] | None) -> Json:
