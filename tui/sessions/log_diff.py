@@ -29,6 +29,14 @@ MIN_LIKE = 256  # a text this long is written compressed against the text it rep
 MAX_SQUEEZED = 64 * 1024 * 1024  # what a compressed text may unpack to
 
 
+class Unpacked:
+    """What one file's compressed texts may still unpack to: zlib makes a thousand times its bytes, so a small file
+    of many compressed texts would otherwise fill the memory (bounded as a session file is: what version 1 held)."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+
 def copy_json(value: Json) -> Json:
     """A deep copy of a JSON value (msgspec: fast)."""
     return msgspec.json.decode(msgspec.json.encode(value))
@@ -104,7 +112,7 @@ def _squeeze(text: str, reference: str | None = None) -> str | None:
     return packed if len(packed) * 4 <= len(raw) else None
 
 
-def _unsqueeze(packed: Json, reference: Json = None) -> str:
+def _unsqueeze(packed: Json, reference: Json = None, budget: Unpacked | None = None) -> str:
     if not isinstance(packed, str):
         raise BadChange("a compressed text that is not a string")
     try:
@@ -114,9 +122,13 @@ def _unsqueeze(packed: Json, reference: Json = None) -> str:
             unpacker = zlib.decompressobj(zdict=reference.encode("utf-8", "surrogatepass")[-32768:])
         else:
             raise BadChange("a text compressed against one that is not there")
-        raw = unpacker.decompress(base64.b64decode(packed, validate=True), MAX_SQUEEZED)
+        limit = MAX_SQUEEZED if budget is None else min(MAX_SQUEEZED, budget.left)
+        raw = unpacker.decompress(base64.b64decode(packed, validate=True), limit)
         if unpacker.unconsumed_tail:
-            raise BadChange("a compressed text that unpacks to more than 64 MiB")
+            raise BadChange("a compressed text that unpacks to more than 64 MiB" if limit == MAX_SQUEEZED
+                            else "compressed texts that unpack to more than a session file may hold")
+        if budget is not None:
+            budget.left -= len(raw)
         return raw.decode("utf-8", "surrogatepass")
     except (ValueError, zlib.error, UnicodeDecodeError):
         raise BadChange("a compressed text that does not unpack") from None
@@ -145,9 +157,9 @@ Resolve = Callable[[str], str]
 
 
 def apply(old: dict[str, Json], change: dict[str, Json], like: dict[str, Json] | None = None,
-          resolve: Resolve | None = None) -> dict[str, Json]:
+          resolve: Resolve | None = None, budget: Unpacked | None = None) -> dict[str, Json]:
     """`old` with `change` applied (a new dict; `old` is not modified); `like` as given to `diff`; `resolve` gives the
-    text of a message by its H (for `r`)."""
+    text of a message by its H (for `r`); `budget` bounds what compressed texts unpack to (`z`, `y`)."""
     if not isinstance(change, dict):
         raise BadChange("a change is not an object")
     out = dict(old)
@@ -160,16 +172,16 @@ def apply(old: dict[str, Json], change: dict[str, Json], like: dict[str, Json] |
         if not isinstance(before, dict):
             raise BadChange(f"`{key[:40]}` is not an object to change")
         model = like.get(key) if like is not None else None
-        out[key] = apply(before, value, model if isinstance(model, dict) else None, resolve)
+        out[key] = apply(before, value, model if isinstance(model, dict) else None, resolve, budget)
     for key, value in _part(change, "c").items():
         model = like.get(key) if like is not None else None
         if not isinstance(model, dict):
             raise BadChange(f"`{key[:40]}` has no object alike to change")
-        out[key] = apply(model, value)
+        out[key] = apply(model, value, budget=budget)
     for key, value in _part(change, "z").items():
-        out[key] = _unsqueeze(value)
+        out[key] = _unsqueeze(value, budget=budget)
     for key, value in _part(change, "y").items():
-        out[key] = _unsqueeze(value, old.get(key))
+        out[key] = _unsqueeze(value, old.get(key), budget)
     for key, value in _part(change, "r").items():
         if resolve is None or not isinstance(value, str):
             raise BadChange(f"`{key[:40]}` names a message that cannot be read here")

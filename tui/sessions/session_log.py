@@ -30,9 +30,9 @@ from typing import Any, Callable
 import msgspec
 
 from tui.sessions.body_split import Split, join, split
-from tui.sessions.log_diff import BadChange, apply, apply_list
+from tui.sessions.log_diff import BadChange, Unpacked, apply, apply_list
 from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, SessionFormatError
-from tui.sessions.safe_io import structure_problem, text_problem
+from tui.sessions.safe_io import MAX_SESSION_BYTES, structure_problem, text_problem
 from tui.sessions.schema_types import MAX_MESSAGES
 
 __all__ = ["LOG_VERSION", "LogState", "file_loaders", "is_log", "read_log", "session_from_log"]
@@ -85,6 +85,7 @@ class LogState:
     cut: int = 0  # bytes of a last line cut short
     lengths: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # array -> (request, its length)
     _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
+    unpacked: Unpacked = field(default_factory=lambda: Unpacked(MAX_SESSION_BYTES), repr=False)
 
     def items(self, index: int, key: str) -> list[str]:
         """The parts of the array `key` of request `index`'s body, resolved through the requests before it."""
@@ -120,18 +121,34 @@ class LogState:
 
     def body_text(self, index: int) -> str:
         body = self.bodies[index]
+        pieces: list[str | list[str]] = [self.parts[hole["x"]] if "x" in hole else self.items(index, hole["key"])
+                                         for hole in body["h"]]
+        _check_rebuilt_size(body, pieces, self.parts)
         texts = []
-        for hole in body["h"]:
-            if "x" in hole:
-                texts.append(self.parts[hole["x"]])
+        for hole, piece in zip(body["h"], pieces):
+            if isinstance(piece, str):
+                texts.append(piece)
             else:
                 lead, sep, trail = hole["l"]
-                texts.append(lead + sep.join(self.parts[h] for h in self.items(index, hole["key"])) + trail)
+                texts.append(lead + sep.join(self.parts[h] for h in piece) + trail)
         return join(body["k"], texts)
 
     def split_of(self, index: int) -> Split:
         """Request `index`'s body cut as the writer cut it (to cut the next one)."""
         return split(self.body_text(index))
+
+
+def _check_rebuilt_size(body: dict[str, Json], pieces: list[str | list[str]], parts: dict[str, str]) -> None:
+    """A body may name one part many times: what it rebuilds to is bounded as a file is (a version-1 body could be
+    no larger), measured before it is built (a few MB of file naming one big part would be gigabytes)."""
+    size = sum(map(len, body["k"]))
+    for hole, piece in zip(body["h"], pieces):
+        if isinstance(piece, str):
+            size += len(piece)
+        else:
+            size += sum(map(len, hole["l"])) + len(hole["l"][1]) * len(piece) + sum(len(parts[h]) for h in piece)
+        if size > MAX_SESSION_BYTES:
+            raise SessionFormatError("a request body that rebuilds to more than a session file may hold")
 
 
 def _completed(body: Json, before: dict[str, Json] | None) -> Json:
@@ -281,16 +298,17 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
             body = _completed(value.get("b"), state.bodies[-1] if state.bodies else None)
             base = state.initial if index else {}  # (request N-1 as its first line wrote it)
             state.records.append(apply(base, value.get("d", {}), state.records[index - 1] if index else None,
-                                       state.message_text))
+                                       state.message_text, state.unpacked))
             state.initial = state.records[-1]
             state.bodies.append(body)
             _check_body(state, body, index, number, checked)
         else:
             state.records[index] = apply(state.records[index], value.get("d", {}),
-                                         state.records[index - 1] if index else None, state.message_text)
+                                         state.records[index - 1] if index else None, state.message_text,
+                                         state.unpacked)
         state.id_floor = max(state.id_floor, _ids_named(value.get("d", {})))
     elif kind == "st":
-        state.settings = apply(state.settings, value.get("d", {}))
+        state.settings = apply(state.settings, value.get("d", {}), budget=state.unpacked)
         if "m" in value:
             shown = apply_list(state.shown, value["m"])
             added = value["m"].get("a", []) if isinstance(value["m"], dict) else []
@@ -408,7 +426,7 @@ def session_from_log(state: LogState, path: Path | None = None) -> Session:
 
 def body_text_in_file(path: Path, index: int) -> str:
     """Request `index`'s exact body text, read again from its file (a record let go from memory: the tap)."""
-    from tui.sessions.safe_io import MAX_SESSION_BYTES, SessionFileError, read_regular_file
+    from tui.sessions.safe_io import SessionFileError, read_regular_file
 
     try:
         return read_log(read_regular_file(path, MAX_SESSION_BYTES)).body_text(index)
