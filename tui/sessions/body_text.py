@@ -10,7 +10,7 @@ from typing import Any
 from tui.context.request_bytes import request_text
 from tui.sessions.body_split import Split
 from tui.sessions.model import RequestRecord
-from tui.sessions.session_log import Json
+from tui.sessions.log_state import Json
 
 
 def canonical(text: str) -> tuple[str, bool]:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Callable
 from tui.context.messages import Message
 from tui.sessions.body_split import Split
 from tui.sessions.body_text import canonical
-from tui.sessions.session_log import KEEP_CONTENTS, Json, _dumps, part_hash
+from tui.sessions.log_state import Json
+from tui.sessions.session_log import KEEP_CONTENTS, _dumps, part_hash
 
 if TYPE_CHECKING:
     from tui.sessions.log_writer import LogWriter

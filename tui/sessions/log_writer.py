@@ -17,9 +17,10 @@ from tui.sessions.body_split import Hole, Split, split
 from tui.sessions.body_text import canonical, exact_text, wire_key
 from tui.sessions.log_batch import Batch
 from tui.sessions.log_diff import copy_json, diff, list_change
+from tui.sessions.log_state import Json, LogState, _shortened
 from tui.sessions.model import FORMAT, RequestRecord, Session
 
-from tui.sessions.session_log import (CHECKED, Json, LOG_VERSION, LogState, MIN_NAMED, SETTINGS, WIRE_KEYS, _dumps, _shortened, part_hash)
+from tui.sessions.session_log import (CHECKED, LOG_VERSION, MIN_NAMED, SETTINGS, WIRE_KEYS, _dumps, part_hash)
 
 __all__ = ["LogWriter", "figures_of", "log_bytes"]
 

@@ -97,7 +97,7 @@ class Keeping:
         """Memory stays bounded however long a conversation runs: a request settled in its file keeps its figures
         here (a few kB: the costs go on from them), not its body (the whole conversation, each time) nor the raw
         bytes of its reply; both are read again from the file when asked for."""
-        from tui.sessions.session_log import file_loaders
+        from tui.sessions.log_session import file_loaders
 
         log = thread.log
         while thread.released < min(log.settled, len(thread.session.requests)):
