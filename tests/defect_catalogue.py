@@ -34,8 +34,8 @@ GROUPS["policy, cache, fences"] = (
     ('tui/context/untrusted/fences.py', r'parts += [rf"<{ws}/?{ws}{tag_pattern}\b[^>\n]*+>?", ', 'parts += [', "the fence's own delimiter left unescaped"),
     ('tui/context/untrusted/fences.py', 'return re.compile("|".join(parts), re.IGNORECASE)', 'return re.compile("|".join(parts))', 'escaping is case-sensitive'),
     ('tui/context/untrusted/forged_blocks.py', 'if span.kind not in OWN_KINDS:', 'if span.kind == "content":', 'forged headers inside reasoning or tool calls not reported'),
-    ('tui/context/request.py', 'if style.enabled and not message.provenance.trusted and', 'if style.enabled and message.provenance.trusted and', 'trusted messages fenced, untrusted ones not'),
-    ('tui/context/request.py', '(body_end, span.end, "fence"))', '(body_end, span.end, "content"))', 'the fence footer counted as content'),
+    ('tui/context/request_fences.py', 'if style.enabled and not message.provenance.trusted and', 'if style.enabled and message.provenance.trusted and', 'trusted messages fenced, untrusted ones not'),
+    ('tui/context/request_fences.py', '(body_end, span.end, "fence"))', '(body_end, span.end, "content"))', 'the fence footer counted as content'),
     ('tui/context/untrusted/fences.py', 'r"|\\[/?[A-Z][A-Z_]{2,30}\\]|\\[@[A-Z]+@\\]")', 'r"|\\[@[A-Z]+@\\]")', '[INST]-style markers left unescaped'),
     ])
 
@@ -60,7 +60,7 @@ GROUPS["attribution, fences, visible, tokens"] = (
     ('tui/context/untrusted/fences.py', 'gap, ws = hidden_any(presentation=True) + "*+", hidden_any', 'gap, ws = "", hidden_any', 'a fence tag split by a zero-width character left unescaped'),
     ('tui/context/untrusted/fences.py', 'RULE_BLOCK_SHAPE.format(ws=ws), CONTROL_SHAPES,', 'RULE_BLOCK_SHAPE.format(ws=""), CONTROL_SHAPES,', 'spaced rule blocks (< <system>>) left unescaped'),
     ('tui/context/untrusted/fences.py', 'found = template_control_strings(template_source) | set(template_specials) | tokenizer_specials', 'found = set(template_specials)', 'fences escape only the hand-kept template specials'),
-    ('tui/context/request.py', 'return control_strings(template.source, tuple(template.special_strings()), all_special_tokens(tokenizer))', 'return frozenset(template.special_strings())', "build_request ignores the tokenizer's added tokens"),
+    ('tui/context/request_fences.py', 'return control_strings(template.source, tuple(template.special_strings()), all_special_tokens(tokenizer))', 'return frozenset(template.special_strings())', "build_request ignores the tokenizer's added tokens"),
     ('tui/context/tokens/tokenizers.py', '        return self._all\n', '        return frozenset(self._specials)\n', "harmony's reserved special tokens not listed"),
     ('tui/context/tokens/tokenizers.py', 'r"""\\p{N}{1,3}""", r""" ?[', 'r"""\\p{N}{1,4}""", r""" ?[', "o200k split pattern differs from tiktoken's"),
     ('tui/context/untrusted/visible.py', 'WHOLE_PLANES = ((0x40000, 0x10FFFF),)', 'WHOLE_PLANES = ((0xF0000, 0x10FFFF),)', 'visible() misses Unicode tag characters (plane 14 left out)'),

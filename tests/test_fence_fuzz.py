@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from tui.context import builtin_template, get_tokenizer, message_from_dict
 from tui.context.untrusted.fences import FenceStyle
 from tui.context.untrusted.forged_blocks import masked_text, read_blocks
-from tui.context.request import RequestSettings, build_request, fence_escapes
+from tui.context.request import RequestSettings, build_request
+from tui.context.request_fences import fence_escapes
 from tui.context.templates.library import builtin_names
 from tui.context.tokens.counting import ENCODINGS, all_special_tokens, load_ranks
 

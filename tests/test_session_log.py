@@ -203,7 +203,7 @@ def test_a_damaged_file_is_one_line_naming_it(tmp_path, damage):
 def test_the_tap_lets_go_of_what_its_file_holds(tmp_path):
     """A conversation's settled requests keep their figures in memory, not their bodies (read again from the file)."""
     from tui.sessions.log_writer import LogWriter
-    from tui.sessions.session_log import file_loaders
+    from tui.sessions.log_session import file_loaders
 
     path = tmp_path / "tap.ctxpane.json"
     session = Session(title="tap")

@@ -181,8 +181,9 @@ def test_bodies_that_cannot_be_recorded_still_go_through_and_say_so(tap):
 
 
 def test_memory_stays_bounded_over_many_requests(tap, monkeypatch):
+    import tui.tap.keeping as keeping
     import tui.tap.recorder as recorder
-    monkeypatch.setattr(recorder, "KEEP_VIEWS", 3)
+    monkeypatch.setattr(keeping, "KEEP_VIEWS", 3)
     monkeypatch.setattr(recorder, "KEEP_BYTES_OF", 2)
     history = [{"role": "user", "content": "bounded"}]
     for turn in range(6):

@@ -26,7 +26,7 @@ from tui.sessions.receipts import request_series
 from tui.context.formats import FormatKind
 from tui.sessions.replay import record_wire
 from tui.tap.client_cuts import messages_of
-from tui.tap.recorder import max_tokens_of
+from tui.tap.bodies import max_tokens_of, shown_body
 
 from tui.app.clipboard import SafeClipboard
 from tui.app.pane.pane import ContextPane, PaneData
@@ -232,7 +232,7 @@ class TapApp(SafeClipboard):
                                else [f"w{i}" for i in range(len(wire))])
         data = PaneData(summary, messages, None, previous, window, max_tokens_of(record),
                         self.query_one(ContextPane).roles, requests, costs,
-                        self.tap.server.upstream + FormatKind(record.format).path, recorder.shown_body(record.body))
+                        self.tap.server.upstream + FormatKind(record.format).path, shown_body(record.body))
         self.query_one(ContextPane).show(tapped.view, data)
 
     @staticmethod

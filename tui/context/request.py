@@ -2,11 +2,11 @@
 
 session messages -> fenced wire messages -> keep-all document (costs) -> policy plan ->
 document actually sent -> counts, forged blocks, cache prefix against the previous request.
+The fences are request_fences.py's; the wire as llama.cpp's server hands it to its template, llama_wire.py's.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass, field, replace
@@ -17,18 +17,18 @@ from tui.context.policy.truncation import LedgerEntry, Plan, PolicySettings, pla
 from tui.context.cache.prefix import CachePrefix, RequestShape
 from tui.context.cache.predict import cache_prefix, predict_prefix
 from tui.context.cache.rules import OPENAI_MARK
-from tui.context.document import Document, Span
-from tui.context.untrusted.fences import FenceStyle, FencedText, control_strings, fence
+from tui.context.document import Document
+from tui.context.untrusted.fences import FenceStyle, FencedText, fence
 from tui.context.hidden_tokens import HiddenTokens, hidden_tokens
+from tui.context.llama_wire import llama_messages, llama_tools
+from tui.context.request_fences import FenceInfo, fence_escapes, fence_messages, split_fence_spans
 from tui.context.errors import TemplateRenderError
 from tui.context.images.tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
-from tui.context.attribution.marking import SpanKind
 from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message, content_text, image_parts
 from tui.context.families.reasoning_rules import reasoning_notes
 from tui.context.untrusted.forged_blocks import ForgedBlock, forged_blocks
-from tui.context.tokens.counting import (SegmentCache, TokenIndex, Tokenizer, all_special_tokens, count_tokens,
-                                         token_index)
+from tui.context.tokens.counting import SegmentCache, TokenIndex, Tokenizer, count_tokens, token_index
 
 if TYPE_CHECKING:
     from tui.context.cache.llamacpp import LlamaCppCache
@@ -57,14 +57,6 @@ class RequestSettings:
     # the messages and tools as llama.cpp's server hands them to its template (text parts joined, developer as
     # system, tool-call arguments as objects, tools as name/description/parameters): Messages and Responses bodies
     llama_normalised: bool = False
-
-
-@dataclass
-class FenceInfo:
-    message: int  # session index
-    fence_id: str
-    source: str
-    escaped: int
 
 
 @dataclass
@@ -141,55 +133,6 @@ class RequestView:
 TOOLS_PART = "tools (schemas and the template's text for them)"
 
 
-def fence_escapes(template: ChatTemplate, tokenizer: Tokenizer) -> frozenset[str]:
-    """What fences escape for this template and tokenizer: the template's control strings (its
-    literals that look like markers, its bos/eos) and every special or added token of the tokenizer."""
-    return control_strings(template.source, tuple(template.special_strings()), all_special_tokens(tokenizer))
-
-
-def fence_messages(messages: list[Message], style: FenceStyle,
-                   escapes: frozenset[str] | list[str]) -> tuple[list[WireMessage], dict[int, FencedText],
-                                                                 list[FenceInfo]]:
-    """Wire messages with every untrusted one fenced; `escapes` comes from `fence_escapes`."""
-    wire: list[WireMessage] = []
-    fenced: dict[int, FencedText] = {}
-    infos: list[FenceInfo] = []
-    for index, message in enumerate(messages):
-        item = message.to_wire()
-        if style.enabled and not message.provenance.trusted and message.role != "assistant" \
-                and not (image_parts(message.content) and not content_text(message.content).strip()):
-            # (an image alone has no text to fence: its pixels are sent as they are)
-            source = message.provenance.label or message.provenance.source
-            fence_id = message.id or f"m{index}"
-            result = fence(content_text(message.content), source, fence_id, style, escapes)
-            images = image_parts(item["content"])  # kept beside the fenced text, never dropped by the fence
-            item["content"] = [{"type": "text", "text": result.text}, *images] if images else result.text
-            fenced[index] = result
-            infos.append(FenceInfo(index, fence_id, result.source, result.escaped))
-        wire.append(item)
-    return wire, fenced, infos
-
-
-def split_fence_spans(document: Document, fenced: dict[int, FencedText], origin: list[int]) -> Document:
-    """Mark the header, note and footer of each fence as kind `fence` inside its content span."""
-    spans: list[Span] = []
-    for span in document.spans:
-        session_index = origin[span.message] if span.message is not None else None
-        item = fenced.get(session_index) if span.kind == "content" and session_index is not None else None
-        text = document.span_text(span)
-        head = (item.header + item.note) if item else ""
-        if not item or not text.startswith(head) or not text.endswith(item.footer):
-            spans.append(span)
-            continue
-        body_start, body_end = span.start + len(head), span.end - len(item.footer)
-        parts: tuple[tuple[int, int, SpanKind], ...] = (
-            (span.start, body_start, "fence"), (body_start, body_end, "content"), (body_end, span.end, "fence"))
-        for start, end, kind in parts:
-            if end > start:
-                spans.append(replace(span, start=start, end=end, kind=kind, tokens=0))
-    return Document(document.text, spans, document.roles)
-
-
 def _costs(snapshot: Snapshot, count: int) -> tuple[list[int], int]:
     costs, overhead = [0] * count, 0
     for span in snapshot.document.spans:
@@ -244,56 +187,6 @@ def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCa
         # a text-only template: rendered as llama.cpp's server renders it, each image its media marker in
         # the text; what is sent is still the parts
         return replace(render(flat), wire=wire, media_markers=True)
-
-
-def llama_messages(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages as llama.cpp's server hands them to its template (common_chat_msgs_parse_oaicompat and back):
-    a list of text parts joined into one text (a newline before each part once the text is not empty), the
-    developer role as system, and tool-call arguments that are JSON as the object they hold."""
-    out = []
-    for message in wire:
-        message = dict(message)
-        content = message.get("content")
-        if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text"
-                                                         for p in content):
-            text = ""
-            for part in content:
-                text += ("\n" if text else "") + str(part.get("text") or "")
-            message["content"] = text
-        if message.get("role") == "developer":
-            message["role"] = "system"
-        if isinstance(message.get("tool_calls"), list):
-            message["tool_calls"] = [_object_arguments(call) for call in message["tool_calls"]]
-        out.append(message)
-    return out
-
-
-def _object_arguments(call: Any) -> Any:
-    function = call.get("function") if isinstance(call, dict) else None
-    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
-        return call
-    try:
-        arguments = json.loads(function["arguments"])
-    except (ValueError, RecursionError):
-        return call
-    return {**call, "function": {**function, "arguments": arguments}}
-
-
-def llama_tools(tools: list[Any] | None) -> list[Any] | None:
-    """Tool definitions as llama.cpp's server hands them to its template: name, description ("" when none) and
-    parameters, nothing else (a Responses tool's `strict` is not shown to the model)."""
-    if not tools:
-        return tools
-    out = []
-    for tool in tools:
-        function = tool.get("function") if isinstance(tool, dict) and isinstance(tool.get("function"), dict) else None
-        if function is None:
-            out.append(tool)
-            continue
-        out.append({"type": "function", "function": {"name": function.get("name") or "",
-                                                     "description": function.get("description") or "",
-                                                     "parameters": function.get("parameters") or {}}})
-    return out
 
 
 def _shape(document: Document, messages: list[Message], wire: list[WireMessage], origin: list[int],

@@ -329,7 +329,7 @@ class Workbench:
 
     def summary_request(self, messages: list[Message]) -> SummaryCall:
         """The model call that makes a summary, fitted to the window (renders a template: off the loop)."""
-        from tui.context.request import fence_escapes
+        from tui.context.request_fences import fence_escapes
         from tui.context.policy.summary_call import summary_call
         self.summaries_asked.add(frozenset(m.id for m in messages))
         return summary_call(messages, self.template, self.tokenizer, self.session.model,

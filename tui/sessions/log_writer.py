@@ -1,23 +1,26 @@
 """Writing the session file of version 2 (tui/sessions/session_log.py reads it; docs/session-format.md): what
-changed since the last append, as whole lines written at once, each part and message once.
+changed since the last append, as whole lines written at once, each part and message once. One append's lines
+and what they add are a Batch (log_batch.py); a body's text as written comes from body_text.py.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 
 from tui.context.messages import Message
 from tui.context.request_bytes import request_text
 from tui.sessions.body_split import Hole, Split, split
+from tui.sessions.body_text import canonical, exact_text, wire_key
+from tui.sessions.log_batch import Batch
 from tui.sessions.log_diff import copy_json, diff, list_change
+from tui.sessions.log_state import Json, LogState, _shortened
 from tui.sessions.model import FORMAT, RequestRecord, Session
 
-from tui.sessions.session_log import (CHECKED, Json, KEEP_CONTENTS, LOG_VERSION, LogState, MIN_NAMED, SETTINGS, WIRE_KEYS, _dumps, _shortened, part_hash)
+from tui.sessions.session_log import (CHECKED, LOG_VERSION, MIN_NAMED, SETTINGS, WIRE_KEYS, _dumps, part_hash)
 
 __all__ = ["LogWriter", "figures_of", "log_bytes"]
 
@@ -83,7 +86,7 @@ class LogWriter:
             self.items = {last: {h["key"]: list(state.items(last, h["key"])) for h in state.bodies[last]["h"]
                                  if "l" in h}}
         for ident, text in state.parts.items():
-            self.canonical.setdefault(part_hash(_canonical(text)[0]), ident)
+            self.canonical.setdefault(part_hash(canonical(text)[0]), ident)
         self.initial = copy_json(state.initial)
         self.encoding = copy_json(state.bodies[-1]) if state.bodies else None
         self.settings = copy_json(state.settings)
@@ -102,13 +105,13 @@ class LogWriter:
         self.taken(batch, session)
         return len(data)
 
-    def prepare(self, session: Session, secrets: Iterable[str] = ()) -> tuple[bytes, "_Batch"]:
+    def prepare(self, session: Session, secrets: Iterable[str] = ()) -> tuple[bytes, Batch]:
         """The lines an append would write, and what they add (taken with `taken` once they are written)."""
         from tui.context.untrusted.redaction import Redactor
 
         secrets = list(secrets)
         redactor = Redactor(secrets)
-        batch = _Batch(self)
+        batch = Batch(self)
         if not self.started:
             batch.add(_dumps({"format": FORMAT, "version": LOG_VERSION, "layout": "lines", "id": session.id,
                               "created": session.created}))
@@ -126,7 +129,7 @@ class LogWriter:
             return b"", batch
         return ("\n".join(batch.lines) + "\n").encode("utf-8", "surrogatepass"), batch
 
-    def taken(self, batch: "_Batch", session: Session) -> None:
+    def taken(self, batch: Batch, session: Session) -> None:
         batch.commit()
         self.started = True
         self._settle(session)
@@ -178,7 +181,7 @@ class LogWriter:
                 self.figures.pop(self.settled, None)
             self.settled += 1
 
-    def _record(self, batch: "_Batch", record: RequestRecord, index: int, redactor: Any) -> None:
+    def _record(self, batch: Batch, record: RequestRecord, index: int, redactor: Any) -> None:
         from tui.sessions.redacted import redacted_request
 
         if index < self.count:
@@ -199,7 +202,7 @@ class LogWriter:
             return  # (requests are only ever added at the end)
         figures = redacted_request(figures_of(record), redactor)
         before = self.bodies.get(index - 1) if index == self.count else batch.bodies.get(index - 1)
-        text = _exact_text(record, redactor, self.last_body if index == self.count else batch.last_body, before)
+        text = exact_text(record, redactor, self.last_body if index == self.count else batch.last_body, before)
         if index == self.count + batch.new_records:
             batch.last_body = record.body
         arrays_before = self.items.get(index - 1) if index == self.count else batch.items.get(index - 1)
@@ -224,7 +227,7 @@ class LogWriter:
         batch.items[index] = arrays
         batch.new_records += 1
 
-    def _content_named(self, change: dict[str, Json], batch: "_Batch") -> dict[str, Json]:
+    def _content_named(self, change: dict[str, Json], batch: Batch) -> dict[str, Json]:
         """A reply's content set whole, when the message it became holds it: written as that message's H."""
         reply = change.get("d", {}).get("reply")
         sets = reply.get("s") if isinstance(reply, dict) else None
@@ -238,7 +241,7 @@ class LogWriter:
                 reply.setdefault("r", {})["content"] = ident
         return change
 
-    def _hole(self, batch: "_Batch", hole: Hole, index: int, arrays_before: dict[str, list[str]] | None,
+    def _hole(self, batch: Batch, hole: Hole, index: int, arrays_before: dict[str, list[str]] | None,
               arrays: dict[str, list[str]]) -> dict[str, Json]:
         if hole.items is None:
             return {"key": hole.key, "x": batch.part(hole.text)}
@@ -256,7 +259,7 @@ class LogWriter:
             out.update({"k": 0, "a": idents})
         return out
 
-    def _state(self, batch: "_Batch", session: Session, secrets: list[str]) -> None:
+    def _state(self, batch: Batch, session: Session, secrets: list[str]) -> None:
         from tui.sessions.redacted import redacted_session
 
         settings = redacted_session({**session.to_settings(), "requests": []}, secrets)
@@ -287,7 +290,7 @@ class LogWriter:
             batch.add(_dumps(line))
             batch.state = (settings, shown, branches)
 
-    def _message(self, batch: "_Batch", message: Message, hashes: dict[int, tuple[Message, str, Any]]) -> str:
+    def _message(self, batch: Batch, message: Message, hashes: dict[int, tuple[Message, str, Any]]) -> str:
         """The message's H, its line added to the batch when the file does not hold it yet."""
         cached = self._hashes.get(id(message))
         held = _message_holding(message)
@@ -301,7 +304,7 @@ class LogWriter:
                     record = {k: v for k, v in record.items() if k != "provenance"}  # read back as the default
                 wire = {k: record[k] for k in WIRE_KEYS if k in record}
                 own = {k: v for k, v in record.items() if k not in WIRE_KEYS}
-                key = part_hash(_wire_key(wire))
+                key = part_hash(wire_key(wire))
                 part = self.canonical.get(key) or batch.canonical.get(key)
                 if part is None and self.own_wire and isinstance(wire.get("content"), (str, type(None))):
                     part = batch.part(request_text(wire), wire=True)  # the next request sends these very bytes
@@ -350,137 +353,6 @@ def _holding(record: RequestRecord) -> tuple[Any, ...]:
     """The values a record holds that a reply replaces (compared by identity: a snapshot shares them)."""
     return (record.reply, record.usage, record.timings, record.received, record.cost, record.fit, record.reply_id,
             record.cache_class, record.cache_place)
-
-
-def _canonical(text: str) -> tuple[str, bool]:
-    """A wire message's key whatever the client's spacing, escapes or key order (what a session message is looked
-    up by), and whether `text` is what the app itself writes (request_text)."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return text, False
-    return _wire_key(value), request_text(value) == text
-
-
-def _wire_key(value: Json) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def _exact_text(record: RequestRecord, redactor: Any, previous: dict[str, Json] | None,
-                cut: Split | None) -> str:
-    """The body's exact text, as sent, unless a secret must come out of it (then the redacted body, re-written).
-
-    The app's own bodies are the bytes request_text makes; the previous body's cut spares writing again the
-    messages the two share (request_text writes a list's items as it writes each alone)."""
-    from tui.sessions.redacted import BODY_WORDS, outside_words
-
-    body = record.body
-    shown = redactor.value(body, outside_words, by_name=True)
-    changed = any(shown.get(k) != v for k, v in body.items() if k not in BODY_WORDS) if isinstance(shown, dict) \
-        else True
-    if changed:
-        return request_text(shown)
-    text = record.exact_text()
-    if text is not None:
-        return text
-    return _following_text(body, previous, cut) or request_text(body)
-
-
-_SENTINEL = "\u0000ctxpane: the messages\u0000"
-
-
-def _following_text(body: dict[str, Json], previous: dict[str, Json] | None, cut: Split | None) -> str | None:
-    """request_text(body), made from the previous body's text for the messages it shares; None if it cannot be."""
-    if previous is None or cut is None:
-        return None
-    messages, before = body.get("messages"), previous.get("messages")
-    hole = next((h for h in cut.holes if h.key == "messages" and h.items is not None), None)
-    if not isinstance(messages, list) or not isinstance(before, list) or hole is None or hole.items is None \
-            or len(hole.items) != len(before) or (hole.lead, hole.sep, hole.trail) != ("", ",", ""):
-        return None
-    shared = len(before) if messages[:len(before)] == before else 0
-    if not shared:
-        return None
-    frame = request_text({**body, "messages": [_SENTINEL]})
-    marker = request_text([_SENTINEL])[1:-1]
-    if frame.count(marker) != 1:
-        return None
-    items = list(hole.items[:shared]) + [request_text(item) for item in messages[shared:]]
-    return frame.replace(marker, ",".join(items))
-
-
-class _Batch:
-    """The lines of one append, and what they add, taken by the writer only once they are on disk."""
-
-    def __init__(self, writer: LogWriter) -> None:
-        self.writer = writer
-        self.lines: list[str] = []
-        self.later: list[Callable[[], None]] = []  # the requests' lines, made once the session's are
-        self.known: set[str] = set()
-        self.canonical: dict[str, str] = {}
-        self.contents: dict[str, str] = {}
-        self.figures: dict[int, dict[str, Json]] = {}
-        self.bodies: dict[int, Split] = {}
-        self.items: dict[int, dict[str, list[str]]] = {}
-        self.new_records = 0
-        self.encoding: dict[str, Json] | None = None
-        self.initial: dict[str, Json] | None = None
-        self.last_body: dict[str, Json] | None = None
-        self.state: tuple[dict[str, Json], list[str], list[dict[str, Json]]] | None = None
-        self.shown_messages: list[Message] | None = None
-
-    def add(self, line: str) -> None:
-        self.lines.append(line)
-
-    def part(self, text: str, wire: bool = False) -> str:
-        ident = part_hash(text)
-        if ident in self.writer.known or ident in self.known:
-            return ident
-        if "\n" in text or "\r" in text or not _encodable(text):
-            self.add(_dumps({"t": "x", "h": ident, "s": text}))
-        else:
-            self.add('{"t":"x","h":"' + ident + '","v":' + text + "}")
-        self.known.add(ident)
-        if wire:
-            key, own = _canonical(text)
-            self.canonical.setdefault(part_hash(key), ident)
-            if not own:
-                self.writer.own_wire = False  # a client's own bytes: its replies' wire form is not guessed
-        return ident
-
-    def commit(self) -> None:
-        writer = self.writer
-        writer.known |= self.known
-        for key, value in self.canonical.items():
-            writer.canonical.setdefault(key, value)
-        if self.contents:
-            writer.contents.update(self.contents)
-            while len(writer.contents) > KEEP_CONTENTS:
-                del writer.contents[next(iter(writer.contents))]
-        writer.figures.update(self.figures)
-        if self.bodies:
-            last = max(self.bodies)
-            writer.bodies = {last: self.bodies[last]}
-            writer.items = {last: self.items[last]}
-        writer.count += self.new_records
-        if self.initial is not None:
-            writer.initial = self.initial
-        if self.encoding is not None:
-            writer.encoding = self.encoding
-        if self.last_body is not None:
-            writer.last_body = self.last_body
-        if self.state is not None:
-            writer.settings, writer.shown, writer.branches = self.state
-        if self.shown_messages is not None:
-            writer._shown_messages = self.shown_messages
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def log_bytes(session: Session, secrets: Iterable[str] = ()) -> bytes:

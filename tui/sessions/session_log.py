@@ -14,30 +14,27 @@ Each append is a run of whole lines written at once after everything it refers t
 kill -9 in the middle of a write) holds every append up to the last complete line; a last line without its
 newline is left out when the file is read, and cut off before the next append. A part's H is the first 32 hex
 digits of the sha256 of its text, a message's of its record's JSON: each is written once, however many requests
-send it. Reading (this module) builds the session's last state and each request's figures; a request's body is rebuilt from
-its parts only when it is read (RequestRecord.body), byte for byte as it was sent. Writing is
-tui/sessions/log_writer.py.
+send it. Reading (this module) parses and checks each line and folds it into the session's last state and each
+request's figures (tui/sessions/log_state.py holds them); the session is built from that state in
+tui/sessions/log_session.py, where a request's body is rebuilt from its parts only when it is read
+(RequestRecord.body), byte for byte as it was sent. Writing is tui/sessions/log_writer.py.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any, Callable
 
 import msgspec
 
-from tui.sessions.body_split import Split, join, split
-from tui.sessions.log_diff import BadChange, Unpacked, apply, apply_list
-from tui.sessions.model import FORMAT, MAX_NEXT_ID, RequestRecord, Session, SessionFormatError
-from tui.sessions.safe_io import MAX_SESSION_BYTES, structure_problem, text_problem
+from tui.sessions.log_diff import BadChange, apply, apply_list
+from tui.sessions.log_state import Json, LogState, _completed
+from tui.sessions.model import FORMAT, MAX_NEXT_ID, SessionFormatError
+from tui.sessions.safe_io import structure_problem, text_problem
 from tui.sessions.schema_types import MAX_MESSAGES
 
-__all__ = ["LOG_VERSION", "LogState", "file_loaders", "is_log", "read_log", "session_from_log"]
+__all__ = ["LOG_VERSION", "is_log", "read_log"]
 
-Json = Any
 LOG_VERSION = 2
 SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", "policy", "fences", "variables",
             "tools", "params", "next_id")
@@ -64,127 +61,6 @@ def is_log(raw: bytes) -> bool:
     first = raw[:raw.find(b"\n")] if b"\n" in raw[:65536] else raw[:65536]
     return first.startswith(b'{"format":"ctxpane-session","version":') and first.rstrip().endswith(b"}") \
         and b'"layout":"lines"' in first
-
-
-# -- reading ----------------------------------------------------------------------------------------------------
-@dataclass
-class LogState:
-    """What a session file holds, as read: enough to build the session and to go on appending to it."""
-
-    header: dict[str, Json]
-    parts: dict[str, str] = field(default_factory=dict)  # H -> exact text
-    messages: dict[str, dict[str, Json]] = field(default_factory=dict)  # H -> message record
-    records: list[dict[str, Json]] = field(default_factory=list)  # each request's figures
-    bodies: list[dict[str, Json]] = field(default_factory=list)  # each request's body, as frame and parts
-    settings: dict[str, Json] = field(default_factory=dict)
-    shown: list[str] = field(default_factory=list)  # the messages shown, by H
-    branches: list[dict[str, Json]] = field(default_factory=list)
-    id_floor: int = 0  # one past the highest numbered message id the requests name
-    initial: dict[str, Json] = field(default_factory=dict)  # the last request's figures as its first line wrote them
-    complete: int = 0  # bytes of whole lines (a last line cut short is not counted)
-    cut: int = 0  # bytes of a last line cut short
-    lengths: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # array -> (request, its length)
-    _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
-    unpacked: Unpacked = field(default_factory=lambda: Unpacked(MAX_SESSION_BYTES), repr=False)
-
-    def items(self, index: int, key: str) -> list[str]:
-        """The parts of the array `key` of request `index`'s body, resolved through the requests before it."""
-        chain: list[dict[str, Json]] = []
-        at = index
-        base: list[str] = []
-        while at >= 0:
-            memo = self._lists.get((at, key))
-            if memo is not None:
-                base = memo
-                break
-            hole = _list_hole(self.bodies[at], key)
-            if hole is None:
-                break
-            chain.append(hole)
-            if "f" not in hole:
-                break
-            at -= 1
-        items = base
-        for hole in reversed(chain):
-            items = apply_list(items, hole)
-        if chain:  # the latest resolved is kept: replay in order never walks back
-            self._lists = {k: v for k, v in self._lists.items() if k[1] != key}
-            self._lists[(index, key)] = items
-        return items
-
-    def message_text(self, ident: str) -> str:
-        """The content of message H (a reply's content is written as the message it became)."""
-        content = self.messages[ident].get("content") if ident in self.messages else None
-        if not isinstance(content, str):
-            raise BadChange("a reply names a message the file does not hold")
-        return content
-
-    def body_text(self, index: int) -> str:
-        body = self.bodies[index]
-        pieces: list[str | list[str]] = [self.parts[hole["x"]] if "x" in hole else self.items(index, hole["key"])
-                                         for hole in body["h"]]
-        _check_rebuilt_size(body, pieces, self.parts)
-        texts = []
-        for hole, piece in zip(body["h"], pieces):
-            if isinstance(piece, str):
-                texts.append(piece)
-            else:
-                lead, sep, trail = hole["l"]
-                texts.append(lead + sep.join(self.parts[h] for h in piece) + trail)
-        return join(body["k"], texts)
-
-    def split_of(self, index: int) -> Split:
-        """Request `index`'s body cut as the writer cut it (to cut the next one)."""
-        return split(self.body_text(index))
-
-
-def _check_rebuilt_size(body: dict[str, Json], pieces: list[str | list[str]], parts: dict[str, str]) -> None:
-    """A body may name one part many times: what it rebuilds to is bounded as a file is (a version-1 body could be
-    no larger), measured before it is built (a few MB of file naming one big part would be gigabytes)."""
-    size = sum(map(len, body["k"]))
-    for hole, piece in zip(body["h"], pieces):
-        if isinstance(piece, str):
-            size += len(piece)
-        else:
-            size += sum(map(len, hole["l"])) + len(hole["l"][1]) * len(piece) + sum(len(parts[h]) for h in piece)
-        if size > MAX_SESSION_BYTES:
-            raise SessionFormatError("a request body that rebuilds to more than a session file may hold")
-
-
-def _completed(body: Json, before: dict[str, Json] | None) -> Json:
-    """A body as its line wrote it, with what it shares with the request before filled in: its frame (`k`) and the
-    layout (`l`) of its arrays, written only when they differ."""
-    if not isinstance(body, dict) or before is None:
-        return body
-    out = dict(body)
-    if "k" not in out:
-        out["k"] = before.get("k")
-    holes = out.get("h")
-    if isinstance(holes, list) and any(isinstance(h, dict) and "x" not in h and "l" not in h for h in holes):
-        layouts = {h.get("key"): h.get("l") for h in before.get("h", []) if isinstance(h, dict) and "l" in h}
-        out["h"] = [{**h, "l": layouts.get(h.get("key"))} if isinstance(h, dict) and "x" not in h and "l" not in h
-                    else h for h in holes]
-    return out
-
-
-def _shortened(body: dict[str, Json], before: dict[str, Json] | None) -> dict[str, Json]:
-    """The body as its line writes it: without what it shares with the request before (see _completed)."""
-    if before is None:
-        return body
-    out: dict[str, Json] = {}
-    if body["k"] != before.get("k"):
-        out["k"] = body["k"]
-    layouts = {h.get("key"): h.get("l") for h in before.get("h", []) if "l" in h}
-    out["h"] = [{k: v for k, v in h.items() if k != "l"} if "l" in h and layouts.get(h["key"]) == h["l"] else h
-                for h in body["h"]]
-    return out
-
-
-def _list_hole(body: dict[str, Json], key: str) -> dict[str, Json] | None:
-    for hole in body.get("h", []):
-        if isinstance(hole, dict) and hole.get("key") == key and "l" in hole:
-            return hole
-    return None
 
 
 class _Line(msgspec.Struct):
@@ -394,82 +270,3 @@ def _check_body(state: LogState, body: Json, index: int, number: int, checked: s
         if state.lengths[key][1] > MAX_MESSAGES:
             raise SessionFormatError(f"line {number}: field `requests[{index}].body.{key}`: more than "
                                      f"{MAX_MESSAGES:,} items")
-
-
-def session_from_log(state: LogState, path: Path | None = None) -> Session:
-    """The session a file holds: settings and messages through the session schema, each request's figures through
-    the request schema, its body left in the file until it is read."""
-    from tui.sessions import schema
-    from tui.sessions.parse import _request, convert, to_session
-
-    header = state.header
-    data: dict[str, Json] = {"format": FORMAT, "version": 1, "id": header.get("id"), **state.settings,
-                             "messages": [state.messages[h] for h in state.shown],
-                             "branches": [{**{k: v for k, v in b.items() if k != "m"},
-                                           "messages": [state.messages[h] for h in b["m"]]} for b in state.branches]}
-    if not data["branches"]:
-        del data["branches"]
-    session = to_session(convert(data, schema.SessionIn))
-    requests = []
-    for index, figures in enumerate(state.records):
-        item = convert({**figures, "body": {}}, schema.RequestIn, f".requests[{index}]")
-        plain = _request(item)
-        values = {f.name: getattr(plain, f.name) for f in fields(RequestRecord) if f.name != "body"}
-        requests.append(RequestRecord.lazy(_body_loader(state, index), _text_loader(state, index), **values))
-    session.requests = requests
-    session.next_id = max(session.next_id, state.id_floor)  # (to_session counted the messages' own ids)
-    if state.cut:
-        session.read_notes.append(f"its last write was cut short (the app or the machine stopped): the "
-                                  f"{state.cut:,} bytes of that last line were left out")
-    return session
-
-
-def body_text_in_file(path: Path, index: int) -> str:
-    """Request `index`'s exact body text, read again from its file (a record let go from memory: the tap)."""
-    from tui.sessions.safe_io import SessionFileError, read_regular_file
-
-    try:
-        return read_log(read_regular_file(path, MAX_SESSION_BYTES)).body_text(index)
-    except (SessionFileError, SessionFormatError, IndexError, KeyError) as exc:
-        raise SessionFormatError(f"{path.name}: request {index + 1} cannot be read again: {exc}") from None
-
-
-def file_loaders(path: Path, index: int, kind: str = "chat") -> tuple[Callable[[], dict[str, Json]],
-                                                                     Callable[[], str]]:
-    """The loaders of a record let go from memory: its body (of wire format `kind`) and its exact text, from the
-    file."""
-    return (lambda: checked_body(body_text_in_file(path, index), index, kind)), \
-        lambda: body_text_in_file(path, index)
-
-
-def checked_body(text: str, index: int, kind: str = "chat") -> dict[str, Json]:
-    """A request's body rebuilt, through the checks a body of its wire format `kind` has (tui/sessions/schema.py):
-    the bounds of every record, applied when the record's body is read (opening the file reads none)."""
-    from tui.errors import schema_error_line
-    from tui.sessions.schema import Body, check_tools, check_wire_body
-    from tui.sessions.schema_types import conform
-
-    body = _decode(text.encode("utf-8", "surrogatepass"), index + 1, "the body of request")
-    if not isinstance(body, dict):
-        raise SessionFormatError(f"the body of request {index + 1} is not an object")
-    try:
-        if kind == "chat":
-            conform(body, Body, f".requests[{index}].body")
-            check_tools(body.get("tools"), f".requests[{index}].body.tools")
-        else:
-            check_wire_body(kind, body, f".requests[{index}].body")
-    except ValueError as exc:
-        raise SessionFormatError(schema_error_line(str(exc))) from None
-    return body
-
-
-def _body_loader(state: LogState, index: int) -> Callable[[], dict[str, Json]]:
-    kind = str(state.records[index].get("format") or "chat")
-    return lambda: checked_body(state.body_text(index), index, kind)
-
-
-def _text_loader(state: LogState, index: int) -> Callable[[], str]:
-    return lambda: state.body_text(index)
-
-
-# -- writing --------------------------------------------------------------------------------------------------------

@@ -61,7 +61,8 @@ def load_session(path: Path) -> Opened:
     """
     raw = read_regular_file(path, MAX_SESSION_BYTES)
     from tui.sessions.parse import decode_session, newer_note  # msgspec loads with the first session, not at start-up
-    from tui.sessions.session_log import LOG_VERSION, is_log, read_log, session_from_log
+    from tui.sessions.log_session import session_from_log
+    from tui.sessions.session_log import LOG_VERSION, is_log, read_log
 
     log = is_log(raw)
     try:

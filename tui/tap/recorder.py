@@ -13,7 +13,6 @@ what is recorded is what replay finds again, byte for byte.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -23,38 +22,35 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from tui.context.formats import FormatKind, Parsed, kind_of_path, parse_body
+from tui.context.formats import FormatKind, Parsed
 from tui.context.policy.truncation import PolicySettings
 from tui.context.cache.causes import CauseClass
 from tui.context.messages import Message, Provenance
 from tui.context.cache.rules import rule_known
 from tui.context.families.identity import SHIPPED
-from tui.context.untrusted.redaction import Redactor, credential_name, key_shaped
+from tui.context.untrusted.redaction import Redactor
 from tui.sessions.model import RequestRecord, Session
-from tui.sessions.redacted import BODY_WORDS, outside_words
 
+from tui.tap.bodies import body_keys, check_body, max_tokens_of, wire_body
 from tui.tap.client_cuts import client_cuts, messages_of, with_cache_effect
 from tui.tap.conversations import Conversation, Conversations
 from tui.tap.chains import Chains
+from tui.tap.keeping import Keeping
 from tui.tap.replies import stream_record, wire_reply
 from tui.tap.server import Exchange
 from tui.tap.state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
 
 log = logging.getLogger("ctxpane.tap")
 
-KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
-KEEP_VIEW_CHARS = 2 * 1024 * 1024  # and at most documents of these many characters in all (long conversations)
 KEEP_BYTES_OF = 100  # finished exchanges whose raw reply bytes stay in memory (for the view and tests)
 KEEP_BYTES_TOTAL = 16 * 1024 * 1024  # and at most these bytes of them (replies of 32 MB each would be 3.2 GB)
-SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
-KEEP_TIMINGS = 2000  # the latest appends' durations kept (for the benchmark: flat, whatever the length)
 
 
 def stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
-class Recorder:
+class Recorder(Keeping):
     def __init__(self, upstream: str, folder: Path, engine_source: Callable[[str], Engine],
                  on_change: Callable[[str, Tapped], None] | None = None):
         self.upstream, self.folder = upstream, folder
@@ -98,15 +94,6 @@ class Recorder:
     def drain(self) -> None:
         """Wait until every exchange told so far is recorded and saved (for tests and a clean exit)."""
         self._pool.submit(self._guarded_flush).result()
-
-    def _guarded_flush(self) -> None:
-        for thread in list(self.threads.values()):
-            if thread.dirty:
-                try:
-                    self.write(thread)
-                except Exception:  # noqa: BLE001 - a disk problem is logged, the tap goes on
-                    self.failures += 1
-                    log.exception("saving %s failed", thread.path)
 
     def _guarded(self, step: Callable[[Exchange], None], exchange: Exchange) -> None:
         try:
@@ -166,10 +153,10 @@ class Recorder:
         return view
 
     def begin(self, exchange: Exchange) -> None:
-        found = self.wire_body(exchange)
+        found = wire_body(exchange)
         kind, body = found if found is not None else (FormatKind.CHAT, None)
         if body is not None:  # a key some clients put in the body: forwarded, redacted from the file
-            exchange.secrets += self.body_keys(body)
+            exchange.secrets += body_keys(body)
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
         if body is None:
@@ -177,7 +164,7 @@ class Recorder:
             tapped.problem = "passed through (not a chat completion, Messages or Responses request: not rendered)"
             self.on_change("passed", tapped)
             return
-        parsed = self.check_body(body, kind)  # a body a session file could not hold is not recorded (it was forwarded)
+        parsed = check_body(body, kind)  # a body a session file could not hold is not recorded (it was forwarded)
         model = str(body.get("model") or "")[:200]
         engine = self.ready_engine(model)  # an upstream that says nothing: the model's family counts
         held = self.chains.held(parsed, self.threads)  # a Responses request whose server holds its earlier context
@@ -293,79 +280,6 @@ class Recorder:
         self.on_change("end", tapped)
 
     # -- pieces ---------------------------------------------------------------------------------------
-    @staticmethod
-    def body_keys(body: dict) -> list[str]:
-        """The values of a body's credential fields (api_key, metadata.session_token, …) outside its messages:
-        forwarded, never kept or shown (redacted.py masks them by name; these are looked for in replies)."""
-        found: list[str] = []
-
-        def walk(value: Any, credential: bool = False) -> None:
-            if isinstance(value, dict):
-                for name, item in value.items():
-                    walk(item, credential or isinstance(name, str) and credential_name(name))
-            elif isinstance(value, list):
-                for item in value:
-                    walk(item, credential)
-            elif isinstance(value, str) and (credential or key_shaped(value)):
-                found.append(value)
-        walk({name: value for name, value in body.items() if name not in BODY_WORDS})
-        return found
-
-    @staticmethod
-    def shown_body(body: dict) -> dict:
-        """The body as the app shows it: each credential field's value as ***, the messages as they are."""
-        return Redactor().value(body, outside_words, by_name=True)
-
-    @staticmethod
-    def chat_body(exchange: Exchange) -> dict | None:
-        found = Recorder.wire_body(exchange)
-        return found[1] if found is not None and found[0] is FormatKind.CHAT else None
-
-    @staticmethod
-    def wire_body(exchange: Exchange) -> tuple[FormatKind, dict] | None:
-        """The request's format and body, when it is a chat completion, a Messages or a Responses request."""
-        kind = kind_of_path(exchange.path)
-        if exchange.method != "POST" or kind is None:
-            return None
-        try:
-            body = json.loads(exchange.body)
-        except (ValueError, RecursionError):
-            return None
-        if not isinstance(body, dict):
-            return None
-        if kind is FormatKind.CHAT and (not isinstance(body.get("messages"), list) or not body["messages"]):
-            return None
-        return kind, body
-
-    def let_go(self, thread: Thread, tapped: Tapped) -> None:
-        """Memory stays bounded however long the tap runs: a conversation keeps the rendering of its last two
-        requests (the next one is compared with the last), and only the latest KEEP_VIEWS requests keep
-        theirs for the view; every request stays whole in its session file."""
-        views = thread.replayer._views  # noqa: SLF001
-        for index in [i for i in views if i < tapped.index - 1]:
-            del views[index]
-        self.with_views.append(tapped)
-        self.view_chars += _document_chars(tapped.view)
-        while len(self.with_views) > KEEP_VIEWS or len(self.with_views) > 2 and self.view_chars > KEEP_VIEW_CHARS:
-            old = self.with_views.pop(0)
-            self.view_chars -= _document_chars(old.view)
-            old.view = old.previous = None
-            old.problem = old.problem or "let go from memory: open its session file (replay) to see it again"
-
-    def check_body(self, body: dict, kind: FormatKind = FormatKind.CHAT) -> Parsed:
-        """The checks a session file's request body must pass (tui/sessions/schema.py), and its messages'; the
-        body as the server reads it."""
-        from tui.sessions.schema import Body, check_tools, check_wire_body, conform
-
-        if kind is FormatKind.CHAT:
-            conform(body, Body, ".body")
-            check_tools(body.get("tools"), ".body.tools")
-        parsed = parse_body(kind, body)  # one line when it is not a body of its format
-        if kind is not FormatKind.CHAT:
-            check_wire_body(kind.value, body, ".body")
-        messages_of(parsed.messages, [f"m{i}" for i in range(len(parsed.messages))])
-        return parsed
-
     def format_findings(self, thread: Thread, index: int, record: RequestRecord, parsed: Parsed, view: Any) -> Any:
         """What the body's format says beside its messages, in the view's notes: what the server leaves out, the
         context it holds (previous_response_id), Anthropic's cache breakpoints."""
@@ -406,83 +320,6 @@ class Recorder:
         except Exception:  # noqa: BLE001 - odd figures: nothing to compare
             receipt = None
         settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
-
-    def save(self, thread: Thread) -> None:
-        """Save the conversation's file now, or once its pause is over: a busy client's requests cost one write a
-        moment, not one each. The pause is SAVE_EVERY, or ten times the last write when that took longer (the file
-        grows with the conversation): writing takes at most a tenth of the recording thread's time."""
-        thread.dirty = True
-        wait = thread.next_save - time.monotonic()
-        if wait <= 0:
-            self.write(thread)
-        elif not thread.pending:
-            thread.pending = True
-            timer = threading.Timer(wait, self._save_later)
-            timer.daemon = True
-            timer.start()
-
-    def _save_later(self) -> None:
-        try:
-            self._pool.submit(self._guarded_flush)
-        except RuntimeError:  # the recorder closed meanwhile: close() saved what was due
-            pass
-
-    def write(self, thread: Thread) -> None:
-        """Append what is new in the conversation to its file, then let go of what only the file needs now."""
-        from tui.sessions.log_writer import LogWriter
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        thread.dirty = thread.pending = False
-        started, cpu = time.monotonic(), time.thread_time()
-        if thread.log is None:
-            thread.log = LogWriter(thread.path)
-        thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
-        took = time.monotonic() - started
-        self.append_seconds.append(took)
-        self.append_cpu.append(time.thread_time() - cpu)
-        del self.append_seconds[:-KEEP_TIMINGS], self.append_cpu[:-KEEP_TIMINGS]
-        thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
-        self.release(thread)
-
-    def close_threads(self) -> None:
-        """A conversation no longer matched against (conversations.MAX_OPEN) is in its file: its thread goes once
-        everything of it is written, so the tap's memory does not grow with the conversations it has seen."""
-        still = {conversation.number for conversations in (self.conversations, *self.by_format.values())
-                 for conversation in conversations.open}  # each format's conversations are matched on their own
-        if len(self.threads) <= len(still):
-            return
-        for number in [n for n, t in self.threads.items() if n not in still and not t.dirty and not t.pending
-                       and all(tapped.done for tapped in t.tapped)]:
-            del self.threads[number]
-
-    def release(self, thread: Thread) -> None:
-        """Memory stays bounded however long a conversation runs: a request settled in its file keeps its figures
-        here (a few kB: the costs go on from them), not its body (the whole conversation, each time) nor the raw
-        bytes of its reply; both are read again from the file when asked for."""
-        from tui.sessions.session_log import file_loaders
-
-        log = thread.log
-        while thread.released < min(log.settled, len(thread.session.requests)):
-            index = thread.released
-            if index not in log.watch:
-                record = thread.session.requests[index]
-                record.let_go_of_body(*file_loaders(thread.path, index, record.format))
-                stream = record.reply.get("stream")
-                if isinstance(stream, dict) and "raw" in stream:
-                    record.reply = {**record.reply, "stream": {k: v for k, v in stream.items()
-                                                               if k not in ("raw", "offsets")}}
-            thread.released += 1
-
-
-def _document_chars(view: Any) -> int:
-    document = getattr(view, "document", None)
-    return len(getattr(document, "text", "") or "")
-
-
-def max_tokens_of(record: RequestRecord) -> int:
-    key = "max_output_tokens" if record.format == FormatKind.RESPONSES.value else "max_tokens"
-    value = record.body.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _family_key(model: str) -> str:

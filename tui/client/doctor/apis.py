@@ -14,7 +14,7 @@ from tui.context.formats import FormatKind, parse_body
 from tui.context.formats.convert import wire_request
 from tui.context.formats.replies import Translator
 from tui.context.messages import Message, message_from_dict
-from tui.context.request import llama_messages, llama_tools
+from tui.context.llama_wire import llama_messages, llama_tools
 from tui.context.templates.library import ChatTemplate
 
 APIS = (FormatKind.MESSAGES, FormatKind.RESPONSES)

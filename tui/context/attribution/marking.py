@@ -40,7 +40,7 @@ IDENTIFIER = re.compile(r"[\w.:/@+-]{1,64}")  # no whitespace, brackets, bars or
 STRUCTURAL_KEYS = frozenset({"role", "type"})
 # What a stretch of the rendered document is: a message field's text (MESSAGE_KINDS), the tools' or a variable's,
 # the template's own (`marker`), text no field explains (`unattributed`), or a fence's own text around a fenced
-# message's content (request.split_fence_spans).
+# message's content (request_fences.split_fence_spans).
 SpanKind: TypeAlias = Literal["content", "reasoning", "tool_call", "name", "tool_schema", "variable", "marker",
                               "unattributed", "fence"]
 MESSAGE_KINDS: dict[str, SpanKind] = {

@@ -1,0 +1,132 @@
+"""What the tap's recorder keeps, and for how long: each conversation's file appended to at a bounded pace, and the
+memory of renderings, bodies and threads let go of once the file holds them. A part of the Recorder
+(tui/tap/recorder.py), on its recording thread."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tui.tap.conversations import Conversations
+from tui.tap.state import Tapped, Thread
+
+log = logging.getLogger("ctxpane.tap")
+
+KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
+KEEP_VIEW_CHARS = 2 * 1024 * 1024  # and at most documents of these many characters in all (long conversations)
+SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
+KEEP_TIMINGS = 2000  # the latest appends' durations kept (for the benchmark: flat, whatever the length)
+
+
+class Keeping:
+    """The Recorder's saving and letting go (the Recorder holds these attributes)."""
+
+    folder: Path
+    conversations: Conversations
+    by_format: dict[Any, Conversations]
+    threads: dict[int, Thread]
+    failures: int
+    _pool: ThreadPoolExecutor
+    with_views: list[Tapped]
+    view_chars: int
+    append_seconds: list[float]
+    append_cpu: list[float]
+
+    def _guarded_flush(self) -> None:
+        for thread in list(self.threads.values()):
+            if thread.dirty:
+                try:
+                    self.write(thread)
+                except Exception:  # noqa: BLE001 - a disk problem is logged, the tap goes on
+                    self.failures += 1
+                    log.exception("saving %s failed", thread.path)
+
+    def save(self, thread: Thread) -> None:
+        """Save the conversation's file now, or once its pause is over: a busy client's requests cost one write a
+        moment, not one each. The pause is SAVE_EVERY, or ten times the last write when that took longer (the file
+        grows with the conversation): writing takes at most a tenth of the recording thread's time."""
+        thread.dirty = True
+        wait = thread.next_save - time.monotonic()
+        if wait <= 0:
+            self.write(thread)
+        elif not thread.pending:
+            thread.pending = True
+            timer = threading.Timer(wait, self._save_later)
+            timer.daemon = True
+            timer.start()
+
+    def _save_later(self) -> None:
+        try:
+            self._pool.submit(self._guarded_flush)
+        except RuntimeError:  # the recorder closed meanwhile: close() saved what was due
+            pass
+
+    def write(self, thread: Thread) -> None:
+        """Append what is new in the conversation to its file, then let go of what only the file needs now."""
+        from tui.sessions.log_writer import LogWriter
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        thread.dirty = thread.pending = False
+        started, cpu = time.monotonic(), time.thread_time()
+        if thread.log is None:
+            thread.log = LogWriter(thread.path)
+        thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
+        took = time.monotonic() - started
+        self.append_seconds.append(took)
+        self.append_cpu.append(time.thread_time() - cpu)
+        del self.append_seconds[:-KEEP_TIMINGS], self.append_cpu[:-KEEP_TIMINGS]
+        thread.next_save = time.monotonic() + max(SAVE_EVERY, 10 * took)
+        self.release(thread)
+
+    def close_threads(self) -> None:
+        """A conversation no longer matched against (conversations.MAX_OPEN) is in its file: its thread goes once
+        everything of it is written, so the tap's memory does not grow with the conversations it has seen."""
+        still = {conversation.number for conversations in (self.conversations, *self.by_format.values())
+                 for conversation in conversations.open}  # each format's conversations are matched on their own
+        if len(self.threads) <= len(still):
+            return
+        for number in [n for n, t in self.threads.items() if n not in still and not t.dirty and not t.pending
+                       and all(tapped.done for tapped in t.tapped)]:
+            del self.threads[number]
+
+    def release(self, thread: Thread) -> None:
+        """Memory stays bounded however long a conversation runs: a request settled in its file keeps its figures
+        here (a few kB: the costs go on from them), not its body (the whole conversation, each time) nor the raw
+        bytes of its reply; both are read again from the file when asked for."""
+        from tui.sessions.log_session import file_loaders
+
+        log = thread.log
+        while thread.released < min(log.settled, len(thread.session.requests)):
+            index = thread.released
+            if index not in log.watch:
+                record = thread.session.requests[index]
+                record.let_go_of_body(*file_loaders(thread.path, index, record.format))
+                stream = record.reply.get("stream")
+                if isinstance(stream, dict) and "raw" in stream:
+                    record.reply = {**record.reply, "stream": {k: v for k, v in stream.items()
+                                                               if k not in ("raw", "offsets")}}
+            thread.released += 1
+
+    def let_go(self, thread: Thread, tapped: Tapped) -> None:
+        """Memory stays bounded however long the tap runs: a conversation keeps the rendering of its last two
+        requests (the next one is compared with the last), and only the latest KEEP_VIEWS requests keep
+        theirs for the view; every request stays whole in its session file."""
+        views = thread.replayer._views  # noqa: SLF001
+        for index in [i for i in views if i < tapped.index - 1]:
+            del views[index]
+        self.with_views.append(tapped)
+        self.view_chars += _document_chars(tapped.view)
+        while len(self.with_views) > KEEP_VIEWS or len(self.with_views) > 2 and self.view_chars > KEEP_VIEW_CHARS:
+            old = self.with_views.pop(0)
+            self.view_chars -= _document_chars(old.view)
+            old.view = old.previous = None
+            old.problem = old.problem or "let go from memory: open its session file (replay) to see it again"
+
+
+def _document_chars(view: Any) -> int:
+    document = getattr(view, "document", None)
+    return len(getattr(document, "text", "") or "")
