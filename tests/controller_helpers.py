@@ -43,16 +43,21 @@ class Harness:
         self.runtime = AsyncioRuntime()
         self.ctl = Controller(Settings(**settings), self.runtime, self.events.append, tmp_path / "sessions")
 
-    async def idle(self, seconds: float = 0.05) -> None:
-        await self.runtime.idle(settle=seconds)
-        writer = self.ctl.file.writer  # saves are written by their own thread
-        if writer is not None:
-            await asyncio.to_thread(writer.wait_idle, 10)
+    async def idle(self) -> None:
+        """Wait until what the last change started is over: its jobs, the timers it set (a settle, a save) and
+        the save its own thread writes."""
+        while True:
+            await self.runtime.idle()
+            writer = self.ctl.file.writer  # saves are written by their own thread
+            if writer is not None:
+                await asyncio.to_thread(writer.wait_idle, 10)
+            if self.runtime.busy() is None:
+                return
 
-    async def until_replied(self, step: float = 0.1, tries: int = 300) -> None:
+    async def until_replied(self) -> None:
         """Wait until no reply streams any more (what a send started is over)."""
-        for _ in range(tries):
-            await self.idle(step)
+        for _ in range(3):  # the send's job ends with the reply; a reply still streaming after it is a bug
+            await self.idle()
             if not self.ctl.streaming:
                 return
         raise AssertionError("the reply never ended")
@@ -103,7 +108,7 @@ async def summarised(made: "Harness", text: str = "what now?") -> None:
     ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
     ctl.refresh()
     ctl.submit(text)
-    await made.idle(0.1)
+    await made.idle()
 
 
 @asynccontextmanager

@@ -16,14 +16,14 @@ async def on_server(tmp_path, monkeypatch, url: str, session: Session) -> Harnes
     made = Harness(tmp_path, base_url=url, tokenizer="")
     made.ctl.adopt(session, None)
     made.ctl.connect()
-    await made.idle(0.3)
+    await made.idle()
     assert made.ctl.client is not None
     return made
 
 
 async def typed(made: Harness, text: str) -> None:
     made.ctl.set_draft(text)
-    await made.idle(0.6)  # the pane's view of the message, as the user sees it before Enter
+    await made.idle()  # the pane's view of the message, as the user sees it before Enter
 
 
 def warnings(made: Harness) -> list[str]:
@@ -79,7 +79,7 @@ async def test_an_image_to_a_server_without_vision_is_said_before_it_is_sent(tmp
         image = tmp_path / "chart.png"
         image.write_bytes(png(64, 64))
         ctl.attach(f"file:{image}", "")
-        await made.idle(0.3)
+        await made.idle()
         await typed(made, "What is in the chart?")
         assert not ctl.submit("What is in the chart?")
         [said] = warnings(made)

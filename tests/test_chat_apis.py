@@ -43,7 +43,7 @@ async def test_the_chat_speaks_each_api_to_the_real_server(llama_server, tmp_pat
         assert ctl.snapshot().pane.url.endswith({"chat": "/chat/completions", "responses": "/responses",
                                                  "messages": "/messages"}[api])
         path = ctl.file.session_file
-        await made.idle(0.2)
+        await made.idle()
     finally:
         made.ctl.close()
     checked = subprocess.run([sys.executable, "-m", "tui", "replay", "--check", str(path)], capture_output=True,

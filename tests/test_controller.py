@@ -56,7 +56,7 @@ async def test_the_draft_reaches_the_pane_and_a_later_computation(harness):
     assert ctl.generation == before + 1
     ctl.set_draft("And the price in euros?")  # the same text again is no change
     assert ctl.generation == before + 1
-    await harness.idle(0.5)  # a spliced draft is computed in full after a pause
+    await harness.idle()  # a spliced draft is computed in full after a pause
     pane = harness.of(PaneChanged)[-1].pane
     assert "And the price in euros?" in pane.view.document.text
     assert pane.draft_index == len(ctl.wb.session.messages) and ctl.snapshot().draft == "And the price in euros?"
@@ -118,7 +118,7 @@ async def test_a_computation_running_during_an_edit_is_dropped_and_the_edit_comp
     for i in range(5):  # a burst of changes while the worker is busy: only the newest is computed
         ctl.set_draft("x" * (i + 1))
     release.set()
-    await harness.idle(0.6)
+    await harness.idle()
     later = [event.pane for event in harness.of(PaneChanged)[seen:]]
     assert later and all("What is the quota?" not in pane.view.document.text for pane in later)
     assert "Edited while computing" in ctl.wb.view.document.text and "xxxxx" in ctl.wb.view.document.text
@@ -136,11 +136,11 @@ async def test_no_template_is_rendered_on_the_event_loop(harness):
     ctl.refresh()
     for text in ("a", "ab", "abc"):  # typed before the worker has looked at the template
         ctl.set_draft(text)
-    await harness.idle(0.5)
+    await harness.idle()
     for text in ("abcd", "abcde"):  # now known to copy text verbatim: spliced in place, no render at all
         ctl.set_draft(text)
     assert "abcde" in ctl.wb.view.document.text
-    await harness.idle(0.5)
+    await harness.idle()
     assert threads and threading.main_thread() not in threads
 
 

@@ -27,11 +27,7 @@ async def test_ollama_front_cut_is_said_under_the_reply_and_recorded(tmp_path, m
         long_turns(ctl)
         await made.idle()
         assert ctl.sending.submit("Which fruit came first?")
-        await made.idle(0.3)
-        for _ in range(100):
-            if not ctl.sending.streaming:
-                break
-            await made.idle(0.1)
+        await made.until_replied()
         ctl.close()
     statuses = [e.text for e in made.of(StatusChanged)]
     assert any(text.startswith("⚠ will not fit") and "server" in text for text in statuses), statuses
@@ -55,7 +51,7 @@ async def test_a_bad_price_file_is_a_notice_and_the_shipped_prices_are_used(tmp_
     (tmp_path / "config" / "ctxpane" / "prices.toml").write_text("date = [not toml")
     with WindowServer("vllm", n_ctx=4096, model="gpt-4o") as server:
         made = await connected(tmp_path, server.url)
-        await made.idle(0.3)
+        await made.idle()
         notices = [e.text for e in made.of(Notice)]
         assert any("prices.toml" in text and "using the shipped prices" in text for text in notices), notices
         assert made.ctl.sending.prices is not None and made.ctl.sending.prices.lookup("gpt-4o") is not None
@@ -70,10 +66,7 @@ async def test_a_refusal_for_size_is_said_with_the_servers_figures(tmp_path, mon
         long_turns(ctl)
         await made.idle()
         assert ctl.sending.submit("Which fruit came first?")
-        for _ in range(100):
-            await made.idle(0.1)
-            if not ctl.sending.streaming:
-                break
+        await made.until_replied()
         ctl.close()
     record = ctl.wb.session.requests[-1]
     assert record.received["verdict"] == "refused" and record.received["observed_window"] == 300
@@ -112,12 +105,12 @@ async def test_the_pane_header_warns_before_sending_while_the_draft_grows_past_t
         made = await connected(tmp_path, server.url)
         ctl = made.ctl
         ctl.set_draft("short")
-        await made.idle(0.2)
+        await made.idle()
         pane = ctl.pane_state()
         assert pane.fit is not None and pane.fit.over_by == 0
         assert "over the server's" not in summary_text(pane.view, pane.policy, None, fit=pane.fit).plain
         ctl.set_draft(" ".join(f"pear{i}" for i in range(200)))
-        await made.idle(0.3)
+        await made.idle()
         pane = ctl.pane_state()
         line = summary_text(pane.view, pane.policy, None, fit=pane.fit)
         over = pane.view.sent_tokens - 299  # a prompt must leave one token of the 300 for the reply
@@ -142,10 +135,7 @@ async def test_the_window_a_cut_reveals_is_what_the_next_request_is_checked_agai
         await made.idle()
         assert server_window(ctl)[0].tokens == 40960
         assert ctl.sending.submit("Which fruit came first?")
-        for _ in range(100):
-            await made.idle(0.1)
-            if not ctl.sending.streaming:
-                break
+        await made.until_replied()
         ctl.close()
     record = ctl.wb.session.requests[-1]
     assert record.fit["fits"] is True and record.received["verdict"] == "dropped", record.received

@@ -38,7 +38,7 @@ async def test_send_streams_the_reply_and_keeps_it(tmp_path, monkeypatch):
         ctl = made.ctl
         assert ctl.submit("hello there") and ctl.streaming
         assert not ctl.submit("again")  # one request at a time
-        await made.idle(0.1)
+        await made.idle()
         assert not ctl.streaming
         kinds = [type(e) for e in made.events if isinstance(e, (ReplyStarted, ReplyGrew, ReplyEnded))]
         assert kinds[0] is ReplyStarted and kinds[-1] is ReplyEnded and ReplyGrew in kinds
@@ -64,7 +64,7 @@ async def test_stop_mid_stream_keeps_the_partial_reply(tmp_path, monkeypatch):
         await eventually(lambda: any("reply" in e.content for e in made.of(ReplyGrew)), 10,
                          "the reply's second piece")
         ctl.stop()
-        await made.idle(0.1)
+        await made.idle()
         last = ctl.wb.session.messages[-1]
         assert not ctl.streaming and last.role == "assistant" and last.incomplete
         assert last.text().startswith("partial reply")
@@ -94,7 +94,7 @@ async def test_stop_before_the_request_is_sent_keeps_the_message(tmp_path, monke
             await asyncio.to_thread(started.wait, 10)
         ctl.stop()
         release.set()
-        await made.idle(0.1)
+        await made.idle()
         assert not ctl.streaming and len(server.requests) == sent and not ctl.wb.session.requests
         assert ctl.wb.session.messages[-1].text() == "never mind"
         assert made.of(StatusChanged)[-1].text.startswith("■ stopped before it was sent")
@@ -108,7 +108,7 @@ async def test_a_failed_send_keeps_the_users_message_and_draft(tmp_path, monkeyp
         ctl = made.ctl
         ctl.submit("my question")
         ctl.set_draft("the next one, typed while it was sent")
-        await made.idle(0.1)
+        await made.idle()
         messages = ctl.wb.session.messages
         question = next(m for m in messages if m.text() == "my question")
         assert question.role == "user" and not ctl.streaming
@@ -130,7 +130,7 @@ async def test_a_template_that_refuses_sends_nothing_and_keeps_the_message(tmp_p
         ctl.wb.set_template(template_from_text("{{ raise_exception('no, not this one') }}", "server:test", "t"))
         sent = len(server.requests)
         ctl.submit("will not go")
-        await made.idle(0.1)
+        await made.idle()
         assert not ctl.streaming and ctl.wb.session.messages[-1].text() == "will not go"
         assert len(server.requests) == sent and "rejects the conversation" in made.of(Notice)[-1].text
         ctl.close()
@@ -142,7 +142,7 @@ async def test_resend_from_a_message_drops_what_follows_and_sends(tmp_path, monk
         made = await connected(tmp_path, server.url + "/ok")
         ctl = made.ctl
         ctl.resend_from(2)  # the assistant's answer: re-sent from the user message before it
-        await made.idle(0.1)
+        await made.idle()
         assert [m.text() for m in ctl.wb.session.messages[:2]] == ["You are terse.", "What is the quota?"]
         assert server.requests[-1]["body"]["messages"][-1] == {"role": "user", "content": "What is the quota?"}
         assert ctl.wb.session.messages[-1].role == "assistant" and len(ctl.wb.session.messages) == 3
@@ -164,14 +164,14 @@ async def test_a_real_streaming_send_to_llama_server(llama_server, tmp_path, mon
     made = Harness(tmp_path, base_url=llama_server, tokenizer="")
     made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 24}), None)  # greedy and short: always text
     made.ctl.connect()
-    await made.idle(0.2)
+    await made.idle()
     ctl = made.ctl
     assert ctl.client is not None and "llama.cpp" in made.of(StatusChanged)[-1].text
     ctl.set_draft("Say hello in three words.")
-    await made.idle(0.6)
+    await made.idle()
     counted = ctl.wb.view.sent_tokens
     assert ctl.submit("Say hello in three words.")
-    await made.idle(0.2)
+    await made.idle()
     record = ctl.wb.session.requests[-1]
     arrived = record.reply.get("content") or ""
     assert not record.incomplete and arrived, record.reply

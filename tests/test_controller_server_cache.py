@@ -16,18 +16,18 @@ async def test_returning_to_an_earlier_conversation_is_predicted_from_the_host_c
     first = Session(params=dict(params))
     made.ctl.adopt(first, None)
     made.ctl.connect()
-    await made.idle(0.5)
+    await made.idle()
     ctl = made.ctl
     assert ctl.sending.cache.model is not None, [e.text for e in made.of(StatusChanged)]
     await made.send("Name three rivers in Europe, briefly.")
     await made.send("Which of them is the longest?")
     ctl.adopt(Session(params=dict(params)), None)  # another conversation takes the slot
-    await made.idle(0.3)
+    await made.idle()
     await made.send("Write a haiku about snow and pine trees.")
     ctl.adopt(first, None)  # and back to the first one
-    await made.idle(0.3)
+    await made.idle()
     ctl.set_draft("And the shortest?")
-    await made.idle(0.3)
+    await made.idle()
     shown = ctl.pane_state().view.prefix  # the pane predicts from the server's cache before anything is sent
     assert shown.source == 2 and shown.tokens > 20, (shown.source, shown.tokens, shown.place)
     await made.send("And the shortest?")
@@ -53,7 +53,7 @@ async def test_going_back_inside_one_conversation_is_predicted_from_the_request_
     session = Session(params={"temperature": 0, "max_tokens": 12}, messages=[system])
     made.ctl.adopt(session, None)
     made.ctl.connect()
-    await made.idle(0.5)
+    await made.idle()
     ctl = made.ctl
     await made.send("What is the capital of Portugal?")
     kept = list(session.messages)
@@ -63,7 +63,7 @@ async def test_going_back_inside_one_conversation_is_predicted_from_the_request_
     await made.send("And of Spain?")
     session.messages = kept  # the first system prompt back, the French turn gone
     ctl.changed()
-    await made.idle(0.3)
+    await made.idle()
     await made.send("And of Italy?")
     ctl.close()
     back = session.requests[-1]
@@ -78,7 +78,7 @@ async def test_llama_requests_ask_for_the_generated_tokens_cheaply(llama_server,
     made = Harness(tmp_path, base_url=llama_server, tokenizer="")
     made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 8}), None)
     made.ctl.connect()
-    await made.idle(0.5)
+    await made.idle()
     await made.send("Say one word.")
     made.ctl.close()
     record = made.ctl.wb.session.requests[-1]
@@ -94,14 +94,14 @@ async def test_odd_figures_in_a_stored_record_do_not_spoil_the_cache_model(llama
     session = Session(params={"temperature": 0, "max_tokens": 8})
     made.ctl.adopt(session, None)
     made.ctl.connect()
-    await made.idle(0.5)
+    await made.idle()
     await made.send("Name a river.")
     made.ctl.close()
     session.requests[-1].timings = {"predicted_n": "lots", "prompt_n": [1], "cache_n": True}
     again = Harness(tmp_path / "again", base_url=llama_server, tokenizer="")
     again.ctl.adopt(session, None)
     again.ctl.connect()
-    await again.idle(0.5)
+    await again.idle()
     assert again.ctl.sending.cache.model is not None
     await again.send("And another?")
     record = session.requests[-1]

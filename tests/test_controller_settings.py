@@ -12,6 +12,7 @@ from fault_server import FaultServer
 from tui.controller import tuning
 from tui.controller.events import Notice, StatusChanged
 from session_files import session_data
+from waiting import eventually
 
 
 def form(ctl, **changes) -> dict[str, str]:
@@ -35,7 +36,7 @@ async def test_settings_are_applied_saved_and_the_pane_recomputes(harness):
     errors = ctl.tuning.apply(form(ctl, context_window=300, max_tokens=64, name="keep-last-n", keep_last=2,
                                    temperature="0.3", top_p="0.9", seed=7))
     assert errors == {}
-    await harness.idle(0.5)  # past the save delay
+    await harness.idle()  # past the save delay
     policy = ctl.wb.policy
     assert (policy.context_window, policy.max_tokens, policy.name, policy.keep_last) == (300, 64, "keep-last-n", 2)
     assert ctl.wb.session.params == {"temperature": 0.3, "top_p": 0.9, "seed": 7}
@@ -93,7 +94,7 @@ async def test_a_new_session_keeps_the_servers_template_and_window(tmp_path, mon
         server_template = ctl.link.connection.template
         assert ctl.wb.template is server_template
         ctl.new_session()
-        await made.idle(0.1)
+        await made.idle()
         assert ctl.wb.template is server_template, ctl.wb.template.name
         assert ctl.wb.policy.context_window == 4096
         assert not [m for m in ctl.wb.session.messages if m.role == "system"]  # no invented system prompt
@@ -111,7 +112,7 @@ async def test_a_send_while_connecting_waits_and_goes_once_connected(tmp_path, m
         assert ctl.wb.session.messages[-1].text() == "hello early"
         assert not [n for n in made.of(Notice) if "offline" in n.text]
         assert any("connecting" in s.text for s in made.of(StatusChanged))
-        await made.idle(0.2)
+        await made.idle()
         assert ctl.wb.session.messages[-1].role == "assistant"
         assert server.requests and server.requests[-1]["body"]["messages"][-1]["content"] == "hello early"
         ctl.close()
@@ -124,15 +125,11 @@ async def test_a_server_that_comes_back_is_picked_up(tmp_path, monkeypatch):
     made = Harness(tmp_path, base_url=f"http://127.0.0.1:{port}/ok")
     ctl = await made.ready()
     ctl.connect()
-    await made.idle(0.05)
+    await made.idle()
     assert ctl.client is None
     assert "trying again" in made.of(StatusChanged)[-1].text
     with FaultServer(delay=0.01, port=port):
-        for _ in range(40):
-            await made.idle(0.1)
-            if ctl.client is not None:
-                break
-        assert ctl.client is not None
+        await eventually(lambda: ctl.client is not None, what="the controller connected to the server")
     ctl.close()
 
 
@@ -142,7 +139,7 @@ async def test_reconnect_switches_the_endpoint(tmp_path, monkeypatch):
         made = await connected(tmp_path, first.url + "/ok")
         ctl = made.ctl
         assert ctl.tuning.apply(form(ctl, base_url=second.url + "/ok")) == {}
-        await made.idle(0.2)
+        await made.idle()
         assert ctl.client is not None and ctl.client.endpoint.base_url.startswith(second.url)
         assert ctl.wb.session.base_url.startswith(second.url)
         ctl.close()
@@ -154,16 +151,16 @@ async def test_a_template_picked_while_the_server_renders_its_own_is_marked_what
     with FaultServer(delay=0.01) as server:
         made = await connected(tmp_path, server.url + "/llama")
         ctl = made.ctl
-        await made.idle(0.1)
+        await made.idle()
         assert ctl.pane_state().what_if == ""
         ctl.set_template("chatml")
-        await made.idle(0.1)
+        await made.idle()
         pane = ctl.pane_state()
         assert pane.what_if.startswith("what-if") and "what-if" in made.of(StatusChanged)[-1].text
         line = summary_text(pane.view, pane.policy, None, standing=TemplateStanding.WHAT_IF).plain
         assert "(what-if)" in line and "exact" not in line  # this template's count is not what the server counts
         ctl.set_template("@server")
-        await made.idle(0.1)
+        await made.idle()
         assert ctl.pane_state().what_if == ""
         ctl.close()
 
@@ -177,7 +174,7 @@ async def test_a_key_variable_set_in_the_app_keeps_that_key_out_of_the_file(harn
     from tui.sessions.model import RequestRecord
     ctl.wb.session.requests.append(RequestRecord(1, "t", {"messages": []}, reply={"error": f"bad key {secret}"}))
     ctl.file.autosave(now=True)
-    await harness.idle(0.5)
+    await harness.idle()
     text = ctl.file.session_file.read_text()
     assert text.count(secret) == 1 and f"my key is {secret}" in text  # in the words, nowhere else
     assert session_data(ctl.file.session_file)["requests"][0]["reply"]["error"] == "bad key ***" and "OTHER_KEY" not in ctl.tuning.values()["base_url"]

@@ -38,10 +38,10 @@ async def test_each_destructive_change_is_undone_several_steps_deep(harness):
 async def test_undo_is_saved_like_any_change(harness):
     ctl = await harness.ready()
     ctl.delete(1)
-    await harness.idle(0.5)  # saves are written SAVE_DELAY after the last change
+    await harness.idle()  # saves are written SAVE_DELAY after the last change
     assert "What is the quota?" not in [m.text() for m in saved(ctl).messages]
     ctl.history.undo()
-    await harness.idle(0.5)
+    await harness.idle()
     assert [m.text() for m in saved(ctl).messages] == texts(ctl)
     assert "What is the quota?" in texts(ctl)
 
@@ -56,7 +56,7 @@ async def test_ids_given_after_a_delete_are_never_given_again_after_its_undo(har
     ids = [m.id for m in ctl.wb.session.messages]
     assert len(ids) == len(set(ids)) and again.id != added.id
     ctl.changed()
-    await harness.idle(0.5)
+    await harness.idle()
     file_ids = [m["id"] for m in session_data(ctl.file.session_file)["messages"]]
     assert len(file_ids) == len(set(file_ids))
 
@@ -77,11 +77,11 @@ async def test_resend_is_undone_and_the_dropped_messages_come_back(tmp_path, mon
         before = texts(ctl)
         ctl.resend_from(2)
         assert not ctl.history.undo()  # not while the reply arrives
-        await made.idle(0.1)
+        await made.idle()
         assert len(ctl.wb.session.messages) == 3
         assert ctl.history.next_label == "re-send from #1" and ctl.history.undo()
         assert texts(ctl) == before
-        await made.idle(0.5)
+        await made.idle()
         assert [m.text() for m in saved(ctl).messages] == before
         ctl.close()
 
@@ -104,11 +104,11 @@ async def test_a_stale_stopped_status_goes_with_the_next_reply(tmp_path, monkeyp
         connected_line = made.of(StatusChanged)[-1].text
         assert ctl.submit("first")
         ctl.stop()  # before it was sent: "stopped" in the status line
-        await made.idle(0.1)
+        await made.idle()
         assert "stopped" in made.of(StatusChanged)[-1].text
         seen = len(made.of(StatusChanged))
         assert ctl.submit("second")
-        await made.idle(0.1)
+        await made.idle()
         assert ctl.wb.session.messages[-1].role == "assistant"
         # The connection line comes back when the reply starts; what the reply's receipt says may follow
         # (this server's usage is fixed, so it reads as a cut), but never the stale "stopped".

@@ -21,7 +21,7 @@ async def _first_progress(made: Harness) -> None:
 
 
 async def _until_done(made: Harness) -> None:
-    await made.until_replied(step=0.05)
+    await made.until_replied()
 
 
 @pytest.mark.parametrize("how", ["new session", "open file"])
@@ -146,7 +146,7 @@ async def test_a_save_that_fails_is_said_and_quitting_reports_it(harness, tmp_pa
     path.unlink()
     path.mkdir()
     ctl.edit(1, "changed")
-    await harness.idle(0.6)
+    await harness.idle()
     assert any("could not save" in e.text for e in harness.of(Notice)), [e.text for e in harness.of(Notice)]
     ctl.edit(1, "changed again")
     ctl.close()
@@ -179,7 +179,7 @@ async def test_a_slow_local_tokenizer_load_never_replaces_the_servers_own(tmp_pa
         assert ctl.wb.exact and not loaded, "the server's tokenizer never came before the local one"
         server_tokenizer = ctl.wb.tokenizer
         await eventually(lambda: loaded, 10, "the local load to end")
-        await made.idle(0.1)  # and what the controller does with it
+        await made.idle()  # and what the controller does with it
         assert ctl.wb.tokenizer is server_tokenizer and ctl.wb.exact, \
             f"{ctl.wb.tokenizer.name} (exact={ctl.wb.exact}) replaced the server's {server_tokenizer.name}"
         ctl.close()
@@ -236,7 +236,7 @@ async def test_export_turns_the_session_into_markdown_off_the_event_loop(harness
         return real(session)
     monkeypatch.setattr(transfer, "export_markdown", spy)
     ctl.export_markdown()
-    await harness.idle(0.1)
+    await harness.idle()
     assert threads and threads[0] is not threading.main_thread()
     assert list((tmp_path / "sessions").glob("*.md"))
 
@@ -296,7 +296,7 @@ async def test_a_computation_under_way_never_lands_over_a_newer_state(harness, c
             ctl.set_draft("second draft")
             wanted = "second draft"
         gate.set()
-        await harness.idle(0.6)
+        await harness.idle()
     finally:
         type(ctl.wb).compute = real
     panes = [e.pane for e in harness.events[mark:] if isinstance(e, PaneChanged)]
@@ -365,7 +365,7 @@ async def test_a_slow_open_does_not_replace_a_session_started_after_it(harness, 
     assert ctl.wb.session.messages == []
     read_on.set()
     assert await asyncio.to_thread(read.wait, 10)
-    await harness.idle(0.1)
+    await harness.idle()
     assert ctl.wb.session.messages == [] and ctl.file.session_file != path, "the older open landed over the new session"
 
 
@@ -394,7 +394,7 @@ async def test_a_file_attached_lands_in_the_session_it_was_attached_to(harness, 
     ctl.adopt(Session(title="another"), None)
     read_on.set()
     assert await asyncio.to_thread(read.wait, 10)
-    await harness.idle(0.1)
+    await harness.idle()
     assert ctl.wb.session.messages == [], "the document was attached to the session opened meanwhile"
 
 
@@ -417,7 +417,7 @@ async def test_what_is_typed_while_looking_for_a_server_stays_the_draft(tmp_path
     await asyncio.wait_for(looking.wait(), 10)
     ctl.set_draft("typed while it looked")
     give_up.set()
-    await made.idle(0.1)
+    await made.idle()
     assert ctl.wb.session.messages, "the sample session was not opened"
     assert ctl.wb.draft == "typed while it looked"
     ctl.close()
@@ -430,11 +430,11 @@ async def test_a_template_that_refuses_is_said_once_not_on_every_keystroke(harne
     ctl = await harness.ready()
     ctl.wb.set_template(template_from_text("{{ raise_exception('no, not this one') }}", "server:test", "t"))
     ctl.refresh()
-    await harness.idle(0.1)
+    await harness.idle()
     for n in range(1, 11):
         ctl.set_draft("typing"[:n] if n <= 6 else "typing" + "!" * (n - 6))
-        await harness.idle(0.02)
-    await harness.idle(0.5)
+        await harness.idle()
+    await harness.idle()
     said = [e for e in harness.of(Notice) if "rejects the conversation" in e.text]
     assert len(said) == 1, len(said)
 

@@ -109,23 +109,19 @@ async def test_the_controller_chats_through_the_gateway_with_honest_labels(gatew
     try:
         await made.ready(Session(title="through a gateway"))
         ctl.connect()
-        await made.idle(0.3)
+        await made.idle()
         assert ctl.client is not None, [e.text for e in made.of(StatusChanged)]
         assert "litellm at" in ctl.link.status_line and "estimate" in ctl.link.status_line
         assert ctl.wb.template.name == "qwen3" and ctl.tuning.assumed().startswith("template assumed: qwen3")
         pane = ctl.pane_state()
         assert pane.assumed and pane.view.snapshot.counts.exact is False
         ctl.set_draft("Hello through the gateway")
-        await made.idle(0.2)
+        await made.idle()
         document = ctl.wb.view.snapshot.document.text
         assert "Alibaba" not in document and "<|im_start|>system" not in document
         for attempt in range(3):  # the tiny model sometimes answers nothing: the figures are checked each time
             assert ctl.sending.submit(f"Hello through the gateway ({attempt})")
-            await made.idle(0.3)
-            for _ in range(100):
-                if not ctl.sending.streaming:
-                    break
-                await made.idle(0.1)
+            await made.until_replied()
             record = ctl.wb.session.requests[-1]
             assert record.usage["prompt_tokens"] == record.document_tokens, (record.usage, record.document_tokens)
             assert record.usage["prompt_tokens_details"]["cached_tokens"] >= 0
@@ -151,13 +147,13 @@ async def test_the_controller_without_the_right_key_says_what_to_set_once_and_cl
     try:
         await made.ready(Session(title="no key"))
         ctl.connect()
-        await made.idle(0.5)
+        await made.idle()
         assert ctl.client is None
         last = [e.text for e in made.of(StatusChanged)][-1]
         assert f"${KEY_ENV}" in last and "trying again" not in last, last
         assert ("wants a key" in last) if key is None else ("was refused" in last and key not in last), last
         ctl.set_draft("Hello")
-        await made.idle(0.2)
+        await made.idle()
         assert ctl.wb.view.snapshot.counts.exact is False
         assert "Alibaba" not in ctl.wb.view.snapshot.document.text  # no default system turn shown as sent
     finally:
@@ -172,16 +168,16 @@ async def test_a_tokenizer_of_the_right_family_chosen_by_the_user_is_still_no_ex
     try:
         await made.ready(Session(title="picked tokenizer"))
         ctl.connect()
-        await made.idle(0.3)
+        await made.idle()
         assert ctl.client is not None and ctl.wb.template.name == "qwen3"
         ctl.set_draft("Hello")
-        await made.idle(0.2)
+        await made.idle()
         assert ctl.wb.view.snapshot.counts.exact is False
         ctl.tokenizing.load("qwen3")  # picked again in the app
-        await made.idle(0.3)
+        await made.idle()
         assert ctl.wb.view.snapshot.counts.exact is False
         ctl.set_template("llama3")  # another template picked (F3): still not the server's
-        await made.idle(0.3)
+        await made.idle()
         assert ctl.pane_state().assumed == "template assumed: llama3, as chosen (the gateway hides the server's)"
         assert ctl.wb.view.snapshot.counts.exact is False
     finally:

@@ -44,7 +44,7 @@ async def test_delete_early_chat_then_undo_keeps_every_later_turn(tmp_path, monk
         later = shown(ctl)[-6:]  # three questions and their replies
         assert ctl.history.next_label == "delete #1" and ctl.history.undo()
         assert ctl.wb.session.messages[1] == early and shown(ctl)[-6:] == later
-        await made.idle(0.5)
+        await made.idle()
         saved = [m.text() for m in load_session(ctl.file.session_file).session.messages]
         assert saved == shown(ctl) and {"one?", "two?", "three?"} <= set(saved)
         assert ctl.history.redo() and early not in ctl.wb.session.messages and shown(ctl)[-6:] == later
@@ -58,7 +58,7 @@ async def test_editing_message_2_of_10_keeps_both_continuations_and_saves_them(h
     assert shown(ctl) == [*old[:2], "turn 2, edited"]  # the new branch: its reply comes next
     [(place, branch)] = ctl.branches()
     assert place == 2 and [m.text() for m in branch.messages] == old[2:]
-    await harness.idle(0.5)
+    await harness.idle()
     on_disk = load_session(ctl.file.session_file).session
     assert [m.text() for m in on_disk.branches[0].messages] == old[2:]  # the file keeps every branch
     ctl.show_branch(0)
@@ -236,7 +236,7 @@ async def test_long_ids_branch_save_and_open_again(harness, tmp_path):
     session.messages[1] = Message("user", "turn 1", id="u" * 100)
     ctl = await harness.ready(session)
     ctl.edit(2, "turn 2, edited")
-    await harness.idle(0.5)
+    await harness.idle()
     opened = load_session(ctl.file.session_file).session
     assert opened.branches[0].fork == "u" * 100
 

@@ -12,7 +12,7 @@ async def test_a_tokenizer_picked_is_undone_to_the_one_before(tmp_path, monkeypa
         ctl = await made.ready()
         first = ctl.wb.tokenizer.name
         ctl.load_tokenizer("cl100k_base")
-        await made.idle(0.3)
+        await made.idle()
         assert ctl.wb.tokenizer.name == "cl100k_base" and ctl.history.next_label == "tokenizer cl100k_base"
         assert ctl.history.undo()
         assert ctl.wb.tokenizer.name == first

@@ -65,11 +65,11 @@ async def test_the_pane_counts_control_strings_as_llama_cpp_does(llama_server, t
         Message("user", TYPED, id="u1", provenance=Provenance("user", True))])
     made.ctl.adopt(session, None)
     made.ctl.connect()
-    await made.idle(0.3)
+    await made.idle()
     ctl = made.ctl
     assert ctl.client is not None and ctl.wb.content_specials
     ctl.refresh()
-    await made.idle(0.3)
+    await made.idle()
     view = ctl.wb.view
     assert view.snapshot.counts.content_controls == 2
     reply = await ctl.client.chat({"messages": [{"role": "user", "content": TYPED}], "max_tokens": 1,
@@ -97,7 +97,7 @@ async def test_a_server_that_shows_no_template_gets_no_system_turn_the_user_did_
             made = Harness(tmp_path / model.replace("/", "_"), base_url=server.url)
             await made.ready(Session(messages=[Message("user", "Hello", id="u1")]))
             made.ctl.connect()
-            await made.idle(0.5)
+            await made.idle()
             pane = made.ctl.pane_state()
             assert made.ctl.wb.template.name == template, made.ctl.wb.template.name
             assert "You are Qwen" not in pane.view.document.text and "<|im_start|>system" not in pane.view.document.text

@@ -101,10 +101,8 @@ async def test_the_image_estimate_is_reconciled_with_the_servers_prompt_count(tm
         # the estimate (default Qwen-VL rule): 1036x756 -> 37 x 27 = 999 patches + 2 markers = 1001
         assert image.estimate.tokens == 1001
         assert ctl.sending.submit("What is in the picture?")
-        for _ in range(100):
-            await made.idle(0.1)
-            if not ctl.sending.streaming and ctl.wb.session.requests and ctl.wb.session.requests[-1].received:
-                break
+        await made.until_replied()
+        assert ctl.wb.session.requests and ctl.wb.session.requests[-1].received
         ctl.close()
     finally:
         server.shutdown()

@@ -55,7 +55,7 @@ async def test_a_real_reply_shows_how_it_came_and_keeps_it_in_the_file(llama_ser
     try:
         made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 16}), None)
         made.ctl.connect()
-        await made.idle(0.2)
+        await made.idle()
         await made.send("Say hello in three words.")
         await made.send("And again, in other words.")
         ctl = made.ctl

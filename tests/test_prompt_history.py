@@ -109,7 +109,7 @@ async def remembered_after_sending(tmp_path, text: str) -> list[str]:
             made.ctl.connect()
             await made.idle()
             await made.send(text)
-            await made.idle(0.2)
+            await made.idle()
         finally:
             made.ctl.close()
     return [p.text for p in PromptHistory(history_file()).prompts()]

@@ -83,7 +83,7 @@ async def test_the_app_says_the_providers_count_before_each_send(tmp_path, monke
         made.ctl.adopt(Session(), None)
         made.ctl.load_tokenizer()
         made.ctl.connect()
-        await made.idle(0.3)
+        await made.idle()
         assert made.ctl.client is not None
         await made.send("How many tokens is this?")
         made.ctl.close()
@@ -173,7 +173,7 @@ async def test_a_count_endpoint_that_never_answers_does_not_hold_the_send(tmp_pa
         made.ctl.adopt(Session(), None)
         made.ctl.load_tokenizer()
         made.ctl.connect()
-        await made.idle(0.3)
+        await made.idle()
         await made.send("Still sent?")
         made.ctl.close()
     assert made.ctl.wb.session.messages[-1].text() == "ok"  # sent without the count

@@ -27,7 +27,7 @@ async def test_a_reply_is_marked_by_how_it_ended(tmp_path, monkeypatch, reply, m
         made = await connected(tmp_path, server.url + "/ok")
         ctl = made.ctl
         assert ctl.submit("tell me")
-        await made.idle(0.1)
+        await made.idle()
         last = ctl.wb.session.messages[-1]
         assert (last.role == "assistant") is kept  # an empty reply adds no message: the mark goes under the question
         chat = made.of(ChatChanged)[-1].chat

@@ -24,14 +24,14 @@ async def test_the_first_message_titles_an_untitled_session_and_the_browser_show
         ctl = made.ctl
         ctl.adopt(Session(), None)
         ctl.submit("How big is the quota for the team drive?\nAnd the price?")
-        await made.idle(0.1)
+        await made.idle()
         assert ctl.wb.session.title == "How big is the quota for the team drive?"
         assert made.of(SessionChanged)[-1].title == ctl.wb.session.title
         ctl.submit("and later?")
-        await made.idle(0.1)
+        await made.idle()
         assert ctl.wb.session.title == "How big is the quota for the team drive?"  # named once
         assert ctl.rename_session("  Quota\nquestions ")
-        await made.idle(0.1)
+        await made.idle()
         assert ctl.wb.session.title == "Quota" and made.of(SessionChanged)[-1].title == "Quota"
         assert not ctl.rename_session("  ")
         ctl.close()

@@ -161,7 +161,7 @@ async def test_retry_asks_the_last_question_again_and_keeps_the_old_reply(tmp_pa
     try:
         made.ctl.adopt(Session(params={"temperature": 0.9, "max_tokens": 12}), None)
         made.ctl.connect()
-        await made.idle(0.2)
+        await made.idle()
         await made.send("Name a colour.")
         first = made.ctl.wb.session.messages[-1]
         assert made.ctl.slash.run(parse("/retry")) is Outcome.DONE

@@ -73,7 +73,7 @@ async def test_a_summary_is_requested_once_per_dropped_range(tmp_path, monkeypat
         ctl.wb.set_policy(name="summarise", context_window=WINDOW, max_tokens=20)
         ctl.refresh()
         ctl.submit("what now?")
-        await made.idle(0.1)
+        await made.idle()
         calls = summary_calls(server)
         assert len(calls) == 1, [c["messages"][-1]["content"][:60] for c in calls]
         assert any("summary made" in e.text for e in made.of(StatusChanged))
@@ -86,7 +86,7 @@ async def test_the_summary_request_fits_the_window_on_the_real_server(llama_serv
     made = Harness(tmp_path, base_url=llama_server, tokenizer="")
     made.ctl.adopt(Session(params={"temperature": 0}, messages=long_turns(8, 60)), None)
     made.ctl.connect()
-    await made.idle(0.2)
+    await made.idle()
     ctl = made.ctl
     assert ctl.client is not None
     ctl.wb.set_policy(name="summarise", context_window=WINDOW, max_tokens=16)

@@ -25,7 +25,7 @@ async def test_the_request_after_a_summary_call_is_predicted_against_it(llama_se
     made = Harness(tmp_path, base_url=llama_server, tokenizer="")
     made.ctl.adopt(Session(params={"temperature": 0, "max_tokens": 8}), None)
     made.ctl.connect()
-    await made.idle(0.3)
+    await made.idle()
     ctl = made.ctl
     assert ctl.client is not None and ctl.sending.cache.model is not None
     # a system prompt no other test sends: prompts the shared server holds from them share only its header
@@ -35,7 +35,7 @@ async def test_the_request_after_a_summary_call_is_predicted_against_it(llama_se
     await made.send("first question?")  # the slot holds this conversation
     ctl.wb.set_policy(name="summarise", context_window=260, max_tokens=20)
     ctl.refresh()
-    await made.idle(0.2)
+    await made.idle()
     await made.send("what now?")  # a summary call first, then the request
     record = ctl.wb.session.requests[-1]
     assert ctl.wb.session.policy.get("summary") and len(ctl.wb.session.requests) == 2
