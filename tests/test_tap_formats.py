@@ -226,7 +226,7 @@ async def test_each_formats_session_opens_in_the_app_with_every_tab(tapped, monk
                 pane = app.screen.query_one(ContextPane)
                 for tab in ("document", "tokens", "cache", "ledger", "cost", "request", "diff"):
                     pane.query_one("#tabs").active = tab
-                    await pilot.pause(0.1)
+                    await pilot.pause()
                     pane.show_tab(tab)
                     await settle(pilot, app)
                 request = pane.query_one("#request-view").text
