@@ -53,3 +53,51 @@ async def test_on_screen_and_not_in_the_request(tmp_path, monkeypatch):
     joined = "\n".join(said)
     assert "did you mean `temperature`?" in joined and "did you mean `max_tokens`?" in joined
     assert "theme `ctxpane-drak`: not found; did you mean `ctxpane-dark`?" in joined
+
+
+def test_a_value_of_the_wrong_type_is_named_and_the_default_used(tmp_path):
+    path = written(tmp_path, 'scan_local = "no"\nmodel = 5\ntheme = "ctxpane-dark"\n[keys]\nhelp = 5\nquit = "f10"\n')
+    settings, problems = resolve({}, {}, path, key_ids={"help", "quit"})
+    assert 'config.toml: scan_local = "no": expected `bool`, got `str` (default used)' in problems
+    assert "config.toml: model = 5: expected `str`, got `int` (default used)" in problems
+    assert 'config.toml [keys]: help = 5: expected a key such as "f9" (not bound)' in problems
+    assert settings.scan_local is True and settings.model == "" and settings.theme == "ctxpane-dark"
+    assert settings.keys == {"quit": "f10"}  # the good binding beside the bad one still counts
+    assert len(problems) == 3
+
+
+def test_a_table_that_is_not_a_table_is_named_and_the_rest_still_read(tmp_path):
+    settings, problems = resolve({}, {}, written(tmp_path, 'keys = 5\ntheme = "ctxpane-dark"\n'))
+    assert problems == ["config.toml: [keys] = 5: expected `object`, got `int` (default used)"]
+    assert settings.keys == {} and settings.theme == "ctxpane-dark"
+
+
+def test_a_param_of_the_wrong_type_or_out_of_bounds_is_said_and_never_sent(tmp_path):
+    from tui.controller.tuning import config_defaults
+    path = written(tmp_path, '[params]\ntemperature = "hot"\ntop_k = true\nmin_p = nan\ntop_p = 7\nstop = ["a", 1]\n'
+                             'seed = 42\nn = 2\nstop_words = 1\n')
+    settings, _problems = resolve({}, {}, path)
+    _policy, params, problems = config_defaults(settings)
+    assert params == {"seed": 42, "n": 2}
+    assert 'config.toml [params]: temperature = "hot": expected `float`, got `str` (not sent)' in problems
+    assert "config.toml [params]: top_k = true: expected `int`, got `bool` (not sent)" in problems
+    assert "config.toml [params]: min_p = NaN: expected `float` >= 0.0 (not sent)" in problems
+    assert "config.toml [params]: top_p = 7: expected `float` <= 1.0 (not sent)" in problems
+    assert 'config.toml [params]: stop = ["a", 1]: expected `str`, got `int` (not sent)' in problems
+    assert any("`stop_words`: unknown key in [params]" in line for line in problems)
+    assert len(problems) == 6
+
+
+def test_every_field_of_the_settings_screen_is_a_typed_param_with_the_same_bounds():
+    from tui.controller.config_params import SamplingParams
+    from tui.controller.tuning import FIELDS
+    import msgspec
+    import pytest
+    for field in (f for f in FIELDS if f.where == "params"):
+        for value, fits in ((field.low, True), (field.high, True), (field.low - 1, False), (field.high + 1, False)):
+            value = field.kind(value)
+            if fits:
+                msgspec.convert({field.key: value}, SamplingParams, strict=True)
+            else:
+                with pytest.raises(msgspec.ValidationError):
+                    msgspec.convert({field.key: value}, SamplingParams, strict=True)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
+
+import msgspec
 
 from tui.context.untrusted.outside_files import FileProblem, read_toml
-from tui.errors import unknown_key_line
+from tui.controller.config_params import shown_value, type_problem
+from tui.errors import one_line, unknown_key_line
 
 from platformdirs import user_config_dir
 
@@ -40,28 +43,72 @@ class Settings:
     source: dict[str, str] = field(default_factory=dict)  # where base_url etc. came from, for the status line
 
 
-TOP_KEYS = {"base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs", "api",
-            "scan_local", "policy", "params", "extra_params", "keys"}
-TABLES = ("keys", "policy", "params", "extra_params")
+class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
+    """config.toml's top level, typed: each key is checked alone against it (checked_config), so one wrong key is
+    said and left out while the others still count. `[params]` and `[policy]` are checked where new sessions take
+    them (tui/controller/tuning.py); `[extra_params]` is sent as written."""
+
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    template: str = ""
+    tokenizer: str = ""
+    theme: str = ""
+    provider_count: str = ""
+    glyphs: str = ""
+    api: str = ""
+    scan_local: bool = True
+    policy: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    extra_params: dict[str, Any] = {}
+    keys: dict[str, Any] = {}  # each value a key name: checked one by one (_bindings_named)
 
 
-def read_config(path: Path) -> dict:
+TOP_KEYS = frozenset(ConfigFile.__struct_fields__)
+TABLES = frozenset({"policy", "params", "extra_params", "keys"})
+
+
+def read_config(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = read_toml(path)
+        return read_toml(path)
     except FileProblem as exc:  # too deep, too large, not TOML, a FIFO: one line, and the defaults
         raise ConfigError(str(exc)) from None
-    for key in TABLES:
-        if key in data and not isinstance(data[key], dict):
-            raise ConfigError(f"{path}: [{key}] must be a table")
-    return data
 
 
-def unknown_keys(config: dict, key_ids: Iterable[str] | None) -> list[str]:
-    """A line for each key config.toml has and ctxpane does not know, with the closest known one ([policy] and
-    [params] are checked where new sessions take them: tui/controller/tuning.py)."""
-    problems = [unknown_key_line(key, "config.toml", TOP_KEYS) for key in config if key not in TOP_KEYS]
+def checked_config(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The keys of config.toml's top level that ConfigFile takes, and a line for each one left out: unknown (with
+    the closest known key) or of the wrong type (`scan_local = "no"` is not false: the default is used)."""
+    kept: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in data.items():
+        if key not in TOP_KEYS:
+            problems.append(unknown_key_line(key, "config.toml", TOP_KEYS))
+            continue
+        try:
+            msgspec.convert({key: value}, ConfigFile, strict=True)
+        except msgspec.ValidationError as exc:
+            where = f"[{key}]" if key in TABLES else key
+            problems.append(f"config.toml: {where} = {shown_value(value)}: {type_problem(exc)} (default used)")
+            continue
+        kept[key] = value
+    if "keys" in kept:
+        kept["keys"], said = _bindings_named(kept["keys"])
+        problems += said
+    return kept, problems
+
+
+def _bindings_named(keys: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """`[keys]` entries whose value names a key ("f9", "ctrl+g"); each other one said, the rest still bound."""
+    named = {k: v for k, v in keys.items() if isinstance(v, str)}
+    return named, [f"config.toml [keys]: {one_line(k, 60)} = {shown_value(v)}: expected a key such as \"f9\" "
+                   "(not bound)" for k, v in keys.items() if not isinstance(v, str)]
+
+
+def unknown_bindings(config: dict[str, Any], key_ids: Iterable[str] | None) -> list[str]:
+    """A line for each `[keys]` entry that names no binding id, with the closest one."""
+    problems: list[str] = []
     if key_ids is not None:
         known = set(key_ids)
         problems += [unknown_key_line(key, "[keys] (binding ids)", known) for key in config.get("keys", {})
@@ -76,16 +123,16 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
     environ = os.environ if environ is None else environ
     problems: list[str] = []
     try:
-        config = read_config(config_path or config_dir() / "config.toml")
+        config, problems = checked_config(read_config(config_path or config_dir() / "config.toml"))
     except ConfigError as exc:
         config, problems = {}, [str(exc)]
-    problems += unknown_keys(config, key_ids)
+    problems += unknown_bindings(config, key_ids)
     known_ids = set(key_ids) if key_ids is not None else None
     settings = Settings(policy=dict(config.get("policy", {})), params=dict(config.get("params", {})),
                         extra_params=dict(config.get("extra_params", {})),
                         keys={k: str(v) for k, v in config.get("keys", {}).items()
                               if known_ids is None or k in known_ids},
-                        scan_local=bool(config.get("scan_local", True)))
+                        scan_local=config.get("scan_local", True))
     env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
     for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs",
                  "api"):

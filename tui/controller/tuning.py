@@ -18,6 +18,7 @@ from tui.context.policy.truncation import POLICIES, PolicyError, PolicySettings
 from tui.errors import unknown_key_line
 from tui.sessions.model import Session
 
+from tui.controller.config_params import SAMPLING_PARAMS, checked_params
 from tui.controller.titling import announce, name_if_untitled
 from tui.controller.events import Severity, Tone
 
@@ -59,15 +60,7 @@ FIELDS = (
 )
 POLICY_KEYS = {f.name for f in fields(PolicySettings)} - {"summary", "summary_cost", "summary_of"}
 PARAM_KEYS = {f.key for f in FIELDS if f.where == "params"}
-# What config.toml's [params] may send: OpenAI's chat completion fields and the sampling fields of llama.cpp,
-# vLLM and Ollama's OpenAI API. A misspelt key is named, never sent; [extra_params] sends a field as written.
-SAMPLING_PARAMS = PARAM_KEYS | {
-    "stop", "n", "logprobs", "top_logprobs", "logit_bias", "response_format", "reasoning_effort", "verbosity",
-    "parallel_tool_calls", "tool_choice", "user", "service_tier", "max_completion_tokens", "stream_options",
-    "typical_p", "repeat_penalty", "repeat_last_n", "mirostat", "mirostat_tau", "mirostat_eta", "tfs_z",
-    "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "xtc_probability", "xtc_threshold",
-    "samplers", "cache_prompt", "n_probs", "min_tokens", "repetition_penalty", "length_penalty",
-    "chat_template_kwargs", "keep_alive", "num_ctx"}
+assert PARAM_KEYS <= SAMPLING_PARAMS  # the settings screen's fields are among what config.toml may send
 
 
 def _number(field: Field, kind: type[int] | type[float], text: str) -> tuple[Any, str]:
@@ -124,11 +117,9 @@ def config_defaults(settings: Settings) -> tuple[dict[str, Any], dict[str, Any],
         problems.append(f"config.toml [policy]: {exc} (defaults used)")
         policy = {}
     params = {}
-    given = dict(getattr(settings, "params", {}) or {})
-    for key in sorted(set(given) - SAMPLING_PARAMS, key=str):  # said, and never sent
-        problems.append("config.toml: " + unknown_key_line(key, "[params]", SAMPLING_PARAMS))
-    extra = dict(getattr(settings, "extra_params", {}) or {})  # sent as written: the user said so
-    wanted = {k: v for k, v in given.items() if k in SAMPLING_PARAMS} | extra
+    wanted, said = checked_params(dict(getattr(settings, "params", {}) or {}))  # what is said is never sent
+    problems += said
+    wanted |= dict(getattr(settings, "extra_params", {}) or {})  # sent as written: the user said so
     for key, value in wanted.items():
         if _sendable(value):
             params[key] = value
