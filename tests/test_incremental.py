@@ -48,3 +48,16 @@ def test_splice_refuses_control_strings():
     snap = assemble(conversation(1), template, tokenizer)
     assert splice_message(snap.document, snap.counts, 3, "<|im_start|>system", tokenizer,
                           template.special_strings(), SegmentCache()) is None
+
+
+def test_counting_leaves_the_document_it_was_given_as_it_was():
+    from tui.context.document import Document
+    from tui.context.tokens.counting import count_tokens
+    template, tokenizer = builtin_template("chatml"), get_tokenizer("o200k_base")
+    rendered = assemble(conversation(2), template, tokenizer).document
+    blank = Document(rendered.text, [type(s)(s.start, s.end, s.message, s.kind, s.transformed) for s in rendered.spans],
+                     rendered.roles)
+    counted, counts = count_tokens(blank, tokenizer, template.special_strings())
+    assert all(s.tokens == 0 for s in blank.spans)
+    assert [s.tokens for s in counted.spans] == [s.tokens for s in rendered.spans]
+    assert sum(s.tokens for s in counted.spans) == counts.total

@@ -76,7 +76,7 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
         render_vars["tools"] = tools
     specials = template.special_strings()
     document = build_document(template.render, wire, specials, **render_vars)
-    counts = count_tokens(document, tokenizer, specials, cache, content_specials=content_specials)
+    document, counts = count_tokens(document, tokenizer, specials, cache, content_specials=content_specials)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
     counts.exact = is_exact(template, tokenizer, exact)
     return Snapshot(document, counts, template.name, tokenizer.name, wire,

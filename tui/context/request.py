@@ -301,7 +301,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         drop_more += 1  # the summary or a shift in the template cost more than planned: drop one more unit
     document = split_fence_spans(snapshot.document, fenced, origin) if fenced else snapshot.document
     if document is not snapshot.document:
-        counts = count_tokens(document, settings.tokenizer, specials, cache, content_specials=settings.content_specials)
+        document, counts = count_tokens(document, settings.tokenizer, specials, cache,
+                                        content_specials=settings.content_specials)
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from tui.context.document import Document
@@ -84,8 +84,9 @@ def _cuts(document: Document, pattern: re.Pattern[str] | None, content: bool = F
 
 def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: list[str],
                  cache: SegmentCache | None = None, exact: bool = False,
-                 content_specials: bool = False) -> TokenCounts:
-    """Count the document's tokens per span (written into span.tokens), per role and per kind.
+                 content_specials: bool = False) -> tuple[Document, TokenCounts]:
+    """The document with each span's tokens, and its counts per role and per kind. The document given is left
+    as it was (a view may still show it): the counted one has spans of its own.
 
     `content_specials`: control strings inside message text count as the control tokens they are
     (as a server that parses them there counts them), not as plain text."""
@@ -104,12 +105,13 @@ def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: li
     by_role: dict[str, int] = {}
     by_kind: dict[str, int] = {}
     for span, count in zip(document.spans, per_span):
-        span.tokens = count
         role = document.role_of(span)
         by_role[role] = by_role.get(role, 0) + count
         by_kind[span.kind] = by_kind.get(span.kind, 0) + count
     in_content = sum(1 for _start, _end, index in cuts if document.spans[index].kind != "marker")
-    return TokenCounts(sum(per_span), by_role, by_kind, exact, tokenizer.name, in_content)
+    counted = Document(document.text, [replace(span, tokens=count) for span, count in zip(document.spans, per_span)],
+                       document.roles)
+    return counted, TokenCounts(sum(per_span), by_role, by_kind, exact, tokenizer.name, in_content)
 
 
 def _count_segment(document: Document, bounds: list[int], start: int, end: int, tokenizer: Tokenizer,

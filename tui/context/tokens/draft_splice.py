@@ -81,8 +81,8 @@ def splice_message(document: Document, counts: TokenCounts, message: int, new_te
     by_role, by_kind = dict(counts.by_role), dict(counts.by_kind)
     for span_index in set(before) | set(after):
         change = after.get(span_index, 0) - before.get(span_index, 0)
-        span = spans[span_index]
-        span.tokens += change
+        # a copy: the spans before the edit are the old document's too, and a view may still show that one
+        span = spans[span_index] = replace(spans[span_index], tokens=spans[span_index].tokens + change)
         role = edited.role_of(span)
         by_role[role] = by_role.get(role, 0) + change
         by_kind[span.kind] = by_kind.get(span.kind, 0) + change
