@@ -27,7 +27,7 @@ from tui.context.untrusted.visible import visible
 from tui.controller import Controller
 from tui.controller.slash import hint
 from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyGrew, ReplyStarted,
-                                   SessionChanged, StatusChanged)
+                                   SessionChanged, StatusChanged, Tone)
 
 from tui.app import actions
 from tui.app.clipboard import SafeClipboard
@@ -191,7 +191,7 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         if not self.options.offline:
             self.controller.connect()
         else:
-            self.controller.status("offline: connect with --base-url URL (or $OPENAI_BASE_URL)", "yellow")
+            self.controller.status("offline: connect with --base-url URL (or $OPENAI_BASE_URL)", Tone.CAUTION)
 
     def watch_theme(self, name: str) -> None:
         pane_theme = self.pane_themes.get(name)
