@@ -90,10 +90,10 @@ def test_a_param_of_the_wrong_type_or_out_of_bounds_is_said_and_never_sent(tmp_p
 
 def test_every_field_of_the_settings_screen_is_a_typed_param_with_the_same_bounds():
     from tui.controller.config_params import SamplingParams
-    from tui.controller.tuning import FIELDS
+    from tui.controller.tuning import FIELDS, FieldPlace
     import msgspec
     import pytest
-    for field in (f for f in FIELDS if f.where == "params"):
+    for field in (f for f in FIELDS if f.where is FieldPlace.PARAMS):
         for value, fits in ((field.low, True), (field.high, True), (field.low - 1, False), (field.high + 1, False)):
             value = field.kind(value)
             if fits:

@@ -11,6 +11,7 @@ for the connection instead of being refused as offline.
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -31,11 +32,19 @@ RETRY_FIRST, RETRY_MOST = 2.0, 60.0  # seconds between tries to reach a server t
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
+class FieldPlace(StrEnum):
+    """Where a settings field goes: the session's policy, its sampling params, or the endpoint."""
+
+    POLICY = "policy"
+    PARAMS = "params"
+    ENDPOINT = "endpoint"
+
+
 @dataclass(frozen=True)
 class Field:
     key: str
     label: str
-    where: str  # "policy", "params" or "endpoint"
+    where: FieldPlace
     kind: type[int] | type[float] | None  # int, float, or None for text
     low: float | None = None
     high: float | None = None
@@ -43,23 +52,24 @@ class Field:
 
 
 FIELDS = (
-    Field("context_window", "Context window", "policy", int, 16, 10_000_000, "tokens; empty: unknown, nothing dropped"),
-    Field("max_tokens", "Max tokens (reply)", "policy", int, 0, 1_000_000, "reserved for the reply; 0: none"),
-    Field("name", "Truncation policy", "policy", None, hint=" | ".join(POLICIES)),
-    Field("keep_last", "Keep last N turns", "policy", int, 1, 100_000, "for keep-last-n"),
-    Field("temperature", "Temperature", "params", float, 0, 5, "empty: the server's default"),
-    Field("top_p", "top_p", "params", float, 0, 1),
-    Field("top_k", "top_k", "params", int, 0, 100_000),
-    Field("min_p", "min_p", "params", float, 0, 1),
-    Field("presence_penalty", "Presence penalty", "params", float, -2, 2),
-    Field("frequency_penalty", "Frequency penalty", "params", float, -2, 2),
-    Field("seed", "Seed", "params", int, -1, 2**63 - 1, "empty: random"),
-    Field("base_url", "Endpoint (base URL)", "endpoint", None, hint="e.g. http://127.0.0.1:8080/v1"),
-    Field("api_key_env", "API key variable", "endpoint", None, hint="the variable's name, never the key"),
-    Field("api", "API", "endpoint", None, hint="chat | responses | messages (Anthropic)"),
+    Field("context_window", "Context window", FieldPlace.POLICY, int, 16, 10_000_000,
+          "tokens; empty: unknown, nothing dropped"),
+    Field("max_tokens", "Max tokens (reply)", FieldPlace.POLICY, int, 0, 1_000_000, "reserved for the reply; 0: none"),
+    Field("name", "Truncation policy", FieldPlace.POLICY, None, hint=" | ".join(POLICIES)),
+    Field("keep_last", "Keep last N turns", FieldPlace.POLICY, int, 1, 100_000, "for keep-last-n"),
+    Field("temperature", "Temperature", FieldPlace.PARAMS, float, 0, 5, "empty: the server's default"),
+    Field("top_p", "top_p", FieldPlace.PARAMS, float, 0, 1),
+    Field("top_k", "top_k", FieldPlace.PARAMS, int, 0, 100_000),
+    Field("min_p", "min_p", FieldPlace.PARAMS, float, 0, 1),
+    Field("presence_penalty", "Presence penalty", FieldPlace.PARAMS, float, -2, 2),
+    Field("frequency_penalty", "Frequency penalty", FieldPlace.PARAMS, float, -2, 2),
+    Field("seed", "Seed", FieldPlace.PARAMS, int, -1, 2**63 - 1, "empty: random"),
+    Field("base_url", "Endpoint (base URL)", FieldPlace.ENDPOINT, None, hint="e.g. http://127.0.0.1:8080/v1"),
+    Field("api_key_env", "API key variable", FieldPlace.ENDPOINT, None, hint="the variable's name, never the key"),
+    Field("api", "API", FieldPlace.ENDPOINT, None, hint="chat | responses | messages (Anthropic)"),
 )
 POLICY_KEYS = {f.name for f in fields(PolicySettings)} - {"summary", "summary_cost", "summary_of"}
-PARAM_KEYS = {f.key for f in FIELDS if f.where == "params"}
+PARAM_KEYS = {f.key for f in FIELDS if f.where is FieldPlace.PARAMS}
 assert PARAM_KEYS <= SAMPLING_PARAMS  # the settings screen's fields are among what config.toml may send
 
 
@@ -154,9 +164,9 @@ class Tuning:
         policy, params = asdict(ctl.wb.policy), ctl.wb.session.params
         shown: dict[str, str] = {}
         for field in FIELDS:
-            if field.where == "policy":
+            if field.where is FieldPlace.POLICY:
                 value = policy.get(field.key)
-            elif field.where == "params":
+            elif field.where is FieldPlace.PARAMS:
                 value = params.get(field.key)
             elif field.key == "base_url":
                 value = ctl.link.url(ctl.wb.session.base_url)
@@ -174,7 +184,7 @@ class Tuning:
             return errors or {"": "this session is read-only"}
         ctl, wb = self.ctl, self.ctl.wb
         before = ctl.history.settings_before("policy", "params")
-        policy = {f.key: values[f.key] for f in FIELDS if f.where == "policy" and f.key in values}
+        policy = {f.key: values[f.key] for f in FIELDS if f.where is FieldPlace.POLICY and f.key in values}
         policy = {k: v for k, v in policy.items() if v is not None or k == "context_window"}
         try:
             wb.set_policy(**policy)
