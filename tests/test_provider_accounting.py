@@ -116,9 +116,13 @@ def test_a_parameter_no_json_body_can_carry_is_left_out_with_one_line():
     from tui.controller.tuning import config_defaults
     import datetime
     settings = SimpleNamespace(policy={}, params={"temperature": float("nan"), "top_p": float("inf"),
-                                                  "seed": datetime.date(1979, 5, 27), "top_k": 40})
+                                                  "seed": datetime.date(1979, 5, 27), "top_k": 40},
+                               extra_params={"mine": float("nan"), "when": datetime.date(1979, 5, 27), "ok": 1})
     _policy, params, problems = config_defaults(settings)
-    assert params == {"top_k": 40} and len(problems) == 3 and all("not a JSON value" in p for p in problems)
+    assert params == {"top_k": 40, "ok": 1} and len(problems) == 5
+    typed = [p for p in problems if p.startswith("config.toml [params]: ") and p.endswith("(not sent)")]
+    assert sorted(p.split(" = ")[0].rsplit(" ", 1)[-1] for p in typed) == ["seed", "temperature", "top_p"]
+    assert sum("not a JSON value" in p for p in problems) == 2  # [extra_params] is sent as written: if it can be
 
 
 def test_a_message_quoting_the_tools_markers_is_not_counted_as_the_tools(cli_in_process, tmp_path):
