@@ -159,18 +159,23 @@ class SessionAppender:
         writer = LogWriter(path, self.sync)
         writer.session_id = session.id
         try:
+            before = os.lstat(path)
             raw = read_regular_file(path, MAX_SESSION_BYTES)
-        except SessionFileError:
+        except (SessionFileError, OSError):
             if path.exists() or path.is_symlink():
                 raise
             raw = b""
+        else:
+            writer.identity = (before.st_dev, before.st_ino)  # the file read: another put there after is refused
         if raw and is_log(raw):
             try:
                 state = read_log(raw)
             except SessionFormatError as exc:
                 raise SessionFileError(about(path, f"{exc}: not appended to")) from None
-            if state.header.get("id") == session.id:
-                writer.resume(state)
+            if state.header.get("id") != session.id:  # another session's file: never written over
+                raise SessionFileError(about(path, f"holds another session (id {str(state.header.get('id'))[:40]}), "
+                                                   "not this one: not written to"))
+            writer.resume(state)
         elif raw.strip():
             backup = backup_path(path)
             write_atomic(backup, raw)
