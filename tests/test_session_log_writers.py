@@ -13,6 +13,7 @@ from test_session_log import FORMATS, grow
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import Session
 from tui.sessions.store import SessionAppender, SessionFileError, load_session
+from tap_helpers import upstream  # noqa: F401 - a fixture
 from waiting import until
 
 
@@ -44,23 +45,40 @@ def test_another_writers_lines_are_never_cut_off_and_the_writer_is_told_in_one_l
     assert _contents(path)[-1] == "from the first writer"
 
 
-def test_a_file_cut_shorter_or_replaced_under_the_writer_is_never_padded_nor_written_over(tmp_path):
+def _another_session(path) -> None:
+    other = Session(title="another session")
+    _say(other, "someone else's conversation")
+    SessionAppender().append(other, path)
+
+
+def _another_old_session(path) -> None:
+    from tui.sessions.store import session_text
+
+    other = Session(title="another session")
+    _say(other, "someone else's conversation")
+    path.write_text(session_text(other))  # version 1: one JSON object
+
+
+REPLACEMENTS = {"another session": _another_session, "another session of version 1": _another_old_session,
+                "not a session": lambda path: path.write_text("someone's notes\n")}
+
+
+@pytest.mark.parametrize("replacement", REPLACEMENTS)
+def test_a_file_replaced_under_the_writer_is_never_written_over(tmp_path, replacement):
     path = tmp_path / "s.ctxpane.json"
     mine = Session(title="mine")
     appender = SessionAppender()
     grow(mine, appender, path, FORMATS["chat completions"], 2)
-    other = Session(title="another session")
-    _say(other, "someone else's conversation")
-    SessionAppender().append(other, tmp_path / "other.ctxpane.json")
+    REPLACEMENTS[replacement](tmp_path / "other.ctxpane.json")
     os.replace(tmp_path / "other.ctxpane.json", path)  # (cp, a sync tool, a restore)
     held = path.read_bytes()
-    for attempt in range(2):  # refused as it is, then refused again once read: another session's file
+    for attempt in range(2):  # refused as it is, then refused again once read: not this session's file
         _say(mine, f"more {attempt}")
         with pytest.raises(SessionFileError) as told:
             appender.append(mine, path)
         assert "\n" not in str(told.value)
         assert path.read_bytes() == held
-    assert _contents(path) == ["someone else's conversation"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.ctxpane.json"]  # (no backup: nothing converted)
 
 
 def test_a_file_cut_shorter_by_another_program_is_not_padded_with_zeros(tmp_path):
@@ -104,3 +122,68 @@ def test_a_fifo_put_in_place_of_the_file_is_refused_without_waiting(tmp_path):
             worker.join(20)
             os.close(reader)
     assert isinstance(outcome[0], (SessionFileError, OSError))
+
+
+def _ask(tap, text: str) -> None:
+    import httpx
+
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", timeout=30, json={
+        "model": "loop-model", "stream": True, "messages": [{"role": "user", "content": text}]})
+    assert answer.status_code == 200
+
+
+def test_the_tap_holds_each_file_it_writes_and_two_taps_never_share_one(upstream, tmp_path):  # noqa: F811
+    from tap_helpers import RunningTap
+    from tui.sessions.store import SessionLock, SessionLocked
+
+    first, second = RunningTap(upstream.url, tmp_path), RunningTap(upstream.url, tmp_path)
+    second.recorder.prefix = first.recorder.prefix  # two taps started in the same second, saving to one folder
+    try:
+        _ask(first, "the first tap's conversation")
+        first.settle()
+        _ask(second, "the second tap's conversation")
+        second.settle()
+        files = sorted(tmp_path.glob("*.ctxpane.json"))
+        assert len(files) == 2, files
+        said = sorted(str(m.content) for path in files for m in load_session(path).session.messages
+                      if m.role == "user")
+        assert said == ["the first tap's conversation", "the second tap's conversation"]
+        with pytest.raises(SessionLocked):  # an app opening a file the tap still writes opens it read-only
+            SessionLock(files[0]).acquire()
+    finally:
+        first.stop()
+        second.stop()
+    lock = SessionLock(files[0])
+    lock.acquire()  # let go when the tap ends
+    lock.release()
+
+
+class _Runtime:
+    def later(self, delay, callback):
+        return threading.Timer(delay, callback)
+
+    def soon(self, callback, *args):
+        callback(*args)
+
+
+def test_a_session_opened_through_a_symbolic_link_is_saved_to_the_file_it_points_to(tmp_path):
+    from tui.controller.session_file import SessionFile
+    from tui.sessions.store import SessionLock, SessionLocked
+
+    real = tmp_path / "kept" / "real.ctxpane.json"
+    real.parent.mkdir()
+    mine = Session(title="linked")
+    grow(mine, SessionAppender(), real, FORMATS["chat completions"], 1)
+    link = tmp_path / "link.ctxpane.json"
+    link.symlink_to(real)
+    told: list[str] = []
+    session = load_session(link).session
+    file = SessionFile(lambda: session, _Runtime(), lambda text, **_: told.append(text), lambda: None, "NO_KEY_HERE")
+    file.open(link, read_only=False)
+    with pytest.raises(SessionLocked):  # the lock is the file's own: another link to it is the same session
+        SessionLock(real).acquire()
+    _say(session, "saved through the link")
+    file.save()
+    file.close(streaming=False)
+    assert file.save_failure is None and told == []
+    assert link.is_symlink() and _contents(real)[-1] == "saved through the link"

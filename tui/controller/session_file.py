@@ -48,6 +48,7 @@ class SessionFile:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
         self.read_only = read_only
         self._let_go()
+        path = _followed(path)
         if path is not None and not self.read_only:
             lock = SessionLock(path)
             try:
@@ -146,3 +147,15 @@ class SessionFile:
                 self.save_failure = str(failure)
         if self.lock and self.save_failure is None:
             self.lock.release()
+
+
+def _followed(path: Path | None) -> Path | None:
+    """A session file opened through a symbolic link is the file it points to from now on: appends never follow a
+    link (a file swapped for one must not redirect them), and the lock must be the one beside the file itself (two
+    links to one file are one session). A link that leads nowhere stays as it is (writing to it fails, and says so)."""
+    if path is None or not path.is_symlink():
+        return path
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return path

@@ -177,6 +177,9 @@ class SessionAppender:
                                                    "not this one: not written to"))
             writer.resume(state)
         elif raw.strip():
+            problem = _not_converted(raw, session.id)
+            if problem:
+                raise SessionFileError(about(path, f"{problem}: not written to"))
             backup = backup_path(path)
             write_atomic(backup, raw)
             self.converted.append((path, backup))
@@ -185,6 +188,28 @@ class SessionAppender:
 
     def forget(self, path: Path) -> None:
         self._writers.pop(path, None)
+
+
+def _not_converted(raw: bytes, ident: str) -> str:
+    """Why a file that is not of lines is not this session's file of version 1 ("" when it is): what the app
+    converts on its first write is the file it read, never one put at the path since (another session, any file)."""
+    import msgspec
+
+    from tui.sessions.model import FORMAT
+
+    class Head(msgspec.Struct):
+        format: object = None
+        id: object = None
+
+    try:
+        head = msgspec.json.decode(raw, type=Head)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return "is not a session file"
+    if head.format != FORMAT:
+        return "is not a session file"
+    if head.id is not None and head.id != ident:
+        return f"holds another session (id {str(head.id)[:40]}), not this one"
+    return ""
 
 
 class SessionLock:
