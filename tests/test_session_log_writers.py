@@ -187,3 +187,24 @@ def test_a_session_opened_through_a_symbolic_link_is_saved_to_the_file_it_points
     file.close(streaming=False)
     assert file.save_failure is None and told == []
     assert link.is_symlink() and _contents(real)[-1] == "saved through the link"
+
+
+def test_a_body_a_forged_file_cannot_rebuild_is_one_line_naming_the_file_in_replay_and_export(tmp_path, run_cli):
+    import json
+    import re
+
+    path = tmp_path / "forged.ctxpane.json"
+    grow(Session(title="forged"), SessionAppender(), path, FORMATS["chat completions"], 3)
+    lines = path.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith('{"t":"r"') and '"b":' in line)
+    body = json.loads(lines[first])["b"]
+    tools = next(hole["x"] for hole in body["h"] if hole["key"] == "tools")
+    message = next(hole["a"][0] for hole in body["h"] if hole["key"] == "messages")
+    lines[first] = lines[first].replace(tools, message)  # both parts are in the file: it opens, its bodies do not
+    path.write_text("\n".join(lines) + "\n")
+    assert len(load_session(path).session.requests) == 3
+    for command in (["replay", "--check"], ["export", "--format", "json"], ["export", "--format", "curl", "--step", "1"]):
+        done = run_cli(*command, str(path))
+        errors = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(errors) == 1, (command, done.stderr[-600:])
+        assert errors[0].startswith(f"ctxpane: error: {path}") and re.search(r"tools", errors[0])
