@@ -172,7 +172,7 @@ class SessionAppender:
                 state = read_log(raw)
             except SessionFormatError as exc:
                 raise SessionFileError(about(path, f"{exc}: not appended to")) from None
-            if state.header.get("id") != session.id:  # another session's file: never written over
+            if state.header.get("id") not in (None, session.id):  # another session's file: never written over
                 raise SessionFileError(about(path, f"holds another session (id {str(state.header.get('id'))[:40]}), "
                                                    "not this one: not written to"))
             writer.resume(state)
