@@ -208,3 +208,45 @@ def test_a_body_a_forged_file_cannot_rebuild_is_one_line_naming_the_file_in_repl
         errors = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(errors) == 1, (command, done.stderr[-600:])
         assert errors[0].startswith(f"ctxpane: error: {path}") and re.search(r"tools", errors[0])
+
+
+def test_each_edit_appends_its_own_branch_not_every_branch_again(tmp_path):
+    from tui.sessions.model import Branch
+
+    path = tmp_path / "edits.ctxpane.json"
+    session = Session(title="edited often")
+
+    def turn(text: str, index: int) -> Message:
+        role = "user" if index % 2 == 0 else "assistant"
+        return Message(role, f"{text} {index} " + "w" * 200, provenance=Provenance(
+            "user" if role == "user" else "model", True), id=session.new_id())
+    session.messages = [turn("message", i) for i in range(20)]
+    appender = SessionAppender(sync=False)
+    appender.append(session, path)
+    grown = []
+    for edit in range(60):  # the second message edited again and again: the continuation before is kept
+        session.branches.append(Branch(session.messages[1].id, tuple(session.messages[2:]), f"before edit #{edit}"))
+        session.messages = session.messages[:2] + [turn(f"edit {edit}", i) for i in range(18)]
+        before = path.stat().st_size
+        appender.append(session, path)
+        grown.append(path.stat().st_size - before)
+    assert grown[-1] < 1.5 * grown[0], (grown[0], grown[-1])  # (each branch written again: 60x the first)
+    opened = load_session(path).session
+    assert [(b.label, [m.id for m in b.messages]) for b in opened.branches] == \
+        [(b.label, [m.id for m in b.messages]) for b in session.branches]
+    assert [m.content for m in opened.messages] == [m.content for m in session.messages]
+
+
+def test_a_file_whose_first_line_names_no_session_is_appended_to_once_opened(tmp_path):
+    import json
+
+    path = tmp_path / "made by hand.ctxpane.json"
+    grow(Session(title="by hand"), SessionAppender(), path, FORMATS["chat completions"], 1)
+    lines = path.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    del header["id"]
+    path.write_text(json.dumps(header, separators=(",", ":")) + "\n" + "".join(lines[1:]))
+    session = load_session(path).session
+    _say(session, "added")
+    SessionAppender().append(session, path)
+    assert _contents(path)[-1] == "added"

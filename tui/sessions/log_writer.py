@@ -317,8 +317,9 @@ class LogWriter:
             line["d"] = change
         if shown != self.shown:
             line["m"] = list_change(self.shown, shown)
-        if branches != self.branches:
-            line["br"] = branches
+        if branches != self.branches:  # (as a change from the branches before: their lines grow by the new ones)
+            change = list_change(self.branches, branches)
+            line["br"] = change if change["k"] else branches
         batch.shown_messages = list(messages)
         if len(line) > 1:
             batch.add(_dumps(line))
