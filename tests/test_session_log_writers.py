@@ -250,3 +250,48 @@ def test_a_file_whose_first_line_names_no_session_is_appended_to_once_opened(tmp
     _say(session, "added")
     SessionAppender().append(session, path)
     assert _contents(path)[-1] == "added"
+
+
+def test_a_tap_write_that_failed_is_written_when_the_tap_ends(upstream, tmp_path, monkeypatch):  # noqa: F811
+    import errno
+
+    from tap_helpers import RunningTap
+    from tui.sessions.log_writer import LogWriter
+
+    real, full = LogWriter._write, [True]
+
+    def while_full(self, data):
+        if full[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, data)
+    monkeypatch.setattr(LogWriter, "_write", while_full)
+    tap = RunningTap(upstream.url, tmp_path)
+    try:
+        _ask(tap, "written in the end")
+        tap.settle()  # the disk was full for both of its writes (the request, its reply)
+        assert tap.recorder.failures >= 1 and not list(tmp_path.glob("*.ctxpane.json"))
+        full[0] = False  # space again: the tap's last save, as it ends, writes what is due
+    finally:
+        tap.stop()
+    (path,) = tmp_path.glob("*.ctxpane.json")
+    assert [m.content for m in load_session(path).session.messages if m.role == "user"] == ["written in the end"]
+
+
+def test_an_append_that_failed_is_written_whole_by_the_same_writer_next_time(tmp_path, monkeypatch):
+    import errno
+
+    from tui.sessions.log_writer import LogWriter
+
+    path = tmp_path / "s.ctxpane.json"
+    session = Session(title="full disk")
+    _say(session, "first")
+    writer = LogWriter(path)  # the tap's: one writer for the whole run, kept after a failure
+    writer.append(session)
+    _say(session, "written when there is space again")
+    real = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    with pytest.raises(OSError):
+        writer.append(session)
+    monkeypatch.setattr(os, "write", real)
+    writer.append(session)
+    assert _contents(path) == ["first", "written when there is space again"]

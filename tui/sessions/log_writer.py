@@ -329,7 +329,8 @@ class LogWriter:
         """The message's H, its line added to the batch when the file does not hold it yet."""
         cached = self._hashes.get(id(message))
         held = _message_holding(message)
-        if cached is None or cached[0] is not message or cached[2] != held:
+        if cached is None or cached[0] is not message or cached[2] != held or \
+                cached[1] not in self.known and cached[1] not in batch.known:  # (cached by an append that failed)
             record = message.to_record()
             text = _dumps(record)
             ident = part_hash(text)

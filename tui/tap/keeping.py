@@ -104,7 +104,11 @@ class Keeping:
         started, cpu = time.monotonic(), time.thread_time()
         if thread.log is None:
             thread.log = LogWriter(thread.path)
-        thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
+        try:
+            thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
+        except BaseException:
+            thread.dirty = True  # still due: the next save, or the last one as the tap ends, tries it again
+            raise
         took = time.monotonic() - started
         self.append_seconds.append(took)
         self.append_cpu.append(time.thread_time() - cpu)
