@@ -295,3 +295,26 @@ def test_an_append_that_failed_is_written_whole_by_the_same_writer_next_time(tmp
     monkeypatch.setattr(os, "write", real)
     writer.append(session)
     assert _contents(path) == ["first", "written when there is space again"]
+
+
+def test_convert_through_a_link_converts_the_file_and_never_under_an_app_that_has_it_open(tmp_path, run_cli):
+    from test_session_log import SAMPLES
+    from tui.sessions.store import SessionLock
+
+    real = tmp_path / "kept" / "old.ctxpane.json"
+    real.parent.mkdir()
+    real.write_bytes(SAMPLES[0].read_bytes())
+    link = tmp_path / "old.ctxpane.json"
+    link.symlink_to(real)
+    app = SessionLock(real)  # the app opened it (through the link or not: its lock is beside the file)
+    app.acquire()
+    try:
+        done = run_cli("convert", str(link))
+        assert done.returncode == 2 and "is open in another ctxpane" in done.stderr
+        assert link.is_symlink() and real.read_bytes() == SAMPLES[0].read_bytes()
+    finally:
+        app.release()
+    done = run_cli("convert", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and load_session(link).version == 2  # the file converted, the link still to it
+    assert (real.parent / "old.ctxpane.json.v1.bak").read_bytes() == SAMPLES[0].read_bytes()

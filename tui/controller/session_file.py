@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from tui.context.untrusted.visible import visible
 from tui.sessions.model import Session
-from tui.sessions.store import SessionLock, SessionLocked, session_path
+from tui.sessions.store import SessionLock, SessionLocked, followed_link, session_path
 
 from tui.controller.runtime import Handle, Runtime
 from tui.controller.saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
@@ -48,7 +48,7 @@ class SessionFile:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
         self.read_only = read_only
         self._let_go()
-        path = _followed(path)
+        path = followed_link(path)
         if path is not None and not self.read_only:
             lock = SessionLock(path)
             try:
@@ -148,14 +148,3 @@ class SessionFile:
         if self.lock and self.save_failure is None:
             self.lock.release()
 
-
-def _followed(path: Path | None) -> Path | None:
-    """A session file opened through a symbolic link is the file it points to from now on: appends never follow a
-    link (a file swapped for one must not redirect them), and the lock must be the one beside the file itself (two
-    links to one file are one session). A link that leads nowhere stays as it is (writing to it fails, and says so)."""
-    if path is None or not path.is_symlink():
-        return path
-    try:
-        return path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return path

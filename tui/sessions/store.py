@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from tui.sessions.log_writer import LogWriter
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
-           "SessionLocked", "convert_session", "list_sessions", "load_session", "save_session", "session_path",
-           "session_text", "sessions_dir", "write_atomic", "write_private"]
+           "SessionLocked", "convert_session", "followed_link", "list_sessions", "load_session", "save_session",
+           "session_path", "session_text", "sessions_dir", "write_atomic", "write_private"]
 
 SUFFIX = ".ctxpane.json"
 
@@ -188,6 +188,18 @@ class SessionAppender:
 
     def forget(self, path: Path) -> None:
         self._writers.pop(path, None)
+
+
+def followed_link(path: Path | None) -> Path | None:
+    """A session file named through a symbolic link is the file it points to: appends never follow a link (a file
+    swapped for one must not redirect them), and the lock must be the one beside the file itself (two links to one
+    file, or an app and `convert`, are one session). A link that leads nowhere stays as it is (using it says so)."""
+    if path is None or not path.is_symlink():
+        return path
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return path
 
 
 def _not_converted(raw: bytes, ident: str) -> str:
