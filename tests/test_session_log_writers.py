@@ -318,3 +318,63 @@ def test_convert_through_a_link_converts_the_file_and_never_under_an_app_that_ha
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and load_session(link).version == 2  # the file converted, the link still to it
     assert (real.parent / "old.ctxpane.json.v1.bak").read_bytes() == SAMPLES[0].read_bytes()
+
+
+EDITOR = '''
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from pathlib import Path
+from test_session_log import grow, FORMATS
+from tui.context.messages import Message, Provenance
+from tui.controller.saver import SessionWriter, snapshot
+from tui.sessions.model import Branch, Session
+from tui.sessions.store import SessionAppender
+path, log = Path(sys.argv[1]), open(sys.argv[2], "a")
+session = Session(title="edited while killed")
+grow(session, SessionAppender(), path, FORMATS["chat completions"], 2)
+writer, kept = SessionWriter(), []
+for step in range(1, 100000):
+    if step % 3 == 0:  # an edit of the second message
+        session.messages[1] = Message("user", f"edit {step} " + "e" * 3000, provenance=Provenance("user", True),
+                                      id=session.messages[1].id)
+    elif step % 3 == 1:  # an undo that keeps what it took back as a branch
+        session.branches.append(Branch(session.messages[1].id, tuple(session.messages[2:]), f"undo {step}"))
+        kept, session.messages[2:] = session.messages[2:], []
+    else:  # a redo, and a new message
+        session.messages.extend(kept)
+        session.messages.append(Message("user", f"more {step}", provenance=Provenance("user", True),
+                                        id=session.new_id()))
+    log.write(json.dumps(["handed", [m.content for m in session.messages], len(session.branches)]) + "\\n")
+    log.flush()
+    writer.save(snapshot(session), path, [])
+    writer.wait_idle(60)
+    log.write(json.dumps(["landed"]) + "\\n")
+    log.flush()
+'''
+
+
+@pytest.mark.parametrize("after", [3, 30, 90])
+def test_kill_9_during_edits_and_undos_keeps_every_append_that_landed(tmp_path, after):
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    path, log, script = tmp_path / "e.ctxpane.json", tmp_path / "states.jsonl", tmp_path / "editor.py"
+    script.write_text(EDITOR)
+    child = subprocess.Popen([sys.executable, str(script), str(path), str(log), str(ROOT / "tests")], cwd=str(ROOT))
+    try:
+        until(lambda: log.exists() and log.read_text().count('["landed"]') >= after, timeout=120,
+              what=f"{after} appends to land")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.endswith("]")]
+    handed = [entry for entry in entries if entry[0] == "handed"]
+    landed = sum(1 for entry in entries if entry[0] == "landed")
+    opened = load_session(path).session
+    found = ([str(m.content) for m in opened.messages], len(opened.branches))
+    possible = [tuple(entry[1:]) for entry in handed[landed - 1:landed + 1]]  # the last landed, or the one after it
+    assert tuple(found) in [(list(m), b) for m, b in possible], (found[0][-2:], found[1], landed, len(handed))
