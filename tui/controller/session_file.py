@@ -147,4 +147,3 @@ class SessionFile:
                 self.save_failure = str(failure)
         if self.lock and self.save_failure is None:
             self.lock.release()
-
