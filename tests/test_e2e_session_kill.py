@@ -61,7 +61,7 @@ def replay_check(path: Path) -> subprocess.CompletedProcess:
 
 
 def _requests_in(folder: Path) -> int:
-    files = list(folder.iterdir()) if folder.exists() else []
+    files = list(folder.glob("*.ctxpane.json")) if folder.exists() else []
     try:
         return len(load_session(files[0]).session.requests) if len(files) == 1 else 0
     except Exception:  # written meanwhile: read again at the next poll
@@ -85,7 +85,7 @@ def test_kill_9_during_a_long_tap_run(tmp_path, upstream, round_):  # noqa: F811
         client.join(30)
     finally:
         tmux.stop()
-    (path,) = folder.iterdir()
+    (path,) = folder.glob("*.ctxpane.json")
     opened = load_session(path)
     requests = opened.session.requests
     assert 2 <= len(requests) <= len(done) + 1  # the appends before the kill, each whole
@@ -119,7 +119,7 @@ def test_kill_9_during_a_reply_through_the_tap(tmp_path, upstream):  # noqa: F81
         pass  # the tap went away under the reply: as it should
     finally:
         tmux.stop()
-    (path,) = folder.iterdir()
+    (path,) = folder.glob("*.ctxpane.json")
     opened = load_session(path)
     (record,) = opened.session.requests
     assert record.incomplete and record.body["messages"] == messages

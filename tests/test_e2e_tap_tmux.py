@@ -44,7 +44,7 @@ def test_an_agent_through_the_tap_in_a_real_terminal(llama_server, tmp_path):
         tmux.wait_for(r"tapped conversations saved in", timeout=20)
     finally:
         tmux.stop()
-    (path,) = (tmp_path / "tapped").iterdir()
+    (path,) = (tmp_path / "tapped").glob("*.ctxpane.json")
     check = subprocess.run([sys.executable, "-m", "tui", "replay", "--check", str(path)], capture_output=True,
                            text=True, cwd=str(ROOT), timeout=60)
     assert check.returncode == 0 and check.stdout.count("matches the stored request") == 3, check.stdout

@@ -109,7 +109,7 @@ def test_curl_gets_the_upstream_bytes_and_the_key_goes_nowhere_but_upstream(tapp
     assert tapped.recorder.tapped[number].exchange.client.startswith("curl/")
     models = subprocess.run(["curl", "-s", f"{tapped.url}/models"], capture_output=True, timeout=30)
     assert json.loads(models.stdout)["data"][0]["id"] == "tiny-qwen3"
-    files = list(tapped.folder.iterdir())
+    files = list(tapped.folder.glob("*.ctxpane.json"))
     assert files and all(KEY not in f.read_text() and "Bearer" not in f.read_text() for f in files)
 
 

@@ -83,7 +83,7 @@ def test_an_upstream_that_is_down_is_a_clear_502(tmp_path):
         down.settle()
         (tapped,) = down.recorder.tapped.values()
         assert tapped.record.reply["incomplete"] and "could not be reached" in tapped.record.reply["error"]
-        (path,) = tmp_path.iterdir()  # the request is on record, and replays though no reply came
+        (path,) = tmp_path.glob("*.ctxpane.json")  # the request is on record, and replays though no reply came
         check = subprocess.run([sys.executable, "-m", "tui", "replay", "--check", str(path)], capture_output=True,
                                text=True, cwd=str(ROOT), timeout=60)
         assert check.returncode == 0 and "reply incomplete" in check.stdout, check.stdout + check.stderr

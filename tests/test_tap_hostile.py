@@ -47,7 +47,7 @@ def test_a_key_in_the_query_string_goes_upstream_but_is_never_shown_or_kept(tap,
     number = max(n for _kind, n in tap.events[events:])
     shown = tap.recorder.tapped[number].exchange.path
     assert shown == "/ok/v1/chat/completions?api-version=2024-01&api-key=***&key=***"
-    recorded = [session_data(p) for p in tap.folder.iterdir()]
+    recorded = [session_data(p) for p in tap.folder.glob("*.ctxpane.json")]
     mine = [data for data in recorded if data["messages"][0]["content"] == f"say {secret}"]  # its words, kept
     assert mine and not any(secret in outside_words(data) or "AIzaQuerySecret" in outside_words(data)
                             for data in recorded)
@@ -142,7 +142,7 @@ def test_a_key_in_the_request_body_is_forwarded_but_not_kept_in_the_session_file
     assert answer.status_code == 200 and "data: [DONE]" in answer.text
     assert secret.encode() in upstream.seen[-1]["body"]  # forwarded unchanged
     tap.settle()
-    files = [p.read_text() for p in tap.folder.iterdir()]
+    files = [p.read_text() for p in tap.folder.glob("*.ctxpane.json")]
     assert any("a key in my body" in text for text in files)
     assert not any(secret in text for text in files)
 
@@ -237,7 +237,7 @@ def test_a_key_stays_redacted_in_its_file_however_many_other_keys_come_through(t
     history += [{"role": "assistant", "content": "one two three"}, {"role": "user", "content": "again"}]
     send("echokey", history, key)  # the first conversation goes on, and the upstream quotes the key back
     tap.settle()
-    files = [p.read_text() for p in tap.folder.iterdir()]
+    files = [p.read_text() for p in tap.folder.glob("*.ctxpane.json")]
     assert any("again" in text and "refused, you sent" in text for text in files)
     assert not any(key in text for text in files), "key in clear"
 

@@ -35,6 +35,12 @@ def main(argv: list[str] | None = None) -> int:
             return result if isinstance(result, int) else open_in_app(result)
         except UsageError as exc:
             return fail(str(exc))
+        except ValueError as exc:  # a session file found damaged only as a body is read from it (replay, export)
+            from tui.sessions.model import SessionFormatError
+
+            if isinstance(exc, SessionFormatError):
+                return fail(str(exc))
+            raise
         except KeyboardInterrupt:
             return 130
         except BrokenPipeError:  # e.g. `ctxpane render --json | head`

@@ -186,7 +186,7 @@ def bench_tap(requests: int, tokens: int, folder: Path) -> None:
     tap.wait(300)
     loop.stop()
     appends, cpu = json.loads(timings.read_text())
-    (path,) = (folder / "tapped").iterdir()
+    (path,) = (folder / "tapped").glob("*.ctxpane.json")
     size, last = path.stat().st_size, sizes[-1]
     first, end, ratio = tenth_ratio(appends)
     cpu_first, cpu_end, cpu_ratio = tenth_ratio(cpu)

@@ -12,7 +12,7 @@ from pathlib import Path
 from tui.commands.arguments import QuietParser
 from tui.context.untrusted.visible import visible
 from tui.errors import UsageError
-from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, convert_session
+from tui.sessions.store import SessionFileError, SessionLock, SessionLocked, convert_session, followed_link
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     for name in args.files:
-        path = Path(name).expanduser()
+        path = followed_link(Path(name).expanduser()) or Path(name)  # (the app's lock is beside the file itself)
         lock = SessionLock(path)
         try:
             lock.acquire()  # never under an app that has it open

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from tui.context.untrusted.visible import visible
 from tui.sessions.model import Session
-from tui.sessions.store import SessionLock, SessionLocked, session_path
+from tui.sessions.store import SessionLock, SessionLocked, followed_link, session_path
 
 from tui.controller.runtime import Handle, Runtime
 from tui.controller.saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
@@ -48,6 +48,7 @@ class SessionFile:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
         self.read_only = read_only
         self._let_go()
+        path = followed_link(path)
         if path is not None and not self.read_only:
             lock = SessionLock(path)
             try:

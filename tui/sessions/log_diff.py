@@ -17,7 +17,7 @@ from typing import Any
 
 import base64
 import zlib
-from typing import Callable
+from typing import Callable, TypeVar
 
 import msgspec
 
@@ -213,8 +213,12 @@ def _keys(value: Json) -> list[str]:
     return value
 
 
-def list_change(old: list[str], new: list[str]) -> dict[str, Json]:
-    """How `new` follows from `old`: `{"d": dropped from the start, "k": kept up to, "a": added}` (d 0 left out)."""
+Item = TypeVar("Item")
+
+
+def list_change(old: list[Item], new: list[Item]) -> dict[str, Json]:
+    """How `new` follows from `old` (hashes, branches): `{"d": dropped from the start, "k": kept up to, "a":
+    added}` (d 0 left out)."""
     if len(new) >= len(old) and new[:len(old)] == old:  # the usual case: the list only grew
         return {"k": len(old), "a": new[len(old):]}
     drop = 0

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from tui.sessions.log_state import Json, LogState
 from tui.sessions.model import FORMAT, RequestRecord, Session, SessionFormatError
 from tui.sessions.session_log import _decode, read_log
 
 __all__ = ["body_text_in_file", "checked_body", "file_loaders", "session_from_log"]
+
+T = TypeVar("T")
 
 
 def session_from_log(state: LogState, path: Path | None = None) -> Session:
@@ -34,7 +36,8 @@ def session_from_log(state: LogState, path: Path | None = None) -> Session:
         item = convert({**figures, "body": {}}, schema.RequestIn, f".requests[{index}]")
         plain = _request(item)
         values = {f.name: getattr(plain, f.name) for f in fields(RequestRecord) if f.name != "body"}
-        requests.append(RequestRecord.lazy(_body_loader(state, index), _text_loader(state, index), **values))
+        requests.append(RequestRecord.lazy(_in_file(path, _body_loader(state, index)),
+                                           _in_file(path, _text_loader(state, index)), **values))
     session.requests = requests
     session.next_id = max(session.next_id, state.id_floor)  # (to_session counted the messages' own ids)
     if state.cut:
@@ -80,6 +83,22 @@ def checked_body(text: str, index: int, kind: str = "chat") -> dict[str, Json]:
     except ValueError as exc:
         raise SessionFormatError(schema_error_line(str(exc))) from None
     return body
+
+
+def _in_file(path: Path | None, load: Callable[[], T]) -> Callable[[], T]:
+    """A loader whose error names the file: a body read long after the file was opened (replay, export) may be the
+    one a damaged file cannot rebuild, and that is said as any problem with the file is, in one line naming it."""
+    if path is None:
+        return load
+
+    def loaded() -> T:
+        from tui.sessions.safe_io import about
+
+        try:
+            return load()
+        except SessionFormatError as exc:
+            raise SessionFormatError(about(path, str(exc))) from None
+    return loaded
 
 
 def _body_loader(state: LogState, index: int) -> Callable[[], dict[str, Json]]:

@@ -63,6 +63,7 @@ class LogWriter:
         self.shown: list[str] = []
         self.branches: list[dict[str, Json]] = []
         self.size = 0
+        self.identity: tuple[int, int] | None = None  # the file appended to (device, inode): one replaced is refused
         self.started = False
         self.own_wire = True  # the bodies' messages are written as request_text writes them (the app's own)
         self._hashes: dict[int, tuple[Message, str, Any]] = {}  # id(message) -> (it, H, the values it held)
@@ -140,10 +141,20 @@ class LogWriter:
 
             write_atomic(self.path, data) if self.sync else _write_new(self.path, data)
             self.size = len(data)
+            new = os.lstat(self.path)
+            self.identity = (new.st_dev, new.st_ino)
             return
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+        # (O_NONBLOCK: a FIFO put at the path is refused, not waited on for ever by the writer thread)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
         try:
-            if os.fstat(fd).st_size != self.size:
+            info = os.fstat(fd)
+            changed = self._changed(fd, info)
+            if changed:
+                from tui.sessions.safe_io import SessionFileError
+
+                raise SessionFileError(f"{self.path.name} {changed} since ctxpane last wrote to it: nothing was "
+                                       "appended (what it holds is kept; the next save reads it again first)")
+            if info.st_size != self.size:
                 os.ftruncate(fd, self.size)  # a line cut short by a kill, or a write that failed: gone first
             view = memoryview(data)
             written = 0
@@ -158,9 +169,32 @@ class LogWriter:
                 except OSError:
                     pass
                 raise
+            self.identity = (info.st_dev, info.st_ino)
         finally:
             os.close(fd)
         self.size += len(data)
+
+    def _changed(self, fd: int, info: os.stat_result) -> str:
+        """What another program did to the file since the last append ("" when nothing): another writer's lines
+        must never be cut off, nor this writer's lines go after a file it has not read (its parts would be missing).
+        Bytes past the end without a line break are a line cut short (a kill): those are cut off."""
+        import stat
+
+        if not stat.S_ISREG(info.st_mode):
+            return "is no longer a regular file"
+        if self.identity is not None and (info.st_dev, info.st_ino) != self.identity:
+            return "was replaced by another file"
+        if info.st_size < self.size:
+            return f"was cut shorter by another program ({info.st_size:,} bytes, not {self.size:,})"
+        at = self.size
+        while at < info.st_size:
+            chunk = os.pread(fd, min(1 << 20, info.st_size - at), at)
+            if not chunk:
+                break
+            if b"\n" in chunk:
+                return "was appended to by another program"
+            at += len(chunk)
+        return ""
 
     def _settle(self, session: Session) -> None:
         """Requests before the last CHECKED are settled: never compared again, but those whose reply was incomplete
@@ -283,8 +317,9 @@ class LogWriter:
             line["d"] = change
         if shown != self.shown:
             line["m"] = list_change(self.shown, shown)
-        if branches != self.branches:
-            line["br"] = branches
+        if branches != self.branches:  # (as a change from the branches before: their lines grow by the new ones)
+            change = list_change(self.branches, branches)
+            line["br"] = change if change["k"] else branches
         batch.shown_messages = list(messages)
         if len(line) > 1:
             batch.add(_dumps(line))
@@ -294,7 +329,8 @@ class LogWriter:
         """The message's H, its line added to the batch when the file does not hold it yet."""
         cached = self._hashes.get(id(message))
         held = _message_holding(message)
-        if cached is None or cached[0] is not message or cached[2] != held:
+        if cached is None or cached[0] is not message or cached[2] != held or \
+                cached[1] not in self.known and cached[1] not in batch.known:  # (cached by an append that failed)
             record = message.to_record()
             text = _dumps(record)
             ident = part_hash(text)

@@ -193,16 +193,26 @@ def _fold(state: LogState, line: bytes, number: int, checked: set[str]) -> None:
                 raise SessionFormatError(f"line {number}: names a message the file does not hold ({missing[:12]}…)")
             state.shown = shown
         if "br" in value:
-            branches = value["br"]
+            branches, added = _branches(state.branches, value["br"])
             if not isinstance(branches, list) or not all(isinstance(b, dict) and isinstance(b.get("m"), list)
-                                                         for b in branches):
+                                                         for b in added):
                 raise SessionFormatError(f"line {number}: branches that are not a list of branches")
-            for branch in branches:
+            for branch in added:
                 if any(h not in state.messages for h in branch["m"]):
                     raise SessionFormatError(f"line {number}: a branch names a message the file does not hold")
             state.branches = branches
     else:
         raise SessionFormatError(f"line {number}: unknown line kind {str(kind)[:20]!r}")
+
+
+def _branches(before: list[Json], written: Json) -> tuple[Json, list[Json]]:
+    """The branches after an `st` line's `br`, and those it added: the whole list, or a list change from the
+    branches before (an edit keeps one more branch: only it is written, not every branch again)."""
+    if isinstance(written, dict):
+        branches = apply_list(before, written)
+        added = written.get("a", [])
+        return branches, added if isinstance(added, list) else []
+    return written, written if isinstance(written, list) else []
 
 
 def _ids_named(change: Json) -> int:

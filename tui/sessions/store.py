@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from tui.sessions.log_writer import LogWriter
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
-           "SessionLocked", "convert_session", "list_sessions", "load_session", "save_session", "session_path",
-           "session_text", "sessions_dir", "write_atomic", "write_private"]
+           "SessionLocked", "convert_session", "followed_link", "list_sessions", "load_session", "save_session",
+           "session_path", "session_text", "sessions_dir", "write_atomic", "write_private"]
 
 SUFFIX = ".ctxpane.json"
 
@@ -159,19 +159,27 @@ class SessionAppender:
         writer = LogWriter(path, self.sync)
         writer.session_id = session.id
         try:
+            before = os.lstat(path)
             raw = read_regular_file(path, MAX_SESSION_BYTES)
-        except SessionFileError:
+        except (SessionFileError, OSError):
             if path.exists() or path.is_symlink():
                 raise
             raw = b""
+        else:
+            writer.identity = (before.st_dev, before.st_ino)  # the file read: another put there after is refused
         if raw and is_log(raw):
             try:
                 state = read_log(raw)
             except SessionFormatError as exc:
                 raise SessionFileError(about(path, f"{exc}: not appended to")) from None
-            if state.header.get("id") == session.id:
-                writer.resume(state)
+            if state.header.get("id") not in (None, session.id):  # another session's file: never written over
+                raise SessionFileError(about(path, f"holds another session (id {str(state.header.get('id'))[:40]}), "
+                                                   "not this one: not written to"))
+            writer.resume(state)
         elif raw.strip():
+            problem = _not_converted(raw, session.id)
+            if problem:
+                raise SessionFileError(about(path, f"{problem}: not written to"))
             backup = backup_path(path)
             write_atomic(backup, raw)
             self.converted.append((path, backup))
@@ -180,6 +188,40 @@ class SessionAppender:
 
     def forget(self, path: Path) -> None:
         self._writers.pop(path, None)
+
+
+def followed_link(path: Path | None) -> Path | None:
+    """A session file named through a symbolic link is the file it points to: appends never follow a link (a file
+    swapped for one must not redirect them), and the lock must be the one beside the file itself (two links to one
+    file, or an app and `convert`, are one session). A link that leads nowhere stays as it is (using it says so)."""
+    if path is None or not path.is_symlink():
+        return path
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return path
+
+
+def _not_converted(raw: bytes, ident: str) -> str:
+    """Why a file that is not of lines is not this session's file of version 1 ("" when it is): what the app
+    converts on its first write is the file it read, never one put at the path since (another session, any file)."""
+    import msgspec
+
+    from tui.sessions.model import FORMAT
+
+    class Head(msgspec.Struct):
+        format: object = None
+        id: object = None
+
+    try:
+        head = msgspec.json.decode(raw, type=Head)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return "is not a session file"
+    if head.format != FORMAT:
+        return "is not a session file"
+    if head.id is not None and head.id != ident:
+        return f"holds another session (id {str(head.id)[:40]}), not this one"
+    return ""
 
 
 class SessionLock:

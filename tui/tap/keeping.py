@@ -19,6 +19,7 @@ log = logging.getLogger("ctxpane.tap")
 KEEP_VIEWS = 200  # requests whose rendering stays in memory for the view
 KEEP_VIEW_CHARS = 2 * 1024 * 1024  # and at most documents of these many characters in all (long conversations)
 SAVE_EVERY = 0.5  # seconds between two saves of one conversation's file at most
+CLAIM_ATTEMPTS = 50  # names tried for a conversation's file (`-2`, `-3`, …) before going on without a lock
 KEEP_TIMINGS = 2000  # the latest appends' durations kept (for the benchmark: flat, whatever the length)
 
 
@@ -44,6 +45,35 @@ class Keeping:
                 except Exception:  # noqa: BLE001 - a disk problem is logged, the tap goes on
                     self.failures += 1
                     log.exception("saving %s failed", thread.path)
+
+    def claim(self, ident: str) -> tuple[str, Any]:
+        """A session id whose file no one else has (another tap started in the same second, an earlier run), and
+        the lock on that file: an app that opens it while the tap writes it opens it read-only (two writers would
+        refuse each other's appends). Without a lock to be had (a folder not writable), the id as it is."""
+        from tui.sessions.store import SUFFIX, SessionLock, SessionLocked
+
+        for attempt in range(1, CLAIM_ATTEMPTS + 1):
+            name = ident if attempt == 1 else f"{ident}-{attempt}"
+            path = self.folder / f"{name}{SUFFIX}"
+            if path.exists() or path.is_symlink():
+                continue
+            lock = SessionLock(path)
+            try:
+                lock.acquire()
+            except SessionLocked:
+                continue
+            if path.exists() or path.is_symlink():  # made as the lock was taken
+                lock.release()
+                continue
+            return name, lock
+        return ident, None
+
+    def let_go_of_files(self) -> None:
+        """The tap is done writing: its files' locks are let go (an app may then write to them)."""
+        for thread in self.threads.values():
+            if thread.lock is not None:
+                thread.lock.release()
+                thread.lock = None
 
     def save(self, thread: Thread) -> None:
         """Save the conversation's file now, or once its pause is over: a busy client's requests cost one write a
@@ -74,7 +104,11 @@ class Keeping:
         started, cpu = time.monotonic(), time.thread_time()
         if thread.log is None:
             thread.log = LogWriter(thread.path)
-        thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
+        try:
+            thread.log.append(thread.session, sorted(thread.secrets))  # its own requests' keys, no others
+        except BaseException:
+            thread.dirty = True  # still due: the next save, or the last one as the tap ends, tries it again
+            raise
         took = time.monotonic() - started
         self.append_seconds.append(took)
         self.append_cpu.append(time.thread_time() - cpu)
@@ -91,7 +125,9 @@ class Keeping:
             return
         for number in [n for n, t in self.threads.items() if n not in still and not t.dirty and not t.pending
                        and all(tapped.done for tapped in t.tapped)]:
-            del self.threads[number]
+            closed = self.threads.pop(number)
+            if closed.lock is not None:
+                closed.lock.release()
 
     def release(self, thread: Thread) -> None:
         """Memory stays bounded however long a conversation runs: a request settled in its file keeps its figures

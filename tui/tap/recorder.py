@@ -84,9 +84,10 @@ class Recorder(Keeping):
             self._pool.submit(self._guarded, self.finish, exchange)
 
     def close(self, wait: bool = True) -> None:
-        """Save what is still due, and stop the recording thread."""
+        """Save what is still due, let go of the files' locks, and stop the recording thread."""
         try:
             self._pool.submit(self._guarded_flush)
+            self._pool.submit(self.let_go_of_files)
         except RuntimeError:  # closed already
             pass
         self._pool.shutdown(wait=wait)
@@ -296,12 +297,14 @@ class Recorder(Keeping):
         from tui.controller.workbench import template_spec
 
         client = exchange.client.split(" ")[0][:40].encode("utf-8", "replace").decode("utf-8") or "client"
-        session = Session(id=f"{self.prefix}-{conversation.number}", title=f"tap {conversation.number}: {client} · "
+        ident, lock = self.claim(f"{self.prefix}-{conversation.number}")
+        session = Session(id=ident, title=f"tap {conversation.number}: {client} · "
                           f"{model or 'model'}", base_url=self.upstream, model=model,
                           template=template_spec(engine.template), tokenizer=engine.tokenizer.name,
                           policy=asdict(PolicySettings("keep-all")), fences=False)
         replayer = TapReplayer(session, engine)
-        thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json", engine=engine)
+        thread = Thread(conversation, session, replayer, self.folder / f"{session.id}.ctxpane.json", engine=engine,
+                        lock=lock)
         self.threads[conversation.number] = thread
         return thread
 

@@ -59,6 +59,7 @@ class Thread:
     engine: Any = None  # what renders and counts its requests (the model's family's, when assumed)
     log: Any = None  # its file's writer (tui/sessions/log_writer.LogWriter): each save appends what is new
     released: int = 0  # its requests before this are in the file only (their bodies let go from memory)
+    lock: Any = None  # the lock on its file (tui/sessions/store.SessionLock), held while the tap may write it
 
 
 class TapReplayer(Replayer):
