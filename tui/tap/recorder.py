@@ -31,7 +31,7 @@ from tui.context.families.identity import SHIPPED
 from tui.context.untrusted.redaction import Redactor
 from tui.sessions.model import RequestRecord, Session
 
-from tui.tap.bodies import body_keys, check_body, max_tokens_of, wire_body
+from tui.tap.bodies import body_keys, check_body, check_bytes, max_tokens_of, wire_body
 from tui.tap.client_cuts import client_cuts, messages_of, with_cache_effect
 from tui.tap.conversations import Conversation, Conversations
 from tui.tap.chains import Chains
@@ -164,6 +164,7 @@ class Recorder(Keeping):
             tapped.problem = "passed through (not a chat completion, Messages or Responses request: not rendered)"
             self.on_change("passed", tapped)
             return
+        check_bytes(exchange.body)  # the body is kept as sent: bytes its file could not read back are not recorded
         parsed = check_body(body, kind)  # a body a session file could not hold is not recorded (it was forwarded)
         model = str(body.get("model") or "")[:200]
         engine = self.ready_engine(model)  # an upstream that says nothing: the model's family counts

@@ -1,0 +1,62 @@
+"""A body the session file's reader would refuse is never written by the tap: forwarded unchanged, one line says why.
+
+Found by attack: a Messages, Responses or chat body with a key twice in one object, a UTF-8 byte order mark, or an
+integer past 2**63 was accepted by the tap (llama.cpp answered 200) and recorded with its exact bytes; the file's
+reader then refused the session ("has the key "content" twice in one object", "is not valid JSON", "integer out of
+range"), so `replay --check` failed and every later request of that conversation went into a file nobody could
+open.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
+from session_files import session_data
+
+GOOD = {
+    "/ok/v1/messages": b'{"model":"m","max_tokens":4,"messages":[{"role":"user","content":"same words"}]}',
+    "/ok/v1/responses": b'{"model":"m","max_output_tokens":4,"input":"same words"}',
+    "/ok/v1/chat/completions": b'{"model":"m","max_tokens":4,"messages":[{"role":"user","content":"same words"}]}',
+}
+REFUSED = {
+    "a key twice": (b'"content":"same words"', b'"content":"other","content":"same words"'),
+    "a byte order mark": (b"{", b"\xef\xbb\xbf{"),
+    "an integer past 2**63": (b'"model":"m"', b'"model":"m","metadata":{"n":123456789012345678901234567890}'),
+}
+
+
+@pytest.fixture()
+def tap(upstream, tmp_path):
+    running = RunningTap(upstream.url, tmp_path)
+    yield running
+    running.stop()
+
+
+@pytest.mark.parametrize("path", sorted(GOOD))
+@pytest.mark.parametrize("what", sorted(REFUSED))
+def test_a_body_the_file_would_refuse_is_forwarded_and_not_recorded(tap, upstream, path, what):
+    if what == "a key twice" and path.endswith("/responses"):
+        old, new = b'"input":"same words"', b'"input":"other","input":"same words"'
+    else:
+        old, new = REFUSED[what]
+    raw = GOOD[path].replace(old, new, 1)
+    assert raw != GOOD[path]
+    answer = httpx.post(tap.url + path, content=raw, headers={"Content-Type": "application/json"}, timeout=30)
+    assert answer.status_code == 200 and upstream.seen[-1]["body"] == raw  # forwarded as the client wrote it
+    tap.settle()
+    (refused,) = tap.recorder.tapped.values()
+    assert refused.record is None and refused.problem.startswith("not recorded: "), refused.problem
+    assert "\n" not in refused.problem and len(refused.problem) < 500
+    assert "session file" in refused.problem
+    # the same conversation goes on: its next request is recorded, and every file the tap wrote opens
+    httpx.post(tap.url + path, content=GOOD[path], headers={"Content-Type": "application/json"}, timeout=30)
+    tap.settle()
+    recorded = [t for t in tap.recorder.tapped.values() if t.record is not None]
+    assert len(recorded) == 1
+    files = list(tap.folder.glob("*.ctxpane.json"))
+    assert len(files) == 1
+    for file in files:
+        data = session_data(file)
+        assert [r["body"] for r in data["requests"]] and all(r["body"] for r in data["requests"])
