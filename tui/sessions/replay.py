@@ -172,7 +172,8 @@ class Replayer:
                                record_wire(self.session, record)[1], True, PolicySettings("keep-all"),
                                FenceStyle(enabled=False), self.cache_rule,
                                model=str(record.body.get("model") or self.session.model or ""),
-                               base_url=self.session.base_url, llama_normalised=record.format != "chat")
+                               base_url=self.session.base_url, llama_normalised=record.format != "chat",
+                               prefill=record.format == FormatKind.MESSAGES.value)
 
     def stored_view(self, index: int) -> RequestView:
         """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.
