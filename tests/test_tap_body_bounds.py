@@ -60,3 +60,27 @@ def test_a_body_the_file_would_refuse_is_forwarded_and_not_recorded(tap, upstrea
     for file in files:
         data = session_data(file)
         assert [r["body"] for r in data["requests"]] and all(r["body"] for r in data["requests"])
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("path, body", [
+    ("/messages", b'{"model":"m","max_tokens":2,"messages":[]}'),
+    ("/responses", b'{"model":"m","max_output_tokens":2,"input":[]}'),
+])
+def test_a_conversation_the_template_cannot_render_is_one_line_not_a_traceback(llama_server, tmp_path, caplog, path,
+                                                                                 body):
+    """Found by attack: a Messages body with no messages (llama.cpp answers it, 200) failed in the server's Qwen3
+    template (`messages[0]`), and `ctxpane tap --no-ui` printed a 40-line traceback on the user's terminal."""
+    caplog.set_level("INFO", logger="ctxpane.tap")
+    tap = RunningTap(llama_server, tmp_path)
+    try:
+        answer = httpx.post(tap.url + path, content=body, headers={"Content-Type": "application/json"}, timeout=30)
+        assert answer.status_code == 200
+        tap.settle()
+        (refused,) = tap.recorder.tapped.values()
+    finally:
+        tap.stop()
+    assert refused.record is None and refused.problem.startswith("not recorded: "), refused.problem
+    assert "\n" not in refused.problem and "template" in refused.problem
+    said = [r for r in caplog.records if r.name == "ctxpane.tap"]
+    assert said and not any(r.exc_info for r in said), [r.getMessage() for r in said]

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from tui.context.errors import TemplateRenderError
 from tui.context.formats import FormatKind, Parsed
 from tui.context.policy.truncation import PolicySettings
 from tui.context.cache.causes import CauseClass
@@ -100,12 +101,15 @@ class Recorder(Keeping):
             step(exchange)
         except Exception as exc:  # noqa: BLE001 - a recording failure is logged and shown, never raised
             self.failures += 1
-            if isinstance(exc, ValueError):  # a body a session cannot hold: one line says why
-                log.warning("request %d not recorded: %s", exchange.number, str(exc)[:300])
+            said = f"{type(exc).__name__}: {str(exc)[:300]}"
+            if isinstance(exc, TemplateRenderError):  # the client's conversation, not the tap: one line says why
+                said = f"the template cannot render this conversation ({said})"
+            if isinstance(exc, (ValueError, TemplateRenderError)):  # a body a session cannot hold: one line says why
+                log.warning("request %d not recorded: %s", exchange.number, said)
             else:
                 log.exception("recording request %d failed", exchange.number)
             tapped = self.tapped.setdefault(exchange.number, Tapped(exchange))
-            tapped.problem = f"not recorded: {type(exc).__name__}: {str(exc)[:300]}"
+            tapped.problem = f"not recorded: {said}"
             if step == self.finish:  # its end is the problem: there is no other "end" to come
                 tapped.done = True
             self.on_change("problem", tapped)
