@@ -84,3 +84,21 @@ def test_a_conversation_the_template_cannot_render_is_one_line_not_a_traceback(l
     assert "\n" not in refused.problem and "template" in refused.problem
     said = [r for r in caplog.records if r.name == "ctxpane.tap"]
     assert said and not any(r.exc_info for r in said), [r.getMessage() for r in said]
+
+
+def test_replay_check_of_a_stored_body_its_reader_refuses_is_one_line(tmp_path, cli_in_process):
+    """Found by attack: a session file (written by the tap before the fix above, or by hand) whose stored Messages
+    body its reader refuses made `ctxpane replay --check` end in a traceback."""
+    import json
+
+    from tui.sessions.model import RequestRecord, Session
+    from tui.sessions.store import save_session
+
+    raw = GOOD["/ok/v1/messages"].replace(b'"model":"m"', b'"model":"m","metadata":{"n":123456789012345678901234567890}')
+    record = RequestRecord(1, "2026-01-01T00:00:00", json.loads(raw), format="messages")
+    record.set_exact_text(raw.decode())
+    path = tmp_path / "refused.ctxpane.json"
+    save_session(Session(requests=[record]), path)
+    result = cli_in_process("replay", "--check", str(path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and "step 1" in result.stderr and "integer out of range" in result.stderr
