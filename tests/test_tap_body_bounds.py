@@ -102,3 +102,21 @@ def test_replay_check_of_a_stored_body_its_reader_refuses_is_one_line(tmp_path, 
     result = cli_in_process("replay", "--check", str(path))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("\n") == 1 and "step 1" in result.stderr and "integer out of range" in result.stderr
+
+
+def test_export_in_another_format_says_what_it_leaves_out(tmp_path, cli_in_process):
+    """Found by attack: `export --format messages` of a Responses request that continues a stored response wrote a
+    body without its previous_response_id and store, silently: the context the server held was gone unsaid."""
+    import json
+
+    from tui.sessions.model import RequestRecord, Session
+    from tui.sessions.store import save_session
+
+    body = {"model": "gpt-5", "input": "And of Spain?", "previous_response_id": "resp_1", "store": True}
+    path = tmp_path / "chained.ctxpane.json"
+    save_session(Session(requests=[RequestRecord(1, "2026-01-01T00:00:00", body, format="responses")]), path)
+    result = cli_in_process("export", "--format", "messages", str(path))
+    assert result.returncode == 0, result.stderr
+    written = json.loads(result.stdout)
+    assert written["messages"] == [{"role": "user", "content": "And of Spain?"}] and "store" not in written
+    assert result.stderr.count("\n") == 1 and "previous_response_id" in result.stderr and "store" in result.stderr
