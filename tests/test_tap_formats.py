@@ -365,12 +365,14 @@ def test_an_assistant_prefill_is_counted_as_the_server_continues_it(tapped, shap
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/chat/completions parts"])
 def test_a_last_assistant_turn_is_continued_on_llama_cpp_in_every_format(tapped, path):
     """llama.cpp's server continues a last assistant turn whatever the API (prefill_assistant, on by default): the
     tap counted a chat completion ending in one at 23 tokens where the server counted 18 (Responses: 19 and 14)."""
     root = tapped.url.removesuffix("/v1")
-    turns = [{"role": "user", "content": f"continue in {path}"}, {"role": "assistant", "content": "Sure, here"}]
+    path, _, parts = path.partition(" ")
+    text = [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}] if parts else "Sure, here"
+    turns = [{"role": "user", "content": f"continue in {path} {parts}"}, {"role": "assistant", "content": text}]
     items = [turns[0], {"type": "message", "role": "assistant",
                         "content": [{"type": "output_text", "text": "Sure, here"}]}]
     body = {"model": "tiny-qwen3", "temperature": 0, **({"messages": turns, "max_tokens": 2} if "chat" in path

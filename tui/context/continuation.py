@@ -28,6 +28,7 @@ def continued(render: Render) -> Render:
     """`render`, continuing the last assistant message of what it is given (the true and the marked messages)."""
     def go(messages: list[Any], **variables: Any) -> str:
         *before, last = messages
+        last = joined_for_continuation(last)
         text, reasoning = last.get("content"), last.get("reasoning_content")
         if not isinstance(text, str) or reasoning is not None and not isinstance(reasoning, str):
             return render(messages, **variables)  # parts the server would not write as text: as the template has it
