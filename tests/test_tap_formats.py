@@ -332,3 +332,57 @@ def test_breakpoints_are_drawn_on_the_document_where_the_client_put_them():
     assert "message 1 block 2, 1h" in marks[second]
     drawn = [note.text for _offset, note in note_lines(view, [], None, False)]
     assert any("▲ cache_control breakpoint (message 1 block 2, 1h)" in line for line in drawn)
+
+
+PREFILLS = {  # a last assistant turn: Anthropic's prefill, which llama.cpp's server continues (no end of turn)
+    "text": [{"role": "assistant", "content": "{\"answer\":"}],
+    "blocks": [{"role": "assistant", "content": [{"type": "text", "text": "Sure"}]}],
+    "thinking": [{"role": "assistant", "content": [{"type": "thinking", "thinking": "let me think", "signature": "s"},
+                                                   {"type": "text", "text": "hello"}]}],
+    "leading newlines": [{"role": "assistant", "content": "\n\nlead"}],
+    "empty": [{"role": "assistant", "content": ""}],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(PREFILLS))
+def test_an_assistant_prefill_is_counted_as_the_server_continues_it(tapped, shape):
+    """Found by attack: a Messages body ending in an assistant turn (a prefill) was rendered as a closed turn and a
+    new one (`<|im_end|>\\n<|im_start|>assistant\\n` after it): 23 tokens where the server counted 18."""
+    root = tapped.url.removesuffix("/v1")
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 2, "temperature": 0,
+            "messages": [{"role": "user", "content": f"prefill {shape}"}, *PREFILLS[shape]]}
+    first = max(tapped.recorder.tapped, default=0)
+    answer = httpx.post(root + "/v1/messages", json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    (tap,) = records_since(tapped, first)
+    usage = answer.json()["usage"]
+    server = usage["input_tokens"] + usage.get("cache_read_input_tokens", 0) + usage.get(
+        "cache_creation_input_tokens", 0)
+    assert tap.record.document_tokens == server, tap.view.document.text
+    assert not tap.view.document.text.endswith("<|im_start|>assistant\n")
+    tapped.recorder.drain()
+    checked = replay_check(tapped.recorder.threads[tap.conversation].path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/chat/completions parts"])
+def test_a_last_assistant_turn_is_continued_on_llama_cpp_in_every_format(tapped, path):
+    """llama.cpp's server continues a last assistant turn whatever the API (prefill_assistant, on by default): the
+    tap counted a chat completion ending in one at 23 tokens where the server counted 18 (Responses: 19 and 14)."""
+    root = tapped.url.removesuffix("/v1")
+    path, _, parts = path.partition(" ")
+    text = [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}] if parts else "Sure, here"
+    turns = [{"role": "user", "content": f"continue in {path} {parts}"}, {"role": "assistant", "content": text}]
+    items = [turns[0], {"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": "Sure, here"}]}]
+    body = {"model": "tiny-qwen3", "temperature": 0, **({"messages": turns, "max_tokens": 2} if "chat" in path
+                                                         else {"input": items, "max_output_tokens": 2})}
+    first = max(tapped.recorder.tapped, default=0)
+    answer = httpx.post(root + path, json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    (tap,) = records_since(tapped, first)
+    usage = answer.json()["usage"]
+    assert tap.record.document_tokens == usage.get("prompt_tokens", usage.get("input_tokens")), tap.view.document.text
+    tapped.recorder.drain()
+    checked = replay_check(tapped.recorder.threads[tap.conversation].path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -6,17 +6,20 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from tui.commands.arguments import STEP, QuietParser, whole_number
 from tui.commands.inputs import open_session
 from tui.commands.sessions_common import session_engine, template_failures
 from tui.commands.terminal import write_text
-from tui.context.formats.kinds import KINDS
+from tui.context.formats.kinds import KINDS, FormatKind
+from tui.context.untrusted.visible import visible
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer
 from tui.sessions.safe_io import write_private
-from tui.sessions.transfer import TransferError, export_curl, export_markdown, export_request, step_record
+from tui.sessions.transfer import (TransferError, converted_request, export_curl, export_markdown, export_request,
+                                   step_record)
 
 FORMATS = ("markdown", "request", "curl", "document", "json", "chat", "messages", "responses")  # the last three:
 # the request written in that API's format (chat completions, Anthropic Messages, OpenAI Responses)
@@ -42,7 +45,10 @@ def run(argv: list[str]) -> int:
         elif args.format == "request":
             text = export_request(session, args.step)
         elif args.format in KINDS:
-            text = export_request(session, args.step, args.format)
+            text, left = converted_request(session, args.step, args.format)
+            if left:  # said, not dropped silently: a previous_response_id carried the context the server held
+                print(visible(f"ctxpane: note: written as a {FormatKind(args.format).title} body without "
+                              f"{', '.join(left)[:300]} (it has no such field)"), file=sys.stderr)
         elif args.format == "curl":
             text = export_curl(session, args.step, args.api_key_env)
         elif args.format == "json":

@@ -68,7 +68,10 @@ def run(argv: list[str]) -> int | ReplayInApp:
     all_good = True
     for index in steps:
         with template_failures(f"{args.file}: step {index + 1}", template.name):
-            step = replayer.step(index)
+            try:
+                step = replayer.step(index)
+            except ValueError as exc:  # a stored body its own format or the file's bounds refuse: one line
+                raise UsageError(f"{args.file}: step {index + 1}: {exc}") from None
         all_good &= step.matches and step.drift is None
         if args.json:
             print(json_text(step_json(step)))

@@ -67,15 +67,19 @@ def is_exact(template: ChatTemplate, tokenizer: Tokenizer, verified: bool | None
 def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, tokenizer: Tokenizer,
              variables: dict[str, Any] | None = None, add_generation_prompt: bool = True,
              tools: list[JSONObject] | None = None, cache: SegmentCache | None = None,
-             exact: bool | None = None, content_specials: bool = False) -> Snapshot:
-    """Render the request's document, attribute it, count it, flag control strings in content."""
+             exact: bool | None = None, content_specials: bool = False, prefill: bool = False) -> Snapshot:
+    """Render the request's document, attribute it, count it, flag control strings in content. With `prefill`, a
+    last assistant message is continued (tui/context/continuation.py), not closed and followed by a new turn."""
+    from tui.context.continuation import continued, continues
+
     wire = wire_messages(messages)
     render_vars = dict(variables or {})
     render_vars["add_generation_prompt"] = add_generation_prompt
     if tools:
         render_vars["tools"] = tools
     specials = template.special_strings()
-    document = build_document(template.render, wire, specials, **render_vars)
+    render = continued(template.render) if prefill and continues(wire) else template.render
+    document = build_document(render, wire, specials, **render_vars)
     document, counts = count_tokens(document, tokenizer, specials, cache, content_specials=content_specials)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
     counts.exact = is_exact(template, tokenizer, exact)

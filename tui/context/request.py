@@ -21,6 +21,7 @@ from tui.context.document import Document
 from tui.context.untrusted.fences import FenceStyle, FencedText, fence
 from tui.context.hidden_tokens import HiddenTokens, hidden_tokens
 from tui.context.llama_wire import llama_messages, llama_tools
+from tui.context.continuation import continues, joined_for_continuation
 from tui.context.request_fences import FenceInfo, fence_escapes, fence_messages, split_fence_spans
 from tui.context.errors import TemplateRenderError
 from tui.context.images.tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
@@ -57,6 +58,8 @@ class RequestSettings:
     # the messages and tools as llama.cpp's server hands them to its template (text parts joined, developer as
     # system, tool-call arguments as objects, tools as name/description/parameters): Messages and Responses bodies
     llama_normalised: bool = False
+    # a last assistant message is the start of the reply, continued (Anthropic's prefill; llama.cpp's server too)
+    prefill: bool = False
 
 
 @dataclass
@@ -173,10 +176,11 @@ def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCa
     def render(messages: list[WireMessage]) -> Snapshot:
         return assemble(messages, settings.template, settings.tokenizer, settings.variables,
                         settings.add_generation_prompt, settings.tools, cache, settings.exact,
-                        settings.content_specials)
+                        settings.content_specials, settings.prefill)
     if settings.llama_normalised:
         tools = llama_tools(settings.tools)
-        return replace(_render(llama_messages(wire), replace(settings, llama_normalised=False, tools=tools), cache),
+        given = [*wire[:-1], joined_for_continuation(wire[-1])] if settings.prefill and continues(wire) else wire
+        return replace(_render(llama_messages(given), replace(settings, llama_normalised=False, tools=tools), cache),
                        wire=wire)
     try:
         return render(wire)

@@ -166,13 +166,19 @@ class Replayer:
     def __len__(self) -> int:
         return len(self.session.requests)
 
+    @property
+    def llama_server(self) -> bool:
+        """Whether the session's template is a llama.cpp server's: it continues a last assistant turn in any API."""
+        return self.session.template.get("origin") == "server:llama.cpp"
+
     def body_settings(self, record: RequestRecord, template: ChatTemplate) -> RequestSettings:
         """Settings that render a stored body as it is: keep-all, and no fences (they are in the body already)."""
         return RequestSettings(template, self.tokenizer, dict(self.session.variables),
                                record_wire(self.session, record)[1], True, PolicySettings("keep-all"),
                                FenceStyle(enabled=False), self.cache_rule,
                                model=str(record.body.get("model") or self.session.model or ""),
-                               base_url=self.session.base_url, llama_normalised=record.format != "chat")
+                               base_url=self.session.base_url, llama_normalised=record.format != "chat",
+                               prefill=record.format == FormatKind.MESSAGES.value or self.llama_server)
 
     def stored_view(self, index: int) -> RequestView:
         """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.

@@ -33,7 +33,7 @@ from tui.sessions.model import FORMAT, MAX_NEXT_ID, SessionFormatError
 from tui.sessions.safe_io import structure_problem, text_problem
 from tui.sessions.schema_types import MAX_MESSAGES
 
-__all__ = ["LOG_VERSION", "is_log", "read_log"]
+__all__ = ["LOG_VERSION", "body_text_problem", "is_log", "read_log"]
 
 LOG_VERSION = 2
 SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", "policy", "fences", "variables",
@@ -95,6 +95,20 @@ def read_log(raw: bytes) -> LogState:
             raise SessionFormatError(f"line {number}: not a session line ctxpane writes "
                                      f"({type(exc).__name__}: {str(exc)[:120]})") from None
     return state
+
+
+def body_text_problem(raw: bytes) -> str | None:
+    """Why this file's reader would refuse a request body of these bytes (a byte order mark, a key twice in one
+    object, nesting past 64, an integer past 2**63, not JSON as it reads it); None when it reads them back. The tap
+    asks before it records a body as sent: a file it writes must open again."""
+    problem = text_problem(raw)
+    if problem:
+        return problem
+    try:
+        _decode(raw, 1, "body")
+    except SessionFormatError as exc:
+        return str(exc).removeprefix("body 1").lstrip(": ")
+    return None
 
 
 def _decode(line: bytes, number: int, where: str = "line") -> Json:

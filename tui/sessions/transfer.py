@@ -201,15 +201,20 @@ def export_request(session: Session, step: int | None, wire: str | None = None) 
     """The body of a step as the bytes that were sent (compact JSON: `jq .` pretty-prints it; a tapped request's are
     the client's own bytes, as the session file keeps them); with `wire`, the same request written in that API's
     format (chat, messages, responses)."""
+    return converted_request(session, step, wire)[0]
+
+
+def converted_request(session: Session, step: int | None, wire: str | None = None) -> tuple[str, list[str]]:
+    """export_request's text, and the body's fields the `wire` format has no name for (left out of it)."""
     record = step_record(session, step)
     if wire is None or wire == record.format:
-        return record.exact_text() or request_text(record.body)
+        return record.exact_text() or request_text(record.body), []
     from tui.context.formats.convert import rewritten
     try:
-        body, _left = rewritten(FormatKind(record.format), record.body, FormatKind(wire))
+        body, left = rewritten(FormatKind(record.format), record.body, FormatKind(wire))
     except FormatError as exc:
         raise TransferError(f"step {record.number}: {exc}") from None
-    return request_text(body)
+    return request_text(body), left
 
 
 def curl_command(url: str, body: JSONObject, key_env: str) -> str:

@@ -59,6 +59,16 @@ def wire_body(exchange: Exchange) -> tuple[FormatKind, dict] | None:
     return kind, body
 
 
+def check_bytes(raw: bytes) -> None:
+    """ValueError (one line) when a session file could not read these body bytes back: the tap keeps a body as it
+    was sent, so one its reader refuses (a key twice, a byte order mark, an integer past 2**63) is not recorded."""
+    from tui.sessions.session_log import body_text_problem
+
+    problem = body_text_problem(raw)
+    if problem:
+        raise ValueError(f"the body {problem[:200]}: a session file could not read it back (forwarded unchanged)")
+
+
 def check_body(body: dict, kind: FormatKind = FormatKind.CHAT) -> Parsed:
     """The checks a session file's request body must pass (tui/sessions/schema.py), and its messages'; the
     body as the server reads it."""

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from tui.context.errors import TemplateRenderError
 from tui.context.formats import FormatKind, Parsed
 from tui.context.policy.truncation import PolicySettings
 from tui.context.cache.causes import CauseClass
@@ -31,7 +32,7 @@ from tui.context.families.identity import SHIPPED
 from tui.context.untrusted.redaction import Redactor
 from tui.sessions.model import RequestRecord, Session
 
-from tui.tap.bodies import body_keys, check_body, max_tokens_of, wire_body
+from tui.tap.bodies import body_keys, check_body, check_bytes, max_tokens_of, wire_body
 from tui.tap.client_cuts import client_cuts, messages_of, with_cache_effect
 from tui.tap.conversations import Conversation, Conversations
 from tui.tap.chains import Chains
@@ -101,12 +102,15 @@ class Recorder(Keeping):
             step(exchange)
         except Exception as exc:  # noqa: BLE001 - a recording failure is logged and shown, never raised
             self.failures += 1
-            if isinstance(exc, ValueError):  # a body a session cannot hold: one line says why
-                log.warning("request %d not recorded: %s", exchange.number, str(exc)[:300])
+            said = f"{type(exc).__name__}: {str(exc)[:300]}"
+            if isinstance(exc, TemplateRenderError):  # the client's conversation, not the tap: one line says why
+                said = f"the template cannot render this conversation ({said})"
+            if isinstance(exc, (ValueError, TemplateRenderError)):  # a body a session cannot hold: one line says why
+                log.warning("request %d not recorded: %s", exchange.number, said)
             else:
                 log.exception("recording request %d failed", exchange.number)
             tapped = self.tapped.setdefault(exchange.number, Tapped(exchange))
-            tapped.problem = f"not recorded: {type(exc).__name__}: {str(exc)[:300]}"
+            tapped.problem = f"not recorded: {said}"
             if step == self.finish:  # its end is the problem: there is no other "end" to come
                 tapped.done = True
             self.on_change("problem", tapped)
@@ -165,6 +169,7 @@ class Recorder(Keeping):
             tapped.problem = "passed through (not a chat completion, Messages or Responses request: not rendered)"
             self.on_change("passed", tapped)
             return
+        check_bytes(exchange.body)  # the body is kept as sent: bytes its file could not read back are not recorded
         parsed = check_body(body, kind)  # a body a session file could not hold is not recorded (it was forwarded)
         model = str(body.get("model") or "")[:200]
         engine = self.ready_engine(model)  # an upstream that says nothing: the model's family counts
