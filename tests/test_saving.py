@@ -114,12 +114,14 @@ def test_a_writer_nobody_closed_lets_the_process_end(tmp_path):
     """Its thread ends once idle (a test that failed before close() must not keep pytest from exiting)."""
     writer = SessionWriter()
     path = tmp_path / "s.ctxpane.json"
-    writer.save(Session(messages=[Message("user", "first")]), path, [])
+    session = Session(messages=[Message("user", "first")])
+    writer.save(session, path, [])
     assert writer.wait_idle(10)
     first = writer._thread
     first.join(IDLE_SECONDS + 5)
     assert not first.is_alive()
-    writer.save(Session(messages=[Message("user", "second")]), path, [])  # the next save starts another
+    session.messages[0] = Message("user", "second", id=session.messages[0].id)
+    writer.save(session, path, [])  # the next save starts another
     assert writer.wait_idle(10) and writer._thread is not first
     assert session_data(path)["messages"][0]["content"] == "second"
     assert writer.close(10) is None
