@@ -30,21 +30,35 @@ def test_the_controller_imports_no_textual():
     assert result.stdout.strip() == ""
 
 
-# Transitions that orchestrate others (a send waits for the link, prices, the cache and the title; a slash
-# command is any of the controller's intents) still take it whole; every other takes the Parts.
-ORCHESTRATORS = {"sending", "opening", "tuning", "slash"}
-
-
-async def test_transitions_hold_the_parts_not_the_controller(harness):
+async def test_no_transition_holds_the_controller(harness):
+    """Each takes the Parts and, where it needs another transition, the functions it may call, named in a hooks
+    record: what it can change is read off its constructor."""
     ctl = await harness.ready()
     transitions = {name: value for name, value in vars(ctl).items()
                    if type(value).__module__.startswith("tui.controller.") and name != "parts"}
+    assert {"editing", "history", "tokenizing", "recall", "capabilities", "sending", "opening", "tuning", "slash",
+            "switches", "showing", "updates"} <= set(transitions)
     holding = {name for name, value in transitions.items() if any(v is ctl for v in vars(value).values())}
-    assert holding == ORCHESTRATORS
-    narrow = set(transitions) - ORCHESTRATORS
-    assert {"editing", "history", "tokenizing", "recall", "capabilities"} <= narrow
-    assert all(vars(transitions[name]).get("parts") is ctl.parts for name in narrow if "parts" in vars(transitions[name]))
+    assert holding == set()
+    assert all(vars(value)["parts"] is ctl.parts for value in transitions.values() if "parts" in vars(value))
     assert ctl.sending.cache.parts is ctl.parts and ctl.parts.wb is ctl.wb and ctl.parts.file is ctl.file
+
+
+def test_no_module_of_the_controller_imports_the_controller():
+    """The controller imports its transitions, never the other way: no module reaches back for the whole."""
+    import ast
+    from pathlib import Path
+
+    import tui.controller
+    folder = Path(tui.controller.__file__).parent
+    importing = set()
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (
+                    node.module == "tui.controller.controller"
+                    or (node.module == "tui.controller" and any(a.name == "Controller" for a in node.names))):
+                importing.add(path.name)
+    assert importing == {"__init__.py"}  # the package's face names it; no transition does
 
 
 # -- the draft and the computation ---------------------------------------------------------------------

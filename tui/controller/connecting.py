@@ -1,25 +1,40 @@
 """Connecting, a transition of the Controller: find the server, connect, and take what it offers.
 
-Each step is said in the status line. The API key goes only where link.py lets it.
+Each step is said in the status line. The API key goes only where link.py lets it. What it may do beyond the
+parts is what its hooks name.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence
 
 from tui.client.errors import AuthFailed, ClientError
 from tui.context.untrusted.visible import visible
 from tui.controller.events import Tone
+from tui.controller.parts import Parts
 
 if TYPE_CHECKING:
     from tui.client.endpoint import Endpoint
     from tui.context.templates.library import ChatTemplate
+    from tui.context.tokens.tokenizers import Tokenizer
+    from tui.sessions.model import Session
 
-    from tui.controller.controller import Controller
+
+@dataclass(frozen=True)
+class ConnectHooks:
+    """What connecting does beyond the parts, each a function of another transition."""
+
+    adopt_sample: Callable[[Session], None]  # no server found: the sample session is shown
+    offline: Callable[[str, bool], None]  # the link failed: said, and retried (the bool) or not
+    use_tokenizer: Callable[[Tokenizer, bool | None], None]
+    tokenizer_source_changed: Callable[[bool], None]  # the server's tokenizer went away (True) or came back
+    # spawned once connected, each with its name
+    on_connected: Sequence[tuple[Callable[[], Coroutine[Any, Any, None]], str]]
 
 
-async def connect(ctl: "Controller") -> None:
+async def connect(ctl: Parts, hooks: ConnectHooks) -> None:
     """Find the server (the URL given, else a local one), connect, and take what it offers: its template,
     its context window, and the tokenizer that counts as it does. Said in the status line at each step."""
     from tui.client.connect import connect as open_connection, scan_local
@@ -38,7 +53,7 @@ async def connect(ctl: "Controller") -> None:
             base, source = found[0], f"found {found[1]} on {found[0]}"
     if not base:
         if not ctl.wb.session.messages:
-            ctl.adopt(sample_session(), None, draft=ctl.wb.draft)  # what was typed meanwhile stays the draft
+            hooks.adopt_sample(sample_session())  # what was typed meanwhile stays the draft
         ctl.status("offline: no server found. Connect with --base-url URL (or $OPENAI_BASE_URL); "
                    "the pane works on what you type.", Tone.CAUTION)
         return
@@ -58,10 +73,10 @@ async def connect(ctl: "Controller") -> None:
         if not wb.tokenizer_pending:  # the server was not seen: the pane's counts are not its own
             wb.set_tokenizer(wb.tokenizer, False)
             ctl.changed(save=False)
-        ctl.tuning.offline(f"offline: {visible(str(exc))}", retry=False)
+        hooks.offline(f"offline: {visible(str(exc))}", False)
         return
     except ClientError as exc:
-        ctl.tuning.offline(f"offline: {visible(str(exc))}")
+        hooks.offline(f"offline: {visible(str(exc))}", True)
         return
     ctl.link.refused = False
     ctl.link.connection, ctl.link.client = connection, connection.client
@@ -84,18 +99,18 @@ async def connect(ctl: "Controller") -> None:
     ctl.status(ctl.link.status_line)
     _say_placeholder_key(ctl, endpoint)
     ctl.changed(save=False)
-    ctl.runtime.spawn(ctl.sending.cache.connected, "cache")  # llama.cpp: its slots and prompt cache, modelled
-    ctl.runtime.spawn(ctl.sending.load_prices, "prices")
+    for job, name in hooks.on_connected:  # llama.cpp's slots and prompt cache, modelled; the price table
+        ctl.runtime.spawn(job, name)
     if not settings.tokenizer:
         if connection.on_server:
-            ctl.use_tokenizer(await ctl.link.server_tokenizer(endpoint, wb.template, ctl.tokenizer_source_changed),
-                              True)
+            hooks.use_tokenizer(await ctl.link.server_tokenizer(endpoint, wb.template, hooks.tokenizer_source_changed),
+                                True)
         else:
             tokenizer = await asyncio.to_thread(get_tokenizer, connection.tokenizer)
-            ctl.use_tokenizer(tokenizer, connection.exact)
+            hooks.use_tokenizer(tokenizer, connection.exact)
 
 
-def _say_placeholder_key(ctl: "Controller", endpoint: Endpoint) -> None:
+def _say_placeholder_key(ctl: Parts, endpoint: Endpoint) -> None:
     """Once a run: a key that looks like a placeholder ("anything", "sk-1234") is never looked for in texts."""
     if not endpoint.has_key or endpoint.key_searchable or ctl.link.placeholder_said:
         return

@@ -13,10 +13,9 @@ computation never overwrites a newer view.
 from __future__ import annotations
 
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from tui.context.errors import TemplateNotFound, TemplateRenderError
+from tui.context.errors import TemplateNotFound
 from tui.context.messages import Message
 from tui.context.request import RequestView
 from tui.context.untrusted.visible import visible
@@ -26,25 +25,24 @@ from tui.sessions.session_template import template_from_session
 
 from tui.controller.capabilities import Capabilities
 from tui.controller.compute import ComputeWorker, Skipped
-from tui.controller.connecting import connect
+from tui.controller.connecting import ConnectHooks, connect
 from tui.controller.editing import Editing
-from tui.controller.events import (ChatChanged, Event, PaneChanged, ReplyEnded, ReplyStarted,
-                     SessionChanged)
+from tui.controller.events import Event, ReplyEnded, ReplyStarted, SessionChanged
 from tui.controller.link import Link
 from tui.controller.parts import Parts, Settings
-from tui.controller.message_facts import ReplyFactsCache
-from tui.controller.opening import Opening
-from tui.controller.receiving import fit_now
-from tui.controller.runtime import Handle, Runtime
+from tui.controller.opening import OpenHooks, Opening
+from tui.controller.runtime import Runtime
 from tui.controller.reply_stream import STOPPED
-from tui.controller.sending import NOT_SENT, Sending
+from tui.controller.sending import NOT_SENT, SendHooks, Sending
 from tui.controller.session_file import SessionFile
 from tui.controller.recall import Recall
-from tui.controller.slash import SlashRunner
-from tui.controller import switching
-from tui.controller.snapshot import ChatState, PaneState, Snapshot, frozen_notes
+from tui.controller.slash import SlashIntents, SlashRunner
+from tui.controller.switching import Switches
+from tui.controller.snapshot import ChatState, PaneState, Snapshot
+from tui.controller.showing import Showing
+from tui.controller.view_updates import ViewUpdates
 from tui.controller.tokenizing import Tokenizing
-from tui.controller.branches import branches_shown_from, fork_notes, kept_branches_notice
+from tui.controller.branches import branches_shown_from, kept_branches_notice
 from tui.controller.history import History
 from tui.controller.tuning import Tuning
 from tui.controller.workbench import CharEstimate, Workbench
@@ -52,13 +50,7 @@ from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
     from tui.client.http import OpenAIClient
-    from tui.context.templates.library import ChatTemplate
     from tui.context.tokens.tokenizers import Tokenizer
-
-DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
-LARGE_DRAFT = 1 << 15  # characters: past this, typing never waits for the pane
-LARGE_DRAFT_SETTLE = 0.1  # a big draft is computed (in the worker) once typing pauses this long
-
 
 class Controller:
     def __init__(self, settings: Settings, runtime: Runtime, listener: Callable[[Event], None] = lambda event: None,
@@ -72,21 +64,28 @@ class Controller:
         self.file = parts.file = SessionFile(lambda: parts.wb.session, runtime, parts.notify, lambda: self.link.client,
                                              settings.api_key_env, sessions_folder)
         self.history = parts.history = History(parts)  # undo and redo (history.py)
-        self.sending = Sending(self)
+        self.sending = Sending(parts, SendHooks(
+            may_wait=lambda: self.tuning.may_wait(), wait_to_send=lambda text: self.tuning.wait_to_send(text),
+            hold=lambda text: self.capabilities.hold(text), remember=lambda text: self.recall.remember(text),
+            shown_again=self.shown_again, show_pane=self.show_pane, apply_view=self.apply_view,
+            reply_started=self.reply_started, reply_ended=self.reply_ended))
         self.editing = Editing(parts, send=lambda: self.sending.start())
-        self.opening = Opening(self)
+        self.opening = Opening(parts, OpenHooks(self.adopt, lambda: self.tuning.fresh_session(),
+                                                lambda exact, rule: self.tuning.keep_server_template(exact, rule),
+                                                self.answering, self.connect, lambda: self.sending.start()))
         self.tokenizing = Tokenizing(parts)
-        self.tuning = Tuning(self)  # settings from the app, reconnecting, a send waiting for the link
-        self.slash = SlashRunner(self)  # the composer's /commands (slash.py)
+        # settings from the app, reconnecting, a send waiting for the link
+        self.tuning = Tuning(parts, connect=lambda: self.connect(), start_send=lambda: self.sending.start())
+        self.switches = Switches(parts, counting_said=self.tokenizing.say_how_counting_goes,
+                                 what_if_said=lambda: self.tuning.say_what_if())  # F2-F5, the palette's
+        self.slash = SlashRunner(parts, SlashIntents(
+            self.answering, self.set_model, self.template_choices, self.set_template, self.set_policy,
+            self.set_system_prompt, self.new_session, self.export_markdown, self.resend_from,
+            lambda wb, dropped: self.sending.summary_call(wb, dropped)))  # the composer's /commands (slash.py)
         self.recall = Recall(parts)  # prompt history (recall.py)
         self.capabilities = Capabilities(parts, submit=lambda text: self.sending.submit(text, checked=True))
-        self.reply_facts = ReplyFactsCache()  # the transcript's figures of each reply (message_facts.py)
-        self._figures_shown: Mapping[str, str] | None = None  # the headers' lines the transcript shows now
-        self._compute_timer: Handle | None = None
-        self._compute_for = -1  # the generation a computation is on its way for
-        self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
-        # the template the worker has probed for splicing (tui/context/tokens/draft_splice.py)
-        self._probed: ChatTemplate | None = None
+        self.showing = Showing(parts, what_if=lambda: self.tuning.what_if(), assumed=lambda: self.tuning.assumed())
+        self.updates = ViewUpdates(parts, self.showing)  # the pane's computation, a stale one dropped
 
     # -- reading the state --------------------------------------------------------------------------
     @property
@@ -127,26 +126,10 @@ class Controller:
         return self.file.read_only
 
     def chat_state(self, figures: Mapping[str, str] | None = None) -> ChatState:
-        """`figures`: the headers' lines, when the caller has just computed them."""
-        view = self.wb.view
-        return ChatState(self.generation, tuple(self.wb.session.messages), frozenset(self._dropped()),
-                         frozen_notes(self.notes), view.hidden.family if view is not None else "",
-                         self.chat_figures() if figures is None else figures)
+        return self.showing.chat_state(figures)
 
     def pane_state(self) -> PaneState | None:
-        wb, view = self.wb, self.wb.view
-        if view is None:
-            return None
-        session = wb.session
-        from tui.context.formats import FormatKind
-        from tui.context.formats.convert import wire_request
-        body = wb.request_body(view)
-        shown = wire_request(body, wb.api)  # the body as it is sent, in the endpoint's API
-        return PaneState(self.generation, view, tuple(wb.messages_with_draft()),
-                         len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
-                         tuple(wb.costs()), self.link.url(session.base_url) + FormatKind(wb.api).path,
-                         shown, self.settings.api_key_env, self.read_only, self.tuning.what_if(),
-                         fit_now(self.parts, view, body), self.tuning.assumed())
+        return self.showing.pane_state()
 
     def snapshot(self) -> Snapshot:
         session = self.wb.session
@@ -156,14 +139,7 @@ class Controller:
                         self.client is not None)
 
     def chat_figures(self) -> Mapping[str, str]:
-        """Each message's header line: its figures, and a note where other versions of what follows are kept."""
-        lines = dict(self.reply_facts.lines(self.wb.view, self.wb.session.requests))
-        for ident, note in fork_notes(self.wb.session).items():
-            lines[ident] = f"{lines[ident]} · {note}" if lines.get(ident) else note
-        return MappingProxyType(lines)
-
-    def _dropped(self) -> set[int]:
-        return {e.message for e in self.wb.view.ledger} if self.wb.view else set()
+        return self.showing.chat_figures()
 
     # -- telling the listener -------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -177,14 +153,10 @@ class Controller:
         self.parts.status(text, style)
 
     def show_chat(self, figures: Mapping[str, str] | None = None) -> None:
-        chat = self.chat_state(figures)
-        self._figures_shown = chat.figures
-        self.emit(ChatChanged(chat))
+        self.showing.show_chat(figures)
 
     def show_pane(self) -> None:
-        pane = self.pane_state()
-        if pane is not None:
-            self.emit(PaneChanged(pane))
+        self.showing.show_pane()
 
     # -- changes and the computation ------------------------------------------------------------------
     def changed(self, save: bool = True) -> None:
@@ -207,79 +179,16 @@ class Controller:
 
     def compute(self, delay: float = 0.0) -> None:
         """Compute the view of the current generation in the worker, now or after `delay` seconds."""
-        if self._compute_timer is not None:
-            self._compute_timer.cancel()
-            self._compute_timer = None
-        self._compute_for = self.generation
-        if delay:
-            self._compute_timer = self.runtime.later(delay, self._start_compute)
-        else:
-            self._start_compute()
-
-    def _start_compute(self) -> None:
-        self._compute_timer = None
-        generation = self.generation
-        self.runtime.spawn(lambda: self._compute_view(generation), "compute")
-
-    async def _compute_view(self, generation: int) -> None:
-        wb = self.wb
-
-        def job() -> RequestView:
-            view = wb.compute()
-            wb.template.copies_text_verbatim()  # probed here: a keystroke never renders a template on the loop
-            return view
-        try:
-            view = await self.worker.run(job, lambda: generation == self.generation)
-        except TemplateRenderError as exc:  # the template refuses this conversation: say so, keep going
-            if generation == self.generation:
-                self._template_failed(exc)
-            return
-        if not isinstance(view, Skipped):
-            self._probed = wb.template
-        self.apply_view(view, generation)
+        self.updates.compute(delay)
 
     def apply_view(self, view: RequestView | Skipped, generation: int) -> bool:
         """Take a computed view if nothing changed since it was asked for; a stale one is dropped."""
-        if isinstance(view, Skipped) or generation != self.generation:
-            if self._compute_for != self.generation and self._compute_timer is None:
-                self.compute(0.05)  # a change that asked for no computation of its own: compute it now
-            return False
-        dropped_before = self._dropped()
-        self.wb.view = view
-        self._template_said = None  # the template takes the conversation again: a later refusal is said
-        figures = self.chat_figures()  # the new view's counts: shown again only if a header changes
-        if self._dropped() != dropped_before or figures != self._figures_shown:
-            self.show_chat(figures)
-        self.show_pane()
-        return True
-
-    def _template_failed(self, exc: TemplateRenderError) -> None:
-        said = f"template {self.wb.template.name} rejects the conversation: {exc}"
-        if said != self._template_said:  # said once, not again on every keystroke while it keeps refusing
-            self._template_said = said
-            self.notify(said, severity=Severity.ERROR, timeout=10)
-        self.wb.view = None
-        self.show_chat()
+        return self.updates.apply_view(view, generation)
 
     # -- the draft ----------------------------------------------------------------------------------
     def set_draft(self, text: str) -> None:
         """What the composer holds. The pane follows at once when the view can be spliced; else it is computed."""
-        if text == self.wb.draft:
-            return
-        self.generation += 1
-        if len(text) > LARGE_DRAFT or len(self.wb.draft) > LARGE_DRAFT:
-            # The key is echoed now; the pane follows once typing pauses, computed in the worker, where
-            # only the changed piece of the draft is encoded again (SegmentCache).
-            self.wb.draft = text
-            self.compute(LARGE_DRAFT_SETTLE)
-        elif self._probed is not self.wb.template:  # not known yet whether it may be spliced: compute in full
-            self.wb.draft = text
-            self.compute()
-        elif self.wb.set_draft(text):
-            self.show_pane()
-            self.compute(DRAFT_SETTLE)  # the policy may move with the draft: settle after a pause
-        else:
-            self.compute()
+        self.updates.set_draft(text)
 
     # -- sending (the flow itself is in sending.py) ----------------------------------------------------
     def submit(self, text: str) -> bool:
@@ -318,21 +227,21 @@ class Controller:
 
     # -- settings -----------------------------------------------------------------------------------
     def template_choices(self) -> list[tuple[str, str]]:
-        return switching.template_choices(self)
+        return self.switches.template_choices()
 
     def set_template(self, choice: str) -> None:
         """A shipped template by name, or '@server': the server's own."""
-        switching.set_template(self, choice)
+        self.switches.set_template(choice)
 
     def set_policy(self, name: str) -> None:
-        switching.set_policy(self, name)
+        self.switches.set_policy(name)
 
     def set_model(self, name: str) -> None:
-        switching.set_model(self, name)
+        self.switches.set_model(name)
 
     async def models(self) -> list[str] | None:
         """The server's models (None, and said why, when there are none to pick from)."""
-        return await switching.models(self)
+        return await self.switches.models()
 
     def branches(self) -> list[tuple[int, Branch]]:
         """(place, branch) of each branch that forks from the conversation shown (branches.py)."""
@@ -342,7 +251,7 @@ class Controller:
         self.editing.show_branch(index)
 
     def toggle_fences(self) -> None:
-        switching.toggle_fences(self)
+        self.switches.toggle_fences()
 
     # -- the tokenizer (tokenizing.py) ---------------------------------------------------------------
     def load_tokenizer(self, name: str | None = None) -> None:
@@ -360,7 +269,10 @@ class Controller:
 
     # -- the server ---------------------------------------------------------------------------------
     def connect(self) -> None:
-        self.tuning.connect(lambda: connect(self))
+        hooks = ConnectHooks(lambda sample: self.adopt(sample, None, draft=self.wb.draft), self.tuning.offline,
+                             self.use_tokenizer, self.tokenizer_source_changed,
+                             ((self.sending.cache.connected, "cache"), (self.sending.load_prices, "prices")))
+        self.tuning.connect(lambda: connect(self.parts, hooks))
 
     def trust_target(self) -> str:
         return self.link.trust_target(self.wb.session.base_url)

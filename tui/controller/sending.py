@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from tui.client.errors import ClientError
 from tui.context.errors import TemplateRenderError
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tui.context.pricing.prices import PriceTable
     from tui.sessions.model import RequestRecord
 
-    from tui.controller.controller import Controller
+    from tui.controller.parts import Parts
     from tui.controller.runtime import Handle
     from tui.controller.workbench import Workbench
 
@@ -52,78 +52,93 @@ class Sent:
     prices: PriceTable
 
 
+@dataclass(frozen=True)
+class SendHooks:
+    """What sending does beyond the parts, each a function of another transition."""
+
+    may_wait: Callable[[], bool]  # a connection is on its way: a message sent now may wait for it
+    wait_to_send: Callable[[str], bool]  # (the tuning's) keep the text, send it once connected
+    hold: Callable[[str], bool]  # the capability warning holds this text back until the user says go
+    remember: Callable[[str], None]  # the prompt history keeps what was sent
+    shown_again: Callable[[], None]  # a new generation, the chat shown (the send computes the request itself)
+    show_pane: Callable[[], None]
+    apply_view: Callable[[RequestView, int], bool]  # the request's view, if nothing changed since
+    reply_started: Callable[[], None]
+    reply_ended: Callable[[str], None]  # with why it ended early ("" when it did not)
+
+
 class Sending:
-    def __init__(self, controller: "Controller") -> None:
-        self.ctl = controller
+    def __init__(self, parts: Parts, hooks: SendHooks) -> None:
+        self.parts, self.hooks = parts, hooks
         self.streaming = False  # one request at a time, from the submit until its reply ends
         self._job: Handle | None = None
         self._begun = False  # whether the running send has started (a job cancelled before never runs)
         self.prices: PriceTable | None = None  # the price table, read from files (off the loop) on the first send
-        self.cache = ServerCache(controller.parts)
+        self.cache = ServerCache(parts)
 
     async def load_prices(self) -> None:
         """Read the price table once, when a server connects (a send before it is read reads it itself)."""
-        self.prices = await load_prices_once(self.ctl.parts, self.prices)
+        self.prices = await load_prices_once(self.parts, self.prices)
 
     def submit(self, text: str, checked: bool = False) -> bool:
         """`checked`: the capability warning was seen and acted on (capabilities.py)."""
-        ctl = self.ctl
+        parts = self.parts
         if self.streaming:
-            ctl.notify("a reply is still streaming: Esc stops it", severity=Severity.WARNING)
+            parts.notify("a reply is still streaming: Esc stops it", severity=Severity.WARNING)
             return False
         if not text.strip():
             return False
-        if ctl.client is None and ctl.tuning.may_wait():
-            return ctl.tuning.wait_to_send(text)
-        if ctl.client is None:
-            ctl.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
+        if parts.client is None and self.hooks.may_wait():
+            return self.hooks.wait_to_send(text)
+        if parts.client is None:
+            parts.notify("offline: start with --base-url URL to send; the pane shows what would be sent",
                        severity=Severity.WARNING)
             return False
-        if not checked and ctl.capabilities.hold(text):
+        if not checked and self.hooks.hold(text):
             return False
-        endpoint = ctl.client.endpoint
+        endpoint = parts.client.endpoint
         if endpoint.key_searchable and endpoint.secrets[0] in text:  # kept as written: the user's own words
-            ctl.notify(f"your message holds the key from ${endpoint.key_env}: it is sent to the model and kept in "
+            parts.notify(f"your message holds the key from ${endpoint.key_env}: it is sent to the model and kept in "
                        "the session as you wrote it (delete the message to remove it)", severity=Severity.WARNING,
                        title="Your API key is in your message")
-        ctl.wb.commit_text(text)
-        ctl.recall.remember(text)
-        if name_if_untitled(ctl.wb.session):
-            announce(ctl.parts)
-        ctl.shown_again()  # the request is computed by the send itself, below
+        parts.wb.commit_text(text)
+        self.hooks.remember(text)
+        if name_if_untitled(parts.wb.session):
+            announce(parts)
+        self.hooks.shown_again()  # the request is computed by the send itself, below
         self.start()
         return True
 
     def start(self) -> None:
         """Send the conversation as it stands (its last message is the user's)."""
         self.streaming, self._begun = True, False
-        self._job = self.ctl.runtime.spawn(self._send, "reply")
+        self._job = self.parts.runtime.spawn(self._send, "reply")
 
     def stop(self) -> None:
         if self.streaming and self._job is not None:
             self._job.cancel()
             if not self._begun:  # cancelled before its first step: none of _send will run, so end it here
                 self.streaming = False
-                self.ctl.status(NOT_SENT, Tone.CAUTION)
-                self.ctl.file.autosave()
+                self.parts.status(NOT_SENT, Tone.CAUTION)
+                self.parts.file.autosave()
 
     async def _send(self) -> None:
         self._begun = True
-        ctl = self.ctl
-        wb = ctl.wb  # the session this request belongs to, even if another is opened meanwhile
-        ctl.file.autosave(now=True)  # the user's message is on disk, and the session has its file
-        path = None if ctl.read_only else ctl.file.session_file
+        parts = self.parts
+        wb = parts.wb  # the session this request belongs to, even if another is opened meanwhile
+        parts.file.autosave(now=True)  # the user's message is on disk, and the session has its file
+        path = None if parts.read_only else parts.file.session_file
 
         def save() -> None:
             """This request's session to its own file, also when another session is open by now."""
-            if ctl.wb is wb:
-                ctl.file.save()
+            if parts.wb is wb:
+                parts.file.save()
             elif path is not None:
-                ctl.file.save_to(wb.session, path)
+                parts.file.save_to(wb.session, path)
 
         def progress(grew: ReplyGrew) -> None:
-            if ctl.wb is wb:  # another session is shown: the reply is not drawn into it
-                ctl.emit(grew)
+            if parts.wb is wb:  # another session is shown: the reply is not drawn into it
+                parts.emit(grew)
         sent: Sent | None = None
         reply: Reply | None = None
         note = NOT_SENT
@@ -138,15 +153,15 @@ class Sending:
             body = wb.request_body(view)
             await self._provider_count(wb, body, view)
             sent_at = time.time()
-            prices = self.prices = await load_prices_once(ctl.parts, self.prices)
+            prices = self.prices = await load_prices_once(parts, self.prices)
             sent = Sent(wb.start_record(body, view), view, body, sent_at, prices)
             record = sent.record
-            check_before_sending(ctl.parts, record, view, body)
-            if ctl.wb is wb:
-                ctl.shown_again()
-                ctl.show_pane()
-                ctl.reply_started()
-                ctl.status(ctl.link.status_line)  # a "stopped" or an error left by the last reply is stale now
+            check_before_sending(parts, record, view, body)
+            if parts.wb is wb:
+                self.hooks.shown_again()
+                self.hooks.show_pane()
+                self.hooks.reply_started()
+                parts.status(parts.link.status_line)  # a "stopped" or an error left by the last reply is stale now
             save()
 
             def checkpoint(progress: Reply) -> None:
@@ -154,9 +169,9 @@ class Sending:
                 save()
 
             def say(text: str) -> None:
-                if ctl.wb is wb:
-                    ctl.status(text, Tone.CAUTION)
-            client = ctl.client
+                if parts.wb is wb:
+                    parts.status(text, Tone.CAUTION)
+            client = parts.client
             if client is None:  # never: nothing drops the link while a reply is on its way (reconnecting waits)
                 return
             reply, note = await stream_reply(client, body, progress, checkpoint, say)
@@ -168,103 +183,103 @@ class Sending:
                     from tui.client.reply import Reply
                     reply = Reply(content=record.reply.get("content", ""), incomplete=True)
                 wb.finish_reply(record, reply)
-                receipt = settle_after(ctl.parts, wb, record, sent.view, sent.body, reply, sent.prices)
+                receipt = settle_after(parts, wb, record, sent.view, sent.body, reply, sent.prices)
                 # held by the server, whatever is open
                 cached = self.cache.after_reply(record, sent.view, reply, sent.at)
                 save()
-                if ctl.wb is wb:
-                    ctl.reply_ended(note)
-                    mark_last_message(ctl.parts, reply_mark(reply))
+                if parts.wb is wb:
+                    self.hooks.reply_ended(note)
+                    mark_last_message(parts, reply_mark(reply))
                     if cached is not None and report_line(cached) and not receipt_note(receipt):
-                        ctl.status(report_line(cached), Tone.GOOD if cached.agrees else Tone.CAUTION)
-                    say_receipt(ctl.parts, receipt)
-            elif note and ctl.wb is wb:
-                ctl.status(note, Tone.CAUTION)
-                ctl.file.autosave()
+                        parts.status(report_line(cached), Tone.GOOD if cached.agrees else Tone.CAUTION)
+                    say_receipt(parts, receipt)
+            elif note and parts.wb is wb:
+                parts.status(note, Tone.CAUTION)
+                parts.file.autosave()
 
     async def _provider_count(self, wb: "Workbench", body: dict[str, Any], view: RequestView) -> None:
         """The provider's own count of this body, said beside ctxpane's before it is sent (when asked for)."""
-        kind, ctl = getattr(self.ctl.settings, "provider_count", ""), self.ctl
-        if not kind or ctl.client is None:
+        kind, parts = getattr(self.parts.settings, "provider_count", ""), self.parts
+        if not kind or parts.client is None:
             return
         import asyncio
 
         from tui.client.provider_count import CountKind, ProviderCount, provider_count
-        ctl.status(f"asking {kind} for its count of the request…", Tone.CAUTION)
+        parts.status(f"asking {kind} for its count of the request…", Tone.CAUTION)
         try:  # the count is a courtesy: a slow count endpoint never holds the send for long
-            counted = await asyncio.wait_for(provider_count(ctl.client, CountKind(kind), body, view.sent_tokens,
+            counted = await asyncio.wait_for(provider_count(parts.client, CountKind(kind), body, view.sent_tokens,
                                                             view.snapshot.counts.exact), COUNT_WAIT)
         except TimeoutError:
             counted = ProviderCount(CountKind(kind), None, view.sent_tokens, view.snapshot.counts.exact,
                                     f"no answer in {COUNT_WAIT:g} s: sent without it")
-        if ctl.wb is wb:  # a notice: the status line is the reply's from here on
+        if parts.wb is wb:  # a notice: the status line is the reply's from here on
             severity = Severity.INFORMATION if counted.tokens is not None else Severity.WARNING
-            ctl.notify(visible(counted.line()), severity=severity, timeout=12)
+            parts.notify(visible(counted.line()), severity=severity, timeout=12)
 
     async def _prepare(self, wb: "Workbench") -> RequestView | None:
         """The request as it stands, computed in the worker (a template from outside may be slow)."""
-        ctl = self.ctl
-        generation = ctl.generation
+        parts = self.parts
+        generation = parts.generation
         try:
-            view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            view = await parts.worker.run(lambda: wb.compute(with_draft=False))
         except TemplateRenderError as exc:
             self._not_sent(wb, exc)
             return None
         if isinstance(view, Skipped):  # the app is closing: nothing is sent
             return None
-        if generation == ctl.generation and ctl.wb is wb and not wb.draft:
-            ctl.apply_view(view, generation)  # nothing typed meanwhile: it is also the pane's view
+        if generation == parts.generation and parts.wb is wb and not wb.draft:
+            self.hooks.apply_view(view, generation)  # nothing typed meanwhile: it is also the pane's view
         return view
 
     def _not_sent(self, wb: "Workbench", exc: TemplateRenderError) -> None:
-        self.ctl.notify(f"not sent: template {wb.template.name} rejects the conversation: {exc}", severity=Severity.ERROR,
-                        timeout=10)
-        self.ctl.file.autosave()
+        self.parts.notify(f"not sent: template {wb.template.name} rejects the conversation: {exc}",
+                          severity=Severity.ERROR, timeout=10)
+        self.parts.file.autosave()
 
     async def _summarise(self, wb: "Workbench") -> RequestView | None:
         """The summarise policy: one model call, fitted to the window, makes the summary for the dropped turns.
 
         Made once per dropped range: if the summary's own room pushes one more message out, that one is
         left out unsummarised until a later send drops a new range (never a second call now)."""
-        ctl = self.ctl
+        parts = self.parts
         try:
-            view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            view = await parts.worker.run(lambda: wb.compute(with_draft=False))
             if isinstance(view, Skipped):  # the app is closing: nothing is sent
                 return None
             dropped = wb.summary_needed(view)
             if dropped:
                 await self.summary_call(wb, dropped)
-            view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+            view = await parts.worker.run(lambda: wb.compute(with_draft=False))
             return None if isinstance(view, Skipped) else view
         except TemplateRenderError as exc:
             self._not_sent(wb, exc)
             return None
 
     async def summary_call(self, wb: "Workbench", dropped: list[Message]) -> None:
-        ctl = self.ctl
-        call = await ctl.worker.run(lambda: wb.summary_request(dropped))
+        parts = self.parts
+        call = await parts.worker.run(lambda: wb.summary_request(dropped))
         if isinstance(call, Skipped):  # the app is closing
             return
         if call.body is None:
-            ctl.status(f"could not summarise: {call.reason}: sending with the placeholder", Tone.BAD)
+            parts.status(f"could not summarise: {call.reason}: sending with the placeholder", Tone.BAD)
             return
-        client = ctl.client
+        client = parts.client
         if client is None:  # (asked for only while connected)
-            ctl.status("could not summarise (offline): sending with the placeholder", Tone.BAD)
+            parts.status("could not summarise (offline): sending with the placeholder", Tone.BAD)
             return
         cut = " (turns cut to fit the window)" if call.cut else ""
-        ctl.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", Tone.CAUTION)
+        parts.status(f"summarising {len(dropped)} dropped messages with a model call{cut}…", Tone.CAUTION)
         try:
             sent_at = time.time()
             reply = await client.chat(call.body)
         except ClientError as exc:
             wb.summaries_asked.discard(frozenset(m.id for m in dropped))  # failed: a later send may ask again
-            ctl.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", Tone.BAD)
+            parts.status(f"could not summarise ({visible(str(exc))}): sending with the placeholder", Tone.BAD)
             return
         cost = checked_figure((reply.usage or {}).get("total_tokens")) or 0
         self.cache.after_summary(call.shape, reply, sent_at)
-        before = ctl.history.settings_before("policy")
+        before = parts.history.settings_before("policy")
         wb.set_summary(reply.content, cost, dropped)
-        ctl.history.settings_changed(f"summary of {len(dropped)} messages", before)
-        ctl.generation += 1  # the policy holds the summary now: views computed before are stale
-        ctl.status(f"summary made: {cost} tokens spent on it", Tone.CAUTION)
+        parts.history.settings_changed(f"summary of {len(dropped)} messages", before)
+        parts.generation += 1  # the policy holds the summary now: views computed before are stale
+        parts.status(f"summary made: {cost} tokens spent on it", Tone.CAUTION)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Callable, TypeVarTuple
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVarTuple
 
 from tui.context.untrusted.visible import visible
 from tui.controller.compute import Skipped
 from tui.controller.events import Severity
 
 if TYPE_CHECKING:
-    from tui.controller.controller import Controller
+    from tui.context.messages import Message
+    from tui.controller.parts import Parts
+    from tui.controller.workbench import Workbench
 
 Arguments = TypeVarTuple("Arguments")
 
@@ -129,25 +131,41 @@ class Outcome(Enum):
     FOR_APP = "for-app"  # a picker, an editor or a screen: the app opens it
 
 
-class SlashRunner:
-    """The commands that need no dialog, run on the controller; `run` says which are left to the app."""
+@dataclass(frozen=True)
+class SlashIntents:
+    """The intents a command line may run: the same the keys and the palette call, each by name."""
 
-    def __init__(self, controller: Controller) -> None:
-        self.ctl = controller
+    answering: Callable[[], bool]  # a reply is on its way: nothing that changes the session runs
+    set_model: Callable[[str], None]
+    template_choices: Callable[[], list[tuple[str, str]]]
+    set_template: Callable[[str], None]
+    set_policy: Callable[[str], None]
+    set_system_prompt: Callable[[str], None]
+    new_session: Callable[[], None]
+    export_markdown: Callable[[], None]
+    resend_from: Callable[[int, Message], None]
+    summary_call: Callable[[Workbench, list[Message]], Coroutine[Any, Any, None]]
+
+
+class SlashRunner:
+    """The commands that need no dialog, run through their intents; `run` says which are left to the app."""
+
+    def __init__(self, parts: Parts, intents: SlashIntents) -> None:
+        self.parts, self.intents = parts, intents
 
     def run(self, parsed: Parsed) -> Outcome:
         """Run `parsed`, or say why not (in one line), or leave it to the app."""
-        ctl, argument = self.ctl, parsed.argument
+        parts, intents, argument = self.parts, self.intents, parsed.argument
         if parsed.kind is None:
-            ctl.notify(f"no command /{visible(parsed.unknown)}: /help lists them; // sends a line starting with /",
-                       severity=Severity.ERROR)
+            parts.notify(f"no command /{visible(parsed.unknown)}: /help lists them; // sends a line starting with /",
+                         severity=Severity.ERROR)
             return Outcome.REFUSED
         if parsed.kind in (Slash.MODEL, Slash.TEMPLATE, Slash.SYSTEM) and not argument.strip():
             return Outcome.FOR_APP
         runs = {Slash.MODEL: lambda: self.model(argument), Slash.TEMPLATE: lambda: self.template(argument),
-                Slash.SYSTEM: lambda: self.changes() and _done(ctl.set_system_prompt, argument),
-                Slash.CLEAR: lambda: self.changes() and _done(ctl.new_session),
-                Slash.SUMMARISE: self.summarise, Slash.EXPORT: lambda: _done(ctl.export_markdown),
+                Slash.SYSTEM: lambda: self.changes() and _done(intents.set_system_prompt, argument),
+                Slash.CLEAR: lambda: self.changes() and _done(intents.new_session),
+                Slash.SUMMARISE: self.summarise, Slash.EXPORT: lambda: _done(intents.export_markdown),
                 Slash.RETRY: self.retry}
         run = runs.get(parsed.kind)
         if run is None:
@@ -156,65 +174,65 @@ class SlashRunner:
 
     def changes(self) -> bool:
         """Whether the session may change now (not while a reply arrives: said, as the keys say it)."""
-        return not self.ctl.answering()
+        return not self.intents.answering()
 
     def model(self, name: str) -> bool:
         name = name.strip()
         if len(name) > MAX_NAME or "\n" in name or visible(name) != name:
-            self.ctl.notify(f"not a model name: one line of at most {MAX_NAME:,} printable characters",
+            self.parts.notify(f"not a model name: one line of at most {MAX_NAME:,} printable characters",
                             severity=Severity.ERROR)
             return False
-        return self.changes() and _done(self.ctl.set_model, name)
+        return self.changes() and _done(self.intents.set_model, name)
 
     def template(self, name: str) -> bool:
         name = name.strip()
-        names = [choice for choice, _label in self.ctl.template_choices()]
+        names = [choice for choice, _label in self.intents.template_choices()]
         if name not in names:
-            self.ctl.notify(f"no template {visible(name[:80])}: F3 lists them ({', '.join(names[:6])}, …)",
+            self.parts.notify(f"no template {visible(name[:80])}: F3 lists them ({', '.join(names[:6])}, …)",
                             severity=Severity.ERROR)
             return False
-        return self.changes() and _done(self.ctl.set_template, name)
+        return self.changes() and _done(self.intents.set_template, name)
 
     def retry(self) -> bool:
-        messages = self.ctl.wb.session.messages
+        messages = self.parts.wb.session.messages
         last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
         if last is None:
-            self.ctl.notify("nothing to retry: no question yet", severity=Severity.WARNING)
+            self.parts.notify("nothing to retry: no question yet", severity=Severity.WARNING)
             return False
-        if self.ctl.client is None:
-            self.ctl.notify("offline: start with --base-url URL to send", severity=Severity.WARNING)
+        if self.parts.client is None:
+            self.parts.notify("offline: start with --base-url URL to send", severity=Severity.WARNING)
             return False
         if not self.changes():
             return False
-        self.ctl.resend_from(last, messages[last])
+        self.intents.resend_from(last, messages[last])
         return True
 
     def summarise(self) -> bool:
-        ctl = self.ctl
+        parts = self.parts
         if not self.changes():
             return False
-        if ctl.wb.policy.name != "summarise":
-            ctl.set_policy("summarise")
-        if ctl.client is None:
-            ctl.notify("the policy is summarise now; offline, the summary is made by a model call once connected",
+        if parts.wb.policy.name != "summarise":
+            self.intents.set_policy("summarise")
+        if parts.client is None:
+            parts.notify("the policy is summarise now; offline, the summary is made by a model call once connected",
                        severity=Severity.WARNING)
             return True
-        ctl.runtime.spawn(self._summarise_now, "summary")
+        parts.runtime.spawn(self._summarise_now, "summary")
         return True
 
     async def _summarise_now(self) -> None:
-        ctl, wb = self.ctl, self.ctl.wb
-        view = await ctl.worker.run(lambda: wb.compute(with_draft=False))
+        parts, wb = self.parts, self.parts.wb
+        view = await parts.worker.run(lambda: wb.compute(with_draft=False))
         if isinstance(view, Skipped):  # the app is closing
             return
         dropped = wb.summary_needed(view)
         if not dropped:
-            ctl.notify("nothing to summarise now: every turn fits the window; turns it drops later are "
+            parts.notify("nothing to summarise now: every turn fits the window; turns it drops later are "
                        "summarised as they go")
             return
-        await ctl.sending.summary_call(wb, dropped)
-        if ctl.wb is wb:
-            ctl.changed()
+        await self.intents.summary_call(wb, dropped)
+        if parts.wb is wb:
+            parts.changed()
 
 
 def _done(action: Callable[[*Arguments], None], *arguments: *Arguments) -> bool:

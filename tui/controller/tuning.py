@@ -24,8 +24,7 @@ from tui.controller.titling import announce, name_if_untitled
 from tui.controller.events import Severity, Tone
 
 if TYPE_CHECKING:
-    from tui.controller.controller import Controller
-    from tui.controller.parts import Settings
+    from tui.controller.parts import Parts, Settings
     from tui.controller.runtime import Handle
 
 RETRY_FIRST, RETRY_MOST = 2.0, 60.0  # seconds between tries to reach a server that is down
@@ -79,7 +78,8 @@ def _number(field: Field, kind: type[int] | type[float], text: str) -> tuple[Any
         value = kind(text)
     except ValueError:
         return None, f"{field.label}: {text[:40]!r} is not {'a whole number' if kind is int else 'a number'}"
-    if value != value or (field.low is not None and value < field.low) or (field.high is not None and value > field.high):
+    if value != value or (field.low is not None and value < field.low) or \
+            (field.high is not None and value > field.high):
         return None, f"{field.label}: must be from {field.low:g} to {field.high:g}"
     return value, ""
 
@@ -149,8 +149,10 @@ def _sendable(value: Any) -> bool:
 
 
 class Tuning:
-    def __init__(self, controller: "Controller") -> None:
-        self.ctl = controller
+    """`connect`: connect again (the controller's, with its hooks); `start_send`: send what waits in the session."""
+
+    def __init__(self, parts: Parts, connect: Callable[[], None], start_send: Callable[[], None]) -> None:
+        self.parts, self._connect_again, self._start_send = parts, connect, start_send
         self.connecting = False  # a connection is on its way: a message sent now waits for it
         self.waiting = False  # a message was sent while connecting: it goes once connected
         self._retry: Handle | None = None
@@ -160,8 +162,8 @@ class Tuning:
     # -- the form ---------------------------------------------------------------------------------
     def values(self) -> dict[str, str]:
         """What the settings screen shows: the session's policy and params, the endpoint, as texts."""
-        ctl = self.ctl
-        policy, params = asdict(ctl.wb.policy), ctl.wb.session.params
+        parts = self.parts
+        policy, params = asdict(parts.wb.policy), parts.wb.session.params
         shown: dict[str, str] = {}
         for field in FIELDS:
             if field.where is FieldPlace.POLICY:
@@ -169,21 +171,21 @@ class Tuning:
             elif field.where is FieldPlace.PARAMS:
                 value = params.get(field.key)
             elif field.key == "base_url":
-                value = ctl.link.url(ctl.wb.session.base_url)
+                value = parts.link.url(parts.wb.session.base_url)
             elif field.key == "api":
-                value = getattr(ctl.settings, "api", "") or "chat"
+                value = getattr(parts.settings, "api", "") or "chat"
             else:
-                value = ctl.settings.api_key_env
+                value = parts.settings.api_key_env
             shown[field.key] = "" if value is None else str(value)
         return shown
 
     def apply(self, form: dict[str, str]) -> dict[str, str]:
         """Check the form and, if all of it is right, apply it. Returns the errors (none: applied)."""
         values, errors = check(form)
-        if errors or self.ctl.read_only:
+        if errors or self.parts.read_only:
             return errors or {"": "this session is read-only"}
-        ctl, wb = self.ctl, self.ctl.wb
-        before = ctl.history.settings_before("policy", "params")
+        parts, wb = self.parts, self.parts.wb
+        before = parts.history.settings_before("policy", "params")
         policy = {f.key: values[f.key] for f in FIELDS if f.where is FieldPlace.POLICY and f.key in values}
         policy = {k: v for k, v in policy.items() if v is not None or k == "context_window"}
         try:
@@ -195,44 +197,44 @@ class Tuning:
                 wb.session.params.pop(key, None)
             else:
                 wb.session.params[key] = values[key]
-        ctl.history.settings_changed("settings", before)
+        parts.history.settings_changed("settings", before)
         endpoint_changed = self._endpoint(values)
-        ctl.changed()
-        ctl.notify("settings applied" + (": connecting again" if endpoint_changed else ""))
+        parts.changed()
+        parts.notify("settings applied" + (": connecting again" if endpoint_changed else ""))
         if endpoint_changed:
             self.reconnect()
         return {}
 
     def _endpoint(self, values: dict[str, Any]) -> bool:
         """A URL or key variable typed here is the user's own (as a flag would be): the key may go there."""
-        ctl, changed = self.ctl, False
+        parts, changed = self.parts, False
         url = values.get("base_url")
-        if url and url.rstrip("/") != ctl.link.url(ctl.wb.session.base_url).rstrip("/"):
-            ctl.settings.base_url = url
-            ctl.settings.source["base_url"] = "user"
-            ctl.wb.session.base_url = url
+        if url and url.rstrip("/") != parts.link.url(parts.wb.session.base_url).rstrip("/"):
+            parts.settings.base_url = url
+            parts.settings.source["base_url"] = "user"
+            parts.wb.session.base_url = url
             changed = True
         api = values.get("api")
-        if api and api != (getattr(ctl.settings, "api", "") or "chat"):
-            ctl.settings.api = api
+        if api and api != (getattr(parts.settings, "api", "") or "chat"):
+            parts.settings.api = api
             changed = True
         env = values.get("api_key_env")
-        if env and env != ctl.settings.api_key_env:
-            ctl.settings.api_key_env = ctl.file.api_key_env = env  # the new variable's key is kept out of files too
+        if env and env != parts.settings.api_key_env:
+            parts.settings.api_key_env = parts.file.api_key_env = env  # the new variable's key is kept out of files too
             changed = True
         return changed
 
     # -- new sessions -------------------------------------------------------------------------------
     def fresh_session(self) -> Session:
         """A new session: the endpoint, config.toml's policy and params, and the server's window."""
-        ctl = self.ctl
-        policy, params, problems = config_defaults(ctl.settings)
+        parts = self.parts
+        policy, params, problems = config_defaults(parts.settings)
         for problem in problems:
             if problem not in self._said:
                 self._said.add(problem)
-                ctl.notify(problem, severity=Severity.WARNING, timeout=10)
-        session = Session(base_url=ctl.wb.session.base_url, model=ctl.wb.session.model, params=params)
-        connection = ctl.link.connection
+                parts.notify(problem, severity=Severity.WARNING, timeout=10)
+        session = Session(base_url=parts.wb.session.base_url, model=parts.wb.session.model, params=params)
+        connection = parts.link.connection
         if connection is not None and connection.info.n_ctx and "context_window" not in policy:
             policy["context_window"] = int(connection.info.n_ctx)
         session.policy = asdict(PolicySettings(**policy))
@@ -240,60 +242,60 @@ class Tuning:
 
     def keep_server_template(self, exact: bool | None, cache_rule: str) -> None:
         """After a new session is adopted: the server's template and counting stay what they were."""
-        ctl = self.ctl
-        connection = ctl.link.connection
-        if ctl.client is None or connection is None:
+        parts = self.parts
+        connection = parts.link.connection
+        if parts.client is None or connection is None:
             return
-        if connection.template is not None and not ctl.settings.template:
-            ctl.wb.set_template(connection.template)
-        ctl.wb.exact, ctl.wb.cache_rule = exact, cache_rule
-        ctl.changed(save=False)
+        if connection.template is not None and not parts.settings.template:
+            parts.wb.set_template(connection.template)
+        parts.wb.exact, parts.wb.cache_rule = exact, cache_rule
+        parts.changed(save=False)
 
     # -- connecting ---------------------------------------------------------------------------------
     def connect(self, job: Callable[[], Awaitable[None]]) -> None:
         """Connect now (the job is connecting.connect); a retry waiting is dropped."""
         self._cancel_retry()
         self.connecting = True
-        self.ctl.runtime.spawn(lambda: self._connect(job), "connect")
+        self.parts.runtime.spawn(lambda: self._connect(job), "connect")
 
     async def _connect(self, job: Callable[[], Awaitable[None]]) -> None:
         try:
             await job()
         finally:
             self.connecting = False
-        if self.ctl.client is not None:
+        if self.parts.client is not None:
             self._pause = RETRY_FIRST
             self._send_waiting()
         elif self.waiting:
-            self.ctl.status("offline: your message is kept and goes once the server answers "
+            self.parts.status("offline: your message is kept and goes once the server answers "
                             "(palette: Reconnect)", Tone.CAUTION)
 
     def reconnect(self) -> None:
         """Drop the link and connect again (the endpoint may have changed)."""
-        ctl = self.ctl
-        if ctl.streaming:
-            ctl.notify("a reply is streaming: stop it (Esc) before reconnecting", severity=Severity.WARNING)
+        parts = self.parts
+        if parts.streaming:
+            parts.notify("a reply is streaming: stop it (Esc) before reconnecting", severity=Severity.WARNING)
             return
-        old = ctl.link.client
-        ctl.link.client = ctl.link.connection = None
+        old = parts.link.client
+        parts.link.client = parts.link.connection = None
         if old is not None:
-            ctl.runtime.spawn(old.aclose, "close-client")
+            parts.runtime.spawn(old.aclose, "close-client")
         self._pause = RETRY_FIRST
-        ctl.connect()
+        self._connect_again()
 
     def offline(self, text: str, retry: bool = True) -> None:
         """Connecting failed: say so, and try again after a pause that grows (the server may come back).
 
         `retry` False (a key refused or missing): trying again changes nothing, so only say it."""
-        ctl = self.ctl
+        parts = self.parts
         self._cancel_retry()
         if not retry:
-            ctl.status(f"{text} (palette: Reconnect)", Tone.BAD)
+            parts.status(f"{text} (palette: Reconnect)", Tone.BAD)
             return
         pause = self._pause
         self._pause = min(self._pause * 2, RETRY_MOST)
-        self._retry = ctl.runtime.later(pause, ctl.connect)
-        ctl.status(f"{text} · trying again in {pause:g}s (palette: Reconnect)", Tone.BAD)
+        self._retry = parts.runtime.later(pause, self._connect_again)
+        parts.status(f"{text} · trying again in {pause:g}s (palette: Reconnect)", Tone.BAD)
 
     def _cancel_retry(self) -> None:
         if self._retry is not None:
@@ -303,22 +305,22 @@ class Tuning:
     # -- a template picked while the server renders its own -------------------------------------------------
     def what_if(self) -> str:
         """'' unless the server renders its own template and another is picked: then what that means."""
-        ctl = self.ctl
-        connection = ctl.link.connection
-        if ctl.client is None or connection is None or connection.template is None:
+        parts = self.parts
+        connection = parts.link.connection
+        if parts.client is None or connection is None or connection.template is None:
             return ""
-        if (ctl.wb.template.source or "") == (connection.template.source or ""):
+        if (parts.wb.template.source or "") == (connection.template.source or ""):
             return ""
-        return (f"what-if: counted with {ctl.wb.template.name}; the server renders the messages with its own "
+        return (f"what-if: counted with {parts.wb.template.name}; the server renders the messages with its own "
                 "template, so it will count and cache differently")
 
     def assumed(self) -> str:
         """'' unless the server's template is unseen (a gateway, a hosted API): then whichever template is in use
         is assumed, and this says which and where that was learned (a reopened session or a pick keeps its own)."""
-        connection = self.ctl.link.connection
-        if self.ctl.client is None or connection is None or connection.assumed is None:
+        connection = self.parts.link.connection
+        if self.parts.client is None or connection is None or connection.assumed is None:
             return ""
-        template, guess = self.ctl.wb.template, connection.assumed
+        template, guess = self.parts.wb.template, connection.assumed
         if (template.source, template.defaults) == (guess.source, guess.defaults):
             return connection.assumption
         hidden = "the gateway hides the server's" if connection.info.gateway else "the server does not show its own"
@@ -327,34 +329,34 @@ class Tuning:
     def say_what_if(self) -> None:
         note = self.what_if()
         if note:
-            self.ctl.status(note, Tone.ASIDE)
+            self.parts.status(note, Tone.ASIDE)
 
     # -- a message sent while connecting ----------------------------------------------------------------
     def may_wait(self) -> bool:
         """True when a server is on its way (connecting, or tried again soon): a send waits for it."""
         if self._retry is not None and not self.connecting:
-            self.ctl.connect()  # the user wants to send: try now rather than after the pause
+            self._connect_again()  # the user wants to send: try now rather than after the pause
         return self.connecting
 
     def wait_to_send(self, text: str) -> bool:
         """Sent before the connection is up: kept, and sent once it is. False when one already waits."""
-        ctl = self.ctl
+        parts = self.parts
         if self.waiting:
-            ctl.notify("still connecting: your last message is waiting to be sent", severity=Severity.WARNING)
+            parts.notify("still connecting: your last message is waiting to be sent", severity=Severity.WARNING)
             return False
-        ctl.wb.commit_text(text)
-        if name_if_untitled(ctl.wb.session):  # named at once, as a message sent at once is
-            announce(ctl.parts)
+        parts.wb.commit_text(text)
+        if name_if_untitled(parts.wb.session):  # named at once, as a message sent at once is
+            announce(parts)
         self.waiting = True
-        ctl.changed()
-        ctl.status("connecting… your message is sent once the server answers", Tone.CAUTION)
+        parts.changed()
+        parts.status("connecting… your message is sent once the server answers", Tone.CAUTION)
         return True
 
     def _send_waiting(self) -> None:
-        ctl = self.ctl
+        parts = self.parts
         if not self.waiting:
             return
         self.waiting = False
-        messages = ctl.wb.session.messages
-        if not ctl.streaming and messages and messages[-1].role == "user":
-            ctl.sending.start()
+        messages = parts.wb.session.messages
+        if not parts.streaming and messages and messages[-1].role == "user":
+            self._start_send()
