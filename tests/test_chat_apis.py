@@ -50,3 +50,34 @@ async def test_the_chat_speaks_each_api_to_the_real_server(llama_server, tmp_pat
                              text=True, timeout=120, cwd=str(ROOT))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout.count("matches the stored request") == 2
+
+
+@pytest.mark.parametrize("api", ["responses", "messages"])
+async def test_esc_stops_a_reply_over_each_api_and_the_next_one_goes(llama_server, tmp_path, monkeypatch, api):
+    """Stopped mid-stream, what arrived is kept, marked incomplete, recorded in the endpoint's format; the stream
+    over that API is let go, so the next question is answered."""
+    from tui.controller.events import ReplyGrew
+    from waiting import eventually
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    made = Harness(tmp_path, base_url=llama_server, api=api, tokenizer="")
+    try:
+        ctl = await made.ready()
+        ctl.connect()
+        await made.idle()
+        ctl.wb.set_policy(max_tokens=400)
+        ctl.wb.session.params["temperature"] = 1.0
+        ctl.submit("Tell me a very long story about a lighthouse keeper, in many chapters.")
+        await eventually(lambda: bool(made.of(ReplyGrew)), 60, "the reply's first piece")
+        ctl.stop()
+        await made.idle()
+        last = ctl.wb.session.messages[-1]
+        record = ctl.wb.session.requests[-1]
+        assert not ctl.streaming and last.role == "assistant" and last.incomplete and last.text()
+        assert record.format == api and record.reply["incomplete"] is True
+        assert ctl.snapshot().chat.notes[last.id].startswith("■ stopped")
+        ctl.wb.set_policy(max_tokens=4)
+        await made.send("And now?")
+        assert len(ctl.wb.session.requests) == 2 and not ctl.wb.session.requests[-1].incomplete
+        assert ctl.wb.session.messages[-1].role == "assistant" and ctl.wb.session.messages[-1].text()
+    finally:
+        made.ctl.close()
