@@ -66,10 +66,14 @@ async def test_esc_stops_a_reply_over_each_api_and_the_next_one_goes(llama_serve
         await made.idle()
         ctl.wb.set_policy(max_tokens=400)
         ctl.wb.session.params["temperature"] = 1.0
-        ctl.submit("Tell me a very long story about a lighthouse keeper, in many chapters.")
-        await eventually(lambda: bool(made.of(ReplyGrew)), 60, "the reply's first piece")
-        ctl.stop()
-        await made.idle()
+        for _attempt in range(4):  # the tiny model may end its reply before the stop lands: ask again
+            grown = len(made.of(ReplyGrew))
+            ctl.submit("Tell me a very long story about a lighthouse keeper, in many chapters.")
+            await eventually(lambda: len(made.of(ReplyGrew)) > grown, 60, "the reply's first piece")
+            ctl.stop()
+            await made.idle()
+            if ctl.wb.session.messages[-1].incomplete:
+                break
         last = ctl.wb.session.messages[-1]
         record = ctl.wb.session.requests[-1]
         assert not ctl.streaming and last.role == "assistant" and last.incomplete and last.text()
@@ -77,7 +81,7 @@ async def test_esc_stops_a_reply_over_each_api_and_the_next_one_goes(llama_serve
         assert ctl.snapshot().chat.notes[last.id].startswith("■ stopped")
         ctl.wb.set_policy(max_tokens=4)
         await made.send("And now?")
-        assert len(ctl.wb.session.requests) == 2 and not ctl.wb.session.requests[-1].incomplete
+        assert ctl.wb.session.requests[-1] is not record and not ctl.wb.session.requests[-1].incomplete
         assert ctl.wb.session.messages[-1].role == "assistant" and ctl.wb.session.messages[-1].text()
     finally:
         made.ctl.close()
