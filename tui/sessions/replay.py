@@ -72,7 +72,7 @@ DELETED = -2  # the place of a message deleted from the session since the reques
 ON_BRANCH = -3  # the place of a message kept on a branch not shown now
 
 
-def _ledger(record: RequestRecord) -> list[LedgerEntry]:
+def ledger_entries(record: RequestRecord) -> list[LedgerEntry]:
     entries = []
     for item in record.dropped:
         try:
@@ -207,7 +207,7 @@ class Replayer:
         record = self.session.requests[index]
         view = build_request(body_messages(record, index, self.session), self.body_settings(record, self.template), previous,
                              index + 1, cache=self.cache)
-        ledger = _ledger(record)  # what the policy left out then, which the body no longer shows
+        ledger = ledger_entries(record)  # what the policy left out then, which the body no longer shows
         # A system prompt the client rewrote (a tapped request) keeps its id: it was changed, not dropped.
         # (rendered from the body as sent, fences already in it: whether the app fenced is not this render's);
         # each message named by its place in the session now (#N), a message deleted since as such

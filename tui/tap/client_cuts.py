@@ -9,7 +9,7 @@ from typing import Any
 from tui.context.policy.truncation import LedgerEntry
 from tui.context.messages import Message, message_from_dict
 from tui.sessions.model import RequestRecord
-from tui.sessions.replay import _ledger
+from tui.sessions.replay import ledger_entries
 
 from tui.tap.conversations import REWRITTEN, TRIMMED, Match
 from tui.tap.state import Thread
@@ -52,6 +52,6 @@ def with_cache_effect(thread: Thread, index: int, record: RequestRecord, view: A
               f"({prefix.cause})")
     for entry in record.dropped:
         entry["reason"] = (entry["reason"] + effect)[:4000]
-    view = replace(view, ledger=_ledger(record))
+    view = replace(view, ledger=ledger_entries(record))
     thread.replayer._views[index] = view  # noqa: SLF001 - the same view, its ledger's reasons completed
     return view
