@@ -69,7 +69,7 @@ async def test_esc_stops_a_reply_over_each_api_and_the_next_one_goes(llama_serve
         for _attempt in range(4):  # the tiny model may end its reply before the stop lands: ask again
             grown = len(made.of(ReplyGrew))
             ctl.submit("Tell me a very long story about a lighthouse keeper, in many chapters.")
-            await eventually(lambda: len(made.of(ReplyGrew)) > grown, 60, "the reply's first piece")
+            await eventually(lambda grown=grown: len(made.of(ReplyGrew)) > grown, 60, "the reply's first piece")
             ctl.stop()
             await made.idle()
             if ctl.wb.session.messages[-1].incomplete:
