@@ -10,7 +10,7 @@ from typing import Any, Iterable
 import msgspec
 
 from tui.context.untrusted.outside_files import FileProblem, read_toml
-from tui.controller.config_params import shown_value, type_problem
+from tui.controller.config_params import checked_alone, shown_value
 from tui.errors import one_line, unknown_key_line
 
 from platformdirs import user_config_dir
@@ -64,8 +64,8 @@ class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     keys: dict[str, Any] = {}  # each value a key name: checked one by one (_bindings_named)
 
 
-TOP_KEYS = frozenset(ConfigFile.__struct_fields__)
 TABLES = frozenset({"policy", "params", "extra_params", "keys"})
+TEXT_KEYS = tuple(key for key in ConfigFile.__struct_fields__ if key not in TABLES and key != "scan_local")
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -80,19 +80,10 @@ def read_config(path: Path) -> dict[str, Any]:
 def checked_config(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The keys of config.toml's top level that ConfigFile takes, and a line for each one left out: unknown (with
     the closest known key) or of the wrong type (`scan_local = "no"` is not false: the default is used)."""
-    kept: dict[str, Any] = {}
-    problems: list[str] = []
-    for key, value in data.items():
-        if key not in TOP_KEYS:
-            problems.append(unknown_key_line(key, "config.toml", TOP_KEYS))
-            continue
-        try:
-            msgspec.convert({key: value}, ConfigFile, strict=True)
-        except msgspec.ValidationError as exc:
-            where = f"[{key}]" if key in TABLES else key
-            problems.append(f"config.toml: {where} = {shown_value(value)}: {type_problem(exc)} (default used)")
-            continue
-        kept[key] = value
+    kept, problems = checked_alone(
+        data, ConfigFile, data, lambda key, known: unknown_key_line(key, "config.toml", known),
+        lambda key, value, why: f"config.toml: {f'[{key}]' if key in TABLES else key} = {shown_value(value)}: {why} "
+                                "(default used)")
     if "keys" in kept:
         kept["keys"], said = _bindings_named(kept["keys"])
         problems += said
@@ -134,8 +125,7 @@ def resolve(flags: dict, environ: dict | None = None, config_path: Path | None =
                               if known_ids is None or k in known_ids},
                         scan_local=config.get("scan_local", True))
     env_names = {"base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL"}
-    for name in ("base_url", "model", "api_key_env", "template", "tokenizer", "theme", "provider_count", "glyphs",
-                 "api"):
+    for name in TEXT_KEYS:
         if flags.get(name):
             setattr(settings, name, flags[name])
             settings.source[name] = "flag"

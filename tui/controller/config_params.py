@@ -7,7 +7,7 @@ or a value of the wrong type never reaches a request. `[extra_params]` sends a f
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable, Iterable
 
 import msgspec
 from msgspec import Meta
@@ -73,20 +73,32 @@ SAMPLING_PARAMS = frozenset(SamplingParams.__struct_fields__)
 def checked_params(given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The `[params]` a request may send, and a line for each key left out: unknown (with the closest known one),
     or of the wrong type or out of bounds."""
-    params: dict[str, Any] = {}
+    return checked_alone(given, SamplingParams, sorted(given, key=str),
+                         lambda key, known: "config.toml: " + unknown_key_line(key, "[params]", known),
+                         lambda key, value, why: f"config.toml [params]: {key} = {shown_value(value)}: {why} "
+                                                 "(not sent)")
+
+
+def checked_alone(given: dict[str, Any], struct: type[msgspec.Struct], keys: Iterable[str],
+                  unknown: Callable[[str, frozenset[str]], str],
+                  wrong: Callable[[str, Any, str], str]) -> tuple[dict[str, Any], list[str]]:
+    """Each of `keys` of `given` checked alone against `struct` (so one bad key is left out and the rest kept), and
+    a line for each one left out: `unknown(key, known keys)`, or `wrong(key, value, why)`."""
+    known = frozenset(struct.__struct_fields__)
+    kept: dict[str, Any] = {}
     problems: list[str] = []
-    for key in sorted(given, key=str):
-        if key not in SAMPLING_PARAMS:
-            problems.append("config.toml: " + unknown_key_line(key, "[params]", SAMPLING_PARAMS))
+    for key in keys:
+        value = given[key]
+        if key not in known:
+            problems.append(unknown(key, known))
             continue
         try:
-            msgspec.convert({key: given[key]}, SamplingParams, strict=True)
+            msgspec.convert({key: value}, struct, strict=True)
         except msgspec.ValidationError as exc:
-            problems.append(f"config.toml [params]: {key} = {shown_value(given[key])}: {type_problem(exc)} "
-                            "(not sent)")
+            problems.append(wrong(key, value, type_problem(exc)))
             continue
-        params[key] = given[key]
-    return params, problems
+        kept[key] = value
+    return kept, problems
 
 
 def type_problem(exc: msgspec.ValidationError) -> str:
