@@ -87,8 +87,8 @@ async def harness(tmp_path, monkeypatch):
     made.ctl.close()
 
 
-async def connected(tmp_path, url: str) -> Harness:
-    made = Harness(tmp_path, base_url=url)
+async def connected(tmp_path, url: str, **settings) -> Harness:
+    made = Harness(tmp_path, base_url=url, **settings)
     await made.ready()
     made.ctl.connect()
     await made.idle()

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from controller_helpers import Harness
+from controller_helpers import connected
 
 pytestmark = pytest.mark.server
 SHAPES = {"chat": "messages", "responses": "input", "messages": "messages"}
@@ -20,11 +20,9 @@ SHAPES = {"chat": "messages", "responses": "input", "messages": "messages"}
 @pytest.mark.parametrize("api", ["chat", "responses", "messages"])
 async def test_the_chat_speaks_each_api_to_the_real_server(llama_server, tmp_path, monkeypatch, api):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    made = Harness(tmp_path, base_url=llama_server, api=api, tokenizer="")
+    made = await connected(tmp_path, llama_server, api=api, tokenizer="")
     try:
-        ctl = await made.ready()
-        ctl.connect()
-        await made.idle()
+        ctl = made.ctl
         assert ctl.client is not None and ctl.client.endpoint.api == api
         ctl.wb.set_policy(max_tokens=6)
         ctl.wb.session.params["temperature"] = 0  # (greedy: the tiny model always answers in words)
@@ -59,11 +57,9 @@ async def test_esc_stops_a_reply_over_each_api_and_the_next_one_goes(llama_serve
     from tui.controller.events import ReplyGrew
     from waiting import eventually
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    made = Harness(tmp_path, base_url=llama_server, api=api, tokenizer="")
+    made = await connected(tmp_path, llama_server, api=api, tokenizer="")
     try:
-        ctl = await made.ready()
-        ctl.connect()
-        await made.idle()
+        ctl = made.ctl
         ctl.wb.set_policy(max_tokens=400)
         ctl.wb.session.params["temperature"] = 1.0
         for _attempt in range(4):  # the tiny model may end its reply before the stop lands: ask again
