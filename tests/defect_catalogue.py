@@ -141,7 +141,7 @@ GROUPS["template sandbox: deadline, memory ceiling, sizes, depth, attributes"] =
     ["tests/test_template_limits.py", "tests/test_template_format_map_and_replace.py",
      "tests/test_templates_conformance.py", "tests/test_builtin_templates.py"],
     [
-    ('tui/context/templates/limits.py', '        if watch.reason is not None:\n            _raise_in_thread(watch.thread_id, Interrupted)', '        if watch.reason == "memory":\n            _raise_in_thread(watch.thread_id, Interrupted)', 'deadline not enforced: a timeout is noted but only a memory overrun interrupts the render'),
+    ('tui/context/templates/limits.py', '        watch.fired_at = now\n        _raise_in_thread(watch.thread_id, Interrupted)', '        watch.fired_at = now\n        if watch.reason == "memory":\n            _raise_in_thread(watch.thread_id, Interrupted)', 'deadline not enforced: a timeout is noted but only a memory overrun interrupts the render'),
     ('tui/context/templates/limits.py', '            if watch.reason is not None:\n                _clear_in_thread(watch.thread_id, None)', '            if False:\n                _clear_in_thread(watch.thread_id, None)', 'an interrupt fired as the render ended is not cleared: it lands later, in the caller'),
     ('tui/context/templates/limits.py', 'return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")', 'return int(statm.read().split()[1])', 'memory ceiling off by the page size: resident pages read as bytes'),
     ('tui/context/templates/limits.py', '    if watch.reason == "memory":\n        return "MemoryLimit"', '    if limits.max_memory:\n        return "MemoryLimit"', 'a timeout reported as MemoryLimit whenever a memory ceiling is set'),

@@ -248,3 +248,26 @@ def test_a_chat_template_carries_its_own_limits():
     template.limits = SMALL
     with pytest.raises(TemplateLimitError):
         template.render(USER)
+
+
+def test_an_interrupt_swallowed_in_the_render_thread_is_raised_again():
+    """Seen in a CI run: the watchdog's interrupt landed while the render thread ran a finalizer (an event loop's
+    __del__, called by the garbage collector), where Python reports an exception and drops it; the render then
+    ran on past its deadline, as the watch had fired once. A swallowed interrupt is raised again while armed."""
+    import time as clock
+
+    from tui.context.errors import TemplateLimitError
+    from tui.context.templates.limits import Interrupted, RenderLimits, run_limited
+
+    def swallows_one() -> str:
+        give_up = clock.monotonic() + 5
+        try:
+            while clock.monotonic() < give_up:
+                pass
+        except Interrupted:
+            pass  # as a finalizer's exception is: reported and dropped
+        while clock.monotonic() < give_up:
+            pass
+        return "ran past its deadline"
+    with pytest.raises(TemplateLimitError):
+        run_limited(RenderLimits(seconds=0.2, max_memory=0), swallows_one)

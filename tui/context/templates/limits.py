@@ -4,7 +4,9 @@ Design: a render runs in the caller's thread while one shared watchdog thread wa
 raises `Interrupted` into that thread (PyThreadState_SetAsyncExc). CPython checks for such exceptions
 between bytecodes, so even a loop that calls nothing stops, with no process or thread started per render
 (renders run on every keystroke). A watch fires at most once and only while armed; disarming takes the
-same lock and clears a pending exception, so nothing can land after the guarded call has returned.
+same lock and clears a pending exception, so nothing can land after the guarded call has returned. A watch
+that fired is fired again every REFIRE_SECONDS while still armed: an interrupt that lands in a finalizer the
+garbage collector runs in that thread is reported and dropped by Python, and the render would run on.
 A single C operation (`'ab' * 10**9`, `center(10**10)`) cannot be interrupted that way, so the sandbox
 (template_sandbox.py) checks sizes before computing them, against the `Budget` of the current render.
 """
@@ -25,6 +27,7 @@ from tui.context.errors import TemplateLimitError
 T = TypeVar("T")
 POLL_SECONDS = 0.02  # how often the watchdog samples the process's memory while a render runs
 LINGER_SECONDS = 1.0  # renders come in bursts (keystrokes): between them the watchdog keeps its pace
+REFIRE_SECONDS = 0.1  # a fired watch still armed after this long is fired again (its interrupt was dropped)
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class Interrupted(BaseException):
 
 
 class Watch:
-    __slots__ = ("thread_id", "deadline", "max_memory", "baseline", "reason")
+    __slots__ = ("thread_id", "deadline", "max_memory", "baseline", "reason", "fired_at")
 
     def __init__(self, seconds: float, max_memory: int):
         self.thread_id = threading.get_ident()
@@ -73,8 +76,11 @@ class Watch:
         self.max_memory = max_memory
         self.baseline: int | None = None  # the process's memory at the watchdog's first look
         self.reason: str | None = None  # "time" or "memory" once fired
+        self.fired_at = math.inf  # when the interrupt was last raised into its thread
 
     def next_look(self, now: float) -> float:
+        if self.reason is not None:
+            return self.fired_at + REFIRE_SECONDS
         return min(self.deadline, now + POLL_SECONDS) if self.max_memory else self.deadline
 
 
@@ -142,7 +148,10 @@ class Watchdog:
                         self._look(watch, now, memory)
                     except Exception:  # noqa: BLE001 - the watchdog must outlive any one watch
                         watch.reason = watch.reason or "time"
-                self._next_look = min((w.next_look(now) for w in live if w.reason is None), default=math.inf)
+                for watch in self._watches:
+                    if watch.reason is not None and now >= watch.next_look(now):  # still armed: it was dropped
+                        self._fire(watch, now)
+                self._next_look = min((w.next_look(now) for w in self._watches), default=math.inf)
                 if self._next_look == math.inf and now - self._last_arm < LINGER_SECONDS:
                     self._next_look = now + POLL_SECONDS  # so the next arm need not wake this thread
                 self._changed.wait(None if self._next_look == math.inf else max(0.0, self._next_look - now))
@@ -156,7 +165,12 @@ class Watchdog:
         elif watch.max_memory and watch.baseline is not None and memory - watch.baseline > watch.max_memory:
             watch.reason = "memory"
         if watch.reason is not None:
-            _raise_in_thread(watch.thread_id, Interrupted)
+            Watchdog._fire(watch, now)
+
+    @staticmethod
+    def _fire(watch: Watch, now: float) -> None:
+        watch.fired_at = now
+        _raise_in_thread(watch.thread_id, Interrupted)
 
 
 WATCHDOG = Watchdog()
