@@ -76,6 +76,7 @@ async def test_esc_stops_a_reply_over_each_api_and_the_next_one_goes(llama_serve
         assert record.format == api and record.reply["incomplete"] is True
         assert ctl.snapshot().chat.notes[last.id].startswith("■ stopped")
         ctl.wb.set_policy(max_tokens=4)
+        ctl.wb.session.params.update(temperature=0, seed=7)  # greedy: a reply with no text would add no message
         await made.send("And now?")
         assert ctl.wb.session.requests[-1] is not record and not ctl.wb.session.requests[-1].incomplete
         assert ctl.wb.session.messages[-1].role == "assistant" and ctl.wb.session.messages[-1].text()
