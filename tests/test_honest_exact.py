@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller_helpers import Harness, harness  # noqa: F401 - harness is a fixture
-from tui.context.assemble import assemble
+from tui.context.assemble import ServerReading, assemble
 from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
 from tui.context.request import RequestSettings, build_request
@@ -52,7 +52,7 @@ def test_control_strings_in_content_count_as_the_server_reads_them():
     qwen, template = get_tokenizer("qwen3"), builtin_template("qwen3")
     wire = [{"role": "user", "content": TYPED}]
     plain = assemble(wire, template, qwen)
-    parsed = assemble(wire, template, qwen, content_specials=True)
+    parsed = assemble(wire, template, qwen, reading=ServerReading.CONTENT_SPECIALS)
     assert plain.counts.content_controls == 0 and parsed.counts.content_controls == 2
     assert parsed.counts.total < plain.counts.total
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+import enum
 import re
 from dataclasses import dataclass, field
 
@@ -21,6 +22,14 @@ COMMON_SPECIALS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_h
                    "<|begin_of_text|>", "<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|return|>",
                    "<|call|>", "<|constrain|>", "[INST]", "[/INST]", "<start_of_turn>", "<end_of_turn>",
                    "<|system|>", "<|user|>", "<|assistant|>", "<｜User｜>", "<｜Assistant｜>", "<|endoftext|>")
+
+
+class ServerReading(enum.Flag):
+    """How a server reads a request beyond what its template writes: traits of some servers, combined with |."""
+
+    PLAIN = 0
+    CONTENT_SPECIALS = enum.auto()  # control strings in message text are read as the control tokens they are
+    PREFILL = enum.auto()  # a last assistant message is continued, not closed and followed by a new turn
 
 
 @dataclass
@@ -67,9 +76,9 @@ def is_exact(template: ChatTemplate, tokenizer: Tokenizer, verified: bool | None
 def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, tokenizer: Tokenizer,
              variables: dict[str, Any] | None = None, add_generation_prompt: bool = True,
              tools: list[JSONObject] | None = None, cache: SegmentCache | None = None,
-             exact: bool | None = None, content_specials: bool = False, prefill: bool = False) -> Snapshot:
-    """Render the request's document, attribute it, count it, flag control strings in content. With `prefill`, a
-    last assistant message is continued (tui/context/continuation.py), not closed and followed by a new turn."""
+             exact: bool | None = None, reading: ServerReading = ServerReading.PLAIN) -> Snapshot:
+    """Render the request's document, attribute it, count it, flag control strings in content, as a server of
+    `reading` reads it (with PREFILL a last assistant message is continued: tui/context/continuation.py)."""
     from tui.context.continuation import continued, continues
 
     wire = wire_messages(messages)
@@ -78,9 +87,10 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
     if tools:
         render_vars["tools"] = tools
     specials = template.special_strings()
-    render = continued(template.render) if prefill and continues(wire) else template.render
+    render = continued(template.render) if ServerReading.PREFILL in reading and continues(wire) else template.render
     document = build_document(render, wire, specials, **render_vars)
-    document, counts = count_tokens(document, tokenizer, specials, cache, content_specials=content_specials)
+    document, counts = count_tokens(document, tokenizer, specials, cache,
+                                   content_specials=ServerReading.CONTENT_SPECIALS in reading)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
     counts.exact = is_exact(template, tokenizer, exact)
     return Snapshot(document, counts, template.name, tokenizer.name, wire,

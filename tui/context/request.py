@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, field, replace
 
 from tui.context.templates.tool_text import settle_tools, tool_texts
-from tui.context.assemble import Snapshot, assemble, is_exact
+from tui.context.assemble import ServerReading, Snapshot, assemble, is_exact
 from tui.context.policy.truncation import LedgerEntry, Plan, PolicySettings, plan_truncation
 from tui.context.cache.prefix import CachePrefix, RequestShape
 from tui.context.cache.predict import cache_prefix, predict_prefix
@@ -60,6 +60,11 @@ class RequestSettings:
     llama_normalised: bool = False
     # a last assistant message is the start of the reply, continued (Anthropic's prefill; llama.cpp's server too)
     prefill: bool = False
+
+    @property
+    def reading(self) -> ServerReading:
+        return ((ServerReading.CONTENT_SPECIALS if self.content_specials else ServerReading.PLAIN)
+                | (ServerReading.PREFILL if self.prefill else ServerReading.PLAIN))
 
 
 @dataclass
@@ -175,8 +180,7 @@ def summarises_untrusted(messages: list[Message], ledger: list[LedgerEntry]) -> 
 def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCache) -> Snapshot:
     def render(messages: list[WireMessage]) -> Snapshot:
         return assemble(messages, settings.template, settings.tokenizer, settings.variables,
-                        settings.add_generation_prompt, settings.tools, cache, settings.exact,
-                        settings.content_specials, settings.prefill)
+                        settings.add_generation_prompt, settings.tools, cache, settings.exact, settings.reading)
     if settings.llama_normalised:
         tools = llama_tools(settings.tools)
         given = [*wire[:-1], joined_for_continuation(wire[-1])] if settings.prefill and continues(wire) else wire

@@ -83,10 +83,10 @@ def _cuts(document: Document, pattern: re.Pattern[str] | None, content: bool = F
 
 
 def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: list[str],
-                 cache: SegmentCache | None = None, exact: bool = False,
-                 content_specials: bool = False) -> tuple[Document, TokenCounts]:
+                 cache: SegmentCache | None = None, content_specials: bool = False) -> tuple[Document, TokenCounts]:
     """The document with each span's tokens, and its counts per role and per kind. The document given is left
-    as it was (a view may still show it): the counted one has spans of its own.
+    as it was (a view may still show it): the counted one has spans of its own. Whether the counts are exact is
+    the caller's to say (it knows the template and the model): they come back as not exact.
 
     `content_specials`: control strings inside message text count as the control tokens they are
     (as a server that parses them there counts them), not as plain text."""
@@ -111,7 +111,7 @@ def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: li
     in_content = sum(1 for _start, _end, index in cuts if document.spans[index].kind != "marker")
     counted = Document(document.text, [replace(span, tokens=count) for span, count in zip(document.spans, per_span)],
                        document.roles)
-    return counted, TokenCounts(sum(per_span), by_role, by_kind, exact, tokenizer.name, in_content)
+    return counted, TokenCounts(sum(per_span), by_role, by_kind, False, tokenizer.name, in_content)
 
 
 def _count_segment(document: Document, bounds: list[int], start: int, end: int, tokenizer: Tokenizer,
