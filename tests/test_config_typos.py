@@ -101,3 +101,28 @@ def test_every_field_of_the_settings_screen_is_a_typed_param_with_the_same_bound
             else:
                 with pytest.raises(msgspec.ValidationError):
                     msgspec.convert({field.key: value}, SamplingParams, strict=True)
+
+
+def test_every_key_config_toml_knows_reaches_the_settings_as_written(tmp_path):
+    """The file's struct and the resolved settings name their keys apart: a key the file accepts and the settings
+    lack would be checked, then dropped without a word."""
+    from tui.app.config import ConfigFile
+    valid = {"provider_count": "anthropic", "api": "messages", "glyphs": "plain", "base_url": "http://h:1/v1"}
+    lines, tables, expected = [], [], {}
+    for name in ConfigFile.__struct_fields__:
+        default = getattr(ConfigFile(), name)
+        if isinstance(default, bool):
+            lines.append(f"{name} = {str(not default).lower()}")
+            expected[name] = not default
+        elif isinstance(default, dict):
+            entry = {"policy": ("policy", '"keep-all"'), "params": ("temperature", "0.5"),
+                     "extra_params": ("my_field", "3"), "keys": ("help", '"f10"')}[name]
+            tables.append(f"[{name}]\n{entry[0]} = {entry[1]}")
+            expected[name] = {entry[0]: {'"keep-all"': "keep-all", "0.5": 0.5, "3": 3, '"f10"': "f10"}[entry[1]]}
+        else:
+            value = valid.get(name, f"{name}-value")
+            lines.append(f"{name} = {json.dumps(value)}")
+            expected[name] = value
+    settings, problems = resolve({}, {}, written(tmp_path, "\n".join(lines + tables) + "\n"), key_ids={"help"})
+    assert problems == []
+    assert {name: getattr(settings, name) for name in expected} == expected
