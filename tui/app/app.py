@@ -7,6 +7,7 @@ Textual messages to the widgets that show them (updates.py).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, TypeVar
@@ -31,6 +32,7 @@ from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, Repl
 
 from tui.app import actions
 from tui.app.clipboard import SafeClipboard
+from tui.app.chat.markdown import load_markdown
 from tui.app.chat.panel import ChatPanel
 from tui.app.chat.composer import Composer
 from tui.app.composer_actions import ComposerActions, unknown_theme_line
@@ -188,6 +190,7 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         gc.freeze()  # what start-up built lives on: keep it out of later collections (shorter GC pauses)
         self.controller.load_tokenizer()
         self.controller.recall.preload()
+        threading.Thread(target=load_markdown, name="load-markdown", daemon=True).start()
         if not self.options.offline:
             self.controller.connect()
         else:

@@ -17,18 +17,18 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
-from markdown_it import MarkdownIt
 from rich.console import Console
-from rich.markdown import Markdown
-from markdown_it.token import Token
 from rich.segment import Segment
 from rich.style import Style
 
 from tui.context.untrusted.visible import visible
 
 from tui.app.chat.wrap import Block
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 MARKDOWN_LIMIT = 50_000  # characters: longer replies are shown as plain wrapped text
 CODE_THEME = "monokai"
@@ -143,8 +143,18 @@ def _within(segments: Iterable[Segment], budget: Budget, deadline: float) -> Ite
         yield segment
 
 
+def load_markdown() -> None:
+    """Import the Markdown parser and Rich's Markdown (a thread calls this after the first frame, so the first reply
+    does not wait for them on the loop)."""
+    import markdown_it  # noqa: F401
+    import rich.markdown  # noqa: F401
+
+
 def markdown_blocks(text: str, width: int, budget: Budget = WORKER_BUDGET) -> list[Block]:
     """The reply rendered as Markdown at `width` cells, one block a line; OverBudget past `budget`."""
+    from markdown_it import MarkdownIt  # the parser and Rich's Markdown load with the first reply, not at start
+    from rich.markdown import Markdown
+
     deadline = budget.deadline()
     console = _console()
     source = visible(text)
