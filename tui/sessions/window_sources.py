@@ -6,7 +6,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Sequence
 
-from tui.context.policy.window_search import RequestWindow, reply_text, wire_window_message
+from tui.context.messages import Message
+from tui.context.policy.window_search import (RenderedDocument, RequestWindow, WindowSearch, current_window,
+                                              reply_text, search_windows, wire_window_message)
+from tui.context.request import RequestView
 
 from tui.sessions.model import RequestRecord
 from tui.sessions.replay import ledger_entries, parsed_body
@@ -32,3 +35,15 @@ def record_window(record: RequestRecord) -> RequestWindow:
 def record_windows(records: Sequence[RequestRecord]) -> list[Callable[[], RequestWindow]]:
     """One reader per record, oldest first: nothing is read until the search calls it."""
     return [partial(record_window, record) for record in records]
+
+
+def searched_session(phrase: str, records: Sequence[RequestRecord], view: RequestView | None,
+                     transcript: Sequence[Message], cancelled: Callable[[], bool] = lambda: False) -> WindowSearch:
+    """The phrase looked for in every request of a session (newest first) and in the request the pane shows now
+    (`view`: not sent yet, numbered after the last record)."""
+    current = None
+    if view is not None:
+        number = (records[-1].number if records else 0) + 1
+        current = current_window(number, view.snapshot.wire, view.shape.message_ids, view.ledger,
+                                 RenderedDocument(view.snapshot.document, view.shape.tokens))
+    return search_windows(phrase, record_windows(records), current, transcript, cancelled=cancelled)

@@ -5,15 +5,19 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
+from textual.worker import get_current_worker
 
 from tui.context.drop_notes import entry_name
 from tui.context.policy.truncation import still_in_window
 from tui.context.request import RequestView
 from tui.context.untrusted.visible import visible
+from tui.sessions.window_sources import searched_session
 
+from tui.app.pane.window_lines import window_lines
 from tui.app.safe_inputs import SafeInput
 from tui.app.shown import cells, one_line
 
@@ -28,15 +32,19 @@ class LedgerView(Vertical):
         super().__init__(**kwargs)
         self._view: RequestView | None = None
         self._texts: list[str] = []
+        self._requests: list | tuple = ()
+        self._messages: list = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="ledger-table")
         yield SafeInput(placeholder="is this text still in the window? type to search", id="ledger-search")
         yield Static(id="ledger-hits")
+        yield Static(id="ledger-windows")
 
     def show(self, view: RequestView, texts: list[str], requests: list | tuple = (),
              messages: list | None = None) -> None:
         self._view, self._texts = view, texts
+        self._requests, self._messages = requests, list(messages) if messages is not None else []
         if not view.ledger:
             table = Text(f"nothing dropped: policy {view.plan.kept and 'keeps every message' or ''}", style="dim")
         else:
@@ -60,7 +68,9 @@ class LedgerView(Vertical):
         hits_widget = self.query_one("#ledger-hits", Static)
         if not query or self._view is None:
             hits_widget.update("")
+            self.query_one("#ledger-windows", Static).update("")
             return
+        self._search_windows(query, self._view, self._requests, self._messages)
         hits = still_in_window(self._texts, self._view.plan, query)
         if not hits:
             hits_widget.update(Text("not found in any message", style="dim"))
@@ -72,6 +82,15 @@ class LedgerView(Vertical):
             else:
                 out.append(one_line(f"#{hit['message']}: DROPPED ({hit['policy']}: {hit['reason']})") + "\n", style="red")
         hits_widget.update(out)
+
+
+    @work(thread=True, exclusive=True, group="window-search")
+    def _search_windows(self, query: str, view: RequestView, requests: list | tuple, messages: list) -> None:
+        """Every request of the session searched off the loop; a newer query cancels this one between requests."""
+        worker = get_current_worker()
+        result = searched_session(query, list(requests), view, messages, cancelled=lambda: worker.is_cancelled)
+        if not result.cancelled and not worker.is_cancelled:
+            self.app.call_from_thread(self.query_one("#ledger-windows", Static).update, window_lines(result))
 
 
 LOUD = ("dropped", "added", "refused")
