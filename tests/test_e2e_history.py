@@ -19,11 +19,7 @@ def ask(tmux, question: str, count: int) -> None:
 
 
 def start_seeded(tmux, server: str) -> None:
-    """A fixed seed: the tiny model at a random seed now and then ends a reply at once, and a reply
-    with no text adds no message (these tests count the messages the file holds)."""
-    config = tmux.home / "config" / "ctxpane"
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("[params]\nseed = 7\n")
+    """At the driver's fixed seed (these tests count the messages the file holds)."""
     tmux.start("--base-url", server, "--no-scan")
 
 

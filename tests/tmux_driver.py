@@ -29,7 +29,14 @@ class Tmux:
 
     def start(self, *args: str, secrets: dict[str, str] | None = None) -> None:
         """Run ctxpane with `args`. `secrets` (a key) reach it through the tmux server's environment, never the
-        command line (which `ps` shows)."""
+        command line (which `ps` shows).
+
+        Unless the test wrote a config.toml of its own, the replies are sampled at a fixed seed: at a random one the
+        tiny test model now and then ends a reply at once, and a reply with no text adds no message."""
+        config = self.home / "config" / "ctxpane" / "config.toml"
+        if not config.exists():
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text("[params]\nseed = 7\n")
         exports = " ".join(f"{key}={value}" for key, value in self.env.items())
         command = f"cd {ROOT} && env -u OPENAI_BASE_URL -u OPENAI_API_KEY -u COLUMNS -u LINES {exports} {sys.executable} -m tui {' '.join(args)}"
         subprocess.run(["tmux", "-L", self.name, "new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height),
