@@ -295,3 +295,32 @@ def test_an_upstream_that_says_nothing_gets_no_system_turn_the_client_did_not_se
         text = engine.template.render([{"role": "user", "content": "hi"}], add_generation_prompt=True)
         assert engine.template.name == name and "<|im_start|>system" not in text and "You are Qwen" not in text
         assert not engine.exact and "estimates" in engine.note
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_compressed_request_body_goes_upstream_as_sent_and_is_recorded_decoded(tap, upstream, encoding):
+    """The pass-through changes nothing: the upstream gets the compressed bytes under their own label (the tap's
+    server decompressed them before and sent the plain body still labelled gzip)."""
+    import gzip
+    import zlib
+    plain = json.dumps(chat(f"a {encoding} question")).encode()
+    raw = gzip.compress(plain) if encoding == "gzip" else zlib.compress(plain)
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", content=raw,
+                        headers={"Content-Encoding": encoding, "Content-Type": "application/json"})
+    assert answer.status_code == 200
+    seen = upstream.seen[-1]
+    assert seen["body"] == raw and dict((k.lower(), v) for k, v in seen["headers"])["content-encoding"] == encoding
+    tap.settle()
+    record = tap.recorder.tapped[max(tap.recorder.tapped)].record
+    assert record is not None and record.body["messages"][-1]["content"] == f"a {encoding} question"
+
+
+def test_a_compression_bomb_in_a_request_body_is_forwarded_and_not_unpacked_past_the_limit(tap, upstream):
+    import gzip
+    raw = gzip.compress(b'{"model": "m", "messages": [{"role": "user", "content": "' + b"a" * 80_000_000 + b'"}]}')
+    answer = httpx.post(f"{tap.url}/ok/v1/chat/completions", content=raw,
+                        headers={"Content-Encoding": "gzip", "Content-Type": "application/json"}, timeout=60)
+    assert answer.status_code == 200 and upstream.seen[-1]["body"] == raw
+    tap.settle()
+    tapped = tap.recorder.tapped[max(tap.recorder.tapped)]
+    assert tapped.record is None and "unpacks past" in tapped.problem

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.context.errors import TemplateRenderError
-from tui.context.formats import FormatKind, Parsed
+from tui.context.formats import FormatKind, Parsed, kind_of_path
 from tui.context.policy.truncation import PolicySettings
 from tui.context.cache.causes import CauseClass
 from tui.context.messages import Message, Provenance
@@ -164,6 +164,11 @@ class Recorder(Keeping):
             exchange.secrets += body_keys(body)
         tapped = Tapped(exchange)
         self.tapped[exchange.number] = tapped
+        if exchange.unreadable and kind_of_path(exchange.path) is not None:
+            self.passed += 1
+            tapped.problem = f"not recorded: {exchange.unreadable}"
+            self.on_change("passed", tapped)
+            return
         if body is None:
             self.passed += 1
             tapped.problem = "passed through (not a chat completion, Messages or Responses request: not rendered)"
@@ -233,7 +238,7 @@ class Recorder(Keeping):
         while len(self.finished) > KEEP_BYTES_OF or len(self.finished) > 1 and sum(
                 e.kept_bytes + len(e.body) for e in self.finished) > KEEP_BYTES_TOTAL:  # (they live on in the records)
             old = self.finished.pop(0)
-            old.chunks, old.offsets, old.body = [], [], b""
+            old.chunks, old.offsets, old.body, old.wire = [], [], b"", None
         tapped = self.tapped.get(exchange.number)
         if tapped is None or tapped.record is None:
             if tapped is not None:

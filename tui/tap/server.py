@@ -22,6 +22,7 @@ from typing import Callable
 from urllib.parse import unquote_plus, urlsplit
 
 from tui.context.untrusted.redaction import credential_name, key_shaped
+from tui.tap.encoded import NotUnpacked, unpacked
 
 import httpx
 from aiohttp import web
@@ -77,7 +78,7 @@ class Exchange:
     method: str
     path: str  # the path and query as the client sent them, a key in the query as *** (shown_path)
     client: str  # its User-Agent (cut short) and address: for the list, never trusted
-    body: bytes
+    body: bytes  # as the recording reads it: unpacked when the client compressed it
     request_type: str = ""
     started: float = field(default_factory=time.time)
     status: int | None = None
@@ -93,6 +94,8 @@ class Exchange:
     error: str = ""  # upstream unreachable, cut mid-stream, client gone
     client_gone: bool = False
     secrets: list[str] = field(default_factory=list, repr=False)  # credential values: to redact, never to keep
+    wire: bytes | None = None  # the body as it came and goes upstream, when that is not `body` (compressed)
+    unreadable: str = ""  # why the body cannot be read for the recording (it is forwarded all the same)
 
     @property
     def duration(self) -> float | None:
@@ -202,7 +205,8 @@ class TapServer:
         self.http.headers.clear()  # only the client's own headers go upstream (no httpx defaults added)
         app = web.Application(client_max_size=self.max_body)
         app.router.add_route("*", "/{tail:.*}", self.handle)
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        # auto_decompress off: a compressed request body is forwarded as the client sent it, under its own label
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, auto_decompress=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
@@ -243,11 +247,19 @@ class TapServer:
                 "request_timeout"))
         if body is None:
             return self.too_large(None)
+        wire, unreadable = None, ""
+        if request.headers.get("Content-Encoding", "").strip():  # forwarded as it came; unpacked for the record
+            wire = body
+            try:
+                body = unpacked(wire, request.headers["Content-Encoding"], self.max_body)
+            except NotUnpacked as exc:
+                body, unreadable = b"", str(exc)
         self.count += 1
         user_agent = request.headers.get("User-Agent", "")[:60]
         path, in_query = shown_path(request.raw_path)
         exchange = Exchange(self.count, request.method, path, f"{user_agent or '?'} {request.remote or ''}"
                             .strip(), body, request.headers.get("Content-Type", "")[:200])
+        exchange.wire, exchange.unreadable = wire, unreadable
         # the header bytes as received (httpx would refuse a str value that is not ASCII: a UTF-8 X-Title)
         headers = [(k, v) for k, v in request.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
         exchange.secrets = sorted(set(credential_values(list(request.headers.items())) + in_query), key=len,
@@ -287,7 +299,7 @@ class TapServer:
         self.tell("request", exchange)
         try:
             upstream = await self.http.send(self.http.build_request(
-                request.method, target, headers=headers, content=exchange.body,
+                request.method, target, headers=headers, content=exchange.body if exchange.wire is None else exchange.wire,
                 extensions={"target": request_target(target, self.origin)}), stream=True)
         except asyncio.CancelledError:  # the client left before the upstream answered: its request is cancelled
             exchange.client_gone, exchange.error = True, ("the client went away before the upstream answered: the "

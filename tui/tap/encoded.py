@@ -1,0 +1,67 @@
+"""A request body a client compressed (Content-Encoding): forwarded as it came, unpacked only for the recording.
+
+The tap's own server hands the bytes over as they arrived (the pass-through must not change the request); this
+unpacks a copy, never past a bound, so a small body that unpacks to gigabytes costs the recording nothing but a
+line saying why it was not kept."""
+
+from __future__ import annotations
+
+import zlib
+
+CHUNK = 1 << 16  # bytes fed to the decompressor at a time
+
+
+class NotUnpacked(ValueError):
+    """Why a compressed body is not read for the recording (it was forwarded all the same)."""
+
+
+def unpacked(raw: bytes, encoding: str, limit: int) -> bytes:
+    """`raw` unpacked under the `Content-Encoding` it was sent with (gzip, deflate, or several, comma-separated, in
+    the order applied); NotUnpacked for an unknown coding, a damaged stream, or an unpacked size past `limit`."""
+    codings = [part.strip().lower() for part in encoding.split(",") if part.strip()]
+    body = raw
+    for coding in reversed(codings):  # the last applied is undone first
+        if coding == "identity":
+            continue
+        if coding in ("gzip", "x-gzip"):
+            body = _inflate(body, zlib.MAX_WBITS | 16, limit)
+        elif coding == "deflate":
+            body = _deflate(body, limit)
+        else:
+            raise NotUnpacked(f"its body is compressed as {coding[:40]!r}, which the tap does not read")
+    return body
+
+
+def _deflate(raw: bytes, limit: int) -> bytes:
+    """HTTP's deflate is zlib-wrapped; some clients send the raw stream: both are read."""
+    try:
+        return _inflate(raw, zlib.MAX_WBITS, limit)
+    except NotUnpacked as wrapped:
+        if "damaged" not in str(wrapped):
+            raise
+        return _inflate(raw, -zlib.MAX_WBITS, limit)
+
+
+def _inflate(raw: bytes, window: int, limit: int) -> bytes:
+    decompressor = zlib.decompressobj(window)
+    out: list[bytes] = []
+    size = 0
+    try:
+        for start in range(0, len(raw), CHUNK):
+            data = raw[start:start + CHUNK]
+            while data:
+                piece = decompressor.decompress(data, limit + 1 - size)
+                size += len(piece)
+                out.append(piece)
+                if size > limit:
+                    raise NotUnpacked(f"its compressed body unpacks past the tap's limit of {limit:,} bytes")
+                data = decompressor.unconsumed_tail
+        out.append(decompressor.flush())
+    except zlib.error as exc:
+        raise NotUnpacked(f"its compressed body is damaged ({exc})") from None
+    if not decompressor.eof:
+        raise NotUnpacked("its compressed body is damaged (it ends early)")
+    body = b"".join(out)
+    if len(body) > limit:
+        raise NotUnpacked(f"its compressed body unpacks past the tap's limit of {limit:,} bytes")
+    return body
