@@ -292,3 +292,44 @@ def test_the_tap_refuses_its_own_address_however_it_is_written(cli_in_process):
     assert not forwards_to_itself("http://face.cafe:8089", "127.0.0.1", 8089)
     result = cli_in_process("tap", "--upstream", "http://127.1:18123/v1", "--port", "18123", "--no-ui")
     assert result.returncode == 2 and "own address" in result.stderr
+
+
+def test_an_upstreams_header_bytes_reach_the_client_as_sent_or_are_left_out_and_said(tmp_path):
+    """UTF-8 header values come back byte for byte (they were decoded as Latin-1 when another value was not UTF-8,
+    and sent on encoded twice); bytes no UTF-8 reading holds cannot be written as they are: left out, and said."""
+    import http.client
+    import logging
+    import socket
+    import threading
+
+    from tui.tap.server import log as server_log
+
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Utf8: caf\xc3\xa9 \xe6\x97\xa5\r\n"
+              b"X-Latin: caf\xe9\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        for _ in range(1):
+            connection, _address = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(answer)
+    threading.Thread(target=serve, daemon=True).start()
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger(server_log.name).addHandler(handler)  # (another test's logging set-up may stop propagation)
+    tap = RunningTap(f"http://127.0.0.1:{listener.getsockname()[1]}", tmp_path)
+    try:
+        host, port = tap.url.removeprefix("http://").split("/")[0].split(":")
+        client = http.client.HTTPConnection(host, int(port), timeout=30)
+        client.request("GET", "/v1/models")
+        reply = client.getresponse()
+        assert reply.read() == b"{}"
+        assert reply.getheader("X-Utf8").encode("latin-1") == b"caf\xc3\xa9 \xe6\x97\xa5"
+        assert reply.getheader("X-Latin") is None
+        assert any("X-Latin" in line and "not UTF-8" in line for line in said)
+    finally:
+        logging.getLogger(server_log.name).removeHandler(handler)
+        tap.stop()
+        listener.close()

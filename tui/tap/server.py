@@ -70,6 +70,27 @@ class UpstreamError(ValueError):
     """An --upstream the tap cannot use."""
 
 
+def sendable_headers(raw: list[tuple[bytes, bytes]], number: int) -> list[tuple[str, str]]:
+    """An upstream's header lines as aiohttp writes them back byte for byte: it writes a value as UTF-8, so each is
+    read as UTF-8 (httpx's reading of the whole set as Latin-1, once one value was not UTF-8, had them encoded
+    twice). A value no UTF-8 reading holds, or with a control character, cannot be sent as it came: left out, said."""
+    kept = []
+    for key_bytes, value_bytes in raw:
+        key = key_bytes.decode("latin-1")
+        try:
+            value = value_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            log.warning("request %d: left out a header of the upstream's answer that is not UTF-8 (the tap can send "
+                        "it on only as UTF-8): %s", number, ascii(key[:60]))
+            continue
+        if UNSENDABLE.search(key) or UNSENDABLE.search(value):  # aiohttp would refuse the whole answer
+            log.warning("request %d: left out a header of the upstream's answer holding a control character: %s",
+                        number, ascii(key[:60]))
+            continue
+        kept.append((key, value))
+    return kept
+
+
 @dataclass
 class Exchange:
     """One request through the tap and what came back; never holds a credential header."""
@@ -316,11 +337,7 @@ class TapServer:
             exchange.content_encoding = upstream.headers.get("content-encoding", "")[:100].lower()
             reason = upstream.reason_phrase if not UNSENDABLE.search(upstream.reason_phrase or "") else None
             response = web.StreamResponse(status=upstream.status_code, reason=reason or None)
-            for key, value in upstream.headers.multi_items():
-                if UNSENDABLE.search(key) or UNSENDABLE.search(value):  # aiohttp would refuse the whole answer
-                    log.warning("request %d: left out a header of the upstream's answer holding a control "
-                                "character: %s", exchange.number, ascii(key[:60]))
-                    continue
+            for key, value in sendable_headers(upstream.headers.raw, exchange.number):
                 if key.lower() not in HOP_BY_HOP or (key.lower() == "content-length" and not self.chunked(upstream)):
                     response.headers.add(key, value)
             self.tell("head", exchange)
