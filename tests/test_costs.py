@@ -225,3 +225,16 @@ def test_a_table_naming_one_model_twice_is_refused_not_resolved_silently(text, n
         parse_price_table("date = 2026-12-01\n" + text, "prices.toml")
     message = str(caught.value)
     assert "twice" in message and needle in message.lower() and "\n" not in message
+
+
+def test_a_users_alias_of_a_shipped_name_prices_that_name_as_the_users_model():
+    """A user's `aliases = ["gpt-4o"]` under their own model: gpt-4o (and the shipped names that stand for it) are
+    priced as theirs; the shipped price of gpt-4o no longer wins without a word."""
+    shipped = shipped_prices()
+    assert shipped.lookup("gpt-4o") is not None and shipped.lookup("gpt-4o").input != Decimal("0.5")
+    mine = parse_price_table("date = 2026-12-05\n[models.my-gpt]\ninput = 0.5\noutput = 1\n"
+                             "aliases = [\"gpt-4o\"]\n", "mine.toml")
+    merged = shipped.merged(mine)
+    for name in ("gpt-4o", "openai/gpt-4o", "gpt-4o-2024-08-06", "my-gpt"):
+        assert (merged.lookup(name).model, merged.lookup(name).input) == ("my-gpt", Decimal("0.5")), name
+    assert merged.lookup("gpt-4o-mini").model != "my-gpt"

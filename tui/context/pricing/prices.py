@@ -96,9 +96,14 @@ class PriceTable:
         return None
 
     def merged(self, other: "PriceTable") -> "PriceTable":
-        """This table with `other`'s models added or replacing ours (a user's file over the shipped one)."""
-        return PriceTable({**self.models, **other.models}, {**self.aliases, **other.aliases},
-                          self.origins + other.origins)
+        """This table with `other`'s models added or replacing ours (a user's file over the shipped one). A name
+        `other` gives as an alias is its model's wherever ours named it: as a model (the price of our name is theirs
+        then, and so of our aliases of it) or as an alias."""
+        models = {**self.models, **other.models}
+        for alias, target in other.aliases.items():
+            if alias in self.models and alias not in other.models:
+                models[alias] = other.models[target]
+        return PriceTable(models, {**self.aliases, **other.aliases}, self.origins + other.origins)
 
 
 def _candidates(model: str) -> list[str]:
