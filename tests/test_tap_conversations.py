@@ -85,3 +85,36 @@ def test_a_very_long_trimmed_history_is_matched_without_a_full_diff(monkeypatch)
     _conversation, match = send(conversations, [SYSTEM] + history[-3:])  # S q4 r5 q5
     assert [v.message_id for v in match.vanished] == ["m1", "m2", "m3", "m4", "m5", "m6"]
     assert match.message_ids == ["m0", "m7", "m8", "m9"]
+
+
+def test_two_conversations_that_end_with_the_same_short_message_stay_apart():
+    """A billing chat and a poem chat both ending in "thanks": the second is a conversation of its own, not the
+    first cut short by its client (its system prompt and turns were listed as the client's cuts)."""
+    conversations = Conversations()
+    billing = [{"role": "system", "content": "You are a billing bot."}, user("Refund order 17"), assistant("Done."),
+               user("thanks")]
+    first, _ = send(conversations, billing, "You're welcome")
+    poems = [{"role": "system", "content": "You write poems."}, user("A poem about rain"), assistant("Rain falls"),
+             user("thanks")]
+    second, match = send(conversations, poems)
+    assert second is not first and match.vanished == []
+
+
+def test_a_history_cut_to_one_distinctive_message_still_continues_its_conversation():
+    conversations = Conversations()
+    long_reply = "The deployment failed because the migration 0042 locked the orders table for 40 minutes. " * 2
+    first, _ = send(conversations, [SYSTEM, user("why did it fail?")], long_reply)
+    compacted, match = send(conversations, [{"role": "system", "content": "summary of earlier turns"},
+                                            assistant(long_reply), user("and now?")])
+    assert compacted is first and match.vanished
+
+
+def test_the_same_history_from_another_client_is_not_its_cut():
+    conversations = Conversations()
+    history = [SYSTEM, user("q1"), assistant("a1"), user("q2")]
+    match = conversations.place(history, "m", "agent-a 10.0.0.1")
+    first = conversations.commit(match, history, "m", "agent-a 10.0.0.1")
+    first.answered({"content": "a2"})
+    cut = [SYSTEM, assistant("a2"), user("q3")]  # q1, a1 and q2 cut
+    assert conversations.place(cut, "m", "agent-b 10.0.0.2").conversation is None
+    assert conversations.place(cut, "m", "agent-a 10.0.0.1").conversation is first

@@ -136,6 +136,21 @@ def _anchor(conversation: Conversation, keys: list[str]) -> int | None:
     return None
 
 
+MIN_SHARED = 2  # messages a cut history must share with the conversation, its anchor included...
+DISTINCT_KEY = 120  # ...unless its anchor alone says this much (a short "thanks" ends many conversations)
+
+
+def _cut_by_its_client(conversation: Conversation, keys: list[str], anchor: int, client: str) -> bool:
+    """Whether a request that does not extend `conversation` but holds its last point is that conversation cut short
+    by its client (trimmed, compacted): the same client, and more in common than one short message."""
+    if conversation.client and client and conversation.client != client:
+        return False
+    if len(keys[anchor]) >= DISTINCT_KEY:
+        return True
+    history = set(conversation.history())
+    return sum(1 for key in keys if key in history) >= MIN_SHARED
+
+
 class Conversations:
     """The tap's open conversations; `place` finds where a request goes, `commit` records it there."""
 
@@ -164,6 +179,8 @@ class Conversations:
                 continue
             history = conversation.history()
             extends = keys[:len(history)] == history or keys == conversation.keys
+            if not extends and not _cut_by_its_client(conversation, keys, anchor, client):
+                continue
             score = 2 if extends else 1
             if best is None or score > best[0]:
                 best = (score, conversation, anchor)

@@ -183,7 +183,7 @@ class Recorder(Keeping):
         tapped.model, tapped.format = model, kind
         conversations = self.conversations if kind is FormatKind.CHAT else self.by_format.setdefault(
             kind, Conversations(self.conversations))
-        match = conversations.place(messages, model)
+        match = conversations.place(messages, model, exchange.client)
         if held.thread is not None and (match.conversation is None or match.conversation.number != held.thread):
             match = conversations.continuing(held.thread, messages)  # the chain says where it belongs
         previous_ids = list(match.conversation.ids) if match.conversation else []
