@@ -126,6 +126,11 @@ class LoopbackUpstream:
                 {"index": 0, "message": {"role": "assistant", "content": "squeezed " * 50}, "finish_reason": "stop"}]})
             answer.enable_compression()
             return answer
+        if scenario == "usage":  # a whole reply whose usage claims ?prompt= prompt tokens (a figure that may lie)
+            model = json.loads(body or b"{}").get("model", "loop-model")
+            return web.json_response({"id": "u", "object": "chat.completion", "model": model, "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "counted"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": int(request.query.get("prompt", "10")), "completion_tokens": 3}})
         if scenario == "late":  # no answer at all until the client leaves (a long prompt being processed)
             try:
                 await asyncio.sleep(60)

@@ -122,9 +122,10 @@ async def test_the_pane_header_warns_before_sending_while_the_draft_grows_past_t
         ctl.close()
 
 
-async def test_the_window_a_cut_reveals_is_what_the_next_request_is_checked_against(tmp_path, monkeypatch):
+async def test_the_window_two_cuts_reveal_is_what_the_next_request_is_checked_against(tmp_path, monkeypatch):
     """Ollama without /api/ps: only the model's 40960 is known, so the request 'fits' and is cut at num_ctx 256.
-    From then on the header and the check before sending use the 256 the cut revealed, not 40960."""
+    One cut is a claim (one figure can lie); once a second request's cut agrees, the header and the check before
+    sending use the 254 the cuts revealed, not 40960."""
     from tui.controller.receiving import server_window
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with WindowServer("ollama", n_ctx=256, usage=False) as server:
@@ -136,10 +137,17 @@ async def test_the_window_a_cut_reveals_is_what_the_next_request_is_checked_agai
         assert server_window(ctl)[0].tokens == 40960
         assert ctl.sending.submit("Which fruit came first?")
         await made.until_replied()
+        first = ctl.wb.session.requests[-1]
+        assert first.received["observed_window"] == 254  # num_ctx 254-256 (num_keep 4 or 5): the least
+        assert any("claim a window of 254 tokens: planned with once another request agrees" in note
+                   for note in first.received["notes"]), first.received["notes"]
+        assert server_window(ctl)[0].tokens == 40960
+        assert ctl.sending.submit("And which came second?")
+        await made.until_replied()
         ctl.close()
     record = ctl.wb.session.requests[-1]
     assert record.fit["fits"] is True and record.received["verdict"] == "dropped", record.received
-    assert record.received["observed_window"] == 254  # num_ctx 254-256 (num_keep 4 or 5): the least
+    assert any("requests 1 and 2 agree" in note for note in record.received["notes"]), record.received["notes"]
     window, _kind = server_window(ctl)
     assert window.tokens == 254 and window.source == "observed", window
     fit = ctl.pane_state().fit  # what the pane's header warns with, before the next request is sent
@@ -161,3 +169,39 @@ async def test_a_max_tokens_of_the_wrong_type_in_the_sessions_params_is_no_reply
         ctl.wb.session.params = {"max_tokens": 100}
         assert ctl.pane_state().fit.max_tokens == 100
         ctl.close()
+
+
+async def test_a_window_no_chat_model_has_is_never_planned_with_however_often_claimed(tmp_path, monkeypatch):
+    """A server (or a proxy) whose cut keeps 10 tokens of ~800: every later request would be planned to drop
+    nearly everything. It is said as the server's claim, twice, and the model's 40960 stays the plan."""
+    from tui.controller.receiving import server_window
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with WindowServer("ollama", n_ctx=12, usage=False) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        long_turns(ctl)
+        long_turns(ctl)
+        await made.idle()
+        for question in ("Which fruit came first?", "And which came second?"):
+            assert ctl.sending.submit(question)
+            await made.until_replied()
+        ctl.close()
+    for record in ctl.wb.session.requests:
+        assert record.received["verdict"] == "dropped" and record.received["observed_window"] < 64
+        assert any("smaller than any chat model's window" in note for note in record.received["notes"])
+    assert server_window(ctl)[0].tokens == 40960
+
+
+def test_a_revealed_window_is_weighed_against_the_request_and_a_second_figure():
+    from tui.context.fit.window import WindowSize
+    from tui.context.fit.window_claims import WindowClaim, weigh
+    claim = WindowSize(4096, "observed", "a cut")
+    assert weigh(claim, 1, 5000, True, 4096, False, None)[0] is None  # one figure: a claim
+    kept = weigh(claim, 1, 5000, True, 4096, False, None)[1]
+    assert kept == WindowClaim(claim, 1)
+    assert weigh(WindowSize(4090, "observed", "a cut"), 2, 5200, True, 4090, False, kept)[0].tokens == 4090
+    assert weigh(WindowSize(3000, "observed", "a cut"), 2, 5200, True, 3000, False, kept)[0] is None  # disagree
+    assert weigh(WindowSize(300, "observed", "refusal"), 1, 400, True, 400, True, None)[0].tokens == 300  # counted right
+    assert weigh(WindowSize(300, "observed", "refusal"), 1, 400, True, 380, True, None)[0] is None  # counted wrong
+    assert weigh(WindowSize(7, "observed", "refusal"), 1, 400, True, 400, True, None)[0] is None
+    assert weigh(WindowSize(900, "observed", "refusal"), 1, 400, True, 400, True, None)[0] is None  # 400 over 900?

@@ -188,3 +188,14 @@ def test_what_ollama_keeps_of_an_overflow_depends_on_its_version():
     assert ollama_cut.num_ctx_range(4096, "0.5.7") == (4096, 4097)  # before: the whole window (or all but one)
     assert ollama_cut.explained(4096, "0.5.7")[1] == 4096 and ollama_cut.explained(2050, "v0.31.0")[1] == 4094
     assert ollama_cut.halves("weird") is None and ollama_cut.explained(2050, "")[1] == 2050  # unknown: the least
+
+
+def test_a_message_split_by_text_of_no_message_is_named_once_with_its_sums():
+    # u1's turn holds a line of the template's own ([30, 34): no message) between two pieces of its text
+    spans = [("u1", "content", 0, 1, 30), ("", "marker", 1, 2, 4), ("u1", "content", 2, 3, 20),
+             ("a1", "content", 3, 4, 10)]
+    ranges = message_ranges(spans, {"u1": "user", "a1": "assistant"})
+    assert [r.message_id for r in ranges] == ["u1", "u1", "a1"]
+    hit = affected_messages(ranges, 0, 60)
+    assert [(a.message_id, a.lost, a.tokens, a.text_lost, a.whole) for a in hit] == [
+        ("u1", 50, 50, 50, True), ("a1", 6, 10, 6, False)]

@@ -223,11 +223,14 @@ M_PRICE = 'date = 2026-12-01\n[models.m]\ninput = 1\noutput = 1\n'
 
 
 def test_a_server_lying_with_the_largest_counts_it_may_give_still_leaves_a_session_that_opens():
-    """Counts at the client's bound (10**12) twice: the running totals pass the per-request bound."""
+    """Counts at the client's bound (10**12) twice: the running totals of the reply tokens pass the per-request
+    bound; the prompt count, past anything the request could be counted as, is a claim and never priced."""
     top = 10 ** 12
     raw = hostile_session([Reported(prompt_tokens=top, completion_tokens=top)] * 2, M_PRICE)
     loaded, _version = decode_session(raw)
-    assert loaded.requests[1].cost["cumulative"]["input_tokens"] == 2 * top
+    assert loaded.requests[1].cost["cumulative"]["output_tokens"] == 2 * top
+    assert loaded.requests[1].cost["cumulative"]["input_tokens"] < 1000
+    assert any("usage.prompt_tokens: not reported" in line for line in loaded.requests[1].received["unreported"])
     # llama.cpp's timings: evaluated and reused, each at the bound, add up past it
     reported = reported_from_reply(Reply(content="ok", timings={"prompt_n": top, "cache_n": top}))
     assert reported.received() == (None, "")

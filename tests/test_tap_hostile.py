@@ -7,6 +7,8 @@ request of every client; keys in a query string reached the request list and the
 from __future__ import annotations
 
 
+import json
+
 import httpx
 import pytest
 
@@ -333,3 +335,18 @@ def test_an_upstreams_header_bytes_reach_the_client_as_sent_or_are_left_out_and_
         logging.getLogger(server_log.name).removeHandler(handler)
         tap.stop()
         listener.close()
+
+
+@pytest.mark.parametrize("claimed", [10**12, 50_000_000])
+def test_a_prompt_count_no_server_could_make_is_never_priced_through_the_tap(tap, claimed):
+    """A priced model (gpt-4o), a request of a few tokens, an upstream claiming 10^12 or 5x10^7 prompt tokens: the
+    cost is what was sent, and the record says the claim was not used (it was $12.5M at 10^12 before the bound)."""
+    answer = httpx.post(f"{tap.url}/usage/v1/chat/completions?prompt={claimed}",
+                        json={"model": "gpt-4o", "messages": [{"role": "user", "content": f"count me {claimed}"}]})
+    assert answer.status_code == 200 and answer.json()["usage"]["prompt_tokens"] == claimed
+    tap.settle()
+    record = next(t.record for t in reversed(tap.recorder.tapped.values())
+                  if t.record is not None and t.record.body["messages"][0]["content"] == f"count me {claimed}")
+    assert record.cost["priced"] and float(record.cost["paid"]) < 0.01, record.cost
+    said = json.dumps(record.cost) + json.dumps(record.received)
+    assert "not reported" in said and f"{claimed:,}" in said

@@ -80,6 +80,7 @@ async def connect(ctl: Parts, hooks: ConnectHooks) -> None:
         return
     ctl.link.refused = False
     ctl.link.connection, ctl.link.client = connection, connection.client
+    ctl.link.window_claim = None  # a window another server's answer claimed says nothing of this one
     if settings.tokenizer and not ctl.wb.tokenizer_pending:  # the tokenizer chosen stays; its verdict may not
         ctl.wb.set_tokenizer(ctl.wb.tokenizer, False if ctl.link.unseen else None)
     wb = ctl.wb

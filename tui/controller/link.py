@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from tui.client.connect import Connection
     from tui.client.http import OpenAIClient
     from tui.context.templates.library import ChatTemplate
+    from tui.context.fit.window_claims import WindowClaim
 
     from tui.controller.parts import Settings
     from tui.controller.tokenizer_fallback import FallbackTokenizer
@@ -33,6 +34,7 @@ class Link:
         self.refused = False  # the server refused to talk without (or with this) key: its counts were never seen
         self.placeholder_said = False  # the notice that a placeholder key is not searched for was shown
         self.status_line = ""  # what the status line says while all is well (the endpoint, once connected)
+        self.window_claim: WindowClaim | None = None  # a window one request revealed, until another agrees
 
     @property
     def unseen(self) -> bool:

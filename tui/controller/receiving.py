@@ -15,6 +15,7 @@ from tui.context.pricing.prices import PriceTable
 from tui.context.fit.received import ADDED, DROPPED, REFUSED, Receipt, observed
 from tui.context.untrusted.visible import visible
 from tui.context.fit.window import FitCheck, WindowSize, fit_check
+from tui.context.fit.window_claims import weigh
 from tui.sessions.receipts import record_fit, settle
 from tui.controller.compute import Skipped
 from tui.controller.events import Severity, Tone
@@ -81,16 +82,28 @@ def settle_after(parts: "Parts", wb: "Workbench", record: "RequestRecord", view:
     outcome = failure if failure is not None else reply
     try:
         receipt = receipt_after(view, outcome, info, reply_reserve(body), window)
+        learned = weighed_window(parts, receipt, record.number)
         reported = reported_from_reply(reply) if failure is None else None
         settle(record, wb.session, view, reported, receipt, prices, wb.cache_rule)
     except Exception as exc:  # noqa: BLE001 - odd figures never keep the reply from being kept
         parts.notify(visible(f"could not compare sent with received: {exc}"), severity=Severity.WARNING)
         return None
-    learned = observed(receipt, record.number)
     if learned is not None and info is not None:  # plan the next requests with it (below the server's own figure)
         info.windows = [w for w in info.windows if w.source != "observed"]
         info.found_window(learned.tokens, learned.source, learned.detail)
     return receipt
+
+
+def weighed_window(parts: "Parts", receipt: Receipt | None, number: int) -> WindowSize | None:
+    """The window this receipt reveals, when a second figure bears it out (tui/context/fit/window_claims.py); the
+    receipt says what was made of the claim."""
+    claim = observed(receipt, number)
+    if receipt is None or claim is None:
+        return None
+    learned, parts.link.window_claim, line = weigh(claim, number, receipt.sent, receipt.exact, receipt.received,
+                                                   receipt.verdict == REFUSED, parts.link.window_claim)
+    receipt.notes.append(line)
+    return learned
 
 
 def receipt_note(receipt: Receipt | None) -> str:

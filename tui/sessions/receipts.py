@@ -14,6 +14,7 @@ from tui.context.policy.truncation import cost_series
 from tui.context.pricing.costs import RequestTokens, add_totals, request_cost, reusable
 from tui.context.pricing.prices import PriceTable
 from tui.context.fit.received import Receipt, Reported
+from tui.context.fit.usage_checks import within_request
 from tui.context.fit.window import FitCheck
 from tui.errors import one_line
 
@@ -96,6 +97,11 @@ def cost_of(view: "RequestView", reported: Reported | None, prices: PriceTable, 
 def settle(record: RequestRecord, session: Session, view: "RequestView", reported: Reported | None,
            receipt: Receipt | None, prices: PriceTable, rule: str = "llama.cpp") -> None:
     """Fill `record` once its request is over: sent against received, and what it cost."""
+    if reported is not None:  # a count no server could make of this request is a claim, never priced
+        window = receipt.window.tokens if receipt is not None and receipt.window is not None else None
+        reported = within_request(reported, view.sent_tokens, window)
+        if receipt is not None:
+            receipt.unreported += [line for line in reported.unreported if line not in receipt.unreported]
     record.received = received_record(receipt) if receipt is not None else None
     model = (record.reply or {}).get("model") or session.model
     record.cost = cost_of(view, reported, prices, model, previous_cost(session, record), rule)

@@ -158,14 +158,20 @@ def _overlap(start: int, end: int, low: int, high: int) -> int:
 
 
 def affected_messages(ranges: list[MessageRange], start: int, end: int) -> list[Affected]:
-    """The messages lying (in part) inside the token range [start, end)."""
-    hit: list[Affected] = []
+    """The messages lying (in part) inside the token range [start, end), each once: a message whose ranges text of
+    no message splits (a template's own line inside a turn) is one entry with their sums."""
+    hit: dict[str, Affected] = {}
     for item in ranges:
         lost = _overlap(start, end, item.start, item.end)
         if lost:
             text_lost = sum(_overlap(start, end, low, high) for low, high in item.text)
-            hit.append(Affected(item.message_id, item.role, item.end - item.start, lost, item.text_tokens, text_lost))
-    return hit
+            found = Affected(item.message_id, item.role, item.end - item.start, lost, item.text_tokens, text_lost)
+            if item.message_id in hit:
+                was = hit[item.message_id]
+                found = Affected(was.message_id, was.role, was.tokens + found.tokens, was.lost + found.lost,
+                                 was.text_tokens + found.text_tokens, was.text_lost + found.text_lost)
+            hit[item.message_id] = found
+    return list(hit.values())
 
 
 def dropped_range(where: Where, lost: int, sent: int, ranges: list[MessageRange], keep_head: int = 0) -> tuple[int, int]:

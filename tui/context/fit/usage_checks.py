@@ -56,3 +56,23 @@ def consistent(reported: Reported, problems: dict[str, str]) -> Reported:
 def _with_reasons(reported: Reported, problems: dict[str, str]) -> Reported:
     lines = tuple(f"{field}: not reported ({reason})" for field, reason in problems.items())
     return replace(reported, unreported=reported.unreported + lines) if lines else reported
+
+
+CLAIM_FACTOR = 100  # a prompt counted at more than this many times what was sent (plus CLAIM_SLACK) is not believed
+CLAIM_SLACK = 100_000  # tokens: room for images, a gateway's own system prompt, retrieval it adds
+
+
+def within_request(reported: Reported, sent: int, window_tokens: int | None) -> Reported:
+    """`reported` without a prompt count no server could have made of this request: past the server's window, or
+    past any reading of what was sent; such a claim is kept as a reason (the receipt still shows it), never priced."""
+    prompt = reported.prompt_tokens
+    if prompt is None:
+        return reported
+    if window_tokens:
+        bound, what = window_tokens + max(8, window_tokens // 100), f"the server's window of {window_tokens:,}"
+    else:
+        bound, what = sent * CLAIM_FACTOR + CLAIM_SLACK, f"what a request of {sent:,} tokens could be counted as"
+    if prompt <= bound:
+        return reported
+    problems = {"usage.prompt_tokens": f"{prompt:,} is past {what}"}
+    return _with_reasons(replace(reported, prompt_tokens=None, cached_tokens=None, cache_written=None), problems)
