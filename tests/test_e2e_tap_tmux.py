@@ -41,7 +41,7 @@ def test_an_agent_through_the_tap_in_a_real_terminal(llama_server, tmp_path):
         tmux.wait_for(r"conversation 1 · request 3")
         assert "sk-tmux-key" not in tmux.screen()
         tmux.keys("q")
-        tmux.wait_for(r"tapped conversations saved in", timeout=20)
+        tmux.wait_for(r"ctxpane: 1 conversation saved in", timeout=20)  # the files found written
     finally:
         tmux.stop()
     (path,) = (tmp_path / "tapped").glob("*.ctxpane.json")

@@ -70,6 +70,6 @@ def run_tap(request) -> int:
     from tui.context.untrusted.visible import visible
     if app.failure:
         print(f"ctxpane: error: {visible(app.failure)}", file=sys.stderr)
-    elif app.conversations:
-        print(f"ctxpane: {app.conversations} tapped conversations saved in {visible(str(request.folder))}")
+    elif app.saved:
+        print(f"ctxpane: {visible(app.saved)}")  # the files found written, not the conversations seen
     return app.return_code or 0

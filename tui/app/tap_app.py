@@ -82,6 +82,7 @@ class TapApp(SafeClipboard):
         self._closing = False
         self.failure = ""  # why it could not start, said once the terminal is back
         self.conversations = 0  # recorded, said once the terminal is back
+        self.saved = ""  # what the files hold, said once the terminal is back
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def compose(self) -> ComposeResult:
@@ -138,6 +139,7 @@ class TapApp(SafeClipboard):
             await self.tap.server.close()
             await asyncio.to_thread(self.tap.recorder.close, True)  # what is still due is saved before exit
             self.conversations = len(self.tap.recorder.threads)
+            self.saved = self.tap.recorder.saved_line()
 
     def traffic(self, kind: str, exchange) -> None:
         """A reply's bytes going through (on the event loop): its line and detail follow, a few times a second."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from tui.context.cache.rules import shown_figure
 from tui.commands.arguments import QuietParser, whole_number
 from tui.errors import UsageError, one_line
+from tui.context.untrusted.visible import visible
 
 MAX_BODY = (1024, 2 ** 31)
 
@@ -122,6 +123,7 @@ def request_line(kind: str, tapped) -> str | None:
 
 async def headless(upstream: str, host: str, port: int, folder: Path, max_body: int) -> int:
     from tui.tap.runner import Tap
+    from tui.tap.server import STOP_GRACE
 
     def said(kind: str, tapped) -> None:
         line = request_line(kind, tapped)
@@ -140,6 +142,8 @@ async def headless(upstream: str, host: str, port: int, folder: Path, max_body: 
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
+        print(f"ctxpane tap: stopping (replies still streaming are cut in {STOP_GRACE:g} s)…", flush=True)
     finally:
         await tap.close()
+    print(one_line(f"ctxpane tap: {visible(tap.recorder.saved_line())}", 600), flush=True)
     return 0

@@ -36,6 +36,8 @@ class Keeping:
     view_chars: int
     append_seconds: list[float]
     append_cpu: list[float]
+    written: set[Path]  # every session file an append has landed in
+    cut_by_stop: int  # replies the tap's stop cut short (recorded as they stood)
 
     def _guarded_flush(self) -> None:
         for thread in list(self.threads.values()):
@@ -67,6 +69,15 @@ class Keeping:
                 continue
             return name, lock
         return ident, None
+
+    def saved_line(self) -> str:
+        """What the tap's files hold as it ends, said as it is: the files written and found, and the replies the
+        stop cut."""
+        found = sum(1 for path in self.written if path.is_file())
+        if not found:
+            return f"no conversation was recorded in {self.folder}"
+        cut = f" ({self.cut_by_stop} cut by the stop, marked incomplete)" if self.cut_by_stop else ""
+        return f"{found} conversation{'' if found == 1 else 's'} saved in {self.folder}{cut}"
 
     def let_go_of_files(self) -> None:
         """The tap is done writing: its files' locks are let go (an app may then write to them)."""
@@ -110,6 +121,7 @@ class Keeping:
             thread.dirty = True  # still due: the next save, or the last one as the tap ends, tries it again
             raise
         took = time.monotonic() - started
+        self.written.add(thread.path)
         self.append_seconds.append(took)
         self.append_cpu.append(time.thread_time() - cpu)
         del self.append_seconds[:-KEEP_TIMINGS], self.append_cpu[:-KEEP_TIMINGS]

@@ -38,7 +38,7 @@ from tui.tap.conversations import Conversation, Conversations
 from tui.tap.chains import Chains
 from tui.tap.keeping import Keeping
 from tui.tap.replies import stream_record, wire_reply
-from tui.tap.server import Exchange
+from tui.tap.server import STOPPED, Exchange
 from tui.tap.state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
 
 log = logging.getLogger("ctxpane.tap")
@@ -73,6 +73,8 @@ class Recorder(Keeping):
         self.server_cache = None  # the model of llama.cpp's slots and prompt cache (tui/context/cache/llamacpp.py)
         self.finished: list[Exchange] = []  # the latest exchanges over, whose bytes are still held
         self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
+        self.written: set[Path] = set()
+        self.cut_by_stop = 0
         self.append_seconds: list[float] = []  # how long each of the latest appends to a session file took
         self.append_cpu: list[float] = []  # and the processor time of each (the rest is the disk: fsync)
         self.view_chars = 0  # the characters of the documents the views kept hold
@@ -252,6 +254,7 @@ class Recorder(Keeping):
         if translator is not None:  # the provider's own usage as it sent it (cache writes, …), and a response's id
             self.chains.answered(translator, thread, record)
         record.reply["incomplete"] = bool(reply.incomplete)
+        self.cut_by_stop += exchange.error.startswith(STOPPED)
         record.reply["stream"] = stream_record(exchange)
         server_text = Redactor(thread.secrets | set(exchange.secrets))  # an upstream may echo a key in its error
         for part, key in ((record.reply, "error"), (record.reply["stream"], "error"), (record.reply["stream"], "raw")):

@@ -31,6 +31,8 @@ log = logging.getLogger("ctxpane.tap")
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024  # bytes of one request body
 MAX_KEPT_REPLY = 32 * 1024 * 1024  # bytes of one reply kept for the recording (all of it is forwarded)
+STOP_GRACE = 1.0  # seconds a stopping tap waits for the replies in flight before it cuts them
+STOPPED = "cut mid-reply: the tap was stopped"
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"})
 # `expect: 100-continue` is answered by the tap's own server; the body is sent upstream whole
@@ -216,6 +218,7 @@ class TapServer:
         self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=read_timeout, pool=None)
         self.http: httpx.AsyncClient | None = None
         self._closing: set[asyncio.Future] = set()  # upstream answers being closed after their client left
+        self.stopping = False  # the tap is closing: a reply still streaming is cut, not waited for
 
     # -- life ---------------------------------------------------------------------------------------
     async def start(self) -> str:
@@ -227,7 +230,9 @@ class TapServer:
         app = web.Application(client_max_size=self.max_body)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         # auto_decompress off: a compressed request body is forwarded as the client sent it, under its own label
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, auto_decompress=False)
+        # shutdown_timeout: how long a stop waits for replies in flight before it cuts them (they would run on)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, auto_decompress=False,
+                                     shutdown_timeout=STOP_GRACE)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
@@ -242,6 +247,8 @@ class TapServer:
         return f"http://{host}:{self.port}{self.base}"
 
     async def close(self) -> None:
+        """Stop listening; a reply still streaming gets STOP_GRACE seconds, then is cut (recorded as it stands)."""
+        self.stopping = True
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -354,8 +361,11 @@ class TapServer:
                 request.transport.close()
             return response
         except (ConnectionResetError, asyncio.CancelledError) as exc:
-            exchange.client_gone, exchange.error = True, "the client went away mid-reply: the upstream request " \
-                                                         "was cancelled"
+            if self.stopping and isinstance(exc, asyncio.CancelledError):
+                exchange.error = f"{STOPPED} (what arrived until then is kept)"
+            else:
+                exchange.client_gone, exchange.error = True, "the client went away mid-reply: the upstream request " \
+                                                             "was cancelled"
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return response

@@ -1,0 +1,66 @@
+"""Stopping the tap mid-reply (issue 26): Ctrl+C while ten replies stream cuts them within the stop's grace, writes
+every conversation with what arrived (marked incomplete, and why), and says truthfully what it saved."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+
+from conftest import ROOT, free_port
+from session_files import session_data
+from tap_helpers import upstream  # noqa: F401 - a fixture
+from waiting import until
+
+STREAMS = 10
+
+
+def stream_through(url: str, number: int, arrived: dict) -> None:
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": f"conversation {number}"}]}
+    try:
+        with httpx.stream("POST", f"{url}/slow/v1/chat/completions", json=body, timeout=120) as answer:
+            for chunk in answer.iter_bytes():
+                arrived[number] = arrived.get(number, 0) + len(chunk)
+    except httpx.HTTPError:
+        pass  # the stop cuts the reply: what matters is what the file holds
+
+
+def test_ctrl_c_during_ten_streams_cuts_them_and_writes_all_ten(upstream, tmp_path):
+    """The upstream's replies would take 30 s each (600 pieces, 50 ms apart); the stop does not wait for them."""
+    port, folder = free_port(), tmp_path / "tapped"
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "c"), "XDG_DATA_HOME": str(tmp_path / "d"),
+           "XDG_CACHE_HOME": str(tmp_path / "k"), "PYTHONPATH": str(ROOT)}
+    tap = subprocess.Popen([sys.executable, "-m", "tui", "tap", "--upstream", upstream.url, "--port",
+                            str(port), "--no-ui", "--session-dir", str(folder)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        assert "listening on" in tap.stdout.readline()
+        arrived: dict[int, int] = {}
+        clients = [threading.Thread(target=stream_through, args=(f"http://127.0.0.1:{port}", n, arrived), daemon=True)
+                   for n in range(STREAMS)]
+        for client in clients:
+            client.start()
+        until(lambda: len(arrived) == STREAMS and all(size > 200 for size in arrived.values()), 30,
+              "every reply under way")
+        stopped = time.monotonic()
+        tap.send_signal(signal.SIGINT)
+        out, err = tap.communicate(timeout=20)
+        took = time.monotonic() - stopped
+    finally:
+        if tap.poll() is None:
+            tap.kill()
+    assert tap.returncode == 0, err
+    assert took < 15, took  # (the replies had ~28 s to go: the stop did not wait for them)
+    assert "Traceback" not in err, err
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == STREAMS
+    for path in files:
+        reply = session_data(path)["requests"][-1]["reply"]
+        assert reply["incomplete"] is True and reply["content"].startswith("0 1 2"), reply
+        assert "the tap was stopped" in reply.get("error", ""), reply
+    assert f"{STREAMS} conversations saved in {folder}" in out and f"{STREAMS} cut by the stop" in out, out
