@@ -62,17 +62,56 @@ def test_an_upstream_url_that_does_not_parse_is_a_usage_error_not_a_traceback(cl
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
-def test_a_long_reply_in_many_pieces_is_recorded_whole(tap):
-    pieces, size = 12000, 1000  # 12 MB of content in 12,000 chunks: joined piece by piece it took ~15 s
+def test_a_long_reply_in_many_pieces_is_recorded_in_time_with_its_ends_and_the_cut_said(tap):
+    """12 MB of content in 12,000 chunks (joined piece by piece it took ~15 s): forwarded whole, recorded with its
+    first and last MiB and what was cut, matched whole when the client sends it back, and the file opens."""
+    from tui.tap.replies import TEXT_END_KEPT
+    pieces, size = 12000, 1000
+    history = [{"role": "user", "content": "flood"}]
     with httpx.stream("POST", f"{tap.url}/flood/v1/chat/completions", params={"n": pieces, "size": size},
-                      json={"model": "loop-model", "messages": [{"role": "user", "content": "flood"}],
-                            "stream": True}, timeout=60) as answer:
+                      json={"model": "loop-model", "messages": history, "stream": True}, timeout=60) as answer:
         got = sum(len(chunk) for chunk in answer.iter_raw())
     assert answer.status_code == 200 and got > pieces * size
     tap.settle(60)  # joined piece by piece (quadratic) this took ~15 s and the test's timeout caught it
-    number = max(tap.recorder.tapped)
-    record = tap.recorder.tapped[number].record
-    assert record is not None and len(record.reply["content"]) == pieces * size and not record.reply["incomplete"]
+    tapped = tap.recorder.tapped[max(tap.recorder.tapped)]
+    record = tapped.record
+    assert record is not None and not record.reply["incomplete"]
+    assert record.reply["cut"] == {"characters": pieces * size - 2 * TEXT_END_KEPT,
+                                   "kept": f"the first and last {TEXT_END_KEPT:,} characters"}
+    content = record.reply["content"]
+    assert content.startswith("w" * TEXT_END_KEPT + "\n[… ") and content.endswith("…]\n" + "w" * TEXT_END_KEPT)
+    history += [{"role": "assistant", "content": "w" * (pieces * size)}, {"role": "user", "content": "shorter"}]
+    assert httpx.post(f"{tap.url}/ok/v1/chat/completions", json={"model": "loop-model", "messages": history},
+                      timeout=60).status_code == 200
+    tap.settle(60)
+    later = tap.recorder.tapped[max(tap.recorder.tapped)]
+    assert later.conversation == tapped.conversation and later.record.dropped == []
+    path = tap.recorder.threads[tapped.conversation].path
+    tap.recorder.drain()
+    saved = session_data(path)
+    assert [m["role"] for m in saved["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert saved["requests"][0]["reply"]["cut"]["characters"] == pieces * size - 2 * TEXT_END_KEPT
+    # (the second request's body, which holds the whole reply as the client sent it back, is kept as sent)
+
+
+def test_a_conversation_of_many_long_replies_keeps_less_of_each_past_its_budget_and_its_file_opens(tap,
+                                                                                                    monkeypatch):
+    import tui.tap.recorder as recorder
+    monkeypatch.setattr(recorder, "TEXT_END_KEPT", 2_000)
+    monkeypatch.setattr(recorder, "TEXT_END_KEPT_LATE", 100)
+    monkeypatch.setattr(recorder, "TEXT_BUDGET", 20_000)
+    history = [{"role": "user", "content": "budget"}]
+    for _turn in range(8):
+        httpx.post(f"{tap.url}/flood/v1/chat/completions", params={"n": 10, "size": 1000},
+                   json={"model": "loop-model", "messages": history, "stream": True}, timeout=60).raise_for_status()
+        tap.settle()
+        history += [{"role": "assistant", "content": "w" * 10_000}, {"role": "user", "content": "more"}]
+    tapped = tap.recorder.tapped[max(tap.recorder.tapped)]
+    thread = tap.recorder.threads[tapped.conversation]
+    kept = [r.reply["cut"]["kept"] for r in thread.session.requests]
+    assert kept[:5] == ["the first and last 2,000 characters"] * 5 and kept[5:] == ["the first and last 100 characters"] * 3
+    tap.recorder.drain()
+    assert len(session_data(thread.path)["requests"]) == 8
 
 
 def test_an_upstream_header_or_reason_with_a_control_character_is_left_out_and_the_answer_still_comes(tap_for_raw):

@@ -37,7 +37,7 @@ from tui.tap.client_cuts import client_cuts, messages_of, with_cache_effect
 from tui.tap.conversations import Conversation, Conversations
 from tui.tap.chains import Chains
 from tui.tap.keeping import Keeping
-from tui.tap.replies import stream_record, wire_reply
+from tui.tap.replies import TEXT_BUDGET, TEXT_END_KEPT, TEXT_END_KEPT_LATE, kept_ends, stream_record, wire_reply
 from tui.tap.server import STOPPED, Exchange
 from tui.tap.state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
 
@@ -281,10 +281,13 @@ class Recorder(Keeping):
             held = held_prompt(exchange.number, tapped.view.shape, record.reply, reply.usage, reply.timings,
                                exchange.started)
             self.server_cache.record(replace(held, reply_known=reply.generated is not None))
-        reply_id = thread.conversation.answered(record.reply if exchange.status == 200 else None)
+        # the next request carries the whole reply: it is matched with all of it, and kept in part (bounded_text)
+        reply_id = thread.conversation.answered({**record.reply, "content": reply.content} if exchange.status == 200
+                                                else None)
+        text = bounded_text(thread, record, reply.content)
         self.chains.remember(record, tapped.conversation)
         if reply_id is not None and tapped.index == len(thread.session.requests) - 1:
-            thread.session.messages.append(Message("assistant", reply.content, tool_calls=reply.tool_calls or None,
+            thread.session.messages.append(Message("assistant", text, tool_calls=reply.tool_calls or None,
                                                    provenance=Provenance("model", True), id=reply_id,
                                                    incomplete=reply.incomplete))
             thread.session.next_id = thread.conversation.next_id
@@ -336,6 +339,18 @@ class Recorder(Keeping):
         except Exception:  # noqa: BLE001 - odd figures: nothing to compare
             receipt = None
         settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
+
+
+def bounded_text(thread: Thread, record: RequestRecord, content: str | None) -> str:
+    """The reply's text as its record and the transcript keep it: the ends of a long one (tui/tap/replies.py), less
+    once the conversation's kept texts are large, so its file always opens; the record says what was cut."""
+    each = TEXT_END_KEPT if thread.reply_chars < TEXT_BUDGET else TEXT_END_KEPT_LATE
+    text, cut = kept_ends(content or "", each)
+    thread.reply_chars += len(text)
+    if cut:
+        record.reply["content"] = text
+        record.reply["cut"] = {"characters": cut, "kept": f"the first and last {each:,} characters"}
+    return text
 
 
 def _family_key(model: str) -> str:

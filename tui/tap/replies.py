@@ -11,8 +11,23 @@ import zlib
 from tui.context.formats import FormatKind
 from tui.tap.server import Exchange
 
-MAX_RAW_KEPT = 8 * 1024 * 1024  # characters of the raw streamed reply kept in the record
+RAW_END_KEPT = 256 * 1024  # characters of the raw streamed reply kept from each end in the record
+# A reply's text in its record (and in the transcript the file shows): this much from each end, the middle of a longer
+# one cut and said. The reply was forwarded whole; a file of long replies still opens (its reader's bound is 256 MiB).
+TEXT_END_KEPT = 1024 * 1024
+TEXT_END_KEPT_LATE = 16 * 1024  # once a conversation's kept reply texts reach TEXT_BUDGET
+TEXT_BUDGET = 48 * 1024 * 1024
 MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
+
+
+def kept_ends(text: str, each: int, what: str = "characters") -> tuple[str, int]:
+    """`text` with only `each` characters of each end when it is longer (the cut said in its place), and how many
+    characters were cut."""
+    if len(text) <= 2 * each:
+        return text, 0
+    cut = len(text) - 2 * each
+    return f"{text[:each]}\n[… {cut:,} {what} cut from the middle by ctxpane tap: forwarded whole, kept in part …]\n" \
+           f"{text[-each:]}", cut
 
 
 def decoded(exchange: Exchange) -> bytes:
@@ -142,7 +157,7 @@ def stream_record(exchange: Exchange) -> dict:
             "bytes": exchange.forwarded_bytes, "first_byte": _rounded(exchange.first_byte),
             "duration": _rounded(exchange.duration),
             "offsets": [_rounded(o) for o in exchange.offsets[:MAX_OFFSETS]],
-            "raw": raw[:MAX_RAW_KEPT], "raw_cut": len(raw) > MAX_RAW_KEPT or exchange.cut_kept,
+            "raw": kept_ends(raw, RAW_END_KEPT)[0], "raw_cut": len(raw) > 2 * RAW_END_KEPT or exchange.cut_kept,
             "client_gone": exchange.client_gone, "error": exchange.error[:4000]}
 
 
