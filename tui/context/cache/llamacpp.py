@@ -21,6 +21,7 @@ What the server does (measured on build b11669 with `-lv 4`, see tests/test_cach
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import dataclass, field
 
 from tui.context.cache.prefix import RequestShape
@@ -77,6 +78,30 @@ def _share(held: HeldPrompt, current: RequestShape) -> Shared:
     return shared_prefix(held, current, max(0, held.generated - 1))
 
 
+class _Shares:
+    """What each held prompt shares with one request shape, each worked out once: the prediction before a request
+    and the record after it ask the same of every prompt held (the work per request stays flat however long the
+    run). Locked: a prediction may run on another thread than the record."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current: RequestShape | None = None
+        self._found: dict[int, tuple[HeldPrompt, Shared]] = {}
+
+    def of(self, held: HeldPrompt, current: RequestShape) -> Shared:
+        with self._lock:
+            if current is not self._current:
+                self._current, self._found = current, {}
+            hit = self._found.get(id(held))
+            if hit is not None and hit[0] is held:
+                return hit[1]
+        shared = _share(held, current)
+        with self._lock:
+            if current is self._current:
+                self._found[id(held)] = (held, shared)
+        return shared
+
+
 class LlamaCppCache:
     """The server's state as far as this session's requests built it; `record` each request sent."""
 
@@ -88,6 +113,7 @@ class LlamaCppCache:
         self.slots = [_Slot(index) for index in range(max(1, config.slots))]
         self.saved: list[HeldPrompt] = []  # the host cache, oldest first
         self.clock = 0
+        self._shares = _Shares()
 
     def predict(self, current: RequestShape) -> ServerPrediction:
         """What the server will reuse for `current`, without changing the model."""
@@ -102,7 +128,7 @@ class LlamaCppCache:
 
     def __copy__(self) -> "LlamaCppCache":
         twin = LlamaCppCache.__new__(LlamaCppCache)
-        twin.config, twin.saved, twin.clock = self.config, list(self.saved), self.clock
+        twin.config, twin.saved, twin.clock, twin._shares = self.config, list(self.saved), self.clock, self._shares
         twin.slots = [_Slot(s.id, s.held, s.last_used) for s in self.slots]
         return twin
 
@@ -117,7 +143,7 @@ class LlamaCppCache:
             self._save_idle(slot)
         source = None
         if slot.held is not None:
-            shared = _share(slot.held, current)
+            shared = self._shares.of(slot.held, current)
             place = f"prompt cache -> slot {slot.id}" if loaded else f"slot {slot.id}"
             source = Source(slot.held.number, place, shared, loaded is None or loaded.certain)
         total = current.tokens.total
@@ -131,7 +157,7 @@ class LlamaCppCache:
         for slot in self.slots:
             if slot.held is None or self.config.similarity <= 0:
                 continue
-            shared = _share(slot.held, current).tokens
+            shared = self._shares.of(slot.held, current).tokens
             similarity = shared / total
             if similarity > best_similarity and similarity > self.config.similarity:
                 best, best_similarity, keep = slot, similarity, shared / max(1, held_tokens(slot.held))
@@ -149,17 +175,17 @@ class LlamaCppCache:
         total = max(1, current.tokens.total)
         if slot.held is not None:
             self._save(slot.held)
-        base = _share(slot.held, current).tokens if slot.held else 0
+        base = self._shares.of(slot.held, current).tokens if slot.held else 0
         best_keep = base / max(1, held_tokens(slot.held)) if slot.held else -1.0
         best_similarity, found = base / total, None
         for entry in self.saved:
-            shared = _share(entry, current)
+            shared = self._shares.of(entry, current)
             keep, similarity = shared.tokens / max(1, held_tokens(entry)), shared.tokens / total
             if keep >= 0.25 and keep > best_keep and similarity > best_similarity:
                 best_keep, best_similarity, found = keep, similarity, entry
         if found is None:
             return None
-        source = Source(found.number, "prompt cache", _share(found, current), self._certain(found))
+        source = Source(found.number, "prompt cache", self._shares.of(found, current), self._certain(found))
         self.saved.remove(found)
         slot.held = found
         return source
@@ -182,16 +208,17 @@ class LlamaCppCache:
     # -- the cache's limits ----------------------------------------------------------------------------
     def _evict(self) -> None:
         limit_bytes, per_token = self._limit_bytes, self.config.bytes_per_token
+        total = self._tokens()  # kept up to date as the oldest go (not summed again for each)
         if limit_bytes and per_token:
-            while len(self.saved) > 1 and self._tokens() * per_token > limit_bytes:
-                self.saved.pop(0)
+            while len(self.saved) > 1 and total * per_token > limit_bytes:
+                total -= held_tokens(self.saved.pop(0))
         limit = self._token_limit()
-        while limit and len(self.saved) > 1 and self._tokens() > limit:
-            self.saved.pop(0)
+        while limit and len(self.saved) > 1 and total > limit:
+            total -= held_tokens(self.saved.pop(0))
         slots = len(self.slots)
         held_limit = limit or slots * self.CONTEXTS_PER_SLOT * (self.config.cache_tokens or UNKNOWN_CONTEXT)
-        while len(self.saved) > slots * self.PROMPTS_PER_SLOT or len(self.saved) > 1 and self._tokens() > held_limit:
-            self.saved.pop(0)
+        while len(self.saved) > slots * self.PROMPTS_PER_SLOT or len(self.saved) > 1 and total > held_limit:
+            total -= held_tokens(self.saved.pop(0))
 
     @property
     def _limit_bytes(self) -> int:
@@ -219,8 +246,20 @@ class LlamaCppCache:
     def _candidates(self, current: RequestShape) -> list[Source]:
         held = [(f"slot {s.id}", s.held) for s in self.slots if s.held is not None]
         held += [("prompt cache", entry) for entry in self.saved]
-        return [Source(h.number, place, _share(h, current), place != "prompt cache" or self._certain(h))
+        certain = self._certain_entries()
+        return [Source(h.number, place, self._shares.of(h, current), place != "prompt cache" or certain[id(h)])
                 for place, h in held]
+
+    def _certain_entries(self) -> dict[int, bool]:
+        """`_certain` of every cache entry at once (by id): the tokens of each and the newer ones, summed from the
+        newest back, not again for each."""
+        if self._token_limit() is not None or not self.config.cache_tokens:
+            return {id(entry): True for entry in self.saved}
+        found, newer = {}, 0
+        for entry in reversed(self.saved):
+            newer += held_tokens(entry)
+            found[id(entry)] = newer <= self.config.cache_tokens
+        return found
 
     def _notes(self, loaded: Source | None) -> list[str]:
         if loaded is not None and not loaded.certain:
