@@ -53,7 +53,7 @@ def main() -> int:
         with httpx.Client(timeout=120) as client:
             for number in range(1, count + 1):
                 history = [{"role": "user", "content": f"Conversation {number}: name a colour."}]
-                for turn in range(2):
+                for _turn in range(2):
                     body = {"model": "tiny", "messages": history, "max_tokens": 1, "temperature": 0}
                     reply = client.post(f"{tap.url}/chat/completions", json=body).json()
                     history += [reply["choices"][0]["message"], {"role": "user", "content": "And another?"}]
