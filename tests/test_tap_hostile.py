@@ -389,3 +389,36 @@ def test_a_prompt_count_no_server_could_make_is_never_priced_through_the_tap(tap
     assert record.cost["priced"] and float(record.cost["paid"]) < 0.01, record.cost
     said = json.dumps(record.cost) + json.dumps(record.received)
     assert "not reported" in said and f"{claimed:,}" in said
+
+
+def test_crafted_images_through_the_tap_are_forwarded_recorded_and_reopened(tap, upstream):
+    """Headers that lie about the size, cut short, a PNG that is also HTML and a zip, a GIF labelled PNG, a JPEG of
+    endless markers, base64 that is not, a control character in the type: each goes upstream as sent, is recorded,
+    and its file opens; the image's tokens are an estimate that says so."""
+    import base64
+
+    from image_bytes import gif, png, png_header
+
+    def data(kind: str, raw: bytes) -> str:
+        return f"data:image/{kind};base64," + base64.b64encode(raw).decode()
+    cases = {"lying": data("png", png_header(10**6, 10**6)), "huge": data("png", png_header(2**32 - 1, 2**32 - 1)),
+             "cut": data("png", png(4, 4)[:20]),
+             "polyglot": data("png", png(4, 4) + b"<html><script>alert(1)</script>PK\x03\x04" + b"\x00" * 30),
+             "gif as png": data("png", gif(65535, 65535)),
+             "endless jpeg": data("jpeg", b"\xff\xd8" + b"\xff\xe0\x00\x02" * 50_000),
+             "not base64": "data:image/png;base64,@@@@", "control": "data:image/png\x1b[31m;base64,AAAA"}
+    for name, url in cases.items():
+        body = {"model": "loop-model", "stream": True, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": f"image case {name}"}, {"type": "image_url", "image_url": {"url": url}}]}]}
+        assert httpx.post(f"{tap.url}/ok/v1/chat/completions", json=body, timeout=60).status_code == 200, name
+        assert json.loads(upstream.seen[-1]["body"]) == body, name
+    tap.settle()
+    recorded = {t.record.body["messages"][0]["content"][0]["text"]: t for t in tap.recorder.tapped.values()
+                if t.record is not None and isinstance(t.record.body["messages"][0]["content"], list)}
+    for name in cases:
+        tapped = recorded[f"image case {name}"]
+        assert tapped.view is not None and tapped.view.image_tokens >= 0, name
+        path = tap.recorder.threads[tapped.conversation].path
+        tap.recorder.drain()
+        assert session_data(path)["requests"][0]["body"]["messages"][0]["content"][1]["image_url"]["url"] == \
+            cases[name], name
