@@ -51,3 +51,15 @@ def test_a_body_naming_one_part_past_what_a_file_may_hold_is_refused_when_read(t
     record = load_session(path).session.requests[-1]
     with pytest.raises(SessionFormatError, match="more than a session file may hold"):
         _ = record.body
+
+
+def test_a_bomb_after_texts_that_use_the_whole_bound_exactly_is_refused():
+    """zlib reads a max_length of 0 as no limit: once the file's texts had used its bound to the byte, the next
+    compressed text unpacked without any (300 MiB from a 0.4 MB text)."""
+    from tui.sessions.log_diff import BadChange, Unpacked, _unsqueeze
+    small = base64.b64encode(zlib.compress(b"a" * 1000)).decode()
+    bomb = base64.b64encode(zlib.compress(b"\0" * (300 * MIB))).decode()
+    budget = Unpacked(1000)
+    assert len(_unsqueeze(small, budget=budget)) == 1000 and budget.left == 0
+    with pytest.raises(BadChange, match="more than a session file may hold"):
+        _unsqueeze(bomb, budget=budget)

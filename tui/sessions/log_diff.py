@@ -123,13 +123,17 @@ def _unsqueeze(packed: Json, reference: Json = None, budget: Unpacked | None = N
         else:
             raise BadChange("a text compressed against one that is not there")
         limit = MAX_SQUEEZED if budget is None else min(MAX_SQUEEZED, budget.left)
+        if limit <= 0:  # (zlib reads a max_length of 0 as no limit at all)
+            raise BadChange("compressed texts that unpack to more than a session file may hold")
         raw = unpacker.decompress(base64.b64decode(packed, validate=True), limit)
-        if unpacker.unconsumed_tail:
+        if unpacker.unconsumed_tail or not unpacker.eof and len(raw) >= limit:
             raise BadChange("a compressed text that unpacks to more than 64 MiB" if limit == MAX_SQUEEZED
                             else "compressed texts that unpack to more than a session file may hold")
         if budget is not None:
             budget.left -= len(raw)
         return raw.decode("utf-8", "surrogatepass")
+    except BadChange:
+        raise
     except (ValueError, zlib.error, UnicodeDecodeError):
         raise BadChange("a compressed text that does not unpack") from None
 
