@@ -31,7 +31,8 @@ log = logging.getLogger("ctxpane.tap")
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024  # bytes of one request body
 MAX_KEPT_REPLY = 32 * 1024 * 1024  # bytes of one reply kept for the recording (all of it is forwarded)
-STOP_GRACE = 1.0  # seconds a stopping tap waits for the replies in flight before it cuts them
+STOP_GRACE = 0.5  # seconds a stopping tap waits for the replies in flight before it cuts them (aiohttp waits
+# this once more for them to end once cancelled)
 STOPPED = "cut mid-reply: the tap was stopped"
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"})
@@ -219,6 +220,8 @@ class TapServer:
         self.http: httpx.AsyncClient | None = None
         self._closing: set[asyncio.Future] = set()  # upstream answers being closed after their client left
         self.stopping = False  # the tap is closing: a reply still streaming is cut, not waited for
+        self._idle = asyncio.Event()  # set while no request is in flight (a stop waits for the last one's end)
+        self._idle.set()
 
     # -- life ---------------------------------------------------------------------------------------
     async def start(self) -> str:
@@ -252,6 +255,12 @@ class TapServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        # aiohttp cancels a handler past the grace and returns: its own end (what the recorder is told) comes later
+        try:
+            async with asyncio.timeout(STOP_GRACE * 4):
+                await self._idle.wait()
+        except TimeoutError:
+            log.warning("%d requests had not ended %g s after the stop", self.active, STOP_GRACE * 4)
         if self.http is not None:
             await self.http.aclose()
             self.http = None
@@ -294,12 +303,15 @@ class TapServer:
                                   reverse=True)
         target = upstream_target(self.origin, self.base, request.raw_path)
         self.active += 1
+        self._idle.clear()
         try:
             return await self.forward(request, exchange, target, headers)
         finally:
             exchange.ended = time.time()
             self.tell("end", exchange)
             self.active -= 1
+            if not self.active:
+                self._idle.set()
 
     async def read_body(self, request: web.Request) -> bytes | None:
         """The whole body, or None once it passes max_body (a chunked body has no length to check first);
@@ -329,9 +341,12 @@ class TapServer:
             upstream = await self.http.send(self.http.build_request(
                 request.method, target, headers=headers, content=exchange.body if exchange.wire is None else exchange.wire,
                 extensions={"target": request_target(target, self.origin)}), stream=True)
-        except asyncio.CancelledError:  # the client left before the upstream answered: its request is cancelled
-            exchange.client_gone, exchange.error = True, ("the client went away before the upstream answered: the "
-                                                          "upstream request was cancelled")
+        except asyncio.CancelledError:  # the client left (or the tap stopped) before the upstream answered
+            if self.stopping:
+                exchange.error = f"{STOPPED} before the upstream answered"
+            else:
+                exchange.client_gone, exchange.error = True, ("the client went away before the upstream answered: "
+                                                              "the upstream request was cancelled")
             raise
         except httpx.HTTPError as exc:
             exchange.status, exchange.error = 502, f"the upstream could not be reached: {type(exc).__name__}: {exc}"
