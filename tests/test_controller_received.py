@@ -205,3 +205,15 @@ def test_a_revealed_window_is_weighed_against_the_request_and_a_second_figure():
     assert weigh(WindowSize(300, "observed", "refusal"), 1, 400, True, 380, True, None)[0] is None  # counted wrong
     assert weigh(WindowSize(7, "observed", "refusal"), 1, 400, True, 400, True, None)[0] is None
     assert weigh(WindowSize(900, "observed", "refusal"), 1, 400, True, 400, True, None)[0] is None  # 400 over 900?
+
+
+def test_a_cut_whose_window_is_past_what_ctxpane_counted_is_a_claim_then_planned_with():
+    """Ollama from 0.30.11 keeps half its window: 2,050 kept of 4,000 sent reveals a window of ~4,094, more than
+    ctxpane's count (the server counted a Modelfile SYSTEM, or ctxpane's count is an estimate). It was refused as
+    'a cut cannot keep 4094 of 4000 tokens sent', for good."""
+    from tui.context.fit.window import WindowSize
+    from tui.context.fit.window_claims import weigh
+    first = weigh(WindowSize(4094, "observed", "ollama"), 1, 4000, False, 2050, False, None)
+    assert first[0] is None and first[1] is not None and "once another request agrees" in first[2]
+    second = weigh(WindowSize(4094, "observed", "ollama"), 2, 4100, False, 2050, False, first[1])
+    assert second[0] is not None and second[0].tokens == 4094

@@ -62,3 +62,16 @@ def test_the_cost_tab_shows_a_figure_not_reported_and_prices_without_it():
     record = SimpleNamespace(cost={**cost, "cumulative": {}}, received={"unreported": list(reported.unreported)})
     shown = money_text([record], {}).plain
     assert "usage.prompt_tokens_details.cached_tokens: not reported (1,000,000,000 is past any model's window" in shown
+
+
+def test_a_count_past_a_window_hint_smaller_than_the_request_is_still_believed():
+    """A hosted model's registry window (200k) under a request of 300k that the provider served (its 1M mode): the
+    count of 300k and its cached tokens are used; a count past any reading of the request is not."""
+    from tui.context.fit.received import Reported
+    from tui.context.fit.usage_checks import within_request
+    served = within_request(Reported(prompt_tokens=300_000, cached_tokens=290_000), 300_000, 200_000)
+    assert (served.prompt_tokens, served.cached_tokens, served.unreported) == (300_000, 290_000, ())
+    claimed = within_request(Reported(prompt_tokens=250_000, cached_tokens=10), 1_000, 200_000)
+    assert claimed.prompt_tokens is None and claimed.cached_tokens is None
+    assert claimed.unreported == ("usage.prompt_tokens: not reported (250,000 is past the server's window of "
+                                  "200,000)",)

@@ -115,6 +115,18 @@ def test_the_same_history_from_another_client_is_not_its_cut():
     match = conversations.place(history, "m", "agent-a 10.0.0.1")
     first = conversations.commit(match, history, "m", "agent-a 10.0.0.1")
     first.answered({"content": "a2"})
-    cut = [SYSTEM, assistant("a2"), user("q3")]  # q1, a1 and q2 cut
+    cut = [SYSTEM, user("q2"), assistant("a2"), user("q3")]  # q1 and a1 cut
     assert conversations.place(cut, "m", "agent-b 10.0.0.2").conversation is None
     assert conversations.place(cut, "m", "agent-a 10.0.0.1").conversation is first
+
+
+def test_two_chats_of_one_app_with_its_system_prompt_that_end_alike_stay_apart():
+    """One app sends the same system prompt in every conversation: it and a short "thanks" are not a shared history
+    (the second chat's turns were listed as the first one's client cuts)."""
+    conversations = Conversations()
+    match = conversations.place([SYSTEM, user("Refund order 17"), assistant("Done."), user("thanks")], "m", "app")
+    first = conversations.commit(match, [SYSTEM, user("Refund order 17"), assistant("Done."), user("thanks")], "m",
+                                 "app")
+    first.answered({"content": "You're welcome"})
+    poems = [SYSTEM, user("A poem about rain"), assistant("Rain falls"), user("thanks")]
+    assert conversations.place(poems, "m", "app").conversation is None

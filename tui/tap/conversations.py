@@ -136,19 +136,22 @@ def _anchor(conversation: Conversation, keys: list[str]) -> int | None:
     return None
 
 
-MIN_SHARED = 2  # messages a cut history must share with the conversation, its anchor included...
+MIN_SHARED = 2  # turns a cut history must share with the conversation, its anchor included...
 DISTINCT_KEY = 120  # ...unless its anchor alone says this much (a short "thanks" ends many conversations)
+PROMPT_ROLES = ("system", "developer")
 
 
-def _cut_by_its_client(conversation: Conversation, keys: list[str], anchor: int, client: str) -> bool:
+def _cut_by_its_client(conversation: Conversation, keys: list[str], roles: list[str], anchor: int,
+                       client: str) -> bool:
     """Whether a request that does not extend `conversation` but holds its last point is that conversation cut short
-    by its client (trimmed, compacted): the same client, and more in common than one short message."""
+    by its client (trimmed, compacted): the same client, and more in common than one short message. A system prompt
+    does not count: one app sends the same one in every conversation."""
     if conversation.client and client and conversation.client != client:
         return False
     if len(keys[anchor]) >= DISTINCT_KEY:
         return True
     history = set(conversation.history())
-    return sum(1 for key in keys if key in history) >= MIN_SHARED
+    return sum(1 for key, role in zip(keys, roles) if key in history and role not in PROMPT_ROLES) >= MIN_SHARED
 
 
 class Conversations:
@@ -169,7 +172,7 @@ class Conversations:
 
     def place(self, messages: list, model: str = "", client: str = "") -> Match:
         """The conversation `messages` continue (the most recent that fits), else a new one (not yet opened)."""
-        keys = [message_key(m) for m in messages]
+        keys, roles = [message_key(m) for m in messages], [_role(m) for m in messages]
         best: tuple[int, Conversation, int] | None = None  # (continuity, conversation, anchor)
         for conversation in reversed(self.open):
             if conversation.model and model and conversation.model != model:
@@ -179,7 +182,7 @@ class Conversations:
                 continue
             history = conversation.history()
             extends = keys[:len(history)] == history or keys == conversation.keys
-            if not extends and not _cut_by_its_client(conversation, keys, anchor, client):
+            if not extends and not _cut_by_its_client(conversation, keys, roles, anchor, client):
                 continue
             score = 2 if extends else 1
             if best is None or score > best[0]:

@@ -68,7 +68,7 @@ def within_request(reported: Reported, sent: int, window_tokens: int | None) -> 
     prompt = reported.prompt_tokens
     if prompt is None:
         return reported
-    if window_tokens:
+    if window_tokens and window_tokens >= sent:  # (a window smaller than what went through is a wrong hint)
         bound, what = window_tokens + max(8, window_tokens // 100), f"the server's window of {window_tokens:,}"
     else:
         bound, what = sent * CLAIM_FACTOR + CLAIM_SLACK, f"what a request of {sent:,} tokens could be counted as"
