@@ -77,6 +77,7 @@ def test_a_long_reply_in_many_pieces_is_recorded_in_time_with_its_ends_and_the_c
     record = tapped.record
     assert record is not None and not record.reply["incomplete"]
     assert record.reply["cut"] == {"characters": pieces * size - 2 * TEXT_END_KEPT,
+                                   "fields": {"content": pieces * size - 2 * TEXT_END_KEPT},
                                    "kept": f"the first and last {TEXT_END_KEPT:,} characters"}
     content = record.reply["content"]
     assert content.startswith("w" * TEXT_END_KEPT + "\n[… ") and content.endswith("…]\n" + "w" * TEXT_END_KEPT)
@@ -422,3 +423,21 @@ def test_crafted_images_through_the_tap_are_forwarded_recorded_and_reopened(tap,
         tap.recorder.drain()
         assert session_data(path)["requests"][0]["body"]["messages"][0]["content"][1]["image_url"]["url"] == \
             cases[name], name
+
+
+def test_long_reasoning_and_tool_call_arguments_are_kept_in_part_too():
+    """Eleven turns of 27 MB reasoning made a file the reader refused: only the text was bounded."""
+    from types import SimpleNamespace
+
+    from tui.sessions.model import RequestRecord
+    from tui.tap.recorder import bounded_reply
+    from tui.tap.replies import TEXT_END_KEPT
+    calls = [{"id": "c1", "type": "function", "function": {"name": "write", "arguments": "a" * (5 * TEXT_END_KEPT)}}]
+    record = RequestRecord(number=1, time="", body={}, reply={"content": "short", "reasoning": "r" * (3 * TEXT_END_KEPT),
+                                                              "tool_calls": calls})
+    bounded_reply(SimpleNamespace(reply_chars=0), record)
+    assert record.reply["content"] == "short"
+    assert len(record.reply["reasoning"]) < 2 * TEXT_END_KEPT + 200 and record.reply["reasoning"].startswith("rrr")
+    assert len(record.reply["tool_calls"][0]["function"]["arguments"]) < 2 * TEXT_END_KEPT + 200
+    assert len(calls[0]["function"]["arguments"]) == 5 * TEXT_END_KEPT  # the reply's own call is left whole
+    assert record.reply["cut"]["fields"] == {"reasoning": TEXT_END_KEPT, "tool_calls": 3 * TEXT_END_KEPT}

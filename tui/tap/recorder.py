@@ -281,13 +281,13 @@ class Recorder(Keeping):
             held = held_prompt(exchange.number, tapped.view.shape, record.reply, reply.usage, reply.timings,
                                exchange.started)
             self.server_cache.record(replace(held, reply_known=reply.generated is not None))
-        # the next request carries the whole reply: it is matched with all of it, and kept in part (bounded_text)
-        reply_id = thread.conversation.answered({**record.reply, "content": reply.content} if exchange.status == 200
-                                                else None)
-        text = bounded_text(thread, record, reply.content)
+        # the next request carries the whole reply: it is matched with all of it, and kept in part (bounded_reply)
+        reply_id = thread.conversation.answered(dict(record.reply) if exchange.status == 200 else None)
+        bounded_reply(thread, record)
         self.chains.remember(record, tapped.conversation)
         if reply_id is not None and tapped.index == len(thread.session.requests) - 1:
-            thread.session.messages.append(Message("assistant", text, tool_calls=reply.tool_calls or None,
+            thread.session.messages.append(Message("assistant", record.reply.get("content") or "",
+                                                   tool_calls=record.reply.get("tool_calls") or None,
                                                    provenance=Provenance("model", True), id=reply_id,
                                                    incomplete=reply.incomplete))
             thread.session.next_id = thread.conversation.next_id
@@ -341,16 +341,36 @@ class Recorder(Keeping):
         settle(record, session, view, reported_from_reply(reply), receipt, self.prices, engine.cache_rule)
 
 
-def bounded_text(thread: Thread, record: RequestRecord, content: str | None) -> str:
-    """The reply's text as its record and the transcript keep it: the ends of a long one (tui/tap/replies.py), less
-    once the conversation's kept texts are large, so its file always opens; the record says what was cut."""
+def bounded_reply(thread: Thread, record: RequestRecord) -> None:
+    """The reply as its record and the transcript keep it: the ends of a long text, reasoning or tool-call argument
+    (tui/tap/replies.py), less once the conversation's kept texts are large, so its file always opens; the record
+    says what was cut, field by field."""
     each = TEXT_END_KEPT if thread.reply_chars < TEXT_BUDGET else TEXT_END_KEPT_LATE
-    text, cut = kept_ends(content or "", each)
-    thread.reply_chars += len(text)
-    if cut:
-        record.reply["content"] = text
-        record.reply["cut"] = {"characters": cut, "kept": f"the first and last {each:,} characters"}
-    return text
+    cuts: dict[str, int] = {}
+
+    def kept(value: str, field: str) -> str:
+        text, cut = kept_ends(value, each)
+        thread.reply_chars += len(text)
+        if cut:
+            cuts[field] = cuts.get(field, 0) + cut
+        return text
+    for field in ("content", "reasoning"):
+        if isinstance(record.reply.get(field), str):
+            record.reply[field] = kept(record.reply[field], field)
+    calls = record.reply.get("tool_calls")
+    if isinstance(calls, list):  # copies: the reply's own calls are left whole
+        record.reply["tool_calls"] = [_call_kept(call, kept) for call in calls]
+    if cuts:
+        record.reply["cut"] = {"characters": sum(cuts.values()), "fields": cuts,
+                               "kept": f"the first and last {each:,} characters"}
+
+
+def _call_kept(call: Any, kept: Callable[[str, str], str]) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if not isinstance(arguments, str):
+        return call
+    return {**call, "function": {**function, "arguments": kept(arguments, "tool_calls")}}
 
 
 def _family_key(model: str) -> str:
