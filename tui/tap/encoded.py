@@ -9,6 +9,8 @@ from __future__ import annotations
 import zlib
 
 CHUNK = 1 << 16  # bytes fed to the decompressor at a time
+MAX_CODINGS = 4  # layers of Content-Encoding read (clients send one)
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class NotUnpacked(ValueError):
@@ -19,6 +21,8 @@ def unpacked(raw: bytes, encoding: str, limit: int) -> bytes:
     """`raw` unpacked under the `Content-Encoding` it was sent with (gzip, deflate, or several, comma-separated, in
     the order applied); NotUnpacked for an unknown coding, a damaged stream, or an unpacked size past `limit`."""
     codings = [part.strip().lower() for part in encoding.split(",") if part.strip()]
+    if len(codings) > MAX_CODINGS:  # each layer may unpack to `limit`: a long list is a way to stall, not a body
+        raise NotUnpacked(f"its body names {len(codings)} codings; the tap reads at most {MAX_CODINGS}")
     body = raw
     for coding in reversed(codings):  # the last applied is undone first
         if coding == "identity":
@@ -43,9 +47,20 @@ def _deflate(raw: bytes, limit: int) -> bytes:
 
 
 def _inflate(raw: bytes, window: int, limit: int) -> bytes:
-    decompressor = zlib.decompressobj(window)
+    """One compressed stream, or (gzip) members one after another, unpacked within `limit` bytes in all."""
     out: list[bytes] = []
-    size = 0
+    size, rest = 0, raw
+    while True:
+        size, rest = _member(rest, window, limit, size, out)
+        if not rest:
+            return b"".join(out)
+        if not window & 16 or rest[:2] != GZIP_MAGIC:  # gzip members one after another are one body
+            raise NotUnpacked(f"its compressed body is damaged ({len(rest):,} bytes after its end)")
+
+
+def _member(raw: bytes, window: int, limit: int, size: int, out: list[bytes]) -> tuple[int, bytes]:
+    """Unpack one stream from the start of `raw` into `out`: (the size unpacked so far, the bytes after it)."""
+    decompressor = zlib.decompressobj(window)
     try:
         for start in range(0, len(raw), CHUNK):
             data = raw[start:start + CHUNK]
@@ -55,13 +70,12 @@ def _inflate(raw: bytes, window: int, limit: int) -> bytes:
                 out.append(piece)
                 if size > limit:
                     raise NotUnpacked(f"its compressed body unpacks past the tap's limit of {limit:,} bytes")
+                if decompressor.eof:
+                    return size, decompressor.unused_data + raw[start + CHUNK:]
                 data = decompressor.unconsumed_tail
         out.append(decompressor.flush())
     except zlib.error as exc:
         raise NotUnpacked(f"its compressed body is damaged ({exc})") from None
     if not decompressor.eof:
         raise NotUnpacked("its compressed body is damaged (it ends early)")
-    body = b"".join(out)
-    if len(body) > limit:
-        raise NotUnpacked(f"its compressed body unpacks past the tap's limit of {limit:,} bytes")
-    return body
+    return size, decompressor.unused_data

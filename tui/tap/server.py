@@ -288,7 +288,7 @@ class TapServer:
         if request.headers.get("Content-Encoding", "").strip():  # forwarded as it came; unpacked for the record
             wire = body
             try:
-                body = unpacked(wire, request.headers["Content-Encoding"], self.max_body)
+                body = await asyncio.to_thread(unpacked, wire, request.headers["Content-Encoding"], self.max_body)
             except NotUnpacked as exc:
                 body, unreadable = b"", str(exc)
         self.count += 1
