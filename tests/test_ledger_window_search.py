@@ -48,3 +48,37 @@ async def test_the_ledger_says_which_requests_the_phrase_reached_and_who_left_it
 async def test_a_phrase_no_request_held_is_said_so(tmp_path, monkeypatch):
     text = await windows_for(tmp_path, monkeypatch, "zebra crossing")
     assert "reached no sent request; not requests 1-8" in text
+
+
+async def test_an_answer_that_lands_after_the_box_was_cleared_is_not_shown(tmp_path, monkeypatch):
+    """The search of a long session still runs when the phrase is erased: its answer, arriving later, stood under
+    the empty box."""
+    import threading
+
+    import tui.app.pane.ledger_tab as ledger_tab
+    release, real = threading.Event(), ledger_tab.searched_session
+
+    def held(*args, **kwargs):
+        release.wait(30)  # the stand-in for a long session's reading: held until the box is empty
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ledger_tab, "searched_session", held)
+    isolated(monkeypatch, tmp_path)
+    path = tmp_path / "dropped.ctxpane.json"
+    shutil.copy(SAMPLE, path)
+    app = make_app(tmp_path, file=path, offline=True)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot, app)
+        app.query_one("#tabs", TabbedContent).active = "ledger"
+        await settle(pilot, app)
+        ledger = app.query_one(LedgerView)
+        box = ledger.query_one("#ledger-search")
+        box.focus()
+        for key in "heron":
+            await pilot.press(key)
+        for _key in "heron":
+            await pilot.press("backspace")
+        assert box.value == ""
+        release.set()
+        await settle(pilot, app)
+        await pilot.pause()
+        assert plain(ledger.query_one("#ledger-windows")).strip() == ""

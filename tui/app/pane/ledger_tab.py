@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -12,6 +14,7 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from tui.context.drop_notes import entry_name
+from tui.context.policy.window_search import WindowSearch
 from tui.context.policy.truncation import still_in_window
 from tui.context.request import RequestView
 from tui.context.untrusted.visible import visible
@@ -20,6 +23,9 @@ from tui.sessions.window_sources import searched_session
 from tui.app.pane.window_lines import window_lines
 from tui.app.safe_inputs import SafeInput
 from tui.app.shown import cells, one_line
+
+
+SEARCH_SECONDS = 10.0  # a search of every request stops starting new ones after this (a session of 5,000 requests)
 
 
 class LedgerView(Vertical):
@@ -67,6 +73,7 @@ class LedgerView(Vertical):
     def _search(self, query: str) -> None:
         hits_widget = self.query_one("#ledger-hits", Static)
         if not query or self._view is None:
+            self.workers.cancel_group(self, "window-search")  # a search still running would land after this
             hits_widget.update("")
             self.query_one("#ledger-windows", Static).update("")
             return
@@ -86,11 +93,17 @@ class LedgerView(Vertical):
 
     @work(thread=True, exclusive=True, group="window-search")
     def _search_windows(self, query: str, view: RequestView, requests: list | tuple, messages: list) -> None:
-        """Every request of the session searched off the loop; a newer query cancels this one between requests."""
-        worker = get_current_worker()
-        result = searched_session(query, list(requests), view, messages, cancelled=lambda: worker.is_cancelled)
-        if not result.cancelled and not worker.is_cancelled:
-            self.app.call_from_thread(self.query_one("#ledger-windows", Static).update, window_lines(result))
+        """Every request of the session searched off the loop, newest first, for at most SEARCH_SECONDS (older
+        requests past that are said unsearched); a newer query cancels this one between requests."""
+        worker, deadline = get_current_worker(), time.monotonic() + SEARCH_SECONDS
+        result = searched_session(query, list(requests), view, messages,
+                                  cancelled=lambda: worker.is_cancelled or time.monotonic() > deadline)
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show_windows, query, result)
+
+    def _show_windows(self, query: str, result: WindowSearch) -> None:
+        if self.query_one("#ledger-search", Input).value == query:  # (the box may have changed meanwhile)
+            self.query_one("#ledger-windows", Static).update(window_lines(result))
 
 
 LOUD = ("dropped", "added", "refused")

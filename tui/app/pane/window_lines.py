@@ -23,7 +23,8 @@ def window_lines(result: WindowSearch) -> Text:
     for finding in list(reversed(result.findings))[:MAX_FINDINGS]:
         out.append_text(_finding_line(finding))
     if result.unsearched:
-        out.append(f"{result.unsearched} older requests not searched (the search's bound)\n", style="dim")
+        why = "the search stopped after its time" if result.cancelled else "the search's bound"
+        out.append(f"{result.unsearched} older requests not searched ({why})\n", style="dim")
     if result.cut:
         out.append("the phrase was cut to its first 200 characters\n", style="dim")
     return out
