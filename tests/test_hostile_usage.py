@@ -75,3 +75,27 @@ def test_a_count_past_a_window_hint_smaller_than_the_request_is_still_believed()
     assert claimed.prompt_tokens is None and claimed.cached_tokens is None
     assert claimed.unreported == ("usage.prompt_tokens: not reported (250,000 is past the server's window of "
                                   "200,000)",)
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": -3}},
+    {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 10**18}},
+    {"prompt_tokens": 10.7, "completion_tokens": "3"},
+    {"prompt_tokens": 10, "total_tokens": 2**70},
+    {"prompt_tokens": 10, "completion_tokens": True, "cost": float("inf"), "deep": {"a": {"b": {"c": {"d": 1}}}}},
+], ids=["negative cached", "huge cached", "float and text", "past 2**63", "bool, infinity, deep"])
+def test_a_session_holding_a_reply_with_lying_figures_opens_with_them_left_out_and_said(tmp_path, usage):
+    """A lying usage object was kept as the server sent it, and the session file refused to open: every turn of the
+    conversation lost (in the tap's recordings and the app's own sessions alike)."""
+    from tui.client.reply import Reply
+    from tui.sessions.model import RequestRecord, Session
+    from tui.sessions.store import load_session, save_session
+    reply = Reply(content="ok", usage=usage)
+    record = RequestRecord(number=1, time="2026-12-04T00:00:00Z", body={"model": "m", "messages": [
+        {"role": "user", "content": "hi"}]}, reply=reply.to_record())
+    record.usage, record.cached_reported = record.reply["usage"], reply.cached_tokens
+    path = tmp_path / "s.ctxpane.json"
+    save_session(Session(title="lying figures", requests=[record]), path)
+    loaded = load_session(path).session.requests[0]
+    assert loaded.reply["content"] == "ok" and loaded.reply["figures_left_out"]
+    assert loaded.reply["usage"].get("prompt_tokens") in (10, None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from tui.context.json_types import JSONObject, WireMessage
+from tui.context.fit.usage_checks import checked_figure, recordable_usage
 
 from tui.client.errors import TooLarge
 from tui.client.schemas import MAX_TOOL_CALLS, CacheDiagnostics, Chunk, TokenLogprob, ToolCallDelta, plain
@@ -52,9 +53,12 @@ class Reply:
         return message
 
     def to_record(self) -> JSONObject:
+        usage, dropped = recordable_usage(self.usage)  # (a lying figure made the whole file unreadable)
         record: JSONObject = {"content": self.content, "reasoning": self.reasoning, "tool_calls": self.tool_calls,
-                  "finish_reason": self.finish_reason, "usage": self.usage, "timings": self.timings,
+                  "finish_reason": self.finish_reason, "usage": usage, "timings": recordable_usage(self.timings)[0],
                   "model": self.model, "incomplete": self.incomplete, "error": self.error}
+        if dropped:
+            record["figures_left_out"] = dropped[:50]
         for key in ("truncated", "prompt_eval_count", "diagnostics", "first_token_ms", "elapsed_ms"):  # only when a server said so: older records stay alike
             if getattr(self, key) is not None:
                 record[key] = getattr(self, key)
@@ -64,8 +68,8 @@ class Reply:
 
 
 def _count(value: object) -> int | None:
-    """A token count as the server reported it (checked by schemas.Usage and Timings); None for anything else."""
-    return value if isinstance(value, int) else None
+    """A token count as the server reported it, when it is one (usage_checks.checked_figure); None else."""
+    return checked_figure(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class ReplyAssembler:

@@ -263,7 +263,7 @@ class Workbench:
         record.reply = reply.to_record()
         if not final:
             record.reply["incomplete"] = True
-        record.usage, record.timings = reply.usage, reply.timings
+        record.usage, record.timings = record.reply.get("usage"), record.reply.get("timings")  # as a file keeps them
         record.cached_reported = reply.cached_tokens
 
     def finish_reply(self, record: RequestRecord, reply: Reply) -> None:

@@ -141,13 +141,10 @@ DISTINCT_KEY = 120  # ...unless its anchor alone says this much (a short "thanks
 PROMPT_ROLES = ("system", "developer")
 
 
-def _cut_by_its_client(conversation: Conversation, keys: list[str], roles: list[str], anchor: int,
-                       client: str) -> bool:
-    """Whether a request that does not extend `conversation` but holds its last point is that conversation cut short
-    by its client (trimmed, compacted): the same client, and more in common than one short message. A system prompt
-    does not count: one app sends the same one in every conversation."""
-    if conversation.client and client and conversation.client != client:
-        return False
+def _cut_by_its_client(conversation: Conversation, keys: list[str], roles: list[str], anchor: int) -> bool:
+    """Whether a request of the conversation's client that does not extend it but holds its last point is that
+    conversation cut short (trimmed, compacted): more in common than one short message. A system prompt does not
+    count: one app sends the same one in every conversation."""
     if len(keys[anchor]) >= DISTINCT_KEY:
         return True
     history = set(conversation.history())
@@ -180,9 +177,13 @@ class Conversations:
             anchor = _anchor(conversation, keys)
             if anchor is None:
                 continue
-            history = conversation.history()
-            extends = keys[:len(history)] == history or keys == conversation.keys
-            if not extends and not _cut_by_its_client(conversation, keys, roles, anchor, client):
+            if conversation.client and client and conversation.client != client:
+                continue  # another program's request is never this conversation's (one client cannot join another's)
+            history, sent = conversation.history(), conversation.keys
+            # it extends the conversation: all of it and its reply, or all of its last request with the reply the
+            # client rewrote (an SDK that adds the tool call it made to the reply it got)
+            extends = keys[:len(history)] == history or bool(sent) and keys[:len(sent)] == sent
+            if not extends and not _cut_by_its_client(conversation, keys, roles, anchor):
                 continue
             score = 2 if extends else 1
             if best is None or score > best[0]:

@@ -260,7 +260,8 @@ class Recorder(Keeping):
         for part, key in ((record.reply, "error"), (record.reply["stream"], "error"), (record.reply["stream"], "raw")):
             if isinstance(part.get(key), str):
                 part[key] = server_text.text(part[key])
-        record.usage, record.timings, record.cached_reported = reply.usage, reply.timings, reply.cached_tokens
+        record.usage, record.timings = record.reply.get("usage"), record.reply.get("timings")  # as a file keeps them
+        record.cached_reported = reply.cached_tokens
         if tapped.view is not None:  # (a reply that outlasted KEEP_VIEWS newer requests keeps its figures only)
             self.settle(record, thread.session, tapped.view, reply, engine, exchange)
             if record.format == FormatKind.MESSAGES.value:  # the API's own cache figures beside the prediction

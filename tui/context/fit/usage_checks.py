@@ -76,3 +76,59 @@ def within_request(reported: Reported, sent: int, window_tokens: int | None) -> 
         return reported
     problems = {"usage.prompt_tokens": f"{prompt:,} is past {what}"}
     return _with_reasons(replace(reported, prompt_tokens=None, cached_tokens=None, cache_written=None), problems)
+
+
+JSON_INT = 2**63  # msgspec (and so every session file) reads no integer past this
+KEPT_DEPTH = 4  # levels of a usage object's own fields kept
+
+
+def recordable_usage(usage: object) -> tuple[dict[str, object] | None, list[str]]:
+    """A server's usage object as a session record may keep it: every token figure a count (figure_problem), every
+    other value JSON a file reads back (integers within 2**63, finite numbers, bounded depth); what is left out comes
+    back as lines saying why. A lying figure once made the whole session file unreadable."""
+    if not isinstance(usage, dict):
+        return None, []
+    dropped: list[str] = []
+    kept = _kept_object(usage, "usage", 0, dropped)
+    return kept, dropped
+
+
+def _kept_object(value: dict[str, object], where: str, depth: int, dropped: list[str]) -> dict[str, object]:
+    kept: dict[str, object] = {}
+    for key, item in value.items():
+        name = f"{where}.{str(key)[:60]}"
+        if depth >= KEPT_DEPTH:
+            dropped.append(f"{name}: nested too deep to keep")
+            continue
+        if isinstance(item, dict):
+            kept[str(key)] = _kept_object(item, name, depth + 1, dropped)
+            continue
+        if _counted(str(key)) and item is not None and not isinstance(item, (int, float)) or isinstance(item, bool):
+            problem = f"not a number ({type(item).__name__})" if _counted(str(key)) else ""
+        else:
+            problem = _number_problem(str(key), item) if isinstance(item, (int, float)) else ""
+        if problem:
+            dropped.append(f"{name}: {problem}")
+        elif isinstance(item, (str, bool)) or item is None or isinstance(item, (int, float)):
+            kept[str(key)] = item[:1000] if isinstance(item, str) else item
+        elif isinstance(item, list) and all(isinstance(x, (str, bool)) or x is None for x in item[:100]):
+            kept[str(key)] = item[:100]
+        else:
+            dropped.append(f"{name}: not a figure ({type(item).__name__})")
+    return kept
+
+
+def _number_problem(key: str, value: int | float) -> str:
+    """A token count is checked as one (figure_problem); any other number (a gateway's cost) only for JSON."""
+    if _counted(key):
+        return figure_problem(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"not a number ({value})"
+    if isinstance(value, int) and abs(value) >= JSON_INT:
+        return "an integer past what JSON files hold (2**63)"
+    return ""
+
+
+def _counted(key: str) -> bool:
+    """A field that holds a token count (prompt_tokens, cache_n, …): a session file reads it as one."""
+    return "token" in key.lower() or key.endswith("_n")
