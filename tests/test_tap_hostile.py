@@ -423,6 +423,15 @@ def test_crafted_images_through_the_tap_are_forwarded_recorded_and_reopened(tap,
         tap.recorder.drain()
         assert session_data(path)["requests"][0]["body"]["messages"][0]["content"][1]["image_url"]["url"] == \
             cases[name], name
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    path = tap.recorder.threads[recorded["image case lying"].conversation].path
+    checked = subprocess.run([sys.executable, "-m", "tui", "replay", "--check", str(path)], capture_output=True,
+                             text=True, cwd=str(ROOT), timeout=120)
+    # its image's estimate is part of the stored count and of the fresh one (it was 'drift: tokenizer' before)
+    assert checked.returncode == 0 and "drift: none" in checked.stdout, checked.stdout + checked.stderr
 
 
 def test_long_reasoning_and_tool_call_arguments_are_kept_in_part_too():

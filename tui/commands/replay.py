@@ -43,7 +43,7 @@ class ReplayInApp:
 def step_json(step) -> dict:
     document = step.snapshot.document
     return {"step": step.number, "format": step.record.format, "matches_stored": step.matches, "document_sha256": step.record.document_hash,
-            "tokens": step.snapshot.counts.total, "tokens_stored": step.record.document_tokens,
+            "tokens": step.view.sent_tokens, "tokens_stored": step.record.document_tokens,
             "exact": step.snapshot.counts.exact, "chars": len(document.text),
             "cache_prefix": {"tokens": step.prefix.tokens, "chars": step.prefix.chars, "cause": step.prefix.cause,
                              "predicted_cached": step.prefix.predicted_cached},
@@ -97,8 +97,8 @@ def tokens_text(step, replayer: Replayer) -> str:
     """The count against the stored one, naming both tokenizers when they differ (then it is not drift)."""
     counted, recorded = replayer.tokenizer.name, recorded_tokenizer(replayer.session, step.record)
     if counted == recorded:
-        return f"{step.snapshot.counts.total} tokens (stored {step.record.document_tokens})"
-    return one_line(f"{step.snapshot.counts.total} tokens by {counted} (stored {step.record.document_tokens} "
+        return f"{step.view.sent_tokens} tokens (stored {step.record.document_tokens})"
+    return one_line(f"{step.view.sent_tokens} tokens by {counted} (stored {step.record.document_tokens} "
                     f"by {recorded}: not compared)", 300)
 
 

@@ -178,7 +178,8 @@ class Replayer:
                                FenceStyle(enabled=False), self.cache_rule,
                                model=str(record.body.get("model") or self.session.model or ""),
                                base_url=self.session.base_url, llama_normalised=record.format != "chat",
-                               prefill=record.format == FormatKind.MESSAGES.value or self.llama_server)
+                               prefill=record.format == FormatKind.MESSAGES.value or self.llama_server,
+                               content_specials=self.llama_server)  # as it counted them when the tap recorded
 
     def stored_view(self, index: int) -> RequestView:
         """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.
@@ -248,7 +249,7 @@ class Replayer:
         text = view.document.text
         if record.document_hash and document_hash(text) != record.document_hash:
             return {"kind": "template", **self.template_difference(index, text)}
-        fresh = view.snapshot.counts.total
+        fresh = view.sent_tokens  # (images included, as the stored count was made)
         if self.counts_comparable(record) and fresh != record.document_tokens:
             return {"kind": "tokenizer", "index": None, "line": None,
                     "stored": f"{record.document_tokens} tokens", "fresh": f"{fresh} tokens"}
