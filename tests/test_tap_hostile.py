@@ -450,3 +450,27 @@ def test_long_reasoning_and_tool_call_arguments_are_kept_in_part_too():
     assert len(record.reply["tool_calls"][0]["function"]["arguments"]) < 2 * TEXT_END_KEPT + 200
     assert len(calls[0]["function"]["arguments"]) == 5 * TEXT_END_KEPT  # the reply's own call is left whole
     assert record.reply["cut"]["fields"] == {"reasoning": TEXT_END_KEPT, "tool_calls": 3 * TEXT_END_KEPT}
+
+
+def test_a_request_the_http_parser_refuses_is_one_line_that_quotes_no_key(tap):
+    """aiohttp answers such a request 400 itself and logged a traceback quoting the raw header: the key in it was
+    printed on the tap's terminal."""
+    import logging
+    import socket
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(handler.format(record))  # type: ignore[method-assign]
+    logging.getLogger("aiohttp.server").addHandler(handler)
+    try:
+        host, port = tap.url.removeprefix("http://").split("/")[0].split(":")
+        for raw in (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-SECRETheader123\x7f\r\n"
+                    b"content-length: 2\r\n\r\n{}",
+                    b"POST /v1/chat/completions?key=AIzaSECRETquery12345&q=\xc3\xa9 HTTP/1.1\r\nhost: x\r\n\r\n"):
+            with socket.create_connection((host, int(port)), timeout=10) as connection:
+                connection.sendall(raw)
+                assert b" 400 " in connection.recv(100)
+        until(lambda: len(said) >= 2, 10, "the parser's two refusals logged")
+    finally:
+        logging.getLogger("aiohttp.server").removeHandler(handler)
+    assert all("SECRET" not in line and "Traceback" not in line and "\n" not in line for line in said), said
+    assert all("refused" in line for line in said), said

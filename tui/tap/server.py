@@ -73,6 +73,20 @@ class UpstreamError(ValueError):
     """An --upstream the tap cannot use."""
 
 
+class ParserRefusals(logging.Filter):
+    """aiohttp's own report of a request its HTTP parser refused (a 400 it answers itself) is a traceback that quotes
+    the raw request line or header, a key in it too: it becomes one line naming only the kind of error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info or record.name.startswith("aiohttp"):
+            error = record.exc_info[1] if record.exc_info else None
+            record.msg = ("a request the HTTP parser refused (%s): answered 400, not forwarded, not recorded"
+                          if error is not None else "the HTTP server: %s")
+            record.args = (type(error).__name__,) if error is not None else (record.levelname.lower(),)
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
 def sendable_headers(raw: list[tuple[bytes, bytes]], number: int) -> list[tuple[str, str]]:
     """An upstream's header lines as aiohttp writes them back byte for byte: it writes a value as UTF-8, so each is
     read as UTF-8 (httpx's reading of the whole set as Latin-1, once one value was not UTF-8, had them encoded
@@ -230,6 +244,10 @@ class TapServer:
                                       cookies=http.cookiejar.CookieJar(policy=NoCookies()),
                                       limits=httpx.Limits(max_connections=None, max_keepalive_connections=20))
         self.http.headers.clear()  # only the client's own headers go upstream (no httpx defaults added)
+        for name in ("aiohttp.server", "aiohttp.web", "aiohttp.access"):  # their text may quote a key
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, ParserRefusals) for f in logger.filters):
+                logger.addFilter(ParserRefusals())
         app = web.Application(client_max_size=self.max_body)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         # auto_decompress off: a compressed request body is forwarded as the client sent it, under its own label
