@@ -140,17 +140,22 @@ class Keeping:
             closed = self.threads.pop(number)
             if closed.lock is not None:
                 closed.lock.release()
+            self.release(closed, every=True)  # its requests live on in the list: as figures, their bodies in the file
 
-    def release(self, thread: Thread) -> None:
+    def release(self, thread: Thread, every: bool = False) -> None:
         """Memory stays bounded however long a conversation runs: a request settled in its file keeps its figures
         here (a few kB: the costs go on from them), not its body (the whole conversation, each time) nor the raw
-        bytes of its reply; both are read again from the file when asked for."""
+        bytes of its reply; both are read again from the file when asked for. `every`: the conversation is closed
+        and all of it is in its file (its last requests too, watched until then)."""
         from tui.sessions.log_session import file_loaders
 
         log = thread.log
-        while thread.released < min(log.settled, len(thread.session.requests)):
+        if log is None:
+            return
+        last = len(thread.session.requests) if every else min(log.settled, len(thread.session.requests))
+        while thread.released < last:
             index = thread.released
-            if index not in log.watch:
+            if every or index not in log.watch:
                 record = thread.session.requests[index]
                 record.let_go_of_body(*file_loaders(thread.path, index, record.format))
                 stream = record.reply.get("stream")
