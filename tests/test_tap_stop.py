@@ -72,3 +72,28 @@ def test_ctrl_c_during_streams_cuts_them_and_writes_every_one(upstream, tmp_path
         assert "the tap was stopped" in reply.get("error", ""), reply
     said = f"{streams} conversation{'s' if streams > 1 else ''} saved in {folder} ({streams} cut by the stop"
     assert said in out, out
+
+
+def test_a_hurried_stop_leaves_the_queued_recording_out_and_says_so(upstream, tmp_path):
+    """A stop with recording still queued (50 prompts of 1 MB took 9-42 s) could not be hurried: a second Ctrl+C
+    did nothing. Hurried, what was recorded is saved and what was queued is left out, counted in the last line."""
+    from tap_helpers import RunningTap
+    running = RunningTap(upstream.url, tmp_path / "tapped")
+    recorder, held = running.recorder, threading.Event()
+    real_begin = recorder.begin
+
+    def slow_begin(exchange):
+        held.wait(30)  # the stand-in for a long render: the queue builds up behind it
+        real_begin(exchange)
+    recorder.begin = slow_begin
+    try:
+        for number in range(5):
+            body = {"model": "m", "messages": [{"role": "user", "content": f"queued {number}"}]}
+            assert httpx.post(f"{running.url}/ok/v1/chat/completions", json=body, timeout=30).status_code == 200
+        until(lambda: recorder.queued >= 9, 10, "the queue behind the first request")
+        recorder.hurry()
+        held.set()
+    finally:
+        running.stop()
+    assert recorder.left_out == 4
+    assert recorder.saved_line().endswith("; 4 requests left out, not recorded (the stop was hurried)")

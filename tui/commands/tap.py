@@ -138,11 +138,20 @@ async def headless(upstream: str, host: str, port: int, folder: Path, max_body: 
     print(one_line(f"ctxpane tap: listening on {url} -> {tap.server.upstream}; sessions in {folder}"), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def stopping() -> None:
+        if not stop.is_set():
+            stop.set()
+        elif not tap.recorder.hurried:  # a second Ctrl+C: what is still queued is left out
+            tap.recorder.hurry()
+            print(f"ctxpane tap: stopping now: {tap.recorder.queued} queued steps of recording left out", flush=True)
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stopping)
     try:
         await stop.wait()
-        print(f"ctxpane tap: stopping (replies still streaming are cut in {STOP_GRACE:g} s)…", flush=True)
+        queued = tap.recorder.queued
+        behind = f"; recording {queued} queued steps first (Ctrl+C again to leave them out)" if queued else ""
+        print(f"ctxpane tap: stopping (replies still streaming are cut in {STOP_GRACE:g} s){behind}…", flush=True)
     finally:
         await tap.close()
     print(one_line(f"ctxpane tap: {visible(tap.recorder.saved_line())}", 600), flush=True)

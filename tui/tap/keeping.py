@@ -38,6 +38,7 @@ class Keeping:
     append_cpu: list[float]
     written: set[Path]  # every session file an append has landed in
     cut_by_stop: int  # replies the tap's stop cut short (recorded as they stood)
+    left_out: int  # requests a hurried stop left out
 
     def _guarded_flush(self) -> None:
         for thread in list(self.threads.values()):
@@ -75,9 +76,11 @@ class Keeping:
         stop cut."""
         found = sum(1 for path in self.written if path.is_file())
         if not found:
-            return f"no conversation was recorded in {self.folder}"
+            lost = f" ({self.left_out} requests left out: the stop was hurried)" if self.left_out else ""
+            return f"no conversation was recorded in {self.folder}{lost}"
         cut = f" ({self.cut_by_stop} cut by the stop, marked incomplete)" if self.cut_by_stop else ""
-        return f"{found} conversation{'' if found == 1 else 's'} saved in {self.folder}{cut}"
+        lost = f"; {self.left_out} requests left out, not recorded (the stop was hurried)" if self.left_out else ""
+        return f"{found} conversation{'' if found == 1 else 's'} saved in {self.folder}{cut}{lost}"
 
     def let_go_of_files(self) -> None:
         """The tap is done writing: its files' locks are let go (an app may then write to them)."""

@@ -75,16 +75,22 @@ class Recorder(Keeping):
         self.with_views: list[Tapped] = []  # the latest requests that keep their rendering in memory
         self.written: set[Path] = set()
         self.cut_by_stop = 0
+        self.queued = 0  # requests' starts and ends told and not yet recorded
+        self.hurried = False  # the stop was hurried: the queue is left out
+        self.left_out = 0  # requests the hurried stop left out
         self.append_seconds: list[float] = []  # how long each of the latest appends to a session file took
         self.append_cpu: list[float] = []  # and the processor time of each (the rest is the disk: fsync)
         self.view_chars = 0  # the characters of the documents the views kept hold
 
     # -- told by the server (on the event loop: nothing here may wait) --------------------------------
     def listen(self, kind: str, exchange: Exchange) -> None:
-        if kind == "request":
-            self._pool.submit(self._guarded, self.begin, exchange)
-        elif kind == "end":
-            self._pool.submit(self._guarded, self.finish, exchange)
+        if kind in ("request", "end"):
+            self.queued += 1
+            self._pool.submit(self._guarded, self.begin if kind == "request" else self.finish, exchange)
+
+    def hurry(self) -> None:
+        """Stop now (a second Ctrl+C): what is still queued is left out, what was recorded is saved, and said."""
+        self.hurried = True
 
     def close(self, wait: bool = True) -> None:
         """Save what is still due, let go of the files' locks, and stop the recording thread."""
@@ -100,6 +106,10 @@ class Recorder(Keeping):
         self._pool.submit(self._guarded_flush).result()
 
     def _guarded(self, step: Callable[[Exchange], None], exchange: Exchange) -> None:
+        self.queued -= 1
+        if self.hurried:
+            self.left_out += step == self.begin  # (a request left out is counted once, at its start)
+            return
         try:
             step(exchange)
         except Exception as exc:  # noqa: BLE001 - a recording failure is logged and shown, never raised

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import ipaddress
 import sys
 from pathlib import Path
@@ -67,4 +69,4 @@ class Tap:
 
     async def close(self) -> None:
         await self.server.close()
-        self.recorder.close(wait=True)
+        await asyncio.to_thread(self.recorder.close, True)  # (the loop stays free: a second Ctrl+C is heard)
