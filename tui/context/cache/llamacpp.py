@@ -116,11 +116,17 @@ class LlamaCppCache:
         self._shares = _Shares()
 
     def predict(self, current: RequestShape) -> ServerPrediction:
-        """What the server will reuse for `current`, without changing the model."""
-        return copy.copy(self)._take_slot(current)[0]
+        """What the server will reuse for `current`, with every prompt held as a candidate, without changing the
+        model."""
+        twin = copy.copy(self)
+        candidates = twin._candidates(current)  # (before the slot is taken: a swap changes what is held)
+        prediction = twin._take_slot(current)[0]
+        prediction.candidates = candidates
+        return prediction
 
     def record(self, sent: HeldPrompt) -> ServerPrediction:
-        """Advance the model by one request: the slot it takes then holds `sent` (with its reply)."""
+        """Advance the model by one request: the slot it takes then holds `sent` (with its reply). Its prediction
+        lists no candidates (`predict` does): nobody reads them here, and they were half the work of a long run."""
         prediction, slot = self._take_slot(sent.shape)
         self.clock += 1
         slot.held, slot.last_used = sent, self.clock
@@ -134,7 +140,6 @@ class LlamaCppCache:
 
     # -- one request ----------------------------------------------------------------------------------
     def _take_slot(self, current: RequestShape) -> tuple[ServerPrediction, _Slot]:
-        candidates = self._candidates(current)
         slot, chosen_by, keep = self._choose(current)
         loaded = None
         if self._cache_on and (chosen_by == "LRU" or keep < 0.5):
@@ -148,7 +153,7 @@ class LlamaCppCache:
             source = Source(slot.held.number, place, shared, loaded is None or loaded.certain)
         total = current.tokens.total
         cached = max(0, min(source.shared.tokens, total - 1)) if source else 0
-        return ServerPrediction(cached, slot.id, chosen_by, source, candidates, self._notes(loaded)), slot
+        return ServerPrediction(cached, slot.id, chosen_by, source, [], self._notes(loaded)), slot
 
     def _choose(self, current: RequestShape) -> tuple[_Slot, str, float]:
         """The slot the server picks, how, and the fraction of its own tokens it would keep."""
