@@ -4,6 +4,7 @@ sample session opened in the app, the phrase typed into the Ledger's search."""
 from __future__ import annotations
 
 import shutil
+from contextlib import asynccontextmanager
 
 from textual.widgets import TabbedContent
 
@@ -15,7 +16,9 @@ from waiting import eventually
 SAMPLE = ROOT / "sample_sessions" / "long-conversation-dropped-answer.ctxpane.json"
 
 
-async def windows_for(tmp_path, monkeypatch, phrase: str) -> str:
+@asynccontextmanager
+async def ledger_of_the_sample(tmp_path, monkeypatch):
+    """The sample session open in the app, the Ledger tab shown and its search box focused: (pilot, app, ledger)."""
     isolated(monkeypatch, tmp_path)
     path = tmp_path / "dropped.ctxpane.json"
     shutil.copy(SAMPLE, path)
@@ -26,6 +29,11 @@ async def windows_for(tmp_path, monkeypatch, phrase: str) -> str:
         await settle(pilot, app)
         ledger = app.query_one(LedgerView)
         ledger.query_one("#ledger-search").focus()
+        yield pilot, app, ledger
+
+
+async def windows_for(tmp_path, monkeypatch, phrase: str) -> str:
+    async with ledger_of_the_sample(tmp_path, monkeypatch) as (pilot, _app, ledger):
         for key in phrase:
             await pilot.press("space" if key == " " else key)
         shown = ledger.query_one("#ledger-windows")
@@ -62,17 +70,8 @@ async def test_an_answer_that_lands_after_the_box_was_cleared_is_not_shown(tmp_p
         release.wait(30)  # the stand-in for a long session's reading: held until the box is empty
         return real(*args, **kwargs)
     monkeypatch.setattr(ledger_tab, "searched_session", held)
-    isolated(monkeypatch, tmp_path)
-    path = tmp_path / "dropped.ctxpane.json"
-    shutil.copy(SAMPLE, path)
-    app = make_app(tmp_path, file=path, offline=True)
-    async with app.run_test(size=(160, 50)) as pilot:
-        await settle(pilot, app)
-        app.query_one("#tabs", TabbedContent).active = "ledger"
-        await settle(pilot, app)
-        ledger = app.query_one(LedgerView)
+    async with ledger_of_the_sample(tmp_path, monkeypatch) as (pilot, app, ledger):
         box = ledger.query_one("#ledger-search")
-        box.focus()
         for key in "heron":
             await pilot.press(key)
         for _key in "heron":

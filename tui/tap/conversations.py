@@ -179,10 +179,10 @@ class Conversations:
                 continue
             if conversation.client and client and conversation.client != client:
                 continue  # another program's request is never this conversation's (one client cannot join another's)
-            history, sent = conversation.history(), conversation.keys
-            # it extends the conversation: all of it and its reply, or all of its last request with the reply the
-            # client rewrote (an SDK that adds the tool call it made to the reply it got)
-            extends = keys[:len(history)] == history or bool(sent) and keys[:len(sent)] == sent
+            # it extends the conversation when it starts with all of its last request: with its reply after it, a
+            # retry, or the reply the client rewrote (an SDK that adds the tool call it made to the reply it got)
+            sent, history = conversation.keys, conversation.history()
+            extends = keys[:len(sent)] == sent if sent else keys[:len(history)] == history
             if not extends and not _cut_by_its_client(conversation, keys, roles, anchor):
                 continue
             score = 2 if extends else 1

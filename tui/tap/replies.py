@@ -20,13 +20,13 @@ TEXT_BUDGET = 48 * 1024 * 1024
 MAX_OFFSETS = 20_000  # chunk arrival times kept in the record
 
 
-def kept_ends(text: str, each: int, what: str = "characters") -> tuple[str, int]:
+def kept_ends(text: str, each: int) -> tuple[str, int]:
     """`text` with only `each` characters of each end when it is longer (the cut said in its place), and how many
     characters were cut."""
     if len(text) <= 2 * each:
         return text, 0
     cut = len(text) - 2 * each
-    return f"{text[:each]}\n[… {cut:,} {what} cut from the middle by ctxpane tap: forwarded whole, kept in part …]\n" \
+    return f"{text[:each]}\n[… {cut:,} characters cut from the middle by ctxpane tap: forwarded whole, kept in part …]\n" \
            f"{text[-each:]}", cut
 
 

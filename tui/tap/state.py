@@ -60,7 +60,7 @@ class Thread:
     log: Any = None  # its file's writer (tui/sessions/log_writer.LogWriter): each save appends what is new
     released: int = 0  # its requests before this are in the file only (their bodies let go from memory)
     lock: Any = None  # the lock on its file (tui/sessions/store.SessionLock), held while the tap may write it
-    reply_chars: int = 0  # characters of reply text its records keep (tui/tap/recorder.bounded_text)
+    reply_chars: int = 0  # characters of reply text its records keep (tui/tap/recorder.bounded_reply)
 
 
 class TapReplayer(Replayer):

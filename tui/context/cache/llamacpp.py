@@ -190,7 +190,8 @@ class LlamaCppCache:
                 best_keep, best_similarity, found = keep, similarity, entry
         if found is None:
             return None
-        source = Source(found.number, "prompt cache", self._shares.of(found, current), self._certain(found))
+        source = Source(found.number, "prompt cache", self._shares.of(found, current),
+                        self._certain_entries()[id(found)])
         self.saved.remove(found)
         slot.held = found
         return source
@@ -238,15 +239,8 @@ class LlamaCppCache:
             return tokens
         return max(tokens, limit_bytes // per_token) if per_token else None
 
-    def _tokens(self, entries: list[HeldPrompt] | None = None) -> int:
-        return sum(held_tokens(entry) for entry in (self.saved if entries is None else entries))
-
-    def _certain(self, entry: HeldPrompt) -> bool:
-        """Whether the server surely still holds `entry`: newer entries and it fit the guaranteed limit."""
-        if self._token_limit() is not None or not self.config.cache_tokens:
-            return True
-        newer = self.saved[self.saved.index(entry):]
-        return self._tokens(newer) <= self.config.cache_tokens
+    def _tokens(self) -> int:
+        return sum(held_tokens(entry) for entry in self.saved)
 
     def _candidates(self, current: RequestShape) -> list[Source]:
         held = [(f"slot {s.id}", s.held) for s in self.slots if s.held is not None]
@@ -256,8 +250,8 @@ class LlamaCppCache:
                 for place, h in held]
 
     def _certain_entries(self) -> dict[int, bool]:
-        """`_certain` of every cache entry at once (by id): the tokens of each and the newer ones, summed from the
-        newest back, not again for each."""
+        """Whether the server surely still holds each cache entry (by id): it and the newer entries fit the guaranteed
+        limit, summed from the newest back once."""
         if self._token_limit() is not None or not self.config.cache_tokens:
             return {id(entry): True for entry in self.saved}
         found, newer = {}, 0

@@ -103,13 +103,13 @@ def _kept_object(value: dict[str, object], where: str, depth: int, dropped: list
         if isinstance(item, dict):
             kept[str(key)] = _kept_object(item, name, depth + 1, dropped)
             continue
-        if _counted(str(key)) and item is not None and not isinstance(item, (int, float)) or isinstance(item, bool):
-            problem = f"not a number ({type(item).__name__})" if _counted(str(key)) else ""
+        if isinstance(item, bool) or not isinstance(item, (int, float)):  # a count's field holds a number or nothing
+            problem = f"not a number ({type(item).__name__})" if _counted(str(key)) and item is not None else ""
         else:
-            problem = _number_problem(str(key), item) if isinstance(item, (int, float)) else ""
+            problem = _number_problem(str(key), item)
         if problem:
             dropped.append(f"{name}: {problem}")
-        elif isinstance(item, (str, bool)) or item is None or isinstance(item, (int, float)):
+        elif item is None or isinstance(item, (str, bool, int, float)):
             kept[str(key)] = item[:1000] if isinstance(item, str) else item
         elif isinstance(item, list) and all(isinstance(x, (str, bool)) or x is None for x in item[:100]):
             kept[str(key)] = item[:100]
