@@ -13,7 +13,8 @@ from tui.client.http import OpenAIClient
 from tui.client.reply import ReplyAssembler
 from tui.client.server_info import probe
 from tui.client.server_tokenizer import ServerTokenizer
-from tui.context import assemble, get_tokenizer
+from tui.context.assemble import assemble
+from tui.context import get_tokenizer
 
 pytestmark = pytest.mark.server
 

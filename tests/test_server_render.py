@@ -7,7 +7,8 @@ import pytest
 
 from conftest import DATA
 from server_conversations import CONVERSATIONS
-from tui.context import assemble, get_tokenizer, load_template
+from tui.context.assemble import assemble
+from tui.context import get_tokenizer, load_template
 
 pytestmark = pytest.mark.server
 

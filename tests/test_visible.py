@@ -1,6 +1,8 @@
 """visible(): every invisible carrier shown as a stand-in, ordinary text untouched, fast on 1 MB."""
 
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -56,3 +58,20 @@ def test_one_megabyte_of_mixed_invisibles_is_all_shown():
     text = "".join(rng.choice(pool) for _ in range(1_000_000))
     shown = visible(text)
     assert "\U000e0041" not in shown and "\u200b" not in shown and "\x1b" not in shown
+
+
+def test_ascii_text_is_shown_as_the_whole_class_shows_it():
+    """ASCII takes a short path (no look at the large class): it must agree with the class on every ASCII character,
+    alone and among others."""
+    from tui.context.untrusted.visible import _show, hidden_pattern
+    for code in range(128):
+        text = f"a{chr(code)}b{chr(code)}"
+        assert visible(text) == hidden_pattern().sub(_show, text), code
+
+
+def test_ascii_text_does_not_build_the_large_class():
+    code = ("from tui.context.untrusted.visible import visible, hidden_pattern\n"
+            "assert visible('ctxpane \\x1b[31m title\\n') == 'ctxpane ␛[31m title\\n'\n"
+            "print(hidden_pattern.cache_info().currsize)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "0"

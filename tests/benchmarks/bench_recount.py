@@ -8,7 +8,8 @@ import sys
 import time
 
 from tests.benchmarks.corpus import conversation
-from tui.context import assemble, builtin_template, get_tokenizer
+from tui.context.assemble import assemble
+from tui.context import builtin_template, get_tokenizer
 from tui.context.tokens.draft_splice import splice_message
 from tui.context.tokens.counting import SegmentCache
 

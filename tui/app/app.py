@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
@@ -25,10 +26,6 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, TextArea
 
 from tui.context.untrusted.visible import visible
-from tui.controller import Controller
-from tui.controller.slash import hint
-from tui.controller.events import (ChatChanged, Event, Notice, PaneChanged, ReplyEnded, ReplyGrew, ReplyStarted,
-                                   SessionChanged, StatusChanged, Tone)
 
 from tui.app import actions
 from tui.app.clipboard import SafeClipboard
@@ -38,8 +35,6 @@ from tui.app.chat.composer import Composer
 from tui.app.composer_actions import ComposerActions, unknown_theme_line
 from tui.app.config import config_dir, resolve
 from tui.app.pane.pane import ContextPane
-from tui.app.copying import Copier
-from tui.app.dialogs import Dialogs
 from tui.app.textual_runtime import TextualRuntime
 from tui.app.slash_commands import draft_of, take_line
 from tui.app.palette import palette_commands
@@ -48,6 +43,10 @@ from tui.app.themes import DEFAULT_THEME, load_themes
 from tui.app.messages import ChatUpdated, PaneUpdated, ReplyArrived, ReplyBegan, ReplyFinished, StatusUpdated
 
 if TYPE_CHECKING:
+    from tui.app.copying import Copier
+    from tui.app.dialogs import Dialogs
+    from tui.controller import Controller
+    from tui.controller.events import Event
     from tui.app.screens.replay import ReplayScreen  # imported when a replay starts: not at start-up
 
 W = TypeVar("W", bound=Widget)
@@ -84,10 +83,35 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         self.pane_themes, theme_errors = load_themes(config_dir() / "themes")
         self.problems += theme_errors
         self.replay_only = False
-        self.controller = Controller(self.settings, TextualRuntime(self), self.on_controller_event,
-                                     self.options.sessions_folder)
-        self.dialogs = Dialogs(self, self.controller)
-        self.copier = Copier(self)
+        self._controller: Controller | None = None
+        self._building = threading.Lock()
+
+    # -- the controller, built after the first frame ---------------------------------------------------
+    @property
+    def controller(self) -> Controller:
+        """The session's controller. Loading it is most of start-up's cost, so it is built in a thread once the first
+        frame is drawn (_build_in_background); whatever reaches for it sooner (a key, a test) waits for it or builds it."""
+        return self._controller or self._build_controller()
+
+    def _build_controller(self) -> Controller:
+        with self._building:
+            if self._controller is None:
+                from tui.controller import Controller
+                built = Controller(self.settings, TextualRuntime(self), self.on_controller_event,
+                                   self.options.sessions_folder)
+                built.tuning.connecting = not self.options.offline  # a send before the link is up waits for it
+                self._controller = built
+        return self._controller
+
+    @cached_property
+    def copier(self) -> Copier:
+        from tui.app.copying import Copier
+        return Copier(self)
+
+    @cached_property
+    def dialogs(self) -> Dialogs:
+        from tui.app.dialogs import Dialogs
+        return Dialogs(self, self.controller)
 
     # -- what scripts and tests reach for -------------------------------------------------------------
     @property
@@ -166,11 +190,16 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
         self.query_one(Composer).focus()
-        self.controller.tuning.connecting = not self.options.offline  # a send before the link is up waits for it
-        self.call_after_refresh(self._open_after_first_frame)  # the first frame waits for nothing
-        self.set_interval(3.0, self.controller.retry_server_tokenizer)
+        self.call_after_refresh(self._build_in_background)  # the first frame waits for nothing
+
+    def _build_in_background(self) -> None:
+        def build() -> None:
+            self._build_controller()
+            self.call_from_thread(self._open_after_first_frame)
+        threading.Thread(target=build, name="build-controller", daemon=True).start()
 
     def _open_after_first_frame(self) -> None:
+        self.set_interval(3.0, self.controller.retry_server_tokenizer)
         self.run_worker(self._start_up(), group="start-up")
 
     async def _start_up(self) -> None:
@@ -194,6 +223,7 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         if not self.options.offline:
             self.controller.connect()
         else:
+            from tui.controller.events import Tone
             self.controller.status("offline: connect with --base-url URL (or $OPENAI_BASE_URL)", Tone.CAUTION)
 
     def watch_theme(self, name: str) -> None:
@@ -216,6 +246,8 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
             pass
 
     def _deliver(self, event: Event) -> None:
+        from tui.controller.events import (ChatChanged, Notice, PaneChanged, ReplyEnded, ReplyGrew, ReplyStarted,
+                                           SessionChanged, StatusChanged)
         match event:
             case ChatChanged(chat=chat):
                 self.main(ChatPanel).post_message(ChatUpdated(chat))
@@ -237,6 +269,7 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
     # -- what widgets ask for ------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if isinstance(event.text_area, Composer):
+            from tui.controller.slash import hint
             self.controller.set_draft(draft_of(event.text_area.text))
             self.main(ChatPanel).show_hint(hint(event.text_area.text[:40]))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui.controller.receiving import server_window
 from tui.controller.slash import Outcome, Slash, literal, parse
 
 if TYPE_CHECKING:
@@ -60,5 +59,6 @@ def context_window(app: "CtxpaneApp", pane) -> int | None:
     """The window the grid is drawn against: the policy's, else the server's (the one its warnings use)."""
     if pane.policy.context_window:
         return pane.policy.context_window
+    from tui.controller.receiving import server_window
     window, _kind = server_window(app.controller.parts)
     return window.tokens if window is not None else None

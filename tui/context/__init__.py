@@ -1,14 +1,12 @@
 """The context engine: messages -> the document the model receives -> tokens.
 
 Pure Python: no Textual, no network. Everything the context pane shows is computed here.
-Names are loaded on first use, so importing one part (say, the reader) does not load Jinja.
+Names are loaded on first use, so importing one part (say, `visible`, which the first frame needs) loads no
+other. `assemble` is both a module and its main function: import it from tui.context.assemble.
 """
 
 from importlib import import_module
 from typing import Any
-
-# `assemble` is both a module and its main function: bind the function now (the module is light).
-from tui.context.assemble import Snapshot as Snapshot, assemble as assemble
 
 _EXPORTS = {
     "Document": "document", "Span": "document", "build_document": "document",
@@ -20,7 +18,7 @@ _EXPORTS = {
     "TokenCounts": "tokens.counting", "get_tokenizer": "tokens.counting", "tokenizer_for_model": "families.registry",
     "Identity": "families.identity", "tokenizer_identity": "families.identity", "exact_counts": "families.identity",
 }
-__all__ = sorted([*_EXPORTS, "Snapshot", "assemble"])
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from tui.context.policy.truncation import PolicySettings
-from tui.context.cache.prefix import RequestShape
-from tui.context.messages import Message
-from tui.context.request import RequestView
-from tui.context.fit.window import FitCheck
-from tui.sessions.model import RequestRecord
+if TYPE_CHECKING:  # annotations only: the chat's first frame imports this module, not the engine
+    from tui.context.policy.truncation import PolicySettings
+    from tui.context.cache.prefix import RequestShape
+    from tui.context.messages import Message
+    from tui.context.request import RequestView
+    from tui.context.fit.window import FitCheck
+    from tui.sessions.model import RequestRecord
 
 NO_NOTES: Mapping[str, str] = MappingProxyType({})
 

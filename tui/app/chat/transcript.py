@@ -8,7 +8,7 @@ Esc or i goes back to the composer. A reply that is arriving is wrapped again on
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from textual import events
 from textual.actions import SkipAction
@@ -25,7 +25,9 @@ from tui.app.chat.search import Searching
 from tui.app.chat.selection import Selecting
 from tui.app.safe_inputs import OrderedKeys
 from tui.app.shown import drawn
-from tui.controller.events import ReplyGrew
+
+if TYPE_CHECKING:
+    from tui.controller.events import ReplyGrew
 
 MIN_WIDTH = 10
 

@@ -13,7 +13,6 @@ from itertools import accumulate, islice
 
 from rich.cells import get_character_cell_size
 
-from tui.context.cache.prefix import common_prefix_length
 
 from tui.app.shown import drawn, drawn_width
 
@@ -104,6 +103,7 @@ class DocLayout:
 
     def _unchanged_until(self, text: str, notes: list[tuple[int, Note]]) -> int:
         """Index of the first line that may differ: before the first changed character or note."""
+        from tui.context.cache.prefix import common_prefix_length  # the engine loads after the first frame
         same = common_prefix_length(self.text, text)
         for old, new in zip(self.notes, notes):
             if old != new:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -12,17 +13,18 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.context.drop_notes import drop_notes
-from tui.context.untrusted.forged_blocks import TURN_OPENERS
-from tui.context.request import RequestView
 
 from tui.app.pane.document_layout import DocLayout, Note
 from tui.app.shown import drawn
+
+if TYPE_CHECKING:
+    from tui.context.request import RequestView
 
 
 def note_lines(view: RequestView, session_messages: list, draft_index: int | None,
                previous_exists: bool) -> list[tuple[int, Note]]:
     """Notes between document lines: dropped messages where they were, the cache boundary, the draft."""
+    from tui.context.drop_notes import drop_notes  # the engine loads after the first frame (issue 23)
     document = view.document
     first_offset: dict[int, int] = {}
     for span in document.spans:
@@ -100,6 +102,7 @@ class DocumentView(ScrollView, can_focus=True):
             self.show(self.view, self.layout_model.notes, self._draft_message)
 
     def _overlay_ranges(self, view: RequestView) -> list[tuple[int, int, str]]:
+        from tui.context.untrusted.forged_blocks import TURN_OPENERS
         ranges = [(f.start, f.end, "flag") for f in view.snapshot.flags]
         for forged in view.forged:
             match = TURN_OPENERS.match(view.document.text, forged.block.start)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from tui.context.policy.truncation import PolicySettings
-from tui.context.request import RequestView
-from tui.context.fit.window import FitCheck
+if TYPE_CHECKING:
+    from tui.context.policy.truncation import PolicySettings
+    from tui.context.request import RequestView
+    from tui.context.fit.window import FitCheck
 
 from tui.app.shown import one_line
 

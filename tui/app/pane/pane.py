@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.lazy import Lazy
+from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
-from tui.context.cache.prefix import RequestShape
-from tui.context.request import RequestView
-from tui.controller.snapshot import PaneState
 
-from tui.app.pane.cache_tab import CacheView
-from tui.app.pane.cost_tab import CostView
-from tui.app.pane.diff_tab import DiffView
 from tui.app.pane.document_tab import DocumentView, note_lines
-from tui.app.pane.ledger_tab import LedgerView
-from tui.app.pane.request_tab import RequestView as RequestTab
 from tui.app.pane.header import TemplateStanding, summary_text
-from tui.app.pane.tokens_tab import TokensView
 from tui.app.messages import PaneUpdated
+
+if TYPE_CHECKING:
+    from tui.context.cache.prefix import RequestShape
+    from tui.context.request import RequestView
+    from tui.controller.snapshot import PaneState
 
 TABS = ("document", "tokens", "cache", "ledger", "cost", "request", "diff")
 # A narrow pane (at 80 columns it has 39) gets shorter labels and tighter tabs, so every tab is on screen.
@@ -49,6 +48,26 @@ class PaneData:
     what_if: str = ""
 
 
+# The tabs after the first: their module, view class, and whether the view scrolls in a VerticalScroll. Their
+# modules load the engine, so they are imported when Lazy mounts them, after the first frame (issue 23).
+LATER_VIEWS = {"tokens": ("tokens_tab", "TokensView", True), "cache": ("cache_tab", "CacheView", True),
+               "ledger": ("ledger_tab", "LedgerView", True), "cost": ("cost_tab", "CostView", True),
+               "request": ("request_tab", "RequestView", False), "diff": ("diff_tab", "DiffView", True)}
+
+
+class LaterView(Vertical):
+    """A tab's view, its module imported when this is mounted (under Lazy: after the first frame)."""
+
+    def __init__(self, tab: str) -> None:
+        super().__init__()
+        self.tab = tab
+
+    def compose(self) -> ComposeResult:
+        module, name, scrolls = LATER_VIEWS[self.tab]
+        view: Widget = getattr(import_module(f"tui.app.pane.{module}"), name)(id=f"{self.tab}-view")
+        yield VerticalScroll(view) if scrolls else view
+
+
 class ContextPane(Vertical):
     DEFAULT_CSS = """
     ContextPane { width: 1fr; border-left: solid $panel; }
@@ -66,23 +85,14 @@ class ContextPane(Vertical):
         self.generation = -1  # of the controller's state last shown: an older one never replaces it
 
     def compose(self) -> ComposeResult:
-        yield Static(id="summary")
+        yield Static("loading…", id="summary")  # until the engine, loaded after the first frame, has a view
         with TabbedContent(id="tabs"):
             with TabPane("Document", id="document"):
                 yield DocumentView(id="document-view")
             # The other tabs mount after the first frame (Lazy): start-up pays only for the document.
-            with TabPane("Tokens", id="tokens"):
-                yield Lazy(VerticalScroll(TokensView(id="tokens-view")))
-            with TabPane("Cache", id="cache"):
-                yield Lazy(VerticalScroll(CacheView(id="cache-view")))
-            with TabPane("Ledger", id="ledger"):
-                yield Lazy(VerticalScroll(LedgerView(id="ledger-view")))
-            with TabPane("Cost", id="cost"):
-                yield Lazy(VerticalScroll(CostView(id="cost-view")))
-            with TabPane("Request", id="request"):
-                yield Lazy(RequestTab(id="request-view"))
-            with TabPane("Diff", id="diff"):
-                yield Lazy(VerticalScroll(DiffView(id="diff-view")))
+            for tab in LATER_VIEWS:
+                with TabPane(tab.capitalize(), id=tab):
+                    yield Lazy(LaterView(tab))
 
     def on_resize(self) -> None:
         narrow = self.size.width < FULL_TABS_WIDTH
@@ -137,20 +147,19 @@ class ContextPane(Vertical):
         view, data = self.view, self.data
         if view is None or data is None or (tab != "document" and not self.query(f"#{tab}-view")):
             return  # a lazy tab not mounted yet: it is filled when activated
+        shown = self.query_one(f"#{tab}-view")
         if tab == "tokens":
-            self.query_one(TokensView).show(view, data.window, data.reserved, data.roles, reconciled(data.requests))
+            shown.show(view, data.window, data.reserved, data.roles, reconciled(data.requests))
         elif tab == "cache":
-            self.query_one(CacheView).show(view, data.requests)
+            shown.show(view, data.requests)
         elif tab == "ledger":
-            self.query_one(LedgerView).show(view, [m.text() for m in data.messages], data.requests, data.messages)
+            shown.show(view, [m.text() for m in data.messages], data.requests, data.messages)
         elif tab == "cost":
-            self.query_one(CostView).show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles,
-                                          data.requests)
+            shown.show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles, data.requests)
         elif tab == "request":
-            self.query_one(RequestTab).show(data.url, data.body, data.key_env, data.what_if)
+            shown.show(data.url, data.body, data.key_env, data.what_if)
         elif tab == "diff":
-            self.query_one(DiffView).show(data.previous, view.shape)
-
+            shown.show(data.previous, view.shape)
 
 def reconciled(requests: list) -> str:
     """The newest request's images reconciled with the server's count, as one line ("" when none was)."""

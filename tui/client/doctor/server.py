@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Coroutine, Iterator
 
-from tui.context import assemble
+from tui.context.assemble import assemble
 from tui.context.document import first_difference
 from tui.context.errors import TemplateRenderError
 from tui.context.families.identity import SERVER

@@ -89,10 +89,17 @@ def _show(match: re.Match[str]) -> str:
     return _NAMES.get(char) or f"<U+{ord(char):04X}>"
 
 
+# The only hidden characters ASCII has: text without them and without non-ASCII needs no look at the large class,
+# which takes ~0.1 s to build (so a first frame of ASCII titles and labels never waits for it).
+_ASCII_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def visible(text: str) -> str:
     """`text` with every control, format, BiDi, zero-width, default-ignorable (variation selectors, tag
     characters, fillers), private-use or surrogate character shown as a visible stand-in (`␛`,
     `<U+E0041>`); tab and newline are kept, and so is an emoji's presentation selector."""
+    if text.isascii():
+        return _ASCII_HIDDEN.sub(_show, text)
     return hidden_pattern().sub(_show, text)
 
 
