@@ -160,6 +160,31 @@ async def test_no_template_is_rendered_on_the_event_loop(harness):
     assert threads and threading.main_thread() not in threads
 
 
+async def test_the_settle_after_spliced_keys_renders_nothing_and_agrees_with_a_full_computation(harness):
+    """Issue 23: the pause after typing re-read the spliced document instead of rendering the whole conversation
+    again (a render of 500k tokens held the worker 150-330 ms, and the next key waited for it)."""
+    ctl = await harness.ready()
+    chatml, renders = builtin_template("chatml"), []
+
+    def render(messages, **variables):
+        renders.append(len(messages))
+        return chatml.render(messages, **variables)
+    ctl.wb.set_template(ChatTemplate("counted", "server:test", None, {}, render))
+    ctl.set_draft("a")
+    await harness.idle()
+    ctl.set_draft("ab")  # the worker has probed the template by now: this one is spliced
+    await harness.idle()
+    renders.clear()
+    for text in ("abc", "abcd", "abcd and more"):
+        ctl.set_draft(text)
+    await harness.idle()  # the settle has run
+    assert renders == []
+    settled = ctl.wb.view
+    assert "abcd and more" in settled.document.text
+    full = ctl.wb.compute()
+    assert all(getattr(settled, name) == getattr(full, name) for name in full.__dataclass_fields__)
+
+
 # -- messages are replaced, never changed -------------------------------------------------------------------
 
 async def test_edit_and_pin_make_a_new_snapshot_that_differs(harness):

@@ -35,7 +35,7 @@ class Minimal(App):
         yield Input(placeholder="MINIMAL-READY")
         yield Label("", id="echo")
     def on_input_changed(self, event):
-        self.query_one("#echo", Label).update(f"ECHO[{event.value}]")
+        self.query_one("#echo", Label).update(f"ECHO<{event.value}>")
 Minimal().run()
 """
 
@@ -131,7 +131,7 @@ def minimal_keystroke(app: Path, home: Path, presses: int = 15) -> list[float]:
             marker = f"Q{i:02d}Z"
             start = time.perf_counter()
             term.keys(marker)
-            term.wait(f"{marker}]", timeout=10)  # only the label closes the bracket
+            term.wait(f"{marker}>", timeout=10)  # only the label closes the angle bracket
             samples.append((time.perf_counter() - start) * 1000)
             time.sleep(0.6)  # as between ctxpane's samples
     finally:

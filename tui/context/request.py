@@ -313,9 +313,37 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
                                         content_specials=settings.content_specials)
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
+    fenced_ids = frozenset(messages[i].id for i in fenced if 0 <= i < len(messages))
+    return _finished(snapshot, messages, wire, origin, settings, plan, fence_infos, fenced_ids,
+                     full.counts.total + sum(images), cache, server, previous, now)
+
+
+def refreshed_after_splice(view: RequestView, messages: list[Message], settings: RequestSettings,
+                           previous: RequestShape | None = None, cache: SegmentCache | None = None,
+                           server: LlamaCppCache | ProviderCache | None = None,
+                           now: float | None = None) -> RequestView | None:
+    """`view` after its draft was spliced in place (tokens/draft_splice.py), with what the splice leaves stale
+    (the cache shape and prefix, the per-turn accounting, forged blocks, the budget's verdict) computed from its
+    document, without rendering again: what build_request(messages, …) gives, at a fraction of the cost. None when
+    the draft could move the plan (something was dropped, or keeping all no longer fits) or the tools' cost (a
+    render without them): build_request is owed."""
+    budget = settings.policy.budget
+    if view.ledger or settings.tools or -1 in view.origin or len(view.origin) != len(messages) \
+            or (budget is not None and view.keep_all_tokens > budget):
+        return None
+    return _finished(view.snapshot, messages, view.snapshot.wire, view.origin, settings, view.plan, view.fences,
+                     view.shape.fenced_ids, view.keep_all_tokens, cache or SegmentCache(), server, previous, now)
+
+
+def _finished(snapshot: Snapshot, messages: list[Message], wire: list[WireMessage], origin: list[int],
+              settings: RequestSettings, plan: Plan, fence_infos: list[FenceInfo], fenced_ids: frozenset[str],
+              keep_all: int, cache: SegmentCache, server: LlamaCppCache | ProviderCache | None,
+              previous: RequestShape | None, now: float | None) -> RequestView:
+    """The view of a rendered, counted request: everything read off its document."""
+    document, specials = snapshot.document, settings.template.special_strings()
+    family = family_for(settings.model, settings.template.name)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
-                   token_index(document, settings.tokenizer, specials, cache),
-                   frozenset(messages[i].id for i in fenced if 0 <= i < len(messages)))
+                   token_index(document, settings.tokenizer, specials, cache), fenced_ids)
     hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache,
                            tool_texts(settings.template, settings.tools))
     if settings.tools:  # what the tools cost is the difference they make: the same request rendered without them
@@ -333,8 +361,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     covered = _summary_covers(settings.policy)
     summarised = len(covered) if -1 in origin and covered and covered <= {e.message_id for e in plan.ledger} else 0
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document), prefix, shape,
-                       full.counts.total + sum(images), settings.policy.budget,
-                       hidden.image_extra, settings.policy.summary_cost, hidden, summarised)
+                       keep_all, settings.policy.budget, hidden.image_extra, settings.policy.summary_cost, hidden,
+                       summarised)
 
 
 def empty_view(settings: RequestSettings) -> RequestView:

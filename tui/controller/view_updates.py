@@ -31,9 +31,13 @@ class ViewUpdates:
         self._template_said: str | None = None  # the template's refusal last said (said again only once it changes)
         # the template the worker has probed for splicing (tui/context/tokens/draft_splice.py)
         self._probed: ChatTemplate | None = None
+        self._after_splice = False  # the computation due may refresh the spliced view (compute's after_splice)
 
-    def compute(self, delay: float = 0.0) -> None:
-        """Compute the view of the current generation in the worker, now or after `delay` seconds."""
+    def compute(self, delay: float = 0.0, after_splice: bool = False) -> None:
+        """Compute the view of the current generation in the worker, now or after `delay` seconds. `after_splice`:
+        nothing changed since a keystroke's splice but the draft, so the spliced view may only be refreshed
+        (read off its document, not rendered again: a keystroke at any size never costs a whole render)."""
+        self._after_splice = after_splice
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -45,15 +49,15 @@ class ViewUpdates:
 
     def _start(self) -> None:
         self._timer = None
-        generation = self.parts.generation
-        self.parts.runtime.spawn(lambda: self._compute_view(generation), "compute")
+        generation, after_splice = self.parts.generation, self._after_splice
+        self.parts.runtime.spawn(lambda: self._compute_view(generation, after_splice), "compute")
 
-    async def _compute_view(self, generation: int) -> None:
+    async def _compute_view(self, generation: int, after_splice: bool = False) -> None:
         parts = self.parts
         wb = parts.wb
 
         def job() -> RequestView:
-            view = wb.compute()
+            view = (after_splice and wb.refreshed()) or wb.compute()
             wb.template.copies_text_verbatim()  # probed here: a keystroke never renders a template on the loop
             return view
         try:
@@ -107,6 +111,6 @@ class ViewUpdates:
             self.compute()
         elif wb.set_draft(text):
             self.showing.show_pane()
-            self.compute(DRAFT_SETTLE)  # the policy may move with the draft: settle after a pause
+            self.compute(DRAFT_SETTLE, after_splice=True)  # what the splice left stale: settled after a pause
         else:
             self.compute()

@@ -20,7 +20,7 @@ from tui.context.cache.prefix import RequestShape
 from tui.context.untrusted.fences import FenceStyle
 from tui.context.tokens.draft_splice import splice_message
 from tui.context.messages import Message, Provenance
-from tui.context.request import RequestSettings, RequestView, build_request, empty_view
+from tui.context.request import RequestSettings, RequestView, build_request, empty_view, refreshed_after_splice
 from tui.context.templates.library import ChatTemplate
 from tui.context.tokens.counting import SegmentCache
 from tui.context.tokens.tokenizers import Tokenizer
@@ -71,6 +71,7 @@ class Workbench:
     previous: RequestShape | None = None
     cache: SegmentCache = field(default_factory=SegmentCache)
     view: RequestView | None = None
+    spliced: RequestView | None = field(default=None, repr=False)  # the last view a keystroke spliced (refreshed)
     tokenizer_pending: bool = False  # the estimate stands in while the real tokenizer loads: no restore yet
     restores: int = 0  # how often a stored request was rendered to find the boundary (tests count them)
     _dropped_since: dict[str, int] = field(default_factory=dict)
@@ -174,6 +175,15 @@ class Workbench:
         return build_request(messages, self.settings(), self.previous, self.request_number,
                              dict(self._dropped_since), self.cache, server=self.server_cache, now=time.time())
 
+    def refreshed(self) -> RequestView | None:
+        """The spliced view with what the splice left stale computed from its document (no render), or None
+        when a full computation is owed (request.refreshed_after_splice). Safe in the worker, as compute is."""
+        view = self.view
+        if view is None or view is not self.spliced or self.restore_owed or not self.draft:
+            return None
+        return refreshed_after_splice(view, self.messages_with_draft(), self.settings(), self.previous, self.cache,
+                                      server=self.server_cache, now=time.time())
+
     def rebuild(self) -> RequestView:
         self.view = self.compute()
         return self.view
@@ -196,8 +206,8 @@ class Workbench:
         document, counts = spliced
         snapshot = replace(view.snapshot, document=document, counts=counts,
                            wire=view.snapshot.wire[:-1] + [{"role": "user", "content": text}])
-        self.view = replace(view, snapshot=snapshot,
-                            keep_all_tokens=view.keep_all_tokens + counts.total - view.snapshot.counts.total)
+        self.view = self.spliced = replace(view, snapshot=snapshot,
+                                           keep_all_tokens=view.keep_all_tokens + counts.total - view.snapshot.counts.total)
         return True
 
     # -- sending -------------------------------------------------------------------------------
