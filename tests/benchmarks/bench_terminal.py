@@ -120,6 +120,32 @@ def keystroke(session_file: Path, home: Path, presses: int = 15) -> list[float]:
     return samples
 
 
+def rss_with(session_file: Path, home: Path) -> tuple[float, float]:
+    """(resident MiB, peak MiB) of the app once a session is open and fully counted."""
+    term = Term(home)
+    try:
+        term.run(f"{sys.executable} -m tui {session_file} --no-scan")
+        term.wait("Document")
+        until(lambda: re.search(r"\d[\d,]* tokens (exact|estimate)", term.screen()), 120,
+              lambda: f"the first full count:\n{term.screen()}", poll=0.05)
+        time.sleep(1.0)  # the settling work after the count
+        status = Path(f"/proc/{term.app_pid()}/status").read_text()
+        return tuple(int(line.split()[1]) / 1024 for line in status.splitlines()
+                     if line.startswith(("VmRSS:", "VmHWM:")))  # type: ignore[return-value]
+    finally:
+        term.close()
+
+
+def saved_session(size: int, home: Path) -> Path:
+    session = Session(title=f"bench {size}", messages=[message_from_dict(m, i)
+                                                       for i, m in enumerate(conversation(size))][:-1])
+    session.template = {"name": "chatml", "origin": "builtin"}
+    session.tokenizer = "o200k_base"
+    path = home / f"bench-{size}.ctxpane.json"
+    save_session(session, path)
+    return path
+
+
 def minimal_keystroke(app: Path, home: Path, presses: int = 15) -> list[float]:
     """The baseline: the minimal app (an Input and a Label), keystroke -> the label echoes the input's value."""
     term = Term(home)
@@ -164,15 +190,12 @@ def main() -> None:
     base_median, base_p95 = spread(minimal_keystroke(minimal, home))
     print(f"minimal Textual app: keystroke -> label echo, median {base_median:.0f} ms, p95 {base_p95:.0f} ms")
     for size in (10_000, 100_000, 500_000):
-        session = Session(title=f"bench {size}", messages=[message_from_dict(m, i)
-                                                           for i, m in enumerate(conversation(size))][:-1])
-        session.template = {"name": "chatml", "origin": "builtin"}
-        session.tokenizer = "o200k_base"
-        path = home / f"bench-{size}.ctxpane.json"
-        save_session(session, path)
-        median, p95 = spread(keystroke(path, home))
+        median, p95 = spread(keystroke(saved_session(size, home), home))
         print(f"{size:>7,} tokens: keystroke -> pane shows it, median {median:.0f} ms (ratio {median / base_median:.2f}), "
               f"p95 {p95:.0f} ms ({p95 / median:.2f}x its median; tmux polling every 5 ms)")
+    resident, peak = rss_with(saved_session(800_000, home), home)
+    print(f"800,000 tokens open and counted: RSS {resident:.0f} MiB, peak {peak:.0f} MiB (goal: <= 250 MiB)")
+
 
 if __name__ == "__main__":
     main()
