@@ -176,3 +176,16 @@ GROUPS["app: the one way to the screen, key scope, counting, summaries"] = (
     ("tui/app/themes.py", "    if not re.fullmatch(", "    if False and not re.fullmatch(",
      "theme names from files reach the palette unchecked"),
     ])
+
+# The curated policy (issue 24): its tie rule, trimming, supersede step, pinned budget and order.
+GROUPS["curated policy"] = (
+    ["tests/test_curated_policy.py"],
+    [
+    ('tui/context/policy/curated.py', 'key=lambda u: (-unit_scores[id(u)], -u[-1]))', 'key=lambda u: (-unit_scores[id(u)], u[-1]))', 'a tie goes to the oldest'),
+    ('tui/context/policy/curated.py', '            ranges.append((n + 1, n + 1))', '            ranges.append((n, n + 1))', 'trimming keeps the line before each relevant one (off by one)'),
+    ('tui/context/policy/curated.py', '        out += lines[first - 1:last]', '        out += lines[first:last]', 'trimming drops the first relevant line of each run (off by one)'),
+    ('tui/context/policy/curated.py', '            newest[item.key] = p', '            newest.setdefault(item.key, p)', 'the oldest version supersedes the newer'),
+    ('tui/context/policy/curated.py', 'room = None if budget is None else budget - overhead - pinned_tokens', 'room = None if budget is None else budget - overhead', 'the pinned items left out of the budget'),
+    ('tui/context/policy/curated.py', '        return sorted(e.index for e in self.entries if e.verdict not in (Verdict.SUPERSEDED, Verdict.DROPPED))', '        return [e.index for e in sorted(self.entries, key=lambda e: -e.score) if e.verdict not in (Verdict.SUPERSEDED, Verdict.DROPPED)]', 'kept items sent in rank order, not the conversation\'s'),
+    ('tui/context/request.py', '        wire, fenced, fence_infos = fence_messages(sent, settings.fences, escapes)  # trimmed, then fenced', '        wire, fenced, fence_infos = fence_messages(messages, settings.fences, escapes)', 'the untrimmed items sent'),
+    ])

@@ -45,6 +45,12 @@ def view_json(view: RequestView) -> dict:
         "kept": view.origin,
         "hidden_tokens": view.hidden.to_dict(),
         "ledger": [vars(entry) for entry in view.ledger],
+        "curation": None if view.curation is None else {
+            "budget": view.curation.budget, "pinned_tokens": view.curation.pinned_tokens,
+            "packed_tokens": view.curation.packed_tokens,
+            "items": [{"message": e.index, "verdict": e.verdict.value, "tokens": e.tokens, "score": e.score,
+                       "reason": e.reason, "superseded_by": e.superseded_by,
+                       "lines_kept": [list(r) for r in e.lines_kept]} for e in view.curation.entries]},
         "fences": [vars(info) for info in view.fences],
         "forged": [{"kind": f.block.kind, "role": f.block.role, "id": f.block.id, "start": f.block.start,
                     "message": view.origin[f.message] if f.message is not None else None, "in": f.kind}
@@ -134,12 +140,29 @@ def summary_lines(view: RequestView) -> list[Text]:
         lines.append(Text(f"kept: messages {kept}" + (" and a summary" if -1 in view.origin else ""), "green"))
     lines += [Text(visible(f"dropped: message {entry.message} ({entry.role}, {entry.tokens} tokens) by "
                            f"{entry.policy}: {entry.reason}"), "strike dim") for entry in view.ledger]
+    lines += curation_lines(view)
     if view.plan.warning:
         lines.append(Text(visible(f"warning: {view.plan.warning}"), "bold yellow"))
     prefix = view.prefix
     if prefix.total_tokens and prefix.cause != "first request: nothing cached yet":
         lines.append(Text(visible(f"cache: {prefix.tokens} of {prefix.total_tokens} tokens unchanged (predicted "
                                   f"cached {prefix.predicted_cached}, {prefix.rule}); break: {prefix.cause}"), "cyan"))
+    return lines
+
+
+CURATED_STYLES = {"pinned": "bold green", "question": "bold green", "kept": "green", "trimmed": "yellow",
+                  "superseded": "strike dim", "dropped": "strike dim"}
+
+
+def curation_lines(view: RequestView) -> list[Text]:
+    """The curated policy's verdict on every message, with its score; first the budget's lines."""
+    curation = view.curation
+    if curation is None:
+        return []
+    lines = [Text(f"curated: budget {curation.budget}, pinned and question {curation.pinned_tokens} tokens, "
+                  f"packed {curation.packed_tokens}", "cyan")]
+    lines += [Text(visible(f"curated: message {e.index} {e.verdict.value}, {e.tokens} tokens: {e.reason}"),
+                   CURATED_STYLES[e.verdict.value]) for e in curation.entries]
     return lines
 
 

@@ -36,6 +36,7 @@ class Source(StrEnum):
 ROLES = tuple(role.value for role in Role)  # as plain strings: the session schema's Literal is made of them
 SOURCES = tuple(source.value for source in Source)
 UNTRUSTED_SOURCES = frozenset({Source.TOOL, Source.DOCUMENT, Source.MEMORY, Source.SUBTASK})
+KEY_CHARS = 200  # a provenance key is a name, not a text
 
 IMAGE_PATCH = 28  # pixels per side of one vision patch, the usual estimate
 
@@ -57,6 +58,7 @@ class Provenance:
     source: str = "user"
     trusted: bool = True
     label: str = ""  # e.g. "tool:web_fetch", "file:notes.md"
+    key: str = ""  # what the message is a version of: a newer message with the same key supersedes it (curated)
 
     @classmethod
     def for_source(cls, source: str, label: str = "") -> "Provenance":
@@ -99,6 +101,8 @@ class Message:
         record = self.to_wire(local=True)
         record["provenance"] = {"source": self.provenance.source, "trusted": self.provenance.trusted,
                                 "label": self.provenance.label}
+        if self.provenance.key:
+            record["provenance"]["key"] = self.provenance.key
         if self.pinned:
             record["pinned"] = True
         if self.incomplete:
@@ -169,6 +173,7 @@ def message_from_dict(data: Any, index: int = 0) -> Message:
     if isinstance(prov, dict):
         source = prov.get("source")  # null or missing: the role's default, as in a body without provenance
         provenance = Provenance.for_source(default_source(role) if source is None else source, prov.get("label", ""))
+        provenance.key = str(prov.get("key") or "")[:KEY_CHARS]
         if "trusted" in prov:
             provenance.trusted = bool(prov["trusted"])
     else:

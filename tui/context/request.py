@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from tui.context.templates.tool_text import settle_tools, tool_texts
 from tui.context.assemble import ServerReading, Snapshot, assemble, is_exact
 from tui.context.policy.truncation import LedgerEntry, Plan, PolicySettings, plan_truncation
+from tui.context.policy.curated import Curation
+from tui.context.policy.curated_request import curated_plan
 from tui.context.cache.prefix import CachePrefix, RequestShape
 from tui.context.cache.predict import cache_prefix, predict_prefix
 from tui.context.cache.rules import OPENAI_MARK
@@ -86,6 +88,7 @@ class RequestView:
     hidden: HiddenTokens = field(default_factory=HiddenTokens)  # per turn: reasoning, tools, images
     summarised: int = 0  # dropped messages the summary in the document stands for (0: none, or it is pending)
     marks: list[tuple[int, str]] = field(default_factory=list)  # (document offset, text): a body's own marks, drawn where they are
+    curation: Curation | None = None  # the curated policy's verdict on every message (policy/curated.py)
 
     def summary_line(self) -> str:
         """What the summarise policy did, in one line ('' when no summary stands in the document)."""
@@ -280,8 +283,17 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     costs = [c + i for c, i in zip(costs, images)]
     roles, pinned = [m.role for m in messages], [m.pinned for m in messages]
     calls, ids = [bool(m.tool_calls) for m in messages], [m.id or f"m{i}" for i, m in enumerate(messages)]
-    drop_more, origin, snapshot = 0, list(range(len(messages))), full
-    for _attempt in range(len(messages) + 1):  # a plan is made from per-message costs; the rendering judges
+    drop_more, origin, snapshot, curation = 0, list(range(len(messages))), full, None
+    for _attempt in range(3 if settings.policy.name == "curated" else 0):  # a store packed to the budget
+        sent, plan, curation = curated_plan(messages, costs, overhead, settings.policy, settings.tokenizer, ids,
+                                            request_number, previously_dropped or {}, drop_more)
+        wire, fenced, fence_infos = fence_messages(sent, settings.fences, escapes)  # trimmed, then fenced
+        origin = list(plan.kept)
+        snapshot = _render([wire[i] for i in origin], settings, cache)
+        drop_more = (settings.policy.budget or 0) and snapshot.counts.total - settings.policy.budget
+        if drop_more <= 0:
+            break
+    for _attempt in range(0 if curation is not None else len(messages) + 1):  # a plan is made from per-message costs; the rendering judges
         plan = plan_truncation(roles, costs, overhead, pinned, calls, settings.policy, request_number,
                                previously_dropped, ids, drop_more)
         planned, covered = {e.message_id for e in plan.ledger}, _summary_covers(settings.policy)
@@ -314,8 +326,9 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     fenced_ids = frozenset(messages[i].id for i in fenced if 0 <= i < len(messages))
-    return _finished(snapshot, messages, wire, origin, settings, plan, fence_infos, fenced_ids,
-                     full.counts.total + sum(images), cache, server, previous, now)
+    view = _finished(snapshot, sent if curation is not None else messages, wire, origin, settings, plan, fence_infos,
+                     fenced_ids, full.counts.total + sum(images), cache, server, previous, now)
+    return replace(view, curation=curation) if curation is not None else view
 
 
 def refreshed_after_splice(view: RequestView, messages: list[Message], settings: RequestSettings,
@@ -328,7 +341,7 @@ def refreshed_after_splice(view: RequestView, messages: list[Message], settings:
     the draft could move the plan (something was dropped, or keeping all no longer fits) or the tools' cost (a
     render without them): build_request is owed."""
     budget = settings.policy.budget
-    if view.ledger or settings.tools or -1 in view.origin or len(view.origin) != len(messages) \
+    if view.ledger or settings.tools or view.curation is not None or -1 in view.origin or len(view.origin) != len(messages) \
             or (budget is not None and view.keep_all_tokens > budget):
         return None
     return _finished(view.snapshot, messages, view.snapshot.wire, view.origin, settings, view.plan, view.fences,

@@ -76,6 +76,7 @@ class ProvenanceIn(Struct):
     source: SourceName | None = None
     trusted: bool | None = None
     label: Label = ""
+    key: Label = ""  # a newer message with the same key supersedes this one (the curated policy)
 
 
 class MessageIn(Struct):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-POLICIES = ("keep-all", "drop-oldest", "keep-last-n", "summarise")
+POLICIES = ("keep-all", "drop-oldest", "keep-last-n", "summarise", "curated")  # curated: policy/curated.py
 
 
 class PolicyError(ValueError):
