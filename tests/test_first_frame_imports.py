@@ -11,7 +11,7 @@ import sys
 
 # Libraries the first frame draws nothing with: each must load later (the packages and every submodule).
 LATER = ("markdown_it", "rich.markdown", "textual.widgets._markdown", "httpx", "jinja2", "tiktoken", "tokenizers",
-         "sqlite3", "aiohttp", "anthropic", "openai", "PIL",
+         "sqlite3", "aiohttp", "anthropic", "openai", "PIL", "plotext", "textual_plotext", "bm25s", "numpy",
          # ... nor the project's engine, controller, client or session files: the pane's frame and an empty chat need
          # none of them (they load in a thread after the first frame: CtxpaneApp._build_in_background)
          "tui.controller.controller", "tui.context.assemble", "tui.context.request", "tui.context.tokens",

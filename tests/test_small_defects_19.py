@@ -32,6 +32,24 @@ async def test_the_palettes_screenshot_is_saved_where_it_can_be_and_said_plainly
     assert said == [f"screenshot saved: {shots[0]}"] and "[" not in said[0]
 
 
+async def test_the_palettes_own_screenshot_entry_saves_there_too(tmp_path, monkeypatch):
+    """Before: the palette's entry (Textual's, which delivers to ~/Downloads) said "Failed to save screenshot"."""
+    from app_helpers import isolated, make_app, settle
+    from waiting import eventually
+    isolated(monkeypatch, tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home-without-downloads"))
+    app = make_app(tmp_path)
+    said = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        app.notify = lambda message, **kw: said.append(message)
+        entry = next(c for c in app.get_system_commands(app.screen) if c.title == "Screenshot")
+        entry.callback()
+        folder = tmp_path / "xdg_data_home" / "ctxpane" / "screenshots"
+        await eventually(lambda: list(folder.glob("*.svg")), 10, "the screenshot", pilot=pilot)
+    assert said == [f"screenshot saved: {next(folder.glob('*.svg'))}"]
+
+
 def test_drop_oldest_never_starts_the_request_with_a_reply():
     """Before: a budget that kept the newest assistant turn but not its question sent the reply first."""
     from tui.context.policy.truncation import ORPHAN, PolicySettings, plan_truncation

@@ -327,6 +327,13 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
             return
         self.notify(visible(f"screenshot saved: {saved}"), markup=False)
 
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot calls this: Textual's delivers to ~/Downloads, which may not exist ("Failed to
+        save screenshot"); it is saved as the Screenshot action saves."""
+        self.action_screenshot(filename, path)
+        return None
+
     def action_undo(self) -> None:
         self.controller.history.undo()
 

@@ -1,11 +1,73 @@
-"""Cost: tokens sent per request under the policy, against keep-all, as bars."""
+"""Cost: tokens sent per request under the policy against keep-all, as a chart (per request and cumulative) and as
+bars with their figures and money."""
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.app.pane.cost_amounts import money_text
+
+
+CHART_ROWS = 12  # each of the two plots, stacked (the pane is narrow)
+
+
+class CostTab(Vertical):
+    """The Cost tab: the chart above the figures."""
+
+    DEFAULT_CSS = "CostTab { height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        yield CostChart(id="cost-chart")
+        yield CostView(id="cost-figures")
+
+    def show(self, rows: list[dict], pending: tuple[int, int], roles: dict[str, str], requests=()) -> None:
+        self.query_one(CostChart).show(rows, pending)
+        self.query_one(CostView).show(rows, pending, roles, requests)
+
+
+class CostChart(Vertical):
+    """Tokens sent per request and in all, under the policy and under keep-all: two plots (textual-plotext, loaded
+    with the first chart, not at start-up). Only figures and this module's own labels are drawn."""
+
+    DEFAULT_CSS = "CostChart { height: auto; }"
+
+    def show(self, rows: list[dict], pending: tuple[int, int]) -> None:
+        from textual_plotext import PlotextPlot
+
+        if not self.children:
+            plots = [PlotextPlot(classes="per-request"), PlotextPlot(classes="in-all")]
+            for plot in plots:
+                plot.styles.height = CHART_ROWS
+            self.mount_all(plots)
+            self.call_after_refresh(self.show, rows, pending)  # drawn once mounted
+            return
+        sent = [int(r["sent"]) for r in rows] + [int(pending[0])]
+        keep_all = [int(r["keep_all"]) for r in rows] + [int(pending[1])]
+        for plot, (title, ours, theirs) in zip(self.query(PlotextPlot), (
+                ("tokens per request (the last: the next)", sent, keep_all),
+                ("tokens sent in all", cumulative(sent), cumulative(keep_all)))):
+            draw(plot.plt, title, ours, theirs)
+            plot.refresh()
+
+
+def draw(plt, title: str, ours: list[int], theirs: list[int]) -> None:
+    numbers = list(range(1, len(ours) + 1))
+    plt.clear_data()
+    plt.title(title)
+    plt.plot(numbers, theirs, label="keep-all", marker="braille")
+    plt.plot(numbers, ours, label="policy", marker="braille")
+    plt.xlabel("request")
+
+
+def cumulative(values: list[int]) -> list[int]:
+    out, total = [], 0
+    for value in values:
+        total += value
+        out.append(total)
+    return out
 
 
 class CostView(Static):

@@ -51,7 +51,9 @@ class LedgerView(Vertical):
              messages: list | None = None) -> None:
         self._view, self._texts = view, texts
         self._requests, self._messages = requests, list(messages) if messages is not None else []
-        if not view.ledger:
+        if view.curation is not None:
+            table = curation_table(view, messages)
+        elif not view.ledger:
             table = Text(f"nothing dropped: policy {view.plan.kept and 'keeps every message' or ''}", style="dim")
         else:
             table = Table(box=None, header_style="bold")
@@ -104,6 +106,27 @@ class LedgerView(Vertical):
     def _show_windows(self, query: str, result: WindowSearch) -> None:
         if self.query_one("#ledger-search", Input).value == query:  # (the box may have changed meanwhile)
             self.query_one("#ledger-windows", Static).update(window_lines(result))
+
+
+CURATED_STYLES = {"pinned": "bold", "question": "bold", "kept": "", "trimmed": "yellow", "superseded": "strike",
+                  "dropped": "strike"}
+
+
+def curation_table(view: RequestView, messages: list | None) -> Group:
+    """The curated policy's verdict on every message: kept, trimmed (which lines), superseded (by which #N) or
+    dropped, with its relevance score; above it, the budget's lines."""
+    curation = view.curation
+    table = Table(box=None, header_style="bold")
+    for column in ("message", "verdict", "tokens", "score", "why"):
+        table.add_column(column)
+    for entry in curation.entries:
+        message = messages[entry.index] if messages is not None and entry.index < len(messages) else None
+        name = f"#{entry.index} {message.role}" if message is not None else f"#{entry.index}"
+        table.add_row(*cells([name, entry.verdict.value, entry.tokens, f"{entry.score:g}", entry.reason]),
+                      style=CURATED_STYLES[entry.verdict.value])
+    head = Text(f"curated: budget {curation.budget}; pinned and question {curation.pinned_tokens} tokens; packed "
+                f"{curation.packed_tokens} by relevance to the question (BM25; a tie: the newest first)", style="bold")
+    return Group(head, table)
 
 
 LOUD = ("dropped", "added", "refused")

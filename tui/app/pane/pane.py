@@ -51,7 +51,7 @@ class PaneData:
 # The tabs after the first: their module, view class, and whether the view scrolls in a VerticalScroll. Their
 # modules load the engine, so they are imported when Lazy mounts them, after the first frame (issue 23).
 LATER_VIEWS = {"tokens": ("tokens_tab", "TokensView", True), "cache": ("cache_tab", "CacheView", True),
-               "ledger": ("ledger_tab", "LedgerView", True), "cost": ("cost_tab", "CostView", True),
+               "ledger": ("ledger_tab", "LedgerView", True), "cost": ("cost_tab", "CostTab", True),
                "request": ("request_tab", "RequestView", False), "diff": ("diff_tab", "DiffView", True)}
 
 

@@ -1,0 +1,35 @@
+"""The curated policy in the app (issue 24): picked like any policy, its verdict on every message in the Ledger."""
+
+from __future__ import annotations
+
+from textual.widgets import TabbedContent
+
+from app_helpers import isolated, make_app, plain, settle
+from test_curated_policy import store
+from tui.app.pane.ledger_tab import LedgerView
+from tui.sessions.model import Session
+from tui.sessions.store import save_session
+from waiting import eventually
+
+
+async def test_the_ledger_lists_every_verdict_with_its_score(tmp_path, monkeypatch):
+    isolated(monkeypatch, tmp_path)
+    messages, line = store(7, 222)
+    session = Session(title="curated store", messages=messages[:-1])
+    session.policy = {"name": "curated", "context_window": 1500, "max_tokens": 0}
+    session.template = {"name": "chatml", "origin": "builtin"}
+    session.tokenizer = "o200k_base"
+    path = tmp_path / "store.ctxpane.json"
+    save_session(session, path)
+    app = make_app(tmp_path, file=path, offline=True)
+    async with app.run_test(size=(170, 60)) as pilot:
+        await settle(pilot, app)
+        app.controller.set_draft(messages[-1].text())  # the question, typed
+        app.query_one("#tabs", TabbedContent).active = "ledger"
+        await settle(pilot, app)
+        table = app.query_one(LedgerView).query_one("#ledger-table")
+        await eventually(lambda: "superseded by #13" in plain(table), 30, "the curated ledger", pilot=pilot)
+        shown = plain(table)
+        assert "trimmed to lines 223 of 600" in shown and "curated: budget 1500" in shown
+        assert "pinned" in shown and "question" in shown
+        assert line in app.wb.view.document.text and "nightly-alpha" not in app.wb.view.document.text
