@@ -33,3 +33,6 @@ async def test_the_ledger_lists_every_verdict_with_its_score(tmp_path, monkeypat
         assert "trimmed to lines 223 of 600" in shown and "curated: budget 1500" in shown
         assert "pinned" in shown and "question" in shown
         assert line in app.wb.view.document.text and "nightly-alpha" not in app.wb.view.document.text
+        trust = plain(app.query_one(LedgerView).query_one("#ledger-trust"))
+        assert "#1 user: memory (untrusted, fenced): recalled memory: historical hints" in trust
+        assert "#12 tool: tool result (untrusted, fenced)" in trust and "#0 system: system (trusted)" in trust

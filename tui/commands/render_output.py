@@ -45,6 +45,8 @@ def view_json(view: RequestView) -> dict:
         "kept": view.origin,
         "hidden_tokens": view.hidden.to_dict(),
         "ledger": [vars(entry) for entry in view.ledger],
+        "trust": [{"message": index, "kind": s.kind.value, "trusted": s.trusted, "why": s.why, "age_days": s.age_days,
+                   "weight": s.weight} for index, s in enumerate(view.trust)],
         "curation": None if view.curation is None else {
             "budget": view.curation.budget, "pinned_tokens": view.curation.pinned_tokens,
             "packed_tokens": view.curation.packed_tokens,
@@ -141,6 +143,8 @@ def summary_lines(view: RequestView) -> list[Text]:
     lines += [Text(visible(f"dropped: message {entry.message} ({entry.role}, {entry.tokens} tokens) by "
                            f"{entry.policy}: {entry.reason}"), "strike dim") for entry in view.ledger]
     lines += curation_lines(view)
+    lines += [Text(visible(f"trust: message {index}: {standing.line()}"), "yellow")
+              for index, standing in enumerate(view.trust) if not standing.trusted]
     if view.plan.warning:
         lines.append(Text(visible(f"warning: {view.plan.warning}"), "bold yellow"))
     prefix = view.prefix

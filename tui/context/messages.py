@@ -31,11 +31,13 @@ class Source(StrEnum):
     DOCUMENT = "document"
     MEMORY = "memory"
     SUBTASK = "subtask"
+    PROFILE = "profile"  # what the user curated about themselves (the harness writes it): trusted
+    CHANNEL = "channel"  # a message from an outside channel, its sender fields as claimed: untrusted
 
 
 ROLES = tuple(role.value for role in Role)  # as plain strings: the session schema's Literal is made of them
 SOURCES = tuple(source.value for source in Source)
-UNTRUSTED_SOURCES = frozenset({Source.TOOL, Source.DOCUMENT, Source.MEMORY, Source.SUBTASK})
+UNTRUSTED_SOURCES = frozenset({Source.TOOL, Source.DOCUMENT, Source.MEMORY, Source.SUBTASK, Source.CHANNEL})
 KEY_CHARS = 200  # a provenance key is a name, not a text
 
 IMAGE_PATCH = 28  # pixels per side of one vision patch, the usual estimate
@@ -59,6 +61,7 @@ class Provenance:
     trusted: bool = True
     label: str = ""  # e.g. "tool:web_fetch", "file:notes.md"
     key: str = ""  # what the message is a version of: a newer message with the same key supersedes it (curated)
+    recorded: str = ""  # when a memory was recorded (ISO 8601): its age weighs its relevance (tui/context/trust.py)
 
     @classmethod
     def for_source(cls, source: str, label: str = "") -> "Provenance":
@@ -101,8 +104,9 @@ class Message:
         record = self.to_wire(local=True)
         record["provenance"] = {"source": self.provenance.source, "trusted": self.provenance.trusted,
                                 "label": self.provenance.label}
-        if self.provenance.key:
-            record["provenance"]["key"] = self.provenance.key
+        for name in ("key", "recorded"):
+            if getattr(self.provenance, name):
+                record["provenance"][name] = getattr(self.provenance, name)
         if self.pinned:
             record["pinned"] = True
         if self.incomplete:
@@ -174,6 +178,7 @@ def message_from_dict(data: Any, index: int = 0) -> Message:
         source = prov.get("source")  # null or missing: the role's default, as in a body without provenance
         provenance = Provenance.for_source(default_source(role) if source is None else source, prov.get("label", ""))
         provenance.key = str(prov.get("key") or "")[:KEY_CHARS]
+        provenance.recorded = str(prov.get("recorded") or "")[:KEY_CHARS]
         if "trusted" in prov:
             provenance.trusted = bool(prov["trusted"])
     else:

@@ -15,6 +15,7 @@ from tui.context.templates.tool_text import settle_tools, tool_texts
 from tui.context.assemble import ServerReading, Snapshot, assemble, is_exact
 from tui.context.policy.truncation import LedgerEntry, Plan, PolicySettings, plan_truncation
 from tui.context.policy.curated import Curation
+from tui.context.trust import Standing, standing
 from tui.context.policy.curated_request import curated_plan
 from tui.context.cache.prefix import CachePrefix, RequestShape
 from tui.context.cache.predict import cache_prefix, predict_prefix
@@ -89,6 +90,7 @@ class RequestView:
     summarised: int = 0  # dropped messages the summary in the document stands for (0: none, or it is pending)
     marks: list[tuple[int, str]] = field(default_factory=list)  # (document offset, text): a body's own marks, drawn where they are
     curation: Curation | None = None  # the curated policy's verdict on every message (policy/curated.py)
+    trust: list[Standing] = field(default_factory=list)  # each session message's kind, trust and why (trust.py)
 
     def summary_line(self) -> str:
         """What the summarise policy did, in one line ('' when no summary stands in the document)."""
@@ -286,7 +288,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     drop_more, origin, snapshot, curation = 0, list(range(len(messages))), full, None
     for _attempt in range(3 if settings.policy.name == "curated" else 0):  # a store packed to the budget
         sent, plan, curation = curated_plan(messages, costs, overhead, settings.policy, settings.tokenizer, ids,
-                                            request_number, previously_dropped or {}, drop_more)
+                                            request_number, previously_dropped or {}, drop_more, now)
         wire, fenced, fence_infos = fence_messages(sent, settings.fences, escapes)  # trimmed, then fenced
         origin = list(plan.kept)
         snapshot = _render([wire[i] for i in origin], settings, cache)
@@ -375,7 +377,7 @@ def _finished(snapshot: Snapshot, messages: list[Message], wire: list[WireMessag
     summarised = len(covered) if -1 in origin and covered and covered <= {e.message_id for e in plan.ledger} else 0
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document), prefix, shape,
                        keep_all, settings.policy.budget, hidden.image_extra, settings.policy.summary_cost, hidden,
-                       summarised)
+                       summarised, trust=[standing(message, now) for message in messages])
 
 
 def empty_view(settings: RequestSettings) -> RequestView:

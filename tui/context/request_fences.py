@@ -12,7 +12,10 @@ from tui.context.document import Document, Span
 from tui.context.json_types import WireMessage
 from tui.context.messages import Message, content_text, image_parts
 from tui.context.tokens.counting import Tokenizer, all_special_tokens
+from tui.context.trust import fence_note
 from tui.context.untrusted.fences import FenceStyle, FencedText, control_strings, fence
+
+DEFAULT_NOTE = FenceStyle().note  # a style with a note of its own keeps it; the default gives way to each kind's
 
 if TYPE_CHECKING:
     from tui.context.templates.library import ChatTemplate
@@ -46,7 +49,8 @@ def fence_messages(messages: list[Message], style: FenceStyle,
             # (an image alone has no text to fence: its pixels are sent as they are)
             source = message.provenance.label or message.provenance.source
             fence_id = message.id or f"m{index}"
-            result = fence(content_text(message.content), source, fence_id, style, escapes)
+            own = replace(style, note=fence_note(message, style.note)) if style.note == DEFAULT_NOTE else style
+            result = fence(content_text(message.content), source, fence_id, own, escapes)
             images = image_parts(item["content"])  # kept beside the fenced text, never dropped by the fence
             item["content"] = [{"type": "text", "text": result.text}, *images] if images else result.text
             fenced[index] = result

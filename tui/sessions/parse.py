@@ -141,7 +141,7 @@ def to_message(item: schema.MessageIn, index: int) -> Message:
     reasoning = next((r for r in (item.reasoning_content, item.reasoning, item.thinking) if r is not None), None)
     return Message(role=item.role, content=item.content, name=item.name, tool_calls=item.tool_calls,
                    tool_call_id=item.tool_call_id, reasoning_content=reasoning,
-                   provenance=Provenance(source, trusted, given.label, given.key), pinned=item.pinned,
+                   provenance=Provenance(source, trusted, given.label, given.key, given.recorded), pinned=item.pinned,
                    id=item.id or f"m{index}", incomplete=item.incomplete)
 
 

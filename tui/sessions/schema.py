@@ -77,6 +77,7 @@ class ProvenanceIn(Struct):
     trusted: bool | None = None
     label: Label = ""
     key: Label = ""  # a newer message with the same key supersedes this one (the curated policy)
+    recorded: Label = ""  # when a memory was recorded (ISO 8601)
 
 
 class MessageIn(Struct):

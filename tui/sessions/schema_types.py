@@ -62,7 +62,8 @@ WindowSize: TypeAlias = Annotated[int, Meta(ge=1, le=10 ** 8)]  # a server's con
 RequestCount: TypeAlias = Annotated[int, Meta(ge=0, le=MAX_REQUESTS)]
 # The engine's names, spelled out so a type checker reads them as literals; checked against the engine below.
 Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
-SourceName: TypeAlias = Literal["user", "system_prompt", "app", "model", "tool", "document", "memory", "subtask"]
+SourceName: TypeAlias = Literal["user", "system_prompt", "app", "model", "tool", "document", "memory", "subtask",
+                                "profile", "channel"]
 PolicyName: TypeAlias = Literal["keep-all", "drop-oldest", "keep-last-n", "summarise", "curated"]
 Number: TypeAlias = Annotated[float, Meta(ge=0, le=1e15)]
 

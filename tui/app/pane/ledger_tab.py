@@ -43,6 +43,7 @@ class LedgerView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="ledger-table")
+        yield Static(id="ledger-trust")
         yield SafeInput(placeholder="is this text still in the window? type to search", id="ledger-search")
         yield Static(id="ledger-hits")
         yield Static(id="ledger-windows")
@@ -67,6 +68,7 @@ class LedgerView(Vertical):
             table = Group(table, Text(view.summary_line(), style="bold"))
         received = received_lines(requests)
         self.query_one("#ledger-table", Static).update(Group(received, table) if received.plain else table)
+        self.query_one("#ledger-trust", Static).update(trust_lines(view, messages))
         self._search(self.query_one("#ledger-search", Input).value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -127,6 +129,22 @@ def curation_table(view: RequestView, messages: list | None) -> Group:
     head = Text(f"curated: budget {curation.budget}; pinned and question {curation.pinned_tokens} tokens; packed "
                 f"{curation.packed_tokens} by relevance to the question (BM25; a tie: the newest first)", style="bold")
     return Group(head, table)
+
+
+TRUST_SHOWN = 200  # the newest messages whose standing is listed (a long session says how many more)
+
+
+def trust_lines(view: RequestView, messages: list | None) -> Text:
+    """Each message's kind by provenance, whether it is trusted, and why (tui/context/trust.py), newest last."""
+    out = Text("\ntrust by provenance\n", style="bold")
+    standings = list(enumerate(view.trust))
+    if len(standings) > TRUST_SHOWN:
+        out.append(f"({len(standings) - TRUST_SHOWN} older messages not listed)\n", style="dim")
+    for index, standing in standings[-TRUST_SHOWN:]:
+        role = messages[index].role if messages is not None and index < len(messages) else ""
+        out.append(one_line(f"#{index} {role}: {standing.line()}") + "\n",
+                   style="" if standing.trusted else "yellow")
+    return out
 
 
 LOUD = ("dropped", "added", "refused")

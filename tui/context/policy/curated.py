@@ -42,6 +42,7 @@ class Item:
     key: str = ""  # the provenance key: a newer item with the same key supersedes this one
     calls: bool = False  # an assistant turn with tool calls (its results follow it)
     trimmable: bool = True  # plain text (content parts are sent whole)
+    weight: float = 1.0  # what its relevance is multiplied by (a memory's decays with its age: tui/context/trust.py)
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def curate(items: Sequence[Item], overhead: int, budget: int | None, count: Call
 def _unit_scores(items: Sequence[Item], ranked: list[list[int]], query: str) -> dict[int, float]:
     flat = [p for unit in ranked for p in unit]
     by_position = dict(zip(flat, scores(query, [items[p].text for p in flat])))
-    return {id(unit): max(by_position[p] for p in unit) for unit in ranked}
+    return {id(unit): round(max(by_position[p] * items[p].weight for p in unit), 4) for unit in ranked}
 
 
 def _trim(items: Sequence[Item], p: int, query: str, trim_over: int, count: Callable[[str], int],

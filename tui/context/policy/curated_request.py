@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from tui.context.policy.curated import Curation, Item, Verdict, curate
 from tui.context.policy.truncation import LedgerEntry, Plan, PolicySettings
+from tui.context.trust import standing
 
 if TYPE_CHECKING:
     from tui.context.messages import Message
@@ -18,11 +19,11 @@ LEFT_OUT = (Verdict.SUPERSEDED, Verdict.DROPPED)
 
 def curated_plan(messages: list[Message], costs: list[int], overhead: int, policy: PolicySettings,
                  tokenizer: Tokenizer, ids: list[str], request_number: int, previous: dict[str, int],
-                 short_by: int = 0) -> tuple[list[Message], Plan, Curation]:
+                 short_by: int = 0, now: float | None = None) -> tuple[list[Message], Plan, Curation]:
     """The messages as sent (trimmed ones cut), the plan, and the policy's ledger. `short_by`: tokens the budget
     is made smaller by (a rendering came out over it: the per-message costs are an estimate)."""
     items = [Item(i, m.role, m.text(), costs[i], m.pinned, m.provenance.key, bool(m.tool_calls),
-                  isinstance(m.content, str)) for i, m in enumerate(messages)]
+                  isinstance(m.content, str), standing(m, now).weight) for i, m in enumerate(messages)]
     budget = None if policy.budget is None else policy.budget - short_by
     curation = curate(items, overhead, budget, lambda text: len(tokenizer.plain_starts(text)[0]))
     sent = [replace(m, content=curation.texts[i]) if i in curation.texts else m for i, m in enumerate(messages)]
