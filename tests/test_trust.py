@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from tui.context import builtin_template, get_tokenizer
-from tui.context.messages import Message, Provenance, message_from_dict
+from tui.context.messages import Message, message_from_dict
 from tui.context.policy.truncation import PolicySettings
 from tui.context.request import RequestSettings, build_request
 from tui.context.trust import MEMORY_FLOOR, TrustKind, memory_weight, standing
