@@ -36,3 +36,26 @@ async def test_the_ledger_lists_every_verdict_with_its_score(tmp_path, monkeypat
         trust = plain(app.query_one(LedgerView).query_one("#ledger-trust"))
         assert "#1 user: memory (untrusted, fenced): recalled memory: historical hints" in trust
         assert "#12 tool: tool result (untrusted, fenced)" in trust and "#0 system: system (trusted)" in trust
+
+
+async def test_a_document_attached_with_a_key_supersedes_the_older_one_under_curated(tmp_path, monkeypatch):
+    isolated(monkeypatch, tmp_path)
+    app = make_app(tmp_path, offline=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        for text in ("Price list: widgets cost 4 euros.", "Price list: widgets cost 5 euros (corrected)."):
+            await pilot.press("ctrl+o")
+            app.screen.query_one("#editor").text = text
+            app.screen.query_one("#key").value = "price-list"
+            await pilot.press("ctrl+s")
+            await settle(pilot, app)
+        first, second = app.wb.session.messages[-2:]
+        assert first.provenance.key == second.provenance.key == "price-list"
+        app.wb.set_policy(name="curated")
+        app.controller.set_draft("What do widgets cost?")
+        app.refresh_all()
+        await settle(pilot, app)
+        text = app.wb.view.document.text
+        assert "5 euros" in text and "4 euros" not in text
+        entry = next(e for e in app.wb.view.curation.entries if e.index == len(app.wb.session.messages) - 2)
+        assert entry.verdict.value == "superseded"

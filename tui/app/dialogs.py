@@ -120,8 +120,8 @@ class Dialogs:
         def done(result) -> None:
             if result is not None:
                 self.controller.attach(*result)
-        self.app.push_screen(EditScreen("Paste a document (sent fenced, as untrusted data)", "", "file:pasted.txt"),
-                             done)
+        self.app.push_screen(EditScreen("Paste a document (sent fenced, as untrusted data)", "", "file:pasted.txt",
+                                        key=""), done)
 
     # -- settings -----------------------------------------------------------------------------------
     def pick_template(self) -> None:

@@ -73,18 +73,18 @@ class Attaching:
     def __init__(self, parts: "Parts", editing: "Editing") -> None:
         self.parts, self.editing = parts, editing  # editing: a document attached is an edit (undo takes it back)
 
-    def attach(self, text: str, label: str) -> None:
+    def attach(self, text: str, label: str, key: str = "") -> None:
         if self.editing.answering():  # it would land between the question and its reply
             return
         path = named_path(text, label)
         if path is not None:
-            self.parts.runtime.spawn(lambda: self._attach_file(path), "attach")
+            self.parts.runtime.spawn(lambda: self._attach_file(path, key), "attach")
         elif text.strip():
-            added = self.parts.wb.add_document(text, label or "document")
+            added = self.parts.wb.add_document(text, label or "document", key=key)
             self.editing.inserted(added, f"attach {label or 'document'}")
             self.parts.changed()
 
-    async def _attach_file(self, path: Path) -> None:
+    async def _attach_file(self, path: Path, key: str = "") -> None:
         parts, wb = self.parts, self.parts.wb
         try:
             text = await asyncio.to_thread(read_attachment, path)
@@ -99,7 +99,7 @@ class Attaching:
             return
         if not self._can_land(wb, path):
             return
-        added = wb.add_document(text, PREFIX + path.name)
+        added = wb.add_document(text, PREFIX + path.name, key=key)
         self.editing.inserted(added, f"attach {visible(path.name)}")
         parts.changed()
         parts.notify(f"attached {visible(path.name)} ({len(text)} characters, fenced as untrusted)")

@@ -220,10 +220,11 @@ class Controller:
     def set_system_prompt(self, text: str) -> None:
         self.editing.set_system_prompt(text)
 
-    def attach(self, text: str, label: str) -> None:
-        """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py)."""
+    def attach(self, text: str, label: str, key: str = "") -> None:
+        """A pasted document, or the file named `file:PATH` (read off the loop: tui/controller/attaching.py);
+        `key`: a later document with the same key supersedes this one (the curated policy)."""
         from tui.controller.attaching import Attaching
-        Attaching(self.parts, self.editing).attach(text, label)
+        Attaching(self.parts, self.editing).attach(text, label, key)
 
     # -- settings -----------------------------------------------------------------------------------
     def template_choices(self) -> list[tuple[str, str]]:

@@ -19,7 +19,7 @@ from tui.context.policy.truncation import PolicySettings
 from tui.context.cache.prefix import RequestShape
 from tui.context.untrusted.fences import FenceStyle
 from tui.context.tokens.draft_splice import splice_message
-from tui.context.messages import Message, Provenance
+from tui.context.messages import KEY_CHARS, Message, Provenance
 from tui.context.request import RequestSettings, RequestView, build_request, empty_view, refreshed_after_splice
 from tui.context.templates.library import ChatTemplate
 from tui.context.tokens.counting import SegmentCache
@@ -311,8 +311,9 @@ class Workbench:
             messages.insert(0, Message("system", text, provenance=Provenance("system_prompt", True),
                                        id=self.new_id()))
 
-    def add_document(self, text: str, label: str, source: str = "document") -> Message:
-        message = Message("user", text, provenance=Provenance.for_source(source, label), id=self.new_id())
+    def add_document(self, text: str, label: str, source: str = "document", key: str = "") -> Message:
+        provenance = replace(Provenance.for_source(source, label), key=key.strip()[:KEY_CHARS])
+        message = Message("user", text, provenance=provenance, id=self.new_id())
         self.session.messages.append(message)
         return message
 

@@ -13,7 +13,8 @@ from tui.app.shown import shown_line
 
 
 class EditScreen(KeysBeforeFocus, ModalScreen[tuple[str, str] | None]):
-    """Returns (text, label) on save, None on cancel. The label line shows only when asked for."""
+    """Returns (text, label) on save, None on cancel; (text, label, key) when a key was asked for. The label and
+    key lines show only when asked for."""
 
     DEFAULT_CSS = """
     EditScreen { align: center middle; }
@@ -24,15 +25,18 @@ class EditScreen(KeysBeforeFocus, ModalScreen[tuple[str, str] | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
     AUTO_FOCUS = "#editor"  # focused as the dialog is composed: the keys typed behind Ctrl+E land there
 
-    def __init__(self, title: str, text: str = "", label: str | None = None) -> None:
+    def __init__(self, title: str, text: str = "", label: str | None = None, key: str | None = None) -> None:
         super().__init__()
-        self.title_text, self.text, self.label = title, text, label
+        self.title_text, self.text, self.label, self.key = title, text, label, key
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(shown_line(self.title_text, limit=400))
             if self.label is not None:
                 yield SafeInput(self.label, placeholder="source label, e.g. file:report.pdf", id="label")
+            if self.key is not None:
+                yield SafeInput(self.key, placeholder="supersede key (optional): a later item with this key replaces "
+                                                      "this one under the curated policy", id="key")
             yield SafeTextArea(self.text, id="editor", soft_wrap=True)
             with Horizontal():
                 yield Button("Cancel", id="cancel")
@@ -43,7 +47,8 @@ class EditScreen(KeysBeforeFocus, ModalScreen[tuple[str, str] | None]):
 
     def action_save(self) -> None:
         label = self.query_one("#label", Input).value if self.label is not None else ""
-        self.dismiss((self.query_one("#editor", TextArea).text, label))
+        text = self.query_one("#editor", TextArea).text
+        self.dismiss((text, label, self.query_one("#key", Input).value) if self.key is not None else (text, label))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
