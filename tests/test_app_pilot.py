@@ -179,7 +179,7 @@ async def test_tabs_show_tokens_cache_ledger_cost_request_diff(sessions, tmp_pat
                             ("diff", "by span")]:
             app.query_one("#tabs").active = tab
             await settle(pilot, app)
-            widget = app.query_one(f"#{tab}-view")
+            widget = app.query_one(f"#{tab}-view" if tab != "cost" else "#cost-figures")
             text = plain(widget) if tab != "ledger" else plain(widget.query_one("#ledger-table"))
             assert needle in text, (tab, text[:200])
         app.query_one("#tabs").active = "request"

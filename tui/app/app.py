@@ -85,6 +85,8 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         self.replay_only = False
         self._controller: Controller | None = None
         self._building = threading.Lock()
+        self._closing = False  # the app is going away: a controller not built yet never will be
+        self.build_failure: str | None = None  # why the controller could not be built (said once the terminal is back)
 
     # -- the controller, built after the first frame ---------------------------------------------------
     @property
@@ -96,6 +98,8 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
     def _build_controller(self) -> Controller:
         with self._building:
             if self._controller is None:
+                if self._closing:
+                    raise RuntimeError("the app is closing: no controller is built")
                 from tui.controller import Controller
                 built = Controller(self.settings, TextualRuntime(self), self.on_controller_event,
                                    self.options.sessions_folder)
@@ -124,11 +128,11 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
 
     @property
     def session_file(self) -> Path | None:
-        return self.controller.file.session_file
+        return self._controller.file.session_file if self._controller is not None else None
 
     @property
     def read_only(self) -> bool:
-        return self.controller.read_only
+        return self._controller.read_only if self._controller is not None else False
 
     @property
     def lock(self):
@@ -137,7 +141,7 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
     @property
     def save_failure(self) -> str | None:
         """What quitting could not save: said on stderr once the terminal is back (launch.py)."""
-        return self.controller.file.save_failure
+        return self._controller.file.save_failure if self._controller is not None else None
 
     def refresh_all(self) -> None:
         """The session was changed from outside the controller's transitions: show it and compute it again."""
@@ -194,11 +198,31 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
 
     def _build_in_background(self) -> None:
         def build() -> None:
-            self._build_controller()
-            self.call_from_thread(self._open_after_first_frame)
+            try:
+                self._build_controller()
+            except Exception as exc:  # noqa: BLE001 - said on the loop, in one line, and the app ends
+                if not self._closing:
+                    self._on_the_loop(self._build_failed, f"{type(exc).__name__}: {exc}")
+                return
+            self._on_the_loop(self._open_after_first_frame)
         threading.Thread(target=build, name="build-controller", daemon=True).start()
 
+    def _on_the_loop(self, callback, *args) -> None:
+        """From the build thread: run `callback` on the app's loop, unless the app has ended meanwhile."""
+        if self._closing:
+            return
+        try:
+            self.call_from_thread(callback, *args)
+        except RuntimeError:  # the app is no longer running
+            pass
+
+    def _build_failed(self, why: str) -> None:
+        self.build_failure = f"could not start: {why}"
+        self.exit(return_code=1)
+
     def _open_after_first_frame(self) -> None:
+        if self._closing:
+            return
         self.set_interval(3.0, self.controller.retry_server_tokenizer)
         self.run_worker(self._start_up(), group="start-up")
 
@@ -416,4 +440,8 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         yield from palette_commands(self)
 
     def on_unmount(self) -> None:
-        self.controller.close()
+        with self._building:  # a build under way ends first; one not begun never begins
+            self._closing = True
+            built = self._controller
+        if built is not None:
+            built.close()

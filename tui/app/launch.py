@@ -50,6 +50,10 @@ def run_replay(path: Path, step: int | None = None) -> int:
 def _run(app) -> int:
     import sys
     app.run()
+    if getattr(app, "build_failure", None):  # the controller could not be built: nothing was opened or saved
+        from tui.context.untrusted.visible import visible
+        print(f"ctxpane: {visible(app.build_failure)}", file=sys.stderr)
+        return app.return_code or 1
     if app.save_failure:  # told once the terminal is back: the app's own screen is gone by now
         print(f"ctxpane: {app.save_failure}", file=sys.stderr)
         return app.return_code or 1

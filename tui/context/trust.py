@@ -80,7 +80,8 @@ def standing(message: Message, now: float | None = None) -> Standing:
 
 
 def memory_weight(age_days: float) -> float:
-    return max(MEMORY_FLOOR, 0.5 ** (max(0.0, age_days) / MEMORY_HALF_LIFE_DAYS))
+    decayed: float = 0.5 ** (max(0.0, age_days) / MEMORY_HALF_LIFE_DAYS)
+    return max(MEMORY_FLOOR, decayed)
 
 
 def memory_age_days(recorded: str, now: float | None) -> float | None:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 DRAFT_SETTLE = 0.4  # after a keystroke the pane was updated in place: the full computation waits this long
 LARGE_DRAFT = 1 << 15  # characters: past this, typing never waits for the pane
 LARGE_DRAFT_SETTLE = 0.1  # a big draft is computed (in the worker) once typing pauses this long
+FULL_SETTLE = 2.0  # after a refreshed view, typing paused this long: the full computation, for what a refresh
+# cannot see (a template whose text depends on the draft's, such as one that appends /nothink unless it is there)
 STALE_RETRY = 0.05  # seconds: a change that asked for no computation of its own is computed this soon
 
 
@@ -32,6 +34,7 @@ class ViewUpdates:
         # the template the worker has probed for splicing (tui/context/tokens/draft_splice.py)
         self._probed: ChatTemplate | None = None
         self._after_splice = False  # the computation due may refresh the spliced view (compute's after_splice)
+        self._shown_for = -1  # the generation whose view wb.view is: a key splices only a view of the state as it is
 
     def compute(self, delay: float = 0.0, after_splice: bool = False) -> None:
         """Compute the view of the current generation in the worker, now or after `delay` seconds. `after_splice`:
@@ -56,8 +59,13 @@ class ViewUpdates:
         parts = self.parts
         wb = parts.wb
 
+        refreshed = False
+
         def job() -> RequestView:
-            view = (after_splice and wb.refreshed()) or wb.compute()
+            nonlocal refreshed
+            view = wb.refreshed() if after_splice else None
+            refreshed = view is not None
+            view = view or wb.compute()
             wb.template.copies_text_verbatim()  # probed here: a keystroke never renders a template on the loop
             return view
         try:
@@ -68,7 +76,8 @@ class ViewUpdates:
             return
         if not isinstance(view, Skipped):
             self._probed = wb.template
-        self.apply_view(view, generation)
+        if self.apply_view(view, generation) and refreshed:
+            self.compute(FULL_SETTLE)  # (a key before then cancels it: it splices, and the settle starts again)
 
     def apply_view(self, view: RequestView | Skipped, generation: int) -> bool:
         """Take a computed view if nothing changed since it was asked for; a stale one is dropped."""
@@ -79,6 +88,7 @@ class ViewUpdates:
             return False
         dropped_before = showing.dropped()
         parts.wb.view = view
+        self._shown_for = generation
         self._template_said = None  # the template takes the conversation again: a later refusal is said
         figures = showing.chat_figures()  # the new view's counts: shown again only if a header changes
         if showing.dropped() != dropped_before or figures != showing.figures_shown:
@@ -100,6 +110,7 @@ class ViewUpdates:
         wb = parts.wb
         if text == wb.draft:
             return
+        current = self._shown_for == parts.generation  # wb.view is the state as it is (no change still computing)
         parts.generation += 1
         if len(text) > LARGE_DRAFT or len(wb.draft) > LARGE_DRAFT:
             # The key is echoed now; the pane follows once typing pauses, computed in the worker, where
@@ -109,7 +120,11 @@ class ViewUpdates:
         elif self._probed is not wb.template:  # not known yet whether it may be spliced: compute in full
             wb.draft = text
             self.compute()
+        elif not current:  # a change's computation is on its way: splicing the view before it would outdo it
+            wb.draft = text
+            self.compute()
         elif wb.set_draft(text):
+            self._shown_for = parts.generation
             self.showing.show_pane()
             self.compute(DRAFT_SETTLE, after_splice=True)  # what the splice left stale: settled after a pause
         else:

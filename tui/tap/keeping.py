@@ -89,6 +89,13 @@ class Keeping:
         on each was most of the recording's time under busy traffic: it is waited for here, once for all."""
         if self.written and hasattr(os, "sync"):
             os.sync()
+        elif self.written:  # (no os.sync, as on Windows: each file the tap wrote)
+            for path in self.written:
+                try:
+                    with open(path, "rb+") as file:
+                        os.fsync(file.fileno())
+                except OSError:
+                    pass
         for thread in self.threads.values():
             if thread.lock is not None:
                 thread.lock.release()

@@ -2,7 +2,8 @@
 
 Used per keystroke for the draft (and for in-place edits). It is valid only where the template
 copies the message verbatim into a single span; otherwise it returns None and the caller renders
-afresh. The app still re-renders in full after a pause, so any template quirk is caught.
+afresh. After a pause the view is refreshed from the spliced document (request.refreshed_after_splice), and
+after a longer one (view_updates.FULL_SETTLE) rendered in full, so a template quirk is caught.
 """
 
 from __future__ import annotations
