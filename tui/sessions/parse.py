@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from tui.context.json_types import JSONObject
-from tui.context.messages import UNTRUSTED_SOURCES, Message, Provenance, default_source
+from tui.context.messages import KEY_CHARS, UNTRUSTED_SOURCES, Message, Provenance, default_source
 from tui.errors import schema_error_line
 
 from tui.sessions import schema
@@ -141,7 +141,8 @@ def to_message(item: schema.MessageIn, index: int) -> Message:
     reasoning = next((r for r in (item.reasoning_content, item.reasoning, item.thinking) if r is not None), None)
     return Message(role=item.role, content=item.content, name=item.name, tool_calls=item.tool_calls,
                    tool_call_id=item.tool_call_id, reasoning_content=reasoning,
-                   provenance=Provenance(source, trusted, given.label, given.key, given.recorded), pinned=item.pinned,
+                   provenance=Provenance(source, trusted, given.label, given.key[:KEY_CHARS], given.recorded[:KEY_CHARS]),
+                   pinned=item.pinned,
                    id=item.id or f"m{index}", incomplete=item.incomplete)
 
 

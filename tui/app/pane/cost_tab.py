@@ -37,12 +37,13 @@ class CostChart(Vertical):
     def show(self, rows: list[dict], pending: tuple[int, int]) -> None:
         from textual_plotext import PlotextPlot
 
+        self._latest = (rows, pending)  # what a deferred first draw draws: the newest, not what it was called with
         if not self.children:
             plots = [PlotextPlot(classes="per-request"), PlotextPlot(classes="in-all")]
             for plot in plots:
                 plot.styles.height = CHART_ROWS
             self.mount_all(plots)
-            self.call_after_refresh(self.show, rows, pending)  # drawn once mounted
+            self.call_after_refresh(lambda: self.show(*self._latest))  # drawn once mounted
             return
         sent = [int(r["sent"]) for r in rows] + [int(pending[0])]
         keep_all = [int(r["keep_all"]) for r in rows] + [int(pending[1])]

@@ -110,6 +110,7 @@ class LedgerView(Vertical):
             self.query_one("#ledger-windows", Static).update(window_lines(result))
 
 
+CURATED_SHOWN = 200  # the newest messages whose verdict is listed (a long session says how many more)
 CURATED_STYLES = {"pinned": "bold", "question": "bold", "kept": "", "trimmed": "yellow", "superseded": "strike",
                   "dropped": "strike"}
 
@@ -121,13 +122,17 @@ def curation_table(view: RequestView, messages: list | None) -> Group:
     table = Table(box=None, header_style="bold")
     for column in ("message", "verdict", "tokens", "score", "why"):
         table.add_column(column)
-    for entry in curation.entries:
+    shown = curation.entries[-CURATED_SHOWN:]
+    for entry in shown:
         message = messages[entry.index] if messages is not None and entry.index < len(messages) else None
         name = f"#{entry.index} {message.role}" if message is not None else f"#{entry.index}"
         table.add_row(*cells([name, entry.verdict.value, entry.tokens, f"{entry.score:g}", entry.reason]),
                       style=CURATED_STYLES[entry.verdict.value])
     head = Text(f"curated: budget {curation.budget}; pinned and question {curation.pinned_tokens} tokens; packed "
                 f"{curation.packed_tokens} by relevance to the question (BM25; a tie: the newest first)", style="bold")
+    more = len(curation.entries) - len(shown)
+    if more:
+        head.append(f"\n({more} older messages not listed)", style="dim")
     return Group(head, table)
 
 

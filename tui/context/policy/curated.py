@@ -85,8 +85,11 @@ def scores(query: str, documents: Sequence[str]) -> list[float]:
     import bm25s  # loaded with the first curated request, not at start-up
 
     corpus = [" ".join(words(text)) or "_" for text in documents]
+    indexed = bm25s.tokenize(corpus, stopwords="en", show_progress=False)
+    if not any(indexed.ids) or not indexed.vocab or set(indexed.vocab) <= {""}:
+        return [0.0] * len(documents)  # no document has a word the ranking keeps (an image, "1", "I")
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
+    retriever.index(indexed, show_progress=False)
     # the query as words, read with the corpus's vocabulary (ids from a tokenize of its own would name other words)
     asked = bm25s.tokenize([" ".join(words(query))], stopwords="en", show_progress=False, return_ids=False)
     if not asked[0]:
@@ -155,6 +158,8 @@ def curate(items: Sequence[Item], overhead: int, budget: int | None, count: Call
         if item.key and newest[item.key] != p and p not in entries:
             entries[p] = Curated(item.index, Verdict.SUPERSEDED, item.tokens, superseded_by=items[newest[item.key]].index,
                                  reason=f"superseded by #{items[newest[item.key]].index} (key {item.key!r})")
+    for unit in units(items):  # a unit travels whole: a member fixed above decides for the others
+        _whole_unit(items, unit, entries)
     ranked = [u for u in units(items) if not any(p in entries for p in u)]
     unit_scores = _unit_scores(items, ranked, query)
     cuts: dict[int, tuple[str, tuple[tuple[int, int], ...], int]] = {}
@@ -171,8 +176,44 @@ def curate(items: Sequence[Item], overhead: int, budget: int | None, count: Call
             packed += cost
         for p in unit:
             entries[p] = _packed_entry(items[p], p, fits, score, room, cost, cuts)
+    _drop_orphans(items, entries)
     texts = {items[p].index: cut[0] for p, cut in cuts.items() if entries[p].verdict is Verdict.TRIMMED}
     return Curation([entries[p] for p in sorted(entries)], texts, budget, pinned_tokens, packed)
+
+
+LEFT_OUT = (Verdict.SUPERSEDED, Verdict.DROPPED)
+ORPHAN = "its question was left out: the request would have a reply to nothing"
+
+
+def _whole_unit(items: Sequence[Item], unit: list[int], entries: dict[int, Curated]) -> None:
+    """A tool call with its results: a pinned member (or the question) keeps all of it; else a superseded member
+    takes the rest with it. (Sending one part alone breaks the call's pairing.)"""
+    fixed = [p for p in unit if p in entries]
+    if not fixed or len(unit) == 1:
+        return
+    keeper = next((p for p in fixed if entries[p].verdict in (Verdict.PINNED, Verdict.QUESTION)), None)
+    for p in unit:
+        if keeper is not None and (p not in entries or entries[p].verdict is Verdict.SUPERSEDED):
+            entries[p] = Curated(items[p].index, Verdict.KEPT, items[p].tokens,
+                                 reason=f"sent with #{items[keeper].index}, its tool call's unit")
+        elif keeper is None and p not in entries:
+            by = entries[fixed[0]]
+            entries[p] = Curated(items[p].index, Verdict.SUPERSEDED, items[p].tokens, superseded_by=by.superseded_by,
+                                 reason=f"its tool call's unit went with #{items[fixed[0]].index} ({by.reason})")
+
+
+def _drop_orphans(items: Sequence[Item], entries: dict[int, Curated]) -> None:
+    """A reply whose question was left out goes too (as under drop-oldest): templates that require turns to
+    alternate refuse a conversation that opens with a reply or answers nothing."""
+    unit_of = {p: unit for unit in units(items) for p in unit}
+    asked_kept = True
+    for p, item in enumerate(items):
+        entry = entries[p]
+        if item.role == "user":
+            asked_kept = entry.verdict not in LEFT_OUT
+        elif item.role == "assistant" and not asked_kept and entry.verdict in (Verdict.KEPT, Verdict.TRIMMED):
+            for q in unit_of[p]:  # the reply with its tool results
+                entries[q] = Curated(items[q].index, Verdict.DROPPED, items[q].tokens, entries[q].score, ORPHAN)
 
 
 def _unit_scores(items: Sequence[Item], ranked: list[list[int]], query: str) -> dict[int, float]:

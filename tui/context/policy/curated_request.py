@@ -29,4 +29,4 @@ def curated_plan(messages: list[Message], costs: list[int], overhead: int, polic
     sent = [replace(m, content=curation.texts[i]) if i in curation.texts else m for i, m in enumerate(messages)]
     ledger = [LedgerEntry(e.index, ids[e.index], messages[e.index].role, costs[e.index], policy.name, e.reason,
                           previous.get(ids[e.index], request_number)) for e in curation.entries if e.verdict in LEFT_OUT]
-    return sent, Plan(curation.kept, ledger), curation
+    return sent, Plan(curation.kept, ledger, sent_texts=dict(curation.texts)), curation

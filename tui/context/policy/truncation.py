@@ -57,6 +57,7 @@ class Plan:
     ledger: list[LedgerEntry] = field(default_factory=list)
     over_budget: bool = False
     warning: str = ""
+    sent_texts: dict[int, str] = field(default_factory=dict)  # a message sent cut (the curated policy's trim)
 
 
 def groups(roles: list[str], calls: list[bool]) -> list[list[int]]:
@@ -189,8 +190,11 @@ def still_in_window(texts: list[str], plan: Plan, query: str) -> list[WindowHit]
     for index, text in enumerate(texts):
         if lowered and lowered in text.lower():
             entry = dropped.get(index)
-            hits.append({"message": index, "kept": entry is None,
-                         "reason": entry.reason if entry else "", "policy": entry.policy if entry else ""})
+            cut = index in plan.sent_texts and lowered not in plan.sent_texts[index].lower()
+            hits.append({"message": index, "kept": entry is None and not cut,
+                         "reason": entry.reason if entry else "cut out of the message as sent (its relevant lines "
+                                                             "kept)" if cut else "",
+                         "policy": entry.policy if entry else "curated" if cut else ""})
     return hits
 
 
