@@ -292,9 +292,10 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         wire, fenced, fence_infos = fence_messages(sent, settings.fences, escapes)  # trimmed, then fenced
         origin = list(plan.kept)
         snapshot = _render([wire[i] for i in origin], settings, cache)
-        drop_more = (settings.policy.budget or 0) and snapshot.counts.total - settings.policy.budget
-        if drop_more <= 0:
+        over = (settings.policy.budget or 0) and snapshot.counts.total - settings.policy.budget
+        if over <= 0:
             break
+        drop_more += over  # packed again, smaller by what the last attempt was over
     for _attempt in range(0 if curation is not None else len(messages) + 1):  # a plan is made from per-message costs; the rendering judges
         plan = plan_truncation(roles, costs, overhead, pinned, calls, settings.policy, request_number,
                                previously_dropped, ids, drop_more)

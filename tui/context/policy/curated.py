@@ -43,6 +43,7 @@ class Item:
     calls: bool = False  # an assistant turn with tool calls (its results follow it)
     trimmable: bool = True  # plain text (content parts are sent whole)
     weight: float = 1.0  # what its relevance is multiplied by (a memory's decays with its age: tui/context/trust.py)
+    trusted: bool = True  # only a trusted user message (one the user typed) can be the question
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,8 @@ def curate(items: Sequence[Item], overhead: int, budget: int | None, count: Call
            trim_over: int = TRIM_OVER) -> Curation:
     """What the curated policy sends of `items` (see the module's rules); `count` counts a text's tokens."""
     users = [p for p, item in enumerate(items) if item.role == "user"]
-    question = users[-1] if users else None
+    asked = [p for p in users if items[p].trusted]  # a document, memory or channel message is never the question
+    question = asked[-1] if asked else users[-1] if users else None
     query = items[question].text if question is not None else ""
     fixed = {p for p, item in enumerate(items) if item.pinned or item.role in ("system", "developer")}
     entries: dict[int, Curated] = {}

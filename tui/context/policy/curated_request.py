@@ -23,7 +23,8 @@ def curated_plan(messages: list[Message], costs: list[int], overhead: int, polic
     """The messages as sent (trimmed ones cut), the plan, and the policy's ledger. `short_by`: tokens the budget
     is made smaller by (a rendering came out over it: the per-message costs are an estimate)."""
     items = [Item(i, m.role, m.text(), costs[i], m.pinned, m.provenance.key, bool(m.tool_calls),
-                  isinstance(m.content, str), standing(m, now).weight) for i, m in enumerate(messages)]
+                  isinstance(m.content, str), standing(m, now).weight, m.provenance.trusted)
+             for i, m in enumerate(messages)]
     budget = None if policy.budget is None else policy.budget - short_by
     curation = curate(items, overhead, budget, lambda text: len(tokenizer.plain_starts(text)[0]))
     sent = [replace(m, content=curation.texts[i]) if i in curation.texts else m for i, m in enumerate(messages)]
