@@ -12,16 +12,21 @@ from tui.sessions.store import save_session
 from waiting import eventually
 
 
+def curated_session_file(tmp_path, messages, window: int):
+    """A session file of `messages` under the curated policy with `window` tokens (chatml, o200k_base)."""
+    session = Session(title="curated", messages=list(messages))
+    session.policy = {"name": "curated", "context_window": window, "max_tokens": 0}
+    session.template = {"name": "chatml", "origin": "builtin"}
+    session.tokenizer = "o200k_base"
+    path = tmp_path / "curated.ctxpane.json"
+    save_session(session, path)
+    return path
+
+
 async def test_the_ledger_lists_every_verdict_with_its_score(tmp_path, monkeypatch):
     isolated(monkeypatch, tmp_path)
     messages, line = store(7, 222)
-    session = Session(title="curated store", messages=messages[:-1])
-    session.policy = {"name": "curated", "context_window": 1500, "max_tokens": 0}
-    session.template = {"name": "chatml", "origin": "builtin"}
-    session.tokenizer = "o200k_base"
-    path = tmp_path / "store.ctxpane.json"
-    save_session(session, path)
-    app = make_app(tmp_path, file=path, offline=True)
+    app = make_app(tmp_path, file=curated_session_file(tmp_path, messages[:-1], 1500), offline=True)
     async with app.run_test(size=(170, 60)) as pilot:
         await settle(pilot, app)
         app.controller.set_draft(messages[-1].text())  # the question, typed

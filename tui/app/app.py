@@ -32,6 +32,7 @@ from tui.app.clipboard import SafeClipboard
 from tui.app.chat.markdown import load_markdown
 from tui.app.chat.panel import ChatPanel
 from tui.app.chat.composer import Composer
+from tui.app.controller_build import BuildsController
 from tui.app.composer_actions import ComposerActions, unknown_theme_line
 from tui.app.config import config_dir, resolve
 from tui.app.pane.pane import ContextPane
@@ -68,7 +69,7 @@ def binding_ids() -> set[str]:
     return {b.id for b in [*CtxpaneApp.BINDINGS, *ChatView.BINDINGS] if isinstance(b, Binding) and b.id}
 
 
-class CtxpaneApp(ComposerActions, SafeClipboard):
+class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
     TITLE = "ctxpane"
     CSS = """
     #main { height: 1fr; }
@@ -83,29 +84,13 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         self.pane_themes, theme_errors = load_themes(config_dir() / "themes")
         self.problems += theme_errors
         self.replay_only = False
-        self._controller: Controller | None = None
-        self._building = threading.Lock()
-        self._closing = False  # the app is going away: a controller not built yet never will be
-        self.build_failure: str | None = None  # why the controller could not be built (said once the terminal is back)
+        self._prepare_build()  # the controller comes after the first frame (controller_build.py)
 
-    # -- the controller, built after the first frame ---------------------------------------------------
-    @property
-    def controller(self) -> Controller:
-        """The session's controller. Loading it is most of start-up's cost, so it is built in a thread once the first
-        frame is drawn (_build_in_background); whatever reaches for it sooner (a key, a test) waits for it or builds it."""
-        return self._controller or self._build_controller()
-
-    def _build_controller(self) -> Controller:
-        with self._building:
-            if self._controller is None:
-                if self._closing:
-                    raise RuntimeError("the app is closing: no controller is built")
-                from tui.controller import Controller
-                built = Controller(self.settings, TextualRuntime(self), self.on_controller_event,
-                                   self.options.sessions_folder)
-                built.tuning.connecting = not self.options.offline  # a send before the link is up waits for it
-                self._controller = built
-        return self._controller
+    def _new_controller(self) -> Controller:
+        from tui.controller import Controller
+        built = Controller(self.settings, TextualRuntime(self), self.on_controller_event, self.options.sessions_folder)
+        built.tuning.connecting = not self.options.offline  # a send before the link is up waits for it
+        return built
 
     @cached_property
     def copier(self) -> Copier:
@@ -195,30 +180,6 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
             self.set_keymap(self.settings.keys)
         self.query_one(Composer).focus()
         self.call_after_refresh(self._build_in_background)  # the first frame waits for nothing
-
-    def _build_in_background(self) -> None:
-        def build() -> None:
-            try:
-                self._build_controller()
-            except Exception as exc:  # noqa: BLE001 - said on the loop, in one line, and the app ends
-                if not self._closing:
-                    self._on_the_loop(self._build_failed, f"{type(exc).__name__}: {exc}")
-                return
-            self._on_the_loop(self._open_after_first_frame)
-        threading.Thread(target=build, name="build-controller", daemon=True).start()
-
-    def _on_the_loop(self, callback, *args) -> None:
-        """From the build thread: run `callback` on the app's loop, unless the app has ended meanwhile."""
-        if self._closing:
-            return
-        try:
-            self.call_from_thread(callback, *args)
-        except RuntimeError:  # the app is no longer running
-            pass
-
-    def _build_failed(self, why: str) -> None:
-        self.build_failure = f"could not start: {why}"
-        self.exit(return_code=1)
 
     def _open_after_first_frame(self) -> None:
         if self._closing:
@@ -440,8 +401,4 @@ class CtxpaneApp(ComposerActions, SafeClipboard):
         yield from palette_commands(self)
 
     def on_unmount(self) -> None:
-        with self._building:  # a build under way ends first; one not begun never begins
-            self._closing = True
-            built = self._controller
-        if built is not None:
-            built.close()
+        self._close_controller()
