@@ -285,7 +285,7 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
     costs = [c + i for c, i in zip(costs, images)]
     roles, pinned = [m.role for m in messages], [m.pinned for m in messages]
     calls, ids = [bool(m.tool_calls) for m in messages], [m.id or f"m{i}" for i, m in enumerate(messages)]
-    drop_more, origin, snapshot, curation = 0, list(range(len(messages))), full, None
+    drop_more, origin, snapshot, curation, sent = 0, list(range(len(messages))), full, None, messages
     for _attempt in range(3 if settings.policy.name == "curated" else 0):  # a store packed to the budget
         sent, plan, curation = curated_plan(messages, costs, overhead, settings.policy, settings.tokenizer, ids,
                                             request_number, previously_dropped or {}, drop_more, now)
@@ -329,9 +329,8 @@ def build_request(messages: list[Message], settings: RequestSettings, previous: 
         counts.exact = snapshot.counts.exact and is_exact(settings.template, settings.tokenizer, settings.exact)
         snapshot = replace(snapshot, document=document, counts=counts)
     fenced_ids = frozenset(messages[i].id for i in fenced if 0 <= i < len(messages))
-    view = _finished(snapshot, sent if curation is not None else messages, wire, origin, settings, plan, fence_infos,
-                     fenced_ids, full.counts.total + sum(images), cache, server, previous, now)
-    return replace(view, curation=curation) if curation is not None else view
+    return _finished(snapshot, sent, wire, origin, settings, plan, fence_infos, fenced_ids,
+                     full.counts.total + sum(images), cache, server, previous, now, curation)
 
 
 def refreshed_after_splice(view: RequestView, messages: list[Message], settings: RequestSettings,
@@ -344,8 +343,8 @@ def refreshed_after_splice(view: RequestView, messages: list[Message], settings:
     the draft could move the plan (something was dropped, or keeping all no longer fits) or the tools' cost (a
     render without them): build_request is owed."""
     budget = settings.policy.budget
-    if view.ledger or settings.tools or view.curation is not None or -1 in view.origin or len(view.origin) != len(messages) \
-            or (budget is not None and view.keep_all_tokens > budget):
+    if view.ledger or settings.tools or view.curation is not None or -1 in view.origin \
+            or len(view.origin) != len(messages) or (budget is not None and view.keep_all_tokens > budget):
         return None
     return _finished(view.snapshot, messages, view.snapshot.wire, view.origin, settings, view.plan, view.fences,
                      view.shape.fenced_ids, view.keep_all_tokens, cache or SegmentCache(), server, previous, now)
@@ -354,7 +353,7 @@ def refreshed_after_splice(view: RequestView, messages: list[Message], settings:
 def _finished(snapshot: Snapshot, messages: list[Message], wire: list[WireMessage], origin: list[int],
               settings: RequestSettings, plan: Plan, fence_infos: list[FenceInfo], fenced_ids: frozenset[str],
               keep_all: int, cache: SegmentCache, server: LlamaCppCache | ProviderCache | None,
-              previous: RequestShape | None, now: float | None) -> RequestView:
+              previous: RequestShape | None, now: float | None, curation: Curation | None = None) -> RequestView:
     """The view of a rendered, counted request: everything read off its document."""
     document, specials = snapshot.document, settings.template.special_strings()
     family = family_for(settings.model, settings.template.name)
@@ -378,7 +377,7 @@ def _finished(snapshot: Snapshot, messages: list[Message], wire: list[WireMessag
     summarised = len(covered) if -1 in origin and covered and covered <= {e.message_id for e in plan.ledger} else 0
     return RequestView(snapshot, origin, plan.ledger, plan, fence_infos, forged_blocks(document), prefix, shape,
                        keep_all, settings.policy.budget, hidden.image_extra, settings.policy.summary_cost, hidden,
-                       summarised, trust=[standing(message, now) for message in messages])
+                       summarised, curation=curation, trust=[standing(message, now) for message in messages])
 
 
 def empty_view(settings: RequestSettings) -> RequestView:
