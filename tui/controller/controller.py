@@ -45,6 +45,7 @@ from tui.controller.tokenizing import Tokenizing
 from tui.controller.branches import branches_shown_from, kept_branches_notice
 from tui.controller.history import History
 from tui.controller.tuning import Tuning
+from tui.controller.tool_calls import ToolCalls, ToolHooks
 from tui.controller.workbench import CharEstimate, Workbench
 from tui.controller.events import Severity, Tone
 
@@ -86,6 +87,7 @@ class Controller:
         self.capabilities = Capabilities(parts, submit=lambda text: self.sending.submit(text, checked=True))
         self.showing = Showing(parts, what_if=lambda: self.tuning.what_if(), assumed=lambda: self.tuning.assumed())
         self.updates = ViewUpdates(parts, self.showing)  # the pane's computation, a stale one dropped
+        self.tool_calls = ToolCalls(parts, ToolHooks(self.editing, lambda: self.sending.start(), self.show_pane))
 
     # -- reading the state --------------------------------------------------------------------------
     @property
@@ -346,3 +348,4 @@ class Controller:
             if last is not None:
                 self.notes[last.id] = note
         self.changed(save=False)
+        self.tool_calls.arrived()

@@ -107,5 +107,12 @@ class ReplyEnded:
     """The reply ended (finished, stopped or failed); the next ChatChanged holds it as a message."""
 
 
+@dataclass(frozen=True)
+class ToolCallsWaiting:
+    """The model's tool calls wait for the user (a reply ended with them, or a review of one ended)."""
+
+    count: int
+
+
 Event = (ChatChanged | PaneChanged | SessionChanged | StatusChanged | Notice | ReplyStarted | ReplyGrew
-         | ReplyEnded)
+         | ReplyEnded | ToolCallsWaiting)

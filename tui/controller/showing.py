@@ -44,7 +44,7 @@ class Showing:
                          len(session.messages) if wb.draft else None, wb.previous, wb.policy, tuple(session.requests),
                          tuple(wb.costs()), parts.link.url(session.base_url) + FormatKind(wb.api).path,
                          shown, parts.settings.api_key_env, parts.read_only, self._what_if(),
-                         fit_now(parts, view, body), self._assumed())
+                         fit_now(parts, view, body), self._assumed(), tuple(wb.reviews.values()))
 
     def chat_figures(self) -> Mapping[str, str]:
         """Each message's header line: its figures, and a note where other versions of what follows are kept."""

@@ -59,6 +59,7 @@ class PaneState:
     what_if: str = ""  # a template picked in the app while the server renders its own: what that means
     fit: FitCheck | None = None  # the request as it stands (draft included) against the server's real window
     assumed: str = ""  # a gateway hides the server's template: the one assumed, and where that was learned
+    reviews: tuple[Any, ...] = ()  # the isolated reviewer's requests and verdicts (tool_calls.Review), newest last
 
 
 @dataclass(frozen=True)

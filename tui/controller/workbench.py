@@ -76,6 +76,7 @@ class Workbench:
     restores: int = 0  # how often a stored request was rendered to find the boundary (tests count them)
     _dropped_since: dict[str, int] = field(default_factory=dict)
     summaries_asked: set[frozenset[str]] = field(default_factory=set)  # dropped ranges a summary call was made for
+    reviews: dict[str, Any] = field(default_factory=dict)  # the reviewer's work on this session's tool calls (tool_calls.py)
     _generation: int = 0  # bumped by whatever outdates `previous`: template, tokenizer, a new request
     _restored_for: int = -1  # the generation `previous` was restored or recorded for
     _restore_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # one restore at a time

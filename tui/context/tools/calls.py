@@ -1,0 +1,73 @@
+"""The tool calls a reply left waiting, and the tool message that answers one.
+
+A call waits while the assistant message that made it is the last one but for tool results: once the
+user writes again, the calls left unanswered are history, not questions. Every answer goes back as an
+untrusted tool result (fenced in the document), whoever wrote it: the command's output, the user's hand
+answer or the refusal."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from tui.context.messages import Message, Provenance, Role, Source
+
+ARGUMENTS_SHOWN = 4000  # characters of a call's arguments kept for the screen and the reviewer
+REFUSED_TEXT = "The user refused this tool call: it was not run."
+
+
+class Resolution(StrEnum):
+    ANSWERED = "answered by hand"
+    RAN = "ran the command"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    id: str  # the call's id, or one made from its place when the server gave none
+    name: str
+    arguments: str  # as the model wrote them (JSON text, usually)
+    message_id: str  # the assistant message that made the call
+
+
+def call_id(call: Any, index: int) -> str:
+    ident = call.get("id") if isinstance(call, dict) else None
+    return ident if isinstance(ident, str) and ident else f"call_{index}"
+
+
+def _function(call: Any) -> tuple[str, str]:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return "", ""
+    name, arguments = function.get("name"), function.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return (name if isinstance(name, str) else ""), arguments
+
+
+def pending_calls(messages: list[Message]) -> list[PendingCall]:
+    """The calls of the last assistant message that no tool result after it answers, in the model's order."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role == Role.TOOL:
+            answered.add(message.tool_call_id or "")
+            continue
+        if message.role != Role.ASSISTANT or not message.tool_calls:
+            return []
+        waiting = []
+        for index, call in enumerate(message.tool_calls):
+            ident = call_id(call, index)
+            if ident not in answered:
+                name, arguments = _function(call)
+                waiting.append(PendingCall(ident, name, arguments, message.id))
+        return waiting
+    return []
+
+
+def result_message(call: PendingCall, text: str, resolution: Resolution, ident: str) -> Message:
+    """The tool message for `call`: untrusted data labelled with the tool's name, whoever wrote it."""
+    content = REFUSED_TEXT if resolution is Resolution.REFUSED else text
+    provenance = Provenance.for_source(Source.TOOL.value, f"tool:{call.name or 'unnamed'}")
+    return Message(Role.TOOL.value, content, tool_call_id=call.id, provenance=provenance, id=ident)

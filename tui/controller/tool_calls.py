@@ -1,0 +1,205 @@
+"""Tools in the chat: the tool file loaded, the calls a reply leaves waiting, the isolated review of a risky
+call, and each call's answer (by hand, by the user's command, or a refusal), sent back as an untrusted tool
+result. When the last waiting call is answered, the conversation is sent again.
+
+The gate is here, not in the view: a risky call's command runs only after its review has ended, and a
+deny (or a review that failed: it fails closed) only with the user's explicit override."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from tui.client.errors import ClientError
+from tui.context.tools.calls import PendingCall, Resolution, pending_calls, result_message
+from tui.context.tools.definitions import ToolSet
+from tui.context.tools.review import ReviewRequest, Verdict, parse_verdict
+from tui.context.untrusted.visible import visible
+from tui.controller.compute import Skipped
+from tui.controller.events import Severity, Tone, ToolCallsWaiting
+
+if TYPE_CHECKING:
+    from tui.controller.editing import Editing
+    from tui.controller.parts import Parts
+    from tui.controller.workbench import Workbench
+
+
+class ReviewState(StrEnum):
+    REVIEWING = "reviewing"
+    DONE = "done"
+    FAILED = "failed"  # no verdict came (offline, an error): counted as deny
+
+
+@dataclass(frozen=True)
+class Review:
+    call: PendingCall
+    state: ReviewState
+    request: ReviewRequest | None = None
+    reply: str = ""  # the reviewer's reply as it came
+    verdict: Verdict | None = None
+
+    @property
+    def line(self) -> str:
+        if self.state is ReviewState.REVIEWING:
+            return "reviewing…"
+        return self.verdict.line() if self.verdict else "no verdict: counted as deny"
+
+    @property
+    def allows(self) -> bool:
+        return self.state is ReviewState.DONE and self.verdict is not None and self.verdict.allows
+
+
+def review_key(call: PendingCall) -> str:
+    return f"{call.message_id}/{call.id}"
+
+
+@dataclass(frozen=True)
+class ToolHooks:
+    editing: Editing
+    start_send: Callable[[], None]
+    show_pane: Callable[[], None]
+
+
+class ToolCalls:
+    def __init__(self, parts: Parts, hooks: ToolHooks) -> None:
+        self.parts, self.hooks = parts, hooks
+        self.tools = ToolSet()
+        self.running: set[str] = set()  # calls whose command is running
+
+    # -- the tool file ------------------------------------------------------------------------------
+    def load(self, path: Path) -> bool:
+        from tui.sessions.tool_file import ToolFileError, read_tool_file
+        try:
+            tools = read_tool_file(path)
+        except ToolFileError as exc:
+            self.parts.notify(visible(str(exc)), severity=Severity.ERROR, title="Tools not loaded")
+            return False
+        self.use(tools)
+        return True
+
+    def use(self, tools: ToolSet) -> None:
+        self.tools = tools
+        self.parts.wb.session.tools = tools.wire()
+        self.parts.status(visible(f"loaded {tools.summary()}: the model is sent their definitions"), Tone.GOOD)
+        self.parts.changed()
+
+    # -- the waiting calls ----------------------------------------------------------------------------
+    def pending(self) -> list[PendingCall]:
+        return pending_calls(self.parts.wb.session.messages)
+
+    def review_of(self, call: PendingCall) -> Review | None:
+        return self.parts.wb.reviews.get(review_key(call))
+
+    def arrived(self) -> None:
+        """A reply ended: its tool calls wait for the user; the risky ones are reviewed meanwhile."""
+        waiting = self.pending()
+        if not waiting:
+            return
+        for call in waiting:
+            if self.tools.spec(call.name).risky and self.review_of(call) is None:
+                self.review(call)
+        names = ", ".join(visible(call.name or "unnamed") for call in waiting)
+        self.parts.status(f"the model calls {names}: answer, run or refuse (palette: Answer tool calls)", Tone.CAUTION)
+        self.parts.emit(ToolCallsWaiting(len(waiting)))
+
+    def review(self, call: PendingCall) -> None:
+        wb = self.parts.wb
+        wb.reviews[review_key(call)] = Review(call, ReviewState.REVIEWING)
+        self.parts.runtime.spawn(lambda: self._review(wb, call), f"review:{review_key(call)}")
+
+    async def _review(self, wb: Workbench, call: PendingCall) -> None:
+        parts, key = self.parts, review_key(call)
+        request = await parts.worker.run(lambda: self._review_request(wb, call))
+        if isinstance(request, Skipped):
+            return
+        wb.reviews[key] = Review(call, ReviewState.REVIEWING, request)
+        self._shown(wb)
+        client = parts.client
+        if client is None:
+            wb.reviews[key] = Review(call, ReviewState.FAILED, request, "offline: no review was made")
+        else:
+            try:
+                reply = await client.chat(request.body)
+                wb.reviews[key] = Review(call, ReviewState.DONE, request, reply.content, parse_verdict(reply.content))
+            except ClientError as exc:
+                wb.reviews[key] = Review(call, ReviewState.FAILED, request, f"the review failed: {exc}")
+        self._shown(wb)
+        review = wb.reviews[key]
+        if parts.wb is wb:
+            parts.status(visible(f"review of {call.name}: {review.line}"),
+                         Tone.GOOD if review.allows else Tone.BAD)
+            parts.emit(ToolCallsWaiting(len(self.pending())))
+
+    @staticmethod
+    def _review_request(wb: Workbench, call: PendingCall) -> ReviewRequest:
+        from tui.context.request_fences import fence_escapes
+        from tui.context.tools.review import review_request
+        return review_request(wb.session.messages, call, wb.template, wb.tokenizer, wb.session.model,
+                              fence_escapes(wb.template, wb.tokenizer))
+
+    def _shown(self, wb: Workbench) -> None:
+        if self.parts.wb is wb:
+            self.hooks.show_pane()
+
+    # -- answering a call --------------------------------------------------------------------------------
+    def gate(self, call: PendingCall, override: bool = False) -> str:
+        """Why the call's command may not run now ("" when it may)."""
+        spec = self.tools.spec(call.name)
+        if not spec.command:
+            return f"{call.name or 'this tool'} has no command set in the loaded tool file: answer by hand or refuse"
+        if call.id in self.running:
+            return "its command is running"
+        if not spec.risky:
+            return ""
+        review = self.review_of(call)
+        if review is None or review.state is ReviewState.REVIEWING:
+            return "the reviewer has not given its verdict yet"
+        if not review.allows and not override:
+            return "the reviewer denied it: run it only with an explicit override"
+        return ""
+
+    def answer(self, call: PendingCall, text: str) -> None:
+        self._resolve(self.parts.wb, call, text, Resolution.ANSWERED)
+
+    def refuse(self, call: PendingCall) -> None:
+        self._resolve(self.parts.wb, call, "", Resolution.REFUSED)
+
+    def run(self, call: PendingCall, override: bool = False) -> bool:
+        problem = self.gate(call, override)
+        if problem:
+            self.parts.notify(visible(problem), severity=Severity.WARNING)
+            return False
+        self.running.add(call.id)
+        wb = self.parts.wb
+        self.parts.runtime.spawn(lambda: self._run(wb, call), f"tool:{review_key(call)}")
+        return True
+
+    async def _run(self, wb: Workbench, call: PendingCall) -> None:
+        from tui.controller.tool_runner import run_tool
+        parts, argv = self.parts, self.tools.spec(call.name).command
+        parts.status(visible(f"running {call.name}: {' '.join(argv)}"), Tone.CAUTION)
+        client = parts.client
+        secrets = client.endpoint.secrets if client is not None else ()
+        try:
+            done = await run_tool(argv, call.arguments, parts.settings.api_key_env, secrets)
+        finally:
+            self.running.discard(call.id)
+        self._resolve(wb, call, done.result_text(), Resolution.RAN)
+
+    def _resolve(self, wb: Workbench, call: PendingCall, text: str, resolution: Resolution) -> None:
+        parts = self.parts
+        if parts.streaming or parts.read_only or parts.wb is not wb or call not in pending_calls(wb.session.messages):
+            parts.notify(f"{visible(call.name)}: not answered (the conversation changed meanwhile)",
+                         severity=Severity.WARNING)
+            return
+        message = result_message(call, text, resolution, wb.new_id())
+        wb.session.messages.append(message)
+        self.hooks.editing.inserted(message, f"tool result of {call.name}")
+        left = pending_calls(wb.session.messages)
+        parts.status(visible(f"{call.name}: {resolution.value}" + (f"; {len(left)} call(s) still wait" if left else
+                                                                     ": sending the results")), Tone.PLAIN)
+        parts.changed()
+        if not left:
+            self.hooks.start_send()
