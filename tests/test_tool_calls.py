@@ -15,6 +15,7 @@ from tui.context.messages import Message, Provenance
 from tui.context.templates.library import plain_chatml
 from tui.context.tools.calls import Resolution, pending_calls, result_message
 from tui.context.tools.review import INSTRUCTION, Outcome, parse_verdict, review_request
+from tui.controller.events import ToolCallsWaiting
 from tui.controller.tool_calls import ReviewState
 from tui.controller.workbench import CharEstimate
 from tui.sessions.tool_file import ToolFileError, tools_from_value
@@ -197,14 +198,16 @@ async def test_a_safe_call_needs_no_review_and_a_hand_answer_or_a_refusal_answer
         ctl.close()
 
 
-async def test_a_tool_no_loaded_file_defines_is_risky_and_has_no_command(tmp_path):
+async def test_a_tool_no_loaded_file_defines_has_no_command_so_nothing_to_review_and_no_dialog_pops_up(tmp_path):
     with ToolCallServer(ALLOW, call={"name": "format_disk", "arguments": "{}"}) as server:
         made = await connected(tmp_path, server.url)
         ctl = made.ctl
         await made.send("hello")
         await made.idle()
         waiting = ctl.tool_calls.pending()[0]
-        assert ctl.tool_calls.review_of(waiting) is not None  # unknown: reviewed as risky
+        assert ctl.tool_calls.review_of(waiting) is None and not any("response_format" in b for b in server.requests)
+        assert not made.of(ToolCallsWaiting)  # no tools were offered: the call is said in the status line only
+        assert ctl.tool_calls.tools.spec("format_disk").risky
         assert "no command" in ctl.tool_calls.gate(waiting, override=True)
         ctl.tool_calls.refuse(waiting)
         await made.until_replied()

@@ -32,7 +32,7 @@ ACTIONS: tuple[Action, ...] = (
            edits=True, priority=True),
     Action("attach", "Attach document", "paste or attach text as an untrusted, fenced message", "ctrl+o",
            footer="Attach doc", edits=True),
-    Action("next_tab", "Next pane tab", "document, tokens, cache, ledger, cost, request, diff", "ctrl+t",
+    Action("next_tab", "Next pane tab", "document, tokens, cache, ledger, cost, request, diff, review", "ctrl+t",
            footer="Next tab"),
     Action("search_prompts", "Search prompt history",
            "what you sent, here and in other sessions, to the composer (Ctrl+R; Up in an empty composer)", "ctrl+r"),
@@ -79,6 +79,10 @@ ACTIONS: tuple[Action, ...] = (
     Action("copy_document", "Copy document", "the rendered document the model is sent (control characters made "
            "visible)"),
     Action("copy_curl", "Copy request as curl", "the key as its $VARIABLE, never the key"),
+    Action("load_tools", "Load tools…", "a JSON file of tool definitions (risky ones reviewed, commands off unless "
+           "set)", edits=True),
+    Action("answer_tool_calls", "Answer tool calls", "the model's waiting tool calls: answer, run or refuse",
+           edits=True),
     Action("context_grid", "Context grid", "what fills the window: system, tools, messages, reserved, free "
            "(/context)"),
 )

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Iterable, TypeVar
 
 from platformdirs import user_data_dir
 
@@ -46,6 +46,7 @@ from tui.app.messages import ChatUpdated, PaneUpdated, ReplyArrived, ReplyBegan,
 if TYPE_CHECKING:
     from tui.app.copying import Copier
     from tui.app.dialogs import Dialogs
+    from tui.app.tool_dialogs import ToolDialogs
     from tui.controller import Controller
     from tui.controller.events import Event
     from tui.app.screens.replay import ReplayScreen  # imported when a replay starts: not at start-up
@@ -59,6 +60,7 @@ class LaunchOptions:
     flags: dict = field(default_factory=dict)
     replay: bool = False
     replay_step: int | None = None
+    tools: Any = None  # a ToolSet read by --tools (checked before the app starts)
     offline: bool = False  # never connect (tests, snapshots)
     sessions_folder: Path | None = None
 
@@ -101,6 +103,11 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
     def dialogs(self) -> Dialogs:
         from tui.app.dialogs import Dialogs
         return Dialogs(self, self.controller)
+
+    @cached_property
+    def tool_dialogs(self) -> ToolDialogs:
+        from tui.app.tool_dialogs import ToolDialogs
+        return ToolDialogs(self)
 
     # -- what scripts and tests reach for -------------------------------------------------------------
     @property
@@ -189,6 +196,8 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
 
     async def _start_up(self) -> None:
         await self.controller.open_first(self.options.file, self.options.offline)  # the file is read off the loop
+        if self.options.tools is not None:
+            self.controller.tool_calls.use(self.options.tools)
         for problem in self.problems:
             self.notify(visible(problem), severity="warning", timeout=10, markup=False)
         if self.options.replay:
@@ -232,7 +241,7 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
 
     def _deliver(self, event: Event) -> None:
         from tui.controller.events import (ChatChanged, Notice, PaneChanged, ReplyEnded, ReplyGrew, ReplyStarted,
-                                           SessionChanged, StatusChanged)
+                                           SessionChanged, StatusChanged, ToolCallsWaiting)
         match event:
             case ChatChanged(chat=chat):
                 self.main(ChatPanel).post_message(ChatUpdated(chat))
@@ -250,6 +259,8 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
                 self.notify(text, title=title, severity=severity.value, timeout=timeout, markup=False)
             case SessionChanged(title=title):
                 self.sub_title = title
+            case ToolCallsWaiting():
+                self.tool_dialogs.waiting()
 
     # -- what widgets ask for ------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
@@ -330,6 +341,12 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
 
     def action_attach(self) -> None:
         self.dialogs.attach()
+
+    def action_load_tools(self) -> None:
+        self.tool_dialogs.load()
+
+    def action_answer_tool_calls(self) -> None:
+        self.tool_dialogs.open(asked=True)
 
     def action_pick_template(self) -> None:
         self.dialogs.pick_template()

@@ -24,11 +24,24 @@ def build_parser() -> argparse.ArgumentParser:
                         help="before each send, also ask the provider to count the request (its input-token "
                              "count endpoint, on the same host, with the same key); off by default")
     parser.add_argument("--replay", action="store_true", help="open the session in replay mode")
+    parser.add_argument("--tools", metavar="FILE", help="tool definitions to send (a JSON list; `risky`: reviewed "
+                                                       "before a call may run; `command`: what runs it, shown first)")
     return parser
 
 
 def run_app(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    tools = None
+    if args.tools:
+        import sys
+
+        from tui.context.untrusted.visible import visible
+        from tui.sessions.tool_file import ToolFileError, read_tool_file
+        try:
+            tools = read_tool_file(Path(args.tools).expanduser())
+        except ToolFileError as exc:
+            print(f"ctxpane: error: {visible(str(exc))}", file=sys.stderr)
+            return 2
     from tui.app.app import CtxpaneApp, LaunchOptions
 
     options = LaunchOptions(file=Path(args.file).expanduser() if args.file else None,
@@ -36,7 +49,7 @@ def run_app(argv: list[str]) -> int:
                                    "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,
                                    "no_scan": args.no_scan, "provider_count": args.provider_count,
                                    "api": args.api},
-                            replay=args.replay)
+                            replay=args.replay, tools=tools)
     return _run(CtxpaneApp(options))
 
 

@@ -51,6 +51,21 @@ class Review:
         return self.state is ReviewState.DONE and self.verdict is not None and self.verdict.allows
 
 
+@dataclass(frozen=True)
+class CallFacts:
+    """What the dialog for one waiting call shows: all of it decided here, none of it in the view."""
+
+    call: PendingCall
+    place: int  # 1-based, of `waiting`
+    waiting: int
+    standing: str  # risky, not risky, or not defined by the loaded file
+    command: tuple[str, ...]
+    review: str  # the reviewer's verdict line, "reviewing…", or "" when the call is not reviewed
+    rationale: str
+    run_blocked: str  # why the command may not run now ("" when it may)
+    override_helps: bool  # the reviewer's deny is all that stops it: an explicit override runs it
+
+
 def review_key(call: PendingCall) -> str:
     return f"{call.message_id}/{call.id}"
 
@@ -98,11 +113,18 @@ class ToolCalls:
         if not waiting:
             return
         for call in waiting:
-            if self.tools.spec(call.name).risky and self.review_of(call) is None:
+            if self.reviewed(call.name) and self.review_of(call) is None:
                 self.review(call)
         names = ", ".join(visible(call.name or "unnamed") for call in waiting)
         self.parts.status(f"the model calls {names}: answer, run or refuse (palette: Answer tool calls)", Tone.CAUTION)
-        self.parts.emit(ToolCallsWaiting(len(waiting)))
+        if self.parts.wb.session.tools:  # a call to tools never offered is the server's noise: said, not asked
+            self.parts.emit(ToolCallsWaiting(len(waiting)))
+
+    def reviewed(self, name: str) -> bool:
+        """Whether a call to `name` gets the isolated review: a risky tool with a command to run. A tool with no
+        command (one no loaded file defines, too) can only be answered by hand or refused: nothing to gate."""
+        spec = self.tools.spec(name)
+        return spec.risky and bool(spec.command)
 
     def review(self, call: PendingCall) -> None:
         wb = self.parts.wb
@@ -143,6 +165,17 @@ class ToolCalls:
         if self.parts.wb is wb:
             self.hooks.show_pane()
 
+    def facts(self, call: PendingCall) -> CallFacts:
+        waiting, spec = self.pending(), self.tools.spec(call.name)
+        place = next((n for n, c in enumerate(waiting, 1) if c == call), 0)
+        standing = ("not defined by the loaded tool file: no command can run it" if not spec.known else
+                    "risky: the isolated reviewer judges it before it may run" if spec.risky else "not marked risky")
+        review = self.review_of(call)
+        blocked = self.gate(call)
+        rationale = review.verdict.rationale if review and review.verdict else (review.reply if review else "")
+        return CallFacts(call, place, len(waiting), standing, spec.command, review.line if review else "", rationale,
+                         blocked, bool(blocked) and not self.gate(call, override=True))
+
     # -- answering a call --------------------------------------------------------------------------------
     def gate(self, call: PendingCall, override: bool = False) -> str:
         """Why the call's command may not run now ("" when it may)."""
@@ -155,6 +188,8 @@ class ToolCalls:
             return ""
         review = self.review_of(call)
         if review is None or review.state is ReviewState.REVIEWING:
+            if review is None and call in self.pending():
+                self.review(call)  # (a session opened with the call waiting): reviewed now
             return "the reviewer has not given its verdict yet"
         if not review.allows and not override:
             return "the reviewer denied it: run it only with an explicit override"
@@ -201,5 +236,7 @@ class ToolCalls:
         parts.status(visible(f"{call.name}: {resolution.value}" + (f"; {len(left)} call(s) still wait" if left else
                                                                      ": sending the results")), Tone.PLAIN)
         parts.changed()
-        if not left:
+        if left:
+            parts.emit(ToolCallsWaiting(len(left)))
+        else:
             self.hooks.start_send()

@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     from tui.context.request import RequestView
     from tui.controller.snapshot import PaneState
 
-TABS = ("document", "tokens", "cache", "ledger", "cost", "request", "diff")
+TABS = ("document", "tokens", "cache", "ledger", "cost", "request", "diff", "review")
 # A narrow pane (at 80 columns it has 39) gets shorter labels and tighter tabs, so every tab is on screen.
-SHORT_LABELS = {"document": "Doc", "request": "Req"}
-FULL_TABS_WIDTH = 56  # cells the tabs take with their full labels and default padding
+SHORT_LABELS = {"document": "Doc", "tokens": "Tok", "request": "Req", "review": "Rev"}
+FULL_TABS_WIDTH = 64  # cells the tabs take with their full labels and default padding
 
 
 @dataclass
@@ -46,13 +46,15 @@ class PaneData:
     body: dict = field(default_factory=dict)
     key_env: str = "OPENAI_API_KEY"
     what_if: str = ""
+    reviews: tuple = ()  # the isolated reviewer's requests and verdicts (tui/controller/tool_calls.py)
 
 
 # The tabs after the first: their module, view class, and whether the view scrolls in a VerticalScroll. Their
 # modules load the engine, so they are imported when Lazy mounts them, after the first frame (issue 23).
 LATER_VIEWS = {"tokens": ("tokens_tab", "TokensView", True), "cache": ("cache_tab", "CacheView", True),
                "ledger": ("ledger_tab", "LedgerView", True), "cost": ("cost_tab", "CostTab", True),
-               "request": ("request_tab", "RequestView", False), "diff": ("diff_tab", "DiffView", True)}
+               "request": ("request_tab", "RequestView", False), "diff": ("diff_tab", "DiffView", True),
+               "review": ("review_tab", "ReviewView", True)}
 
 
 class LaterView(Vertical):
@@ -130,7 +132,7 @@ class ContextPane(Vertical):
         self.show(pane.view, PaneData(summary, pane.messages, pane.draft_index, pane.previous,
                                       pane.policy.context_window, pane.policy.max_tokens, self.roles,
                                       pane.requests, list(pane.costs), pane.url, pane.body, pane.key_env,
-                                      pane.what_if))
+                                      pane.what_if, pane.reviews))
 
     def show(self, view: RequestView, data: PaneData) -> None:
         self.view, self.data = view, data
@@ -160,6 +162,8 @@ class ContextPane(Vertical):
             shown.show(data.url, data.body, data.key_env, data.what_if)
         elif tab == "diff":
             shown.show(data.previous, view.shape)
+        elif tab == "review":
+            shown.show(data.reviews)
 
 def reconciled(requests: list) -> str:
     """The newest request's images reconciled with the server's count, as one line ("" when none was)."""

@@ -1,0 +1,120 @@
+"""The dialog for one tool call the model made: what it asks, the command that would run (before it runs),
+the isolated reviewer's verdict beside it, and the three answers: by hand, run the command, or refuse. A deny
+offers the explicit override, and only then. Every text here came from outside: shown, never parsed."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Callable
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static, TextArea
+
+from tui.app.safe_inputs import KeysBeforeFocus, SafeTextArea
+from tui.app.shown import shown, shown_line, shown_parts
+from tui.controller.tool_calls import CallFacts
+
+ARGUMENTS_SHOWN = 4000
+
+
+class ToolChoice(StrEnum):
+    ANSWER = "answer"
+    RUN = "run"
+    OVERRIDE = "override"
+    REFUSE = "refuse"
+
+
+def pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)[:ARGUMENTS_SHOWN]
+    except (ValueError, RecursionError):
+        return arguments[:ARGUMENTS_SHOWN]
+
+
+class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]):
+    """Returns (choice, the hand answer) or None (later: the call keeps waiting, the palette brings it back)."""
+
+    DEFAULT_CSS = """
+    ToolCallScreen { align: center middle; }
+    ToolCallScreen > Vertical { width: 100; max-width: 95%; height: 90%; border: thick $warning;
+                                background: $surface; padding: 0 1; }
+    ToolCallScreen #arguments { height: 1fr; min-height: 4; }
+    ToolCallScreen #answer { height: 5; }
+    ToolCallScreen .facts { height: auto; }
+    ToolCallScreen #verdict.-deny { color: $error; }
+    ToolCallScreen #verdict.-allow { color: $success; }
+    ToolCallScreen Horizontal { height: auto; align-horizontal: right; }
+    """
+    BINDINGS = [Binding("escape", "later", "Later"), Binding("ctrl+s", "answer", "Answer by hand")]
+    AUTO_FOCUS = "#answer"
+
+    def __init__(self, facts: Callable[[], CallFacts]) -> None:
+        super().__init__()
+        self.facts = facts
+        self.call = facts().call
+
+    def compose(self) -> ComposeResult:
+        facts = self.facts()
+        with Vertical():
+            yield Static(shown_line(f"Tool call {facts.place} of {facts.waiting}: {facts.call.name or 'unnamed'}",
+                                    style="bold"), classes="facts")
+            yield Static(shown_line(facts.standing), id="standing", classes="facts")
+            yield Static(id="command", classes="facts")
+            yield Static(id="verdict", classes="facts")
+            yield SafeTextArea(pretty(facts.call.arguments), id="arguments", read_only=True, soft_wrap=True)
+            yield Static(shown_line("Answer by hand (sent back as an untrusted tool result):"), classes="facts")
+            yield SafeTextArea("", id="answer", soft_wrap=True)
+            with Horizontal():
+                yield Button("Later (esc)", id="later")
+                yield Button("Refuse", id="refuse", variant="warning")
+                yield Button("Override the deny and run", id="override", variant="error")
+                yield Button("Run command", id="run", variant="success")
+                yield Button("Answer by hand (ctrl+s)", id="answer-button", variant="primary")
+
+    def on_mount(self) -> None:
+        self.show_facts()
+
+    def show_facts(self) -> None:
+        """Drawn again when the review ends (the app calls this on ToolCallsWaiting)."""
+        facts = self.facts()
+        command = (shown_parts(("command: ", "bold"), " ".join(facts.command), ("  (the arguments on stdin; "
+                                                                                  "no shell)", "dim"))
+                   if facts.command else shown_line("no command set for this tool: answer by hand or refuse", "dim"))
+        self.query_one("#command", Static).update(command)
+        verdict = self.query_one("#verdict", Static)
+        if facts.review:
+            verdict.update(shown(f"reviewer: {facts.review}" + (f"\n{facts.rationale}" if facts.rationale else ""),
+                                 limit=1200))
+        else:
+            verdict.update(shown_line("no review (the tool is not marked risky)", "dim"))
+        denied = facts.review.startswith("DENY") or "deny" in facts.review
+        verdict.set_class(bool(facts.review) and denied, "-deny")
+        verdict.set_class(facts.review.startswith("ALLOW"), "-allow")
+        run = self.query_one("#run", Button)
+        run.disabled = bool(facts.run_blocked)
+        run.tooltip = facts.run_blocked or None
+        self.query_one("#override", Button).display = facts.override_helps
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        match event.button.id:
+            case "later":
+                self.dismiss(None)
+            case "refuse":
+                self.dismiss((ToolChoice.REFUSE, ""))
+            case "override":
+                self.dismiss((ToolChoice.OVERRIDE, ""))
+            case "run":
+                self.dismiss((ToolChoice.RUN, ""))
+            case _:
+                self.action_answer()
+
+    def action_answer(self) -> None:
+        self.dismiss((ToolChoice.ANSWER, self.query_one("#answer", TextArea).text))
+
+    def action_later(self) -> None:
+        self.dismiss(None)
