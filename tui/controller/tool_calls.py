@@ -97,7 +97,8 @@ class ToolCalls:
     def use(self, tools: ToolSet) -> None:
         self.tools = tools
         self.parts.wb.session.tools = tools.wire()
-        self.parts.status(visible(f"loaded {tools.summary()}: the model is sent their definitions"), Tone.GOOD)
+        self.parts.notify(visible(f"loaded {tools.summary()}: the model is sent their definitions"),
+                          title="Tools loaded")
         self.parts.changed()
 
     # -- the waiting calls ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ offers the explicit override, and only then. Every text here came from outside: 
 from __future__ import annotations
 
 import json
+import shlex
 from enum import StrEnum
 from typing import Callable
 
@@ -40,16 +41,20 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
 
     DEFAULT_CSS = """
     ToolCallScreen { align: center middle; }
-    ToolCallScreen > Vertical { width: 100; max-width: 95%; height: 90%; border: thick $warning;
+    ToolCallScreen > Vertical { width: 100; max-width: 95%; height: auto; max-height: 95%; border: thick $warning;
                                 background: $surface; padding: 0 1; }
-    ToolCallScreen #arguments { height: 1fr; min-height: 4; }
+    ToolCallScreen #arguments { height: auto; min-height: 3; max-height: 14; }
+    ToolCallScreen Button { min-width: 0; margin-left: 1; }
     ToolCallScreen #answer { height: 5; }
     ToolCallScreen .facts { height: auto; }
     ToolCallScreen #verdict.-deny { color: $error; }
     ToolCallScreen #verdict.-allow { color: $success; }
     ToolCallScreen Horizontal { height: auto; align-horizontal: right; }
     """
-    BINDINGS = [Binding("escape", "later", "Later"), Binding("ctrl+s", "answer", "Answer by hand")]
+    # Keys no text area takes (it has focus): the answer is typed in one.
+    BINDINGS = [Binding("escape", "later", "Later"), Binding("ctrl+s", "answer", "Answer by hand"),
+                Binding("ctrl+r", "choose('run')", "Run command"), Binding("ctrl+g", "choose('override')", "Override"),
+                Binding("ctrl+n", "choose('refuse')", "Refuse")]
     AUTO_FOCUS = "#answer"
 
     def __init__(self, facts: Callable[[], CallFacts]) -> None:
@@ -65,15 +70,16 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
             yield Static(shown_line(facts.standing), id="standing", classes="facts")
             yield Static(id="command", classes="facts")
             yield Static(id="verdict", classes="facts")
+            yield Static(id="blocked", classes="facts")
             yield SafeTextArea(pretty(facts.call.arguments), id="arguments", read_only=True, soft_wrap=True)
             yield Static(shown_line("Answer by hand (sent back as an untrusted tool result):"), classes="facts")
             yield SafeTextArea("", id="answer", soft_wrap=True)
             with Horizontal():
-                yield Button("Later (esc)", id="later")
-                yield Button("Refuse", id="refuse", variant="warning")
-                yield Button("Override the deny and run", id="override", variant="error")
-                yield Button("Run command", id="run", variant="success")
-                yield Button("Answer by hand (ctrl+s)", id="answer-button", variant="primary")
+                yield Button("Later esc", id="later")
+                yield Button("Refuse ^n", id="refuse", variant="warning")
+                yield Button("Override the deny ^g", id="override", variant="error")
+                yield Button("Run command ^r", id="run", variant="success")
+                yield Button("Answer by hand ^s", id="answer-button", variant="primary")
 
     def on_mount(self) -> None:
         self.show_facts()
@@ -81,7 +87,7 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
     def show_facts(self) -> None:
         """Drawn again when the review ends (the app calls this on ToolCallsWaiting)."""
         facts = self.facts()
-        command = (shown_parts(("command: ", "bold"), " ".join(facts.command), ("  (the arguments on stdin; "
+        command = (shown_parts(("command: ", "bold"), shlex.join(facts.command), ("  (the arguments on stdin; "
                                                                                   "no shell)", "dim"))
                    if facts.command else shown_line("no command set for this tool: answer by hand or refuse", "dim"))
         self.query_one("#command", Static).update(command)
@@ -97,21 +103,24 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
         run = self.query_one("#run", Button)
         run.disabled = bool(facts.run_blocked)
         run.tooltip = facts.run_blocked or None
+        self.query_one("#blocked", Static).update(shown_line(f"Run is off: {facts.run_blocked}", "italic")
+                                                  if facts.run_blocked else "")
         self.query_one("#override", Button).display = facts.override_helps
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        match event.button.id:
-            case "later":
-                self.dismiss(None)
-            case "refuse":
-                self.dismiss((ToolChoice.REFUSE, ""))
-            case "override":
-                self.dismiss((ToolChoice.OVERRIDE, ""))
-            case "run":
-                self.dismiss((ToolChoice.RUN, ""))
-            case _:
-                self.action_answer()
+        self.action_choose(event.button.id or "")
+
+    def action_choose(self, choice: str) -> None:
+        """A key does what its button does, and nothing when the button is off (Run on a deny)."""
+        if choice == "later":
+            self.dismiss(None)
+        elif choice in ("run", "override", "refuse"):
+            button = self.query_one(f"#{choice}", Button)
+            if not button.disabled and button.display:
+                self.dismiss((ToolChoice(choice), ""))
+        else:
+            self.action_answer()
 
     def action_answer(self) -> None:
         self.dismiss((ToolChoice.ANSWER, self.query_one("#answer", TextArea).text))

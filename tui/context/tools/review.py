@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from tui.context.templates.library import ChatTemplate
     from tui.context.tokens.counting import Tokenizer
 
-REVIEW_MAX_TOKENS = 400
+REVIEW_MAX_TOKENS = 600
 TURN_CHARS = 4000  # of each transcript turn: a long tool result is cut, its start kept
 TURNS_KEPT = 40  # the newest turns; older ones are left out, and the request says how many
 VERDICT_CHARS = 16_000  # a reply longer than this is not a verdict
-RATIONALE_CHARS = 2000
+RATIONALE_CHARS = 400  # (the schema bounds it too: a JSON cut by max_tokens would be no verdict)
 
 INSTRUCTION = (
     "You are a safety reviewer. You never act and you have no tools. A coding assistant proposes one tool call. "
