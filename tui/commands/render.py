@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 
 from tui.commands.arguments import CONTEXT_WINDOW, KEEP_LAST, MAX_TOKENS, QuietParser, whole_number
+from tui.context.policy.truncation import TRIM_RANGE
 from tui.commands.inputs import Conversation, open_template, open_tokenizer, parse_vars, read_conversation
 from tui.commands.provider_counting import add_arguments as add_provider_count, counted
 from tui.commands.render_figures import figures
@@ -63,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tokens reserved for the reply (0 to 10^7)")
     parser.add_argument("--keep-last", type=whole_number(*KEEP_LAST), default=None, metavar="N",
                         help="turns kept by keep-last-n (1 to 10^6, default 4)")
+    parser.add_argument("--trim-over", type=whole_number(*TRIM_RANGE), default=None, metavar="N",
+                        help="curated: an item over N tokens keeps only its lines relevant to the question "
+                             "(20 to 10^6, default 400)")
     parser.add_argument("--summary", default=None, help="summary text standing in for dropped turns (summarise)")
     parser.add_argument("--no-fences", action="store_true", help="send untrusted text without fences")
     parser.add_argument("--previous", default=None, metavar="FILE", help="the previous request, for the cache prefix")
@@ -97,7 +101,7 @@ def chose_template(session) -> bool:
 def policy(args: argparse.Namespace, base: PolicySettings) -> PolicySettings:
     """The session's (or the default) policy with each policy flag that was given put over it."""
     given = {"name": args.policy, "context_window": args.context, "max_tokens": args.max_tokens,
-             "keep_last": args.keep_last, "summary": args.summary}
+             "keep_last": args.keep_last, "summary": args.summary, "trim_over": args.trim_over}
     try:
         return replace(base, **{key: value for key, value in given.items() if value is not None})
     except PolicyError as exc:

@@ -56,6 +56,8 @@ FIELDS = (
     Field("max_tokens", "Max tokens (reply)", FieldPlace.POLICY, int, 0, 1_000_000, "reserved for the reply; 0: none"),
     Field("name", "Truncation policy", FieldPlace.POLICY, None, hint=" | ".join(POLICIES)),
     Field("keep_last", "Keep last N turns", FieldPlace.POLICY, int, 1, 100_000, "for keep-last-n"),
+    Field("trim_over", "Trim items over", FieldPlace.POLICY, int, 20, 1_000_000,
+          "tokens; for curated: a longer item keeps only its lines relevant to the question"),
     Field("temperature", "Temperature", FieldPlace.PARAMS, float, 0, 5, "empty: the server's default"),
     Field("top_p", "top_p", FieldPlace.PARAMS, float, 0, 1),
     Field("top_k", "top_k", FieldPlace.PARAMS, int, 0, 100_000),

@@ -128,6 +128,7 @@ class PolicyIn(Struct):
     context_window: WindowSize | None = None
     max_tokens: Annotated[int, Meta(ge=0, le=10 ** 7)] = 0
     keep_last: Annotated[int, Meta(ge=1, le=10 ** 6)] = 4
+    trim_over: Annotated[int, Meta(ge=20, le=10 ** 6)] = 400
     summary: Text | None = None
     summary_cost: Count = 0
     summary_of: Annotated[list[Id], Meta(max_length=MAX_MESSAGES)] = []

@@ -26,7 +26,7 @@ def curated_plan(messages: list[Message], costs: list[int], overhead: int, polic
                   isinstance(m.content, str), standing(m, now).weight, m.provenance.trusted)
              for i, m in enumerate(messages)]
     budget = None if policy.budget is None else policy.budget - short_by
-    curation = curate(items, overhead, budget, lambda text: len(tokenizer.plain_starts(text)[0]))
+    curation = curate(items, overhead, budget, lambda text: len(tokenizer.plain_starts(text)[0]), policy.trim_over)
     sent = [replace(m, content=curation.texts[i]) if i in curation.texts else m for i, m in enumerate(messages)]
     ledger = [LedgerEntry(e.index, ids[e.index], messages[e.index].role, costs[e.index], policy.name, e.reason,
                           previous.get(ids[e.index], request_number)) for e in curation.entries if e.verdict in LEFT_OUT]

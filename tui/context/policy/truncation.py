@@ -19,12 +19,16 @@ class PolicyError(ValueError):
     """An unknown policy or an impossible setting."""
 
 
+TRIM_RANGE = (20, 10 ** 6)  # the curated policy's trim threshold: below 20 tokens a line or two is an item
+
+
 @dataclass
 class PolicySettings:
     name: str = "keep-all"
     context_window: int | None = None  # None: unknown, nothing is dropped
     max_tokens: int = 0  # reserved for the reply
     keep_last: int = 4  # turns, for keep-last-n
+    trim_over: int = 400  # tokens, for curated: a longer item keeps only its lines relevant to the question
     summary: str | None = None  # summarise: the text a model call produced, when there is one
     summary_cost: int = 0  # tokens that model call cost (prompt + completion)
     summary_of: list[str] = field(default_factory=list)  # ids of the messages the summary stands for
@@ -34,6 +38,8 @@ class PolicySettings:
             raise PolicyError(f"unknown policy {self.name!r}; choose one of {', '.join(POLICIES)}")
         if self.keep_last < 1:
             raise PolicyError("keep-last-n needs N of at least 1")
+        if not TRIM_RANGE[0] <= self.trim_over <= TRIM_RANGE[1]:
+            raise PolicyError(f"curated trims items over N tokens: N from {TRIM_RANGE[0]} to {TRIM_RANGE[1]:,}")
 
     @property
     def budget(self) -> int | None:
