@@ -213,3 +213,18 @@ async def test_a_tool_no_loaded_file_defines_has_no_command_so_nothing_to_review
         await made.until_replied()
         assert "refused" in server.requests[-1]["messages"][-1]["content"]
         ctl.close()
+
+
+def test_two_calls_under_one_id_need_two_answers():
+    messages = asked(call("same"), call("same", "get_time", "{}"))
+    first = pending_calls(messages)
+    assert [c.name for c in first] == ["delete_file", "get_time"]
+    messages.append(result_message(first[0], "one", Resolution.ANSWERED, "t1"))
+    assert [c.name for c in pending_calls(messages)] == ["get_time"]
+
+
+def test_a_review_is_of_the_call_exactly_changed_arguments_need_a_new_one():
+    from tui.controller.tool_calls import review_key
+    before = pending_calls(asked(call(arguments='{"path": "a"}')))[0]
+    after = pending_calls(asked(call(arguments='{"path": "/"}')))[0]
+    assert review_key(before) != review_key(after)

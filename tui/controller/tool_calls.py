@@ -7,6 +7,8 @@ deny (or a review that failed: it fails closed) only with the user's explicit ov
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -67,7 +69,9 @@ class CallFacts:
 
 
 def review_key(call: PendingCall) -> str:
-    return f"{call.message_id}/{call.id}"
+    """A review is of this call exactly: its message, place, id, name and arguments (any change: a new review)."""
+    digest = hashlib.sha256(json.dumps([call.name, call.arguments]).encode()).hexdigest()[:16]
+    return f"{call.message_id}/{call.index}/{call.id}/{digest}"
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,8 @@ class ToolCalls:
     def gate(self, call: PendingCall, override: bool = False) -> str:
         """Why the call's command may not run now ("" when it may)."""
         spec = self.tools.spec(call.name)
+        if self.parts.read_only:
+            return "the session is read-only"
         if not spec.command:
             return f"{call.name or 'this tool'} has no command set in the loaded tool file: answer by hand or refuse"
         if call.id in self.running:

@@ -8,6 +8,7 @@ answer or the refusal."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -30,6 +31,7 @@ class PendingCall:
     name: str
     arguments: str  # as the model wrote them (JSON text, usually)
     message_id: str  # the assistant message that made the call
+    index: int = 0  # its place among that message's calls
 
 
 def call_id(call: Any, index: int) -> str:
@@ -49,19 +51,21 @@ def _function(call: Any) -> tuple[str, str]:
 
 def pending_calls(messages: list[Message]) -> list[PendingCall]:
     """The calls of the last assistant message that no tool result after it answers, in the model's order."""
-    answered: set[str] = set()
+    answered: Counter[str] = Counter()  # two calls under one id (a server's slip) need two answers
     for message in reversed(messages):
         if message.role == Role.TOOL:
-            answered.add(message.tool_call_id or "")
+            answered[message.tool_call_id or ""] += 1
             continue
         if message.role != Role.ASSISTANT or not message.tool_calls:
             return []
         waiting = []
         for index, call in enumerate(message.tool_calls):
             ident = call_id(call, index)
-            if ident not in answered:
-                name, arguments = _function(call)
-                waiting.append(PendingCall(ident, name, arguments, message.id))
+            if answered[ident] > 0:
+                answered[ident] -= 1
+                continue
+            name, arguments = _function(call)
+            waiting.append(PendingCall(ident, name, arguments, message.id, index))
         return waiting
     return []
 
