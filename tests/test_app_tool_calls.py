@@ -71,3 +71,31 @@ async def test_a_denied_tool_call_is_run_only_after_the_override_and_its_result_
             assert "review of delete_file" in shown and "DENY" in shown
             assert "the document it renders to" in shown and "You are a safety reviewer" in shown
             assert '"response_format"' in shown and '"tools"' not in shown
+
+
+async def test_ctrl_r_runs_an_allowed_call_from_the_dialog(sessions, tmp_path):
+    from tool_call_server import ALLOW
+    loaded, marker = tools(tmp_path)
+    with ToolCallServer(ALLOW) as server:
+        app = make_app(tmp_path, flags={"base_url": server.url}, tools=loaded)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot, app)
+            await pilot.press(*"Delete notes/old.txt please", "enter")
+            await until(pilot, app, lambda: isinstance(app.screen, ToolCallScreen)
+                        and "ALLOW" in plain(app.screen.query_one("#verdict", Static)), "the dialog with an allow")
+            assert not app.screen.query_one("#run", Button).disabled
+            await pilot.press("ctrl+r")  # the dialog's key, not the app's prompt search
+            await until(pilot, app, marker.exists, "the command to run")
+
+
+async def test_a_tool_name_from_the_model_is_never_markup_in_the_dialog(sessions, tmp_path):
+    loaded, _ = tools(tmp_path)
+    with ToolCallServer(DENY, call={"name": "[/oops][on red]x", "arguments": "{}"}) as server:
+        app = make_app(tmp_path, flags={"base_url": server.url}, tools=loaded)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot, app)
+            await pilot.press(*"hi", "enter")
+            await until(pilot, app, lambda: isinstance(app.screen, ToolCallScreen), "the dialog")
+            run = app.screen.query_one("#run", Button)
+            assert run.disabled and not isinstance(run.tooltip, str) and "[/oops]" in plain(run.tooltip)
+            assert "[/oops][on red]x" in plain(app.screen.query_one(".facts", Static))

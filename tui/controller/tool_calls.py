@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -41,6 +42,7 @@ class Review:
     request: ReviewRequest | None = None
     reply: str = ""  # the reviewer's reply as it came
     verdict: Verdict | None = None
+    command: tuple[str, ...] = ()  # the command the call would run when it was reviewed
 
     @property
     def line(self) -> str:
@@ -133,7 +135,7 @@ class ToolCalls:
 
     def review(self, call: PendingCall) -> None:
         wb = self.parts.wb
-        wb.reviews[review_key(call)] = Review(call, ReviewState.REVIEWING)
+        wb.reviews[review_key(call)] = Review(call, ReviewState.REVIEWING, command=self.tools.spec(call.name).command)
         self.parts.runtime.spawn(lambda: self._review(wb, call), f"review:{review_key(call)}")
 
     async def _review(self, wb: Workbench, call: PendingCall) -> None:
@@ -141,17 +143,20 @@ class ToolCalls:
         request = await parts.worker.run(lambda: self._review_request(wb, call))
         if isinstance(request, Skipped):
             return
-        wb.reviews[key] = Review(call, ReviewState.REVIEWING, request)
+        command = wb.reviews[key].command if key in wb.reviews else ()
+        wb.reviews[key] = Review(call, ReviewState.REVIEWING, request, command=command)
         self._shown(wb)
         client = parts.client
         if client is None:
-            wb.reviews[key] = Review(call, ReviewState.FAILED, request, "offline: no review was made")
+            wb.reviews[key] = Review(call, ReviewState.FAILED, request, "offline: no review was made", command=command)
         else:
             try:
                 reply = await client.chat(request.body)
-                wb.reviews[key] = Review(call, ReviewState.DONE, request, reply.content, parse_verdict(reply.content))
+                wb.reviews[key] = Review(call, ReviewState.DONE, request, reply.content,
+                                         parse_verdict(reply.content, call), command)
             except ClientError as exc:
-                wb.reviews[key] = Review(call, ReviewState.FAILED, request, f"the review failed: {exc}")
+                wb.reviews[key] = Review(call, ReviewState.FAILED, request, f"the review failed: {exc}",
+                                         command=command)
         self._shown(wb)
         review = wb.reviews[key]
         if parts.wb is wb:
@@ -191,16 +196,26 @@ class ToolCalls:
             return f"{call.name or 'this tool'} has no command set in the loaded tool file: answer by hand or refuse"
         if call.id in self.running:
             return "its command is running"
+        if not call.complete:
+            return "the reply was cut short: its arguments may be cut too (answer by hand or refuse)"
+        if self._earlier_under_its_id(call):
+            return "an earlier call under the same id waits: answer that one first"
         if not spec.risky:
             return ""
         review = self.review_of(call)
+        if review is not None and review.command != spec.command:
+            review = None  # the tool file was loaded again with another command: that one was not reviewed
         if review is None or review.state is ReviewState.REVIEWING:
             if review is None and call in self.pending():
-                self.review(call)  # (a session opened with the call waiting): reviewed now
+                self.review(call)  # (a session opened with the call waiting, a new command): reviewed now
             return "the reviewer has not given its verdict yet"
         if not review.allows and not override:
             return "the reviewer denied it: run it only with an explicit override"
         return ""
+
+    def _earlier_under_its_id(self, call: PendingCall) -> bool:
+        """Tool results answer calls under one id in order: a later one answered first would answer the earlier."""
+        return any(other.id == call.id and other.index < call.index for other in self.pending())
 
     def answer(self, call: PendingCall, text: str) -> None:
         self._resolve(self.parts.wb, call, text, Resolution.ANSWERED)
@@ -219,11 +234,11 @@ class ToolCalls:
         return True
 
     async def _run(self, wb: Workbench, call: PendingCall) -> None:
-        from tui.controller.tool_runner import run_tool
+        from tui.controller.tool_runner import run_tool, secrets_of_environment
         parts, argv = self.parts, self.tools.spec(call.name).command
-        parts.status(visible(f"running {call.name}: {' '.join(argv)}"), Tone.CAUTION)
+        parts.status(visible(f"running {call.name}: {shlex.join(argv)}"), Tone.CAUTION)
         client = parts.client
-        secrets = client.endpoint.secrets if client is not None else ()
+        secrets = {*secrets_of_environment(parts.settings.api_key_env), *(client.endpoint.secrets if client else ())}
         try:
             done = await run_tool(argv, call.arguments, parts.settings.api_key_env, secrets)
         finally:
@@ -232,7 +247,8 @@ class ToolCalls:
 
     def _resolve(self, wb: Workbench, call: PendingCall, text: str, resolution: Resolution) -> None:
         parts = self.parts
-        if parts.streaming or parts.read_only or parts.wb is not wb or call not in pending_calls(wb.session.messages):
+        if parts.streaming or parts.read_only or parts.wb is not wb or call not in pending_calls(wb.session.messages) \
+                or self._earlier_under_its_id(call):
             parts.notify(f"{visible(call.name)}: not answered (the conversation changed meanwhile)",
                          severity=Severity.WARNING)
             return

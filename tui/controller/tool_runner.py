@@ -30,6 +30,11 @@ class ToolRun:
         return self.output + (f"\n[{'; '.join(said)}]" if said else "")
 
 
+def secrets_of_environment(key_env: str) -> set[str]:
+    """The keys this process holds: the child may read them anyway (/proc/PID/environ), so its output is cleaned."""
+    return {os.environ[name] for name in {*KEY_VARIABLES, key_env} if len(os.environ.get(name, "")) >= 8}
+
+
 def child_environment(key_env: str) -> dict[str, str]:
     hidden = {*KEY_VARIABLES, key_env}
     return {name: value for name, value in os.environ.items() if name not in hidden}

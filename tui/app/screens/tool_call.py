@@ -17,9 +17,10 @@ from textual.widgets import Button, Static, TextArea
 
 from tui.app.safe_inputs import KeysBeforeFocus, SafeTextArea
 from tui.app.shown import shown, shown_line, shown_parts
+from tui.context.tools.review import ARGUMENTS_REVIEWED
 from tui.controller.tool_calls import CallFacts
 
-ARGUMENTS_SHOWN = 4000
+ARGUMENTS_SHOWN = ARGUMENTS_REVIEWED  # the reviewer is shown as much, and a longer call is never allowed
 
 
 class ToolChoice(StrEnum):
@@ -30,10 +31,14 @@ class ToolChoice(StrEnum):
 
 
 def pretty(arguments: str) -> str:
+    """The arguments indented when they are JSON; cut, and the cut said, past what the reviewer was shown."""
     try:
-        return json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)[:ARGUMENTS_SHOWN]
+        text = json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)
     except (ValueError, RecursionError):
-        return arguments[:ARGUMENTS_SHOWN]
+        text = arguments
+    if len(text) <= ARGUMENTS_SHOWN:
+        return text
+    return text[:ARGUMENTS_SHOWN] + f"\n…[cut here: {len(text) - ARGUMENTS_SHOWN:,} more characters not shown]"
 
 
 class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]):
@@ -102,7 +107,7 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
         verdict.set_class(facts.review.startswith("ALLOW"), "-allow")
         run = self.query_one("#run", Button)
         run.disabled = bool(facts.run_blocked)
-        run.tooltip = facts.run_blocked or None
+        run.tooltip = shown_line(facts.run_blocked) if facts.run_blocked else None  # (a string would be markup)
         self.query_one("#blocked", Static).update(shown_line(f"Run is off: {facts.run_blocked}", "italic")
                                                   if facts.run_blocked else "")
         self.query_one("#override", Button).display = facts.override_helps

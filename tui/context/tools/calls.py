@@ -15,7 +15,6 @@ from typing import Any
 
 from tui.context.messages import Message, Provenance, Role, Source
 
-ARGUMENTS_SHOWN = 4000  # characters of a call's arguments kept for the screen and the reviewer
 REFUSED_TEXT = "The user refused this tool call: it was not run."
 
 
@@ -32,6 +31,7 @@ class PendingCall:
     arguments: str  # as the model wrote them (JSON text, usually)
     message_id: str  # the assistant message that made the call
     index: int = 0  # its place among that message's calls
+    complete: bool = True  # False: the reply was cut short, its arguments may be cut too
 
 
 def call_id(call: Any, index: int) -> str:
@@ -65,7 +65,7 @@ def pending_calls(messages: list[Message]) -> list[PendingCall]:
                 answered[ident] -= 1
                 continue
             name, arguments = _function(call)
-            waiting.append(PendingCall(ident, name, arguments, message.id, index))
+            waiting.append(PendingCall(ident, name, arguments, message.id, index, not message.incomplete))
         return waiting
     return []
 

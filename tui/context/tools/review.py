@@ -9,14 +9,14 @@ authorisation is unclear or absent, counts as a deny: the review fails closed.""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from tui.context.assemble import assemble
 from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
-from tui.context.tools.calls import ARGUMENTS_SHOWN, PendingCall
+from tui.context.tools.calls import PendingCall
 from tui.context.untrusted.fences import FenceStyle, fence
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ REVIEW_MAX_TOKENS = 600
 TURN_CHARS = 4000  # of each transcript turn: a long tool result is cut, its start kept
 TURNS_KEPT = 40  # the newest turns; older ones are left out, and the request says how many
 VERDICT_CHARS = 16_000  # a reply longer than this is not a verdict
+ARGUMENTS_REVIEWED = 32_000  # characters of the proposed call's arguments the reviewer is shown: longer ones are
+# never allowed (what it was not shown, it did not judge)
 RATIONALE_CHARS = 400  # (the schema bounds it too: a JSON cut by max_tokens would be no verdict)
 
 INSTRUCTION = (
@@ -94,12 +96,34 @@ def _denied(problem: str) -> Verdict:
     return Verdict(Outcome.DENY, problem=f"{problem}: counted as deny")
 
 
-def parse_verdict(text: str) -> Verdict:
-    """The reviewer's reply as a verdict, strictly: one JSON object with the four keys, each a known value."""
+class _Twice(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _Twice()  # json.loads would keep the last: a deny followed by an allow would read as an allow
+    return dict(pairs)
+
+
+def parse_verdict(text: str, call: PendingCall | None = None) -> Verdict:
+    """The reviewer's reply as a verdict on `call`, strictly: one JSON object with the four keys, each a known
+    value, each once; an allow of arguments longer than the reviewer was shown is a deny."""
+    verdict = _parsed(text)
+    if call is not None and verdict.allows and len(call.arguments) > ARGUMENTS_REVIEWED:
+        return replace(verdict, outcome=Outcome.DENY, problem=f"the arguments are {len(call.arguments):,} characters, "
+                       f"longer than the {ARGUMENTS_REVIEWED:,} the reviewer was shown: counted as deny")
+    return verdict
+
+
+def _parsed(text: str) -> Verdict:
     if len(text) > VERDICT_CHARS:
         return _denied(f"the reply is {len(text)} characters, not a verdict")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique)
+    except _Twice:
+        return _denied("the reply gives a key twice")
     except (ValueError, RecursionError):
         return _denied("the reply is not JSON")
     if not isinstance(data, dict):
@@ -144,7 +168,7 @@ def review_prompt(messages: list[Message], call: PendingCall, escapes: frozenset
     left_out = len(messages) - len(kept)
     parts = [f"Transcript ({len(messages)} turns" + (f", the oldest {left_out} left out" if left_out else "") + "):"]
     parts += [_turn(message, left_out + index, escapes) for index, message in enumerate(kept)]
-    proposed = f"tool: {call.name}\narguments: {_cut(call.arguments, ARGUMENTS_SHOWN)}"
+    proposed = f"tool: {call.name}\narguments: {_cut(call.arguments, ARGUMENTS_REVIEWED)}"
     parts += ["Proposed tool call:", fence(proposed, "proposed call", call.id, FenceStyle(), escapes).text,
               "Your verdict, as the JSON object described:"]
     return "\n\n".join(parts)
