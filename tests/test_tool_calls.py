@@ -277,3 +277,35 @@ async def test_no_key_of_the_environment_reaches_a_tool_result_connected_or_not(
     done = await run_tool((sys.executable, "-c", leak, "sk-openai-0123456789abcdef", "sk-ant-0123456789abcdef"), "",
                           "OPENAI_API_KEY", secrets_of_environment("OPENAI_API_KEY"))
     assert "sk-openai" not in done.output and "sk-ant" not in done.output and "[key redacted]" in done.output
+
+
+async def test_a_command_that_ends_after_another_session_opened_keeps_its_result_in_its_own_file(tmp_path):
+    import asyncio
+
+    from tui.sessions.store import load_session
+    with ToolCallServer(ALLOW) as server:
+        marker = tmp_path / "ran.txt"
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        slow = tmp_path / "slow.json"
+        script = "import sys, time; sys.stdin.read(); time.sleep(1.5); print('slow output')"
+        slow.write_text(json.dumps([{"function": {"name": "delete_file"}, "command": [sys.executable, "-c", script]}]))
+        assert ctl.tool_calls.load(slow)
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        waiting = ctl.tool_calls.pending()[0]
+        path = ctl.file.session_file
+        assert ctl.tool_calls.run(waiting)
+        await asyncio.sleep(0.2)
+        ctl.new_session()
+        await made.idle()
+        assert ctl.file.session_file != path
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            await made.idle()
+            saved = load_session(path).session.messages
+            if saved[-1].role == "tool":
+                break
+        assert saved[-1].role == "tool" and "slow output" in saved[-1].content and not saved[-1].provenance.trusted
+        assert not marker.exists()
+        ctl.close()

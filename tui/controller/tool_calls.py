@@ -229,11 +229,11 @@ class ToolCalls:
             self.parts.notify(visible(problem), severity=Severity.WARNING)
             return False
         self.running.add(call.id)
-        wb = self.parts.wb
-        self.parts.runtime.spawn(lambda: self._run(wb, call), f"tool:{review_key(call)}")
+        wb, path = self.parts.wb, self.parts.file.session_file
+        self.parts.runtime.spawn(lambda: self._run(wb, call, path), f"tool:{review_key(call)}")
         return True
 
-    async def _run(self, wb: Workbench, call: PendingCall) -> None:
+    async def _run(self, wb: Workbench, call: PendingCall, path: Path | None = None) -> None:
         from tui.controller.tool_runner import run_tool, secrets_of_environment
         parts, argv = self.parts, self.tools.spec(call.name).command
         parts.status(visible(f"running {call.name}: {shlex.join(argv)}"), Tone.CAUTION)
@@ -243,7 +243,17 @@ class ToolCalls:
             done = await run_tool(argv, call.arguments, parts.settings.api_key_env, secrets)
         finally:
             self.running.discard(call.id)
+        if parts.wb is not wb and path is not None and call in pending_calls(wb.session.messages):
+            self._elsewhere(wb, call, done.result_text(), path)  # it ran: its output is kept, in its own session
+            return
         self._resolve(wb, call, done.result_text(), Resolution.RAN)
+
+    def _elsewhere(self, wb: Workbench, call: PendingCall, text: str, path: Path) -> None:
+        """The command ended after another session was opened: its result goes to its own session's file."""
+        wb.session.messages.append(result_message(call, text, Resolution.RAN, wb.new_id()))
+        self.parts.file.save_to(wb.session, path)
+        self.parts.notify(visible(f"{call.name} ended after another session was opened: its result is saved in "
+                                  f"{path.name}"), severity=Severity.WARNING)
 
     def _resolve(self, wb: Workbench, call: PendingCall, text: str, resolution: Resolution) -> None:
         parts = self.parts
