@@ -309,3 +309,107 @@ async def test_a_command_that_ends_after_another_session_opened_keeps_its_result
         assert saved[-1].role == "tool" and "slow output" in saved[-1].content and not saved[-1].provenance.trusted
         assert not marker.exists()
         ctl.close()
+
+
+# -- found by the second attack (each failed before its fix) ------------------------------------------------
+def slow_tools(tmp_path, seconds=1.0, risky=False):
+    marker = tmp_path / "runs.txt"
+    script = (f"import sys, time; a = sys.stdin.read(); time.sleep({seconds}); "
+              f"open({str(marker)!r}, 'a').write('ran\\n'); print('slow output')")
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps([{"function": {"name": "delete_file"}, "risky": risky,
+                                 "command": [sys.executable, "-c", script]}]))
+    return path, marker
+
+
+async def until_true(made, condition, rounds=200):
+    import asyncio
+    for _ in range(rounds):
+        await made.idle()
+        if condition():
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_a_call_whose_command_runs_cannot_be_refused_or_answered_meanwhile(tmp_path):
+    with ToolCallServer(ALLOW) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        path, marker = slow_tools(tmp_path)
+        assert ctl.tool_calls.load(path)
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        waiting = ctl.tool_calls.pending()[0]
+        assert ctl.tool_calls.run(waiting)
+        ctl.tool_calls.refuse(waiting)
+        ctl.tool_calls.answer(waiting, "by hand")
+        assert not any(m.role == "tool" for m in ctl.wb.session.messages)
+        assert await until_true(made, lambda: any(m.role == "tool" for m in ctl.wb.session.messages))
+        result = [m for m in ctl.wb.session.messages if m.role == "tool"]
+        assert len(result) == 1 and "slow output" in result[0].content
+        ctl.close()
+
+
+async def test_the_same_file_opened_again_while_its_command_runs_gets_the_result_once(tmp_path):
+    with ToolCallServer(ALLOW) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        path, marker = slow_tools(tmp_path, seconds=4)
+        assert ctl.tool_calls.load(path)
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        file = ctl.file.session_file
+        assert ctl.tool_calls.run(ctl.tool_calls.pending()[0])
+        import asyncio
+        ctl.new_session()  # (idle would wait for the command too: the test polls instead)
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if ctl.file.session_file != file:
+                break
+        ctl.open_file(file)  # back to it, the command still running
+        for _ in range(200):
+            await asyncio.sleep(0.02)
+            if ctl.file.session_file == file and ctl.tool_calls.pending():
+                break
+        reopened = ctl.tool_calls.pending()
+        assert reopened and ctl.tool_calls.gate(reopened[0]) == "its command is running"
+        assert await until_true(made, lambda: any(m.role == "tool" for m in ctl.wb.session.messages))
+        assert marker.read_text() == "ran\n"
+        ctl.close()
+
+
+async def test_a_command_that_ran_runs_again_only_with_the_override_and_an_answered_call_not_at_all(tmp_path):
+    with ToolCallServer(ALLOW) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        path, marker = slow_tools(tmp_path, seconds=0)
+        assert ctl.tool_calls.load(path)
+        server.httpd.upstream = ""
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        waiting = ctl.tool_calls.pending()[0]
+        assert ctl.tool_calls.run(waiting)
+        await made.until_replied()
+        assert "answered already" in ctl.tool_calls.gate(waiting, override=True) and not ctl.tool_calls.run(waiting)
+        assert ctl.history.next_label is None or "tool result" not in ctl.history.next_label  # undo never unanswers
+        index = next(i for i, m in enumerate(ctl.wb.session.messages) if m.role == "tool")
+        del ctl.wb.session.messages[index:]  # the result deleted: the call waits again
+        assert "ran already" in ctl.tool_calls.gate(waiting)
+        assert ctl.tool_calls.gate(waiting, override=True) == ""
+        ctl.close()
+
+
+async def test_a_reply_of_many_risky_calls_starts_only_a_few_reviews(tmp_path):
+    with ToolCallServer(ALLOW) as server:
+        made = await connected(tmp_path, server.url)
+        ctl = made.ctl
+        assert ctl.tool_calls.load(tool_file(tmp_path, tmp_path / "m"))
+        ctl.wb.session.messages.append(Message("user", "do it", id="u9"))
+        ctl.wb.session.messages.append(Message("assistant", None, tool_calls=[call(f"c{i}") for i in range(40)],
+                                               provenance=Provenance("model", True), id="a9"))
+        ctl.tool_calls.arrived()
+        await made.idle()
+        from tui.controller.tool_calls import REVIEWS_AT_ONCE
+        assert sum("response_format" in b for b in server.requests) == REVIEWS_AT_ONCE
+        ctl.close()

@@ -87,7 +87,7 @@ class Controller:
         self.capabilities = Capabilities(parts, submit=lambda text: self.sending.submit(text, checked=True))
         self.showing = Showing(parts, what_if=lambda: self.tuning.what_if(), assumed=lambda: self.tuning.assumed())
         self.updates = ViewUpdates(parts, self.showing)  # the pane's computation, a stale one dropped
-        self.tool_calls = ToolCalls(parts, ToolHooks(self.editing, lambda: self.sending.start(), self.show_pane))
+        self.tool_calls = ToolCalls(parts, ToolHooks(lambda: self.sending.start(), self.show_pane))
 
     # -- reading the state --------------------------------------------------------------------------
     @property

@@ -24,9 +24,11 @@ from tui.controller.compute import Skipped
 from tui.controller.events import Severity, Tone, ToolCallsWaiting
 
 if TYPE_CHECKING:
-    from tui.controller.editing import Editing
     from tui.controller.parts import Parts
     from tui.controller.workbench import Workbench
+
+
+REVIEWS_AT_ONCE = 4  # reviews a reply's calls start at once: a reply of 128 calls does not make 128 requests
 
 
 class ReviewState(StrEnum):
@@ -78,7 +80,6 @@ def review_key(call: PendingCall) -> str:
 
 @dataclass(frozen=True)
 class ToolHooks:
-    editing: Editing
     start_send: Callable[[], None]
     show_pane: Callable[[], None]
 
@@ -87,7 +88,8 @@ class ToolCalls:
     def __init__(self, parts: Parts, hooks: ToolHooks) -> None:
         self.parts, self.hooks = parts, hooks
         self.tools = ToolSet()
-        self.running: set[str] = set()  # calls whose command is running
+        self.running: set[str] = set()  # review_key of each call whose command is running
+        self.ran: set[str] = set()  # review_key of each call whose command ran (a delete may bring the call back)
 
     # -- the tool file ------------------------------------------------------------------------------
     def load(self, path: Path) -> bool:
@@ -119,8 +121,8 @@ class ToolCalls:
         waiting = self.pending()
         if not waiting:
             return
-        for call in waiting:
-            if self.reviewed(call.name) and self.review_of(call) is None:
+        for call in [c for c in waiting if self.reviewed(c.name)][:REVIEWS_AT_ONCE]:
+            if self.review_of(call) is None:  # the rest are reviewed when their dialog opens (gate)
                 self.review(call)
         names = ", ".join(visible(call.name or "unnamed") for call in waiting)
         self.parts.status(f"the model calls {names}: answer, run or refuse (palette: Answer tool calls)", Tone.CAUTION)
@@ -194,12 +196,17 @@ class ToolCalls:
             return "the session is read-only"
         if not spec.command:
             return f"{call.name or 'this tool'} has no command set in the loaded tool file: answer by hand or refuse"
-        if call.id in self.running:
+        key = review_key(call)
+        if key in self.running:
             return "its command is running"
+        if call not in self.pending():
+            return "it is answered already"
         if not call.complete:
             return "the reply was cut short: its arguments may be cut too (answer by hand or refuse)"
         if self._earlier_under_its_id(call):
             return "an earlier call under the same id waits: answer that one first"
+        if key in self.ran and not override:
+            return "its command ran already (its result was deleted): run it again only with an explicit override"
         if not spec.risky:
             return ""
         review = self.review_of(call)
@@ -228,7 +235,7 @@ class ToolCalls:
         if problem:
             self.parts.notify(visible(problem), severity=Severity.WARNING)
             return False
-        self.running.add(call.id)
+        self.running.add(review_key(call))
         wb, path = self.parts.wb, self.parts.file.session_file
         self.parts.runtime.spawn(lambda: self._run(wb, call, path), f"tool:{review_key(call)}")
         return True
@@ -242,8 +249,11 @@ class ToolCalls:
         try:
             done = await run_tool(argv, call.arguments, parts.settings.api_key_env, secrets)
         finally:
-            self.running.discard(call.id)
-        if parts.wb is not wb and path is not None and call in pending_calls(wb.session.messages):
+            self.running.discard(review_key(call))
+        self.ran.add(review_key(call))
+        if parts.wb is not wb and path is not None and parts.file.session_file == path:
+            wb = parts.wb  # the same file opened again: the call waits in the session shown now
+        elif parts.wb is not wb and path is not None and call in pending_calls(wb.session.messages):
             self._elsewhere(wb, call, done.result_text(), path)  # it ran: its output is kept, in its own session
             return
         self._resolve(wb, call, done.result_text(), Resolution.RAN)
@@ -257,14 +267,17 @@ class ToolCalls:
 
     def _resolve(self, wb: Workbench, call: PendingCall, text: str, resolution: Resolution) -> None:
         parts = self.parts
+        if resolution is not Resolution.RAN and review_key(call) in self.running:
+            parts.notify(f"{visible(call.name)}: its command is running: its output will be the answer",
+                         severity=Severity.WARNING)
+            return
         if parts.streaming or parts.read_only or parts.wb is not wb or call not in pending_calls(wb.session.messages) \
                 or self._earlier_under_its_id(call):
             parts.notify(f"{visible(call.name)}: not answered (the conversation changed meanwhile)",
                          severity=Severity.WARNING)
             return
         message = result_message(call, text, resolution, wb.new_id())
-        wb.session.messages.append(message)
-        self.hooks.editing.inserted(message, f"tool result of {call.name}")
+        wb.session.messages.append(message)  # like a reply, not an undo step: undo never unanswers a call
         left = pending_calls(wb.session.messages)
         parts.status(visible(f"{call.name}: {resolution.value}" + (f"; {len(left)} call(s) still wait" if left else
                                                                      ": sending the results")), Tone.PLAIN)
