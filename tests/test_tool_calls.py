@@ -276,7 +276,8 @@ async def test_no_key_of_the_environment_reaches_a_tool_result_connected_or_not(
     leak = "import sys; print(sys.argv[1:])"  # as a child that found them (a file, /proc/PPID/environ) would print them
     done = await run_tool((sys.executable, "-c", leak, "sk-openai-0123456789abcdef", "sk-ant-0123456789abcdef"), "",
                           "OPENAI_API_KEY", secrets_of_environment("OPENAI_API_KEY"))
-    assert "sk-openai" not in done.output and "sk-ant" not in done.output and "[key redacted]" in done.output
+    from tui.context.untrusted.redaction import MASK
+    assert "sk-openai" not in done.output and "sk-ant" not in done.output and done.output.count(MASK) == 2
 
 
 async def test_a_command_that_ends_after_another_session_opened_keeps_its_result_in_its_own_file(tmp_path):
@@ -413,3 +414,12 @@ async def test_a_reply_of_many_risky_calls_starts_only_a_few_reviews(tmp_path):
         from tui.controller.tool_calls import REVIEWS_AT_ONCE
         assert sum("response_format" in b for b in server.requests) == REVIEWS_AT_ONCE
         ctl.close()
+
+
+async def test_a_key_cut_by_the_output_limit_is_masked_too(monkeypatch):
+    from tui.context.untrusted.redaction import MASK
+    from tui.controller.tool_runner import OUTPUT_BYTES, run_tool
+    key = "sk-proj-AbCdEf0123456789XyZ"
+    printed = f"import sys; sys.stdout.write('x' * {OUTPUT_BYTES - 12} + {key!r})"
+    done = await run_tool((sys.executable, "-c", printed), "", "OPENAI_API_KEY", {key})
+    assert "output cut" in done.note and key[:12] not in done.output and done.output.endswith(MASK)

@@ -2,7 +2,7 @@
 
 The child gets this process's environment without the API keys (its output goes to the model and into the
 session file), at most RUN_SECONDS, and its output (stdout and stderr together) is kept to OUTPUT_BYTES.
-A key that still appears in the output is replaced before the text goes anywhere."""
+A key that still appears in the output is masked before the text goes anywhere."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import os
 import signal
 from dataclasses import dataclass
 from typing import Iterable
+
+from tui.context.untrusted.redaction import MASK, Redactor
 
 RUN_SECONDS = 30.0
 OUTPUT_BYTES = 64 * 1024
@@ -57,9 +59,12 @@ async def _read_capped(stream: asyncio.StreamReader) -> tuple[bytes, bool]:
 
 
 def _without(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[key redacted]")
+    """The project's redaction (each key as written, JSON-escaped, or cut off at its start, as `***`), and a key
+    too plain for it to search free text for, replaced where it stands whole."""
+    redactor = Redactor(secrets)
+    text = redactor.text(text)
+    for secret in redactor.unsearched:
+        text = text.replace(secret, MASK)
     return text
 
 
