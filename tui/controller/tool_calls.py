@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -67,6 +67,8 @@ class CallFacts:
     standing: str  # risky, not risky, or not defined by the loaded file
     command: tuple[str, ...]
     review: str  # the reviewer's verdict line, "reviewing…", or "" when the call is not reviewed
+    review_state: ReviewState | None  # None: not reviewed
+    allowed: bool  # the review ended with an allow
     rationale: str
     run_blocked: str  # why the command may not run now ("" when it may)
     override_helps: bool  # the reviewer's deny is all that stops it: an explicit override runs it
@@ -145,20 +147,18 @@ class ToolCalls:
         request = await parts.worker.run(lambda: self._review_request(wb, call))
         if isinstance(request, Skipped):
             return
-        command = wb.reviews[key].command if key in wb.reviews else ()
-        wb.reviews[key] = Review(call, ReviewState.REVIEWING, request, command=command)
+        started = wb.reviews[key] = replace(wb.reviews[key], request=request)
         self._shown(wb)
         client = parts.client
         if client is None:
-            wb.reviews[key] = Review(call, ReviewState.FAILED, request, "offline: no review was made", command=command)
+            wb.reviews[key] = replace(started, state=ReviewState.FAILED, reply="offline: no review was made")
         else:
             try:
                 reply = await client.chat(request.body)
-                wb.reviews[key] = Review(call, ReviewState.DONE, request, reply.content,
-                                         parse_verdict(reply.content, call), command)
+                wb.reviews[key] = replace(started, state=ReviewState.DONE, reply=reply.content,
+                                          verdict=parse_verdict(reply.content, call))
             except ClientError as exc:
-                wb.reviews[key] = Review(call, ReviewState.FAILED, request, f"the review failed: {exc}",
-                                         command=command)
+                wb.reviews[key] = replace(started, state=ReviewState.FAILED, reply=f"the review failed: {exc}")
         self._shown(wb)
         review = wb.reviews[key]
         if parts.wb is wb:
@@ -185,8 +185,9 @@ class ToolCalls:
         review = self.review_of(call)
         blocked = self.gate(call)
         rationale = review.verdict.rationale if review and review.verdict else (review.reply if review else "")
-        return CallFacts(call, place, len(waiting), standing, spec.command, review.line if review else "", rationale,
-                         blocked, bool(blocked) and not self.gate(call, override=True))
+        return CallFacts(call, place, len(waiting), standing, spec.command, review.line if review else "",
+                         review.state if review else None, bool(review and review.allows), rationale, blocked,
+                         bool(blocked) and not self.gate(call, override=True))
 
     # -- answering a call --------------------------------------------------------------------------------
     def gate(self, call: PendingCall, override: bool = False) -> str:
@@ -213,7 +214,7 @@ class ToolCalls:
         if review is not None and review.command != spec.command:
             review = None  # the tool file was loaded again with another command: that one was not reviewed
         if review is None or review.state is ReviewState.REVIEWING:
-            if review is None and call in self.pending():
+            if review is None:
                 self.review(call)  # (a session opened with the call waiting, a new command): reviewed now
             return "the reviewer has not given its verdict yet"
         if not review.allows and not override:

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.app.shown import shown, shown_line, shown_parts
+from tui.controller.tool_calls import ReviewState
 
 DOCUMENT_SHOWN = 20_000  # characters of the newest review's document; older reviews show their verdict only
 
@@ -31,7 +32,7 @@ class ReviewView(Static):
     @staticmethod
     def _review(review, whole: bool) -> list:
         call, request = review.call, review.request
-        tone = "green" if review.allows else "yellow" if review.line == "reviewing…" else "red"
+        tone = "green" if review.allows else "yellow" if review.state is ReviewState.REVIEWING else "red"
         lines = [shown_parts((f"review of {call.name or 'unnamed'}", "bold"), f" (call {call.id})"),
                  shown_line(f"verdict: {review.line}", tone)]
         rationale = review.verdict.rationale if review.verdict else review.reply

@@ -18,7 +18,7 @@ from textual.widgets import Button, Static, TextArea
 from tui.app.safe_inputs import KeysBeforeFocus, SafeTextArea
 from tui.app.shown import shown, shown_line, shown_parts
 from tui.context.tools.review import ARGUMENTS_REVIEWED
-from tui.controller.tool_calls import CallFacts
+from tui.controller.tool_calls import CallFacts, ReviewState
 
 ARGUMENTS_SHOWN = ARGUMENTS_REVIEWED  # the reviewer is shown as much, and a longer call is never allowed
 
@@ -102,9 +102,9 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
                                  limit=1200))
         else:
             verdict.update(shown_line("no review (the tool is not marked risky)", "dim"))
-        denied = facts.review.startswith("DENY") or "deny" in facts.review
-        verdict.set_class(bool(facts.review) and denied, "-deny")
-        verdict.set_class(facts.review.startswith("ALLOW"), "-allow")
+        ended = facts.review_state not in (None, ReviewState.REVIEWING)
+        verdict.set_class(ended and not facts.allowed, "-deny")
+        verdict.set_class(facts.allowed, "-allow")
         run = self.query_one("#run", Button)
         run.disabled = bool(facts.run_blocked)
         run.tooltip = shown_line(facts.run_blocked) if facts.run_blocked else None  # (a string would be markup)

@@ -19,7 +19,7 @@ class ToolSpec:
     wire: JSONObject  # {"type": "function", "function": {...}}: only what the API defines, never ctxpane's fields
     risky: bool = False
     command: tuple[str, ...] = ()  # argv, run without a shell; () means no command: answer by hand or refuse
-    known: bool = True  # defined by the loaded tool file (an unknown name gets UNKNOWN's rules)
+    known: bool = True  # defined by the loaded tool file (an unknown name gets unknown_tool's rules)
 
 
 def unknown_tool(name: str) -> ToolSpec:
