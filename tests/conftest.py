@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from tiers import tier_of_item
+
 # No example database: it would be written into the working folder (.hypothesis/), and a later run would replay what
 # an earlier one found there, a failure this machine alone then sees. A failing example is printed to reproduce.
 hypothesis_settings.register_profile("ctxpane", database=None)
@@ -219,3 +221,9 @@ def run_cli(tmp_path):
                               input=input_text, env=full_env, timeout=timeout, cwd=str(ROOT))
 
     return run
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test marked with its tier (tests/tiers.py): `pytest -m unit` runs the fast, pure tier alone."""
+    for item in items:
+        item.add_marker(tier_of_item(item).mark)

@@ -19,11 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Tmux:
-    def __init__(self, home: Path, width: int = 160, height: int = 45):
+    def __init__(self, home: Path, width: int = 160, height: int = 45, program: str | None = None,
+                 folder: Path = ROOT):
+        """`program`: the command that starts ctxpane (default: this interpreter's `-m tui`, from the checkout), run
+        in `folder` (an installed `ctxpane` is started from outside the checkout)."""
         if shutil.which("tmux") is None:
             pytest.fail("tmux is needed for end-to-end tests (apt-get install tmux)")
         self.name = f"ctxpane-{uuid.uuid4().hex[:8]}"
         self.home, self.width, self.height = home, width, height
+        self.program, self.folder = program or f"{sys.executable} -m tui", folder
         self.env = {"XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
                     "XDG_CACHE_HOME": str(home / "cache"), "TERM": "xterm-256color", "COLORTERM": "truecolor"}
 
@@ -38,7 +42,8 @@ class Tmux:
             config.parent.mkdir(parents=True, exist_ok=True)
             config.write_text("[params]\nseed = 7\n")
         exports = " ".join(f"{key}={value}" for key, value in self.env.items())
-        command = f"cd {ROOT} && env -u OPENAI_BASE_URL -u OPENAI_API_KEY -u COLUMNS -u LINES {exports} {sys.executable} -m tui {' '.join(args)}"
+        command = (f"cd {self.folder} && env -u OPENAI_BASE_URL -u OPENAI_API_KEY -u COLUMNS -u LINES -u PYTHONPATH "
+                   f"{exports} {self.program} {' '.join(args)}")
         subprocess.run(["tmux", "-L", self.name, "new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height),
                         command], check=True, env={**os.environ, **(secrets or {})})
 

@@ -1,0 +1,130 @@
+"""Each test's tier, read from what it uses: its fixtures (and theirs), the names its code and its module's helpers
+reach, its marks. conftest.py marks every collected test with one tier, the heaviest it reaches, so that
+`pytest -m unit` is a fast inner loop and `-m "not terminal"` and the like pick the rest.
+
+The tiers, lightest first:
+- unit: pure Python in the test's process (the engine, the controller without a server, file formats);
+- app: a Textual app driven by a pilot, or an SVG snapshot;
+- process: a subprocess (`ctxpane` itself, curl, an SDK's script) or a loopback server on a socket;
+- server: the real llama.cpp server or LiteLLM gateway from ../shared;
+- terminal: ctxpane in a real terminal (tmux);
+- installed: the built wheel in a fresh venv (deselected by default).
+"""
+
+from __future__ import annotations
+
+import inspect
+from enum import IntEnum
+from pathlib import Path
+from types import CodeType, FunctionType, ModuleType
+from typing import Any, Iterator
+
+
+class Tier(IntEnum):
+    UNIT = 0
+    APP = 1
+    PROCESS = 2
+    SERVER = 3
+    TERMINAL = 4
+    INSTALLED = 5
+
+    @property
+    def mark(self) -> str:
+        return self.name.lower()
+
+
+# fixtures that are a tier by themselves (pytest-textual-snapshot's, and those of conftest.py and the test modules)
+FIXTURE_TIERS = {
+    "snap_compare": Tier.APP,
+    "llama_server": Tier.SERVER,
+    "llama_512": Tier.SERVER,
+    "llama_512_shift": Tier.SERVER,
+    "litellm_gateway": Tier.SERVER,
+    "tmux": Tier.TERMINAL,
+}
+# names whose mere use puts a test in a tier (an attribute called, a helper of conftest.py)
+NAME_TIERS = {
+    "run_test": Tier.APP,  # App.run_test: a pilot
+    "started_llama": Tier.SERVER,
+    "start_llama_server": Tier.SERVER,
+}
+# where an object a test reaches comes from
+MODULE_TIERS = (
+    ("textual", Tier.APP), ("pytest_textual_snapshot", Tier.APP), ("tui.app", Tier.APP), ("app_helpers", Tier.APP),
+    ("subprocess", Tier.PROCESS), ("fault_server", Tier.PROCESS), ("tap_helpers", Tier.PROCESS),
+    ("provider_count_servers", Tier.PROCESS), ("aiohttp", Tier.PROCESS), ("http.server", Tier.PROCESS),
+    ("tmux_driver", Tier.TERMINAL),
+)
+EXPLICIT_MARKS = {tier.mark: tier for tier in Tier}
+TESTS = Path(__file__).resolve().parent
+
+
+def tier_of_module_name(name: str) -> Tier:
+    for prefix, tier in MODULE_TIERS:
+        if name == prefix or name.startswith(prefix + "."):
+            return tier
+    return Tier.UNIT
+
+
+def tier_of_value(value: Any) -> Tier:
+    """The tier an object a test reaches puts it in: by the module it comes from."""
+    if isinstance(value, ModuleType):
+        return tier_of_module_name(value.__name__)
+    module = getattr(value, "__module__", None)
+    if not isinstance(module, str):
+        module = getattr(type(value), "__module__", "") or ""
+    return tier_of_module_name(module)
+
+
+def code_objects(code: CodeType) -> Iterator[CodeType]:
+    yield code
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            yield from code_objects(constant)
+
+
+def tier_of_function(function: Any, seen: set[int] | None = None) -> Tier:
+    """The heaviest tier the code of `function` reaches: the names it uses, looked up in its module, and the
+    functions of the test's own module it calls, followed."""
+    function = inspect.unwrap(function)
+    code = getattr(function, "__code__", None)
+    if code is None or id(code) in (seen := seen if seen is not None else set()):
+        return Tier.UNIT
+    seen.add(id(code))
+    found = Tier.UNIT
+    module_globals = getattr(function, "__globals__", {})
+    for each in code_objects(code):
+        for name in each.co_names:
+            found = max(found, NAME_TIERS.get(name, Tier.UNIT), tier_of_module_name(name))  # an import's module
+            if name not in module_globals:
+                continue
+            value = module_globals[name]
+            found = max(found, tier_of_value(value))
+            if isinstance(value, FunctionType) and value.__globals__ is module_globals:
+                found = max(found, tier_of_function(value, seen))  # a helper of the same module
+            elif isinstance(value, type) and value.__module__ == module_globals.get("__name__"):
+                for member in vars(value).values():  # a helper class of the same module
+                    if isinstance(member, FunctionType):
+                        found = max(found, tier_of_function(member, seen))
+    return found
+
+
+def is_ours(function: Any) -> bool:
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    return code is not None and Path(code.co_filename).resolve().is_relative_to(TESTS)
+
+
+def tier_of_item(item: Any) -> Tier:
+    """The heaviest tier among the test's marks, its fixtures (with the code of each) and its own code."""
+    found = max((EXPLICIT_MARKS[mark.name] for mark in item.iter_markers() if mark.name in EXPLICIT_MARKS),
+                default=Tier.UNIT)
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in getattr(item, "fixturenames", ()):
+        found = max(found, FIXTURE_TIERS.get(name, Tier.UNIT))
+        for definition in definitions.get(name, ()):
+            if is_ours(definition.func):  # pytest's own (tmp_path, monkeypatch) and plugins' are not read
+                found = max(found, tier_of_function(definition.func))
+    function = getattr(item, "function", None)
+    if function is not None:
+        found = max(found, tier_of_function(function))
+    return found
