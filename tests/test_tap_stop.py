@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import httpx
 import pytest
@@ -53,21 +52,18 @@ def test_ctrl_c_during_streams_cuts_them_and_writes_every_one(upstream, tmp_path
                   "every reply under way")
         else:
             until(lambda: len(upstream.seen) >= seen_before + streams, 30, "every request at the upstream")
-        stopped = time.monotonic()
         tap.send_signal(signal.SIGINT)
-        out, err = tap.communicate(timeout=20)
-        took = time.monotonic() - stopped
+        out, err = tap.communicate(timeout=20)  # the replies had ~28 s (or 60 s) to go: bounded well below that
     finally:
         if tap.poll() is None:
             tap.kill()
     assert tap.returncode == 0, err
-    assert took < 15, took  # (the replies had ~28 s to go: the stop did not wait for them)
     assert "Traceback" not in err, err
     files = sorted(folder.glob("*.json"))
     assert len(files) == streams
     for path in files:
         reply = session_data(path)["requests"][-1]["reply"]
-        assert reply["incomplete"] is True, reply
+        assert reply["incomplete"] is True, reply  # the stop cut the reply: it did not wait for its end
         assert reply["content"].startswith("0 1 2") if scenario == "slow" else not reply["content"], reply
         assert "the tap was stopped" in reply.get("error", ""), reply
     said = f"{streams} conversation{'s' if streams > 1 else ''} saved in {folder} ({streams} cut by the stop"
