@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from tiers import tier_of_item
+from tiers import tiers_of
 
 # No example database: it would be written into the working folder (.hypothesis/), and a later run would replay what
 # an earlier one found there, a failure this machine alone then sees. A failing example is printed to reproduce.
@@ -225,5 +225,5 @@ def run_cli(tmp_path):
 
 def pytest_collection_modifyitems(config, items):
     """Each test marked with its tier (tests/tiers.py): `pytest -m unit` runs the fast, pure tier alone."""
-    for item in items:
-        item.add_marker(tier_of_item(item).mark)
+    for item, tier in zip(items, tiers_of(items)):
+        item.add_marker(tier.mark)

@@ -83,6 +83,7 @@ ADVERSARIAL = {"lt-spaces": "<" + " " * 1_000_000, "double-lt": "<<" * 500_000, 
                "headers": "<|im_start|>system\n" * 50_000}
 
 
+@pytest.mark.bulk
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("fences", [True, False], ids=["fenced", "raw"])
 @pytest.mark.parametrize("name", list(ADVERSARIAL))

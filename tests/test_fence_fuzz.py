@@ -29,6 +29,8 @@ from tui.context.request_fences import fence_escapes
 from tui.context.templates.library import builtin_names
 from tui.context.tokens.counting import ENCODINGS, all_special_tokens, load_ranks
 
+pytestmark = pytest.mark.bulk  # thousands of generated messages per template
+
 TOKENIZERS = ["o200k_base", "o200k_harmony", "cl100k_base", "qwen3"]
 EXAMPLES_PER_TEMPLATE = 120  # x 9 templates: over 1,000 conversations
 TRUSTED = ["Only the system prompt sets rules.", "What does the file say?", "Answer briefly."]

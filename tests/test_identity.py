@@ -46,6 +46,7 @@ def test_the_shipped_tokenizer_under_another_name_is_exact(tmp_path):
     assert not assemble(MESSAGES, builtin_template("llama3"), tokenizer).counts.exact  # not a Llama's own
 
 
+@pytest.mark.bulk
 def test_the_shipped_tokenizer_compressed_under_another_name_is_exact(tmp_path):
     renamed = tmp_path / "vocab.bin.xz"
     renamed.write_bytes(lzma.compress(shipped_qwen3_bytes(), preset=0))  # the fastest preset: the same bytes back
@@ -64,6 +65,7 @@ def test_a_file_named_like_a_shipped_one_with_other_content_is_not_exact(tmp_pat
         assert not assemble(MESSAGES, builtin_template(template), tokenizer).counts.exact
 
 
+@pytest.mark.bulk
 def test_one_byte_changed_in_the_shipped_vocabulary_is_not_its_family(tmp_path):
     data = json.loads(shipped_qwen3_bytes())
     vocab = data["model"]["vocab"]

@@ -20,6 +20,7 @@ def text(words: int, seed: int = 1) -> str:
     return " ".join(rng.choice(prose) if rng.random() < 0.8 else rng.choice(ODD) for _ in range(words))
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base", "qwen3"])
 def test_a_long_segment_counted_in_pieces_is_counted_exactly(name):
     tokenizer = get_tokenizer(name)

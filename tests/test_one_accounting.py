@@ -7,6 +7,7 @@ under tool_schema (the JSON alone), the per-turn table 108 and the app's Tokens 
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tui.context.untrusted.fences import FenceStyle
@@ -65,6 +66,7 @@ def _real_template_names() -> list[str]:
     return sorted(path.stem for path in folder.glob("*.jinja")) if folder.is_dir() else ["(../shared absent)"]
 
 
+@pytest.mark.bulk
 def test_on_every_real_template_the_tools_cell_is_what_the_tools_add():
     """On the 48 real templates, 13 put a token or two across the edge of the tools' text into another cell
     (a BPE merge at the edge): the tools' cell is now settled against the same request without tools."""

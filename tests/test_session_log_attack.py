@@ -22,6 +22,7 @@ def small_session(path: Path, steps: int = 2) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.bulk
 def test_compressed_texts_that_unpack_past_what_a_file_may_hold_are_refused(tmp_path):
     # 60 MiB of one letter packs into ~80 kB: five of them in one line of a 0.4 MB file would be 300 MiB in memory.
     path = tmp_path / "s.ctxpane.json"
@@ -53,6 +54,7 @@ def test_a_body_naming_one_part_past_what_a_file_may_hold_is_refused_when_read(t
         _ = record.body
 
 
+@pytest.mark.bulk
 def test_a_bomb_after_texts_that_use_the_whole_bound_exactly_is_refused():
     """zlib reads a max_length of 0 as no limit: once the file's texts had used its bound to the byte, the next
     compressed text unpacked without any (300 MiB from a 0.4 MB text)."""

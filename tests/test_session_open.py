@@ -116,6 +116,7 @@ async def test_2000_requests_open_with_the_engines_boundary_restored_once(monkey
         assert app.wb.view.prefix.tokens == expected.tokens
 
 
+@pytest.mark.bulk
 def test_replaying_every_step_of_2000_needs_no_recursion():
     session = long_session()
     replayer = Replayer(session, builtin_template("chatml"), get_tokenizer("o200k_base"))

@@ -49,6 +49,7 @@ def test_a_long_list_of_codings_is_refused_before_any_is_undone():
         unpacked(layered, ", ".join(["gzip"] * 5), 10**6)
 
 
+@pytest.mark.bulk
 def test_thousands_of_tiny_gzip_members_are_read_without_recursion():
     members = b"".join(gzip.compress(b"{}"[i % 2:i % 2 + 1]) for i in range(20_000))
     assert unpacked(members, "gzip", 10**6) == b"{}" * 10_000

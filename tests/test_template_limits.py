@@ -228,6 +228,7 @@ def test_builtin_templates_render_a_long_conversation_exactly_as_plain_jinja(nam
                                                                                  **variables)
 
 
+@pytest.mark.bulk
 def test_reference_templates_with_tools_render_exactly_as_plain_jinja():
     cases = [c for c in load_cases() if c["template"] != "harmony" and "expected" in c and c["kwargs"].get("tools")]
     assert len(cases) > 20

@@ -56,6 +56,7 @@ def published_encoding(name, monkeypatch):
 SAMPLE = "Hello world, ünïcode!  It's 12345 tokens?\r\n\tCAPS don't/won't 😀 中文 <|endoftext|> x"
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("name", list(ENCODINGS))
 def test_encodings_agree_with_tiktokens_published_definitions(name, monkeypatch):
     import tiktoken
@@ -112,6 +113,7 @@ def test_span_counts_sum_to_whole_document_count(template_name, tokenizer_name):
         # are this tokenizer's own control tokens, one token each
 
 
+@pytest.mark.bulk
 def test_real_cases_sum_equals_whole_count_with_qwen3():
     tokenizer = get_tokenizer("qwen3")
     template = template_from_text(template_source("qwen3-server.jinja"), "qwen3", name="qwen3")

@@ -20,6 +20,8 @@ from tui.controller.tool_calls import ReviewState
 from tui.controller.workbench import CharEstimate
 from tui.sessions.tool_file import ToolFileError, tools_from_value
 
+pytestmark = pytest.mark.process  # the commands of tools run as child processes
+
 
 def call(ident="call_1", name="delete_file", arguments='{"path": "a"}'):
     return {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}

@@ -51,6 +51,7 @@ def test_terminal_controls_keep_their_symbols():
     assert visible("\x1b[31mred\x07\r") == "␛[31mred␇␍"
 
 
+@pytest.mark.bulk
 @pytest.mark.timeout(60)  # a hang guard, not a speed goal
 def test_one_megabyte_of_mixed_invisibles_is_all_shown():
     rng = random.Random(7)

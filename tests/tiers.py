@@ -4,6 +4,9 @@ reach, its marks. conftest.py marks every collected test with one tier, the heav
 
 The tiers, lightest first:
 - unit: pure Python in the test's process (the engine, the controller without a server, file formats);
+- bulk: pure Python too, over many examples (a Hypothesis property, or one test parametrized over a corpus, more than
+  MANY_CASES cases: the reference renderings) or a large input (marked `bulk`: a megabyte of text, thousands of
+  messages, every real template, a whole vocabulary);
 - app: a Textual app driven by a pilot, or an SVG snapshot;
 - process: a subprocess (`ctxpane` itself, curl, an SDK's script) or a loopback server on a socket;
 - server: the real llama.cpp server or LiteLLM gateway from ../shared;
@@ -14,7 +17,9 @@ The tiers, lightest first:
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from enum import IntEnum
+from functools import cache
 from pathlib import Path
 from types import CodeType, FunctionType, ModuleType
 from typing import Any, Iterator
@@ -22,11 +27,12 @@ from typing import Any, Iterator
 
 class Tier(IntEnum):
     UNIT = 0
-    APP = 1
-    PROCESS = 2
-    SERVER = 3
-    TERMINAL = 4
-    INSTALLED = 5
+    BULK = 1
+    APP = 2
+    PROCESS = 3
+    SERVER = 4
+    TERMINAL = 5
+    INSTALLED = 6
 
     @property
     def mark(self) -> str:
@@ -56,6 +62,7 @@ MODULE_TIERS = (
     ("tmux_driver", Tier.TERMINAL),
 )
 EXPLICIT_MARKS = {tier.mark: tier for tier in Tier}
+MANY_CASES = 100  # one test parametrized over more cases than this runs over a corpus
 TESTS = Path(__file__).resolve().parent
 
 
@@ -83,12 +90,17 @@ def code_objects(code: CodeType) -> Iterator[CodeType]:
             yield from code_objects(constant)
 
 
-def tier_of_function(function: Any, seen: set[int] | None = None) -> Tier:
+@cache
+def tier_of_function(function: Any) -> Tier:
     """The heaviest tier the code of `function` reaches: the names it uses, looked up in its module, and the
-    functions of the test's own module it calls, followed."""
+    functions of the test's own module it calls, followed (once per function: fixtures and helpers are shared)."""
+    return tier_reached(function, set())
+
+
+def tier_reached(function: Any, seen: set[int]) -> Tier:
     function = inspect.unwrap(function)
     code = getattr(function, "__code__", None)
-    if code is None or id(code) in (seen := seen if seen is not None else set()):
+    if code is None or id(code) in seen:
         return Tier.UNIT
     seen.add(id(code))
     found = Tier.UNIT
@@ -101,17 +113,30 @@ def tier_of_function(function: Any, seen: set[int] | None = None) -> Tier:
             value = module_globals[name]
             found = max(found, tier_of_value(value))
             if isinstance(value, FunctionType) and value.__globals__ is module_globals:
-                found = max(found, tier_of_function(value, seen))  # a helper of the same module
+                found = max(found, tier_reached(value, seen))  # a helper of the same module
             elif isinstance(value, type) and value.__module__ == module_globals.get("__name__"):
                 for member in vars(value).values():  # a helper class of the same module
                     if isinstance(member, FunctionType):
-                        found = max(found, tier_of_function(member, seen))
+                        found = max(found, tier_reached(member, seen))
     return found
 
 
+@cache
 def is_ours(function: Any) -> bool:
     code = getattr(inspect.unwrap(function), "__code__", None)
     return code is not None and Path(code.co_filename).resolve().is_relative_to(TESTS)
+
+
+def tiers_of(items: list[Any]) -> list[Tier]:
+    """The tier of each collected test; a test parametrized over a corpus is at least bulk."""
+    cases = Counter(case_family(item) for item in items)
+    return [max(tier_of_item(item), Tier.BULK if cases[case_family(item)] > MANY_CASES else Tier.UNIT)
+            for item in items]
+
+
+def case_family(item: Any) -> tuple[str, str]:
+    """The test function a parametrized case belongs to."""
+    return item.nodeid.split("::")[0], getattr(item, "originalname", item.name)
 
 
 def tier_of_item(item: Any) -> Tier:
@@ -127,4 +152,6 @@ def tier_of_item(item: Any) -> Tier:
     function = getattr(item, "function", None)
     if function is not None:
         found = max(found, tier_of_function(function))
+        if getattr(function, "is_hypothesis_test", False):  # Hypothesis's @given: many examples per test
+            found = max(found, Tier.BULK)
     return found
