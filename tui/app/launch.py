@@ -43,7 +43,9 @@ def run_app(argv: list[str]) -> int:
             print(f"ctxpane: error: {visible(str(exc))}", file=sys.stderr)
             return 2
     from tui.app.app import CtxpaneApp, LaunchOptions
+    from tui.client.keys import withdraw_keys
 
+    withdraw_keys([args.api_key_env] if args.api_key_env else [])  # a tool's command cannot read them from us
     options = LaunchOptions(file=Path(args.file).expanduser() if args.file else None,
                             flags={"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
                                    "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,

@@ -9,10 +9,10 @@ so neither a redirect nor a probe of another origin carries it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from tui.client.keys import key_named
 from tui.context.untrusted.redaction import Redactor, searchable
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -92,7 +92,7 @@ class Endpoint:
                  source: str = "flag") -> "Endpoint":
         """The key read from `$key_env`, kept only when `source` allows it (see endpoint_for)."""
         env = key_env or DEFAULT_KEY_ENV
-        return cls(base_url, model, env, os.environ.get(env) or None, source)
+        return cls(base_url, model, env, key_named(env), source)
 
     @property
     def key_allowed(self) -> bool:

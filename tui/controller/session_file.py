@@ -8,10 +8,10 @@ to say once the terminal is back.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from tui.client.keys import key_named
 from tui.context.untrusted.visible import visible
 from tui.sessions.model import Session
 from tui.sessions.store import SessionLock, SessionLocked, followed_link, session_path
@@ -90,7 +90,7 @@ class SessionFile:
         """What no file may hold: the key in use, and the key in the environment even when it was not sent."""
         client = self._client()
         found = list(client.endpoint.secrets) if client else []
-        key = os.environ.get(self.api_key_env) or ""
+        key = key_named(self.api_key_env) or ""
         if key and key not in found:  # (the redactor searches texts only for a key that looks like one)
             found.append(key)
         return found

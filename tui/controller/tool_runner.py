@@ -1,22 +1,33 @@
 """Run the command a user set for a tool: argv without a shell, the call's arguments on stdin.
 
-The child gets this process's environment without the API keys (its output goes to the model and into the
-session file), at most RUN_SECONDS, and its output (stdout and stderr together) is kept to OUTPUT_BYTES.
-A key that still appears in the output is masked before the text goes anywhere."""
+The child's output goes to the model and into the session file, so it gets no key to print: an environment built
+from an allow-list (CHILD_VARIABLES), and a parent whose own environment no longer holds a key (the app withdraws
+them as it starts: tui/client/keys.py). Writing the arguments, running and reading share one deadline
+(RUN_SECONDS); past it, and on a refusal or the app's end, the child's whole process group is killed. Arguments over
+ARGUMENT_BYTES are refused before anything starts; the output (stdout and stderr together) is kept to OUTPUT_BYTES,
+and a key that still appears in it, whole or in fragments, is masked before the text goes anywhere."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import signal
 from dataclasses import dataclass
 from typing import Iterable
 
-from tui.context.untrusted.redaction import MASK, Redactor
+from tui.client.keys import held_keys
+from tui.context.untrusted.redaction import MASK, Redactor, fragments_masked
 
 RUN_SECONDS = 30.0
 OUTPUT_BYTES = 64 * 1024
-KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+ARGUMENT_BYTES = 256 * 1024  # far past what a model writes as a call's arguments; more would be a flood
+# what a command may need of the environment to run: where programs are, the user's home and locale, a terminal's
+# kind, a place for temporary files. Nothing else: a variable a user set may hold a token of any name.
+CHILD_VARIABLES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
+                             "PWD"})
+CHILD_PREFIXES = ("LC_",)
+_running: set[int] = set()  # the process groups of the commands running now: killed when the process ends
 
 
 @dataclass(frozen=True)
@@ -33,20 +44,31 @@ class ToolRun:
 
 
 def secrets_of_environment(key_env: str) -> set[str]:
-    """The keys this process holds: the child may read them anyway (/proc/PID/environ), so its output is cleaned."""
-    return {os.environ[name] for name in {*KEY_VARIABLES, key_env} if len(os.environ.get(name, "")) >= 8}
+    """Every key this process knows of, held or still in its environment: what the output is cleaned of."""
+    return {key for key in held_keys([key_env]) if len(key) >= 8}
 
 
-def child_environment(key_env: str) -> dict[str, str]:
-    hidden = {*KEY_VARIABLES, key_env}
-    return {name: value for name, value in os.environ.items() if name not in hidden}
+def child_environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items()
+            if name in CHILD_VARIABLES or name.startswith(CHILD_PREFIXES)}
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
+    _kill_group(process.pid)
+
+
+def _kill_group(group: int) -> None:
     try:
-        os.killpg(process.pid, signal.SIGKILL)  # the whole group: a shell script's children too
+        os.killpg(group, signal.SIGKILL)  # the whole group: a shell script's children too
     except (ProcessLookupError, PermissionError):
         pass
+
+
+@atexit.register
+def _kill_what_still_runs() -> None:
+    """The app ended (quit, or an error) while a command ran: the command does not outlive it."""
+    for group in list(_running):
+        _kill_group(group)
 
 
 async def _read_capped(stream: asyncio.StreamReader) -> tuple[bytes, bool]:
@@ -59,40 +81,65 @@ async def _read_capped(stream: asyncio.StreamReader) -> tuple[bytes, bool]:
 
 
 def _without(text: str, secrets: Iterable[str]) -> str:
-    """The project's redaction (each key as written, JSON-escaped, or cut off at its start, as `***`), and a key
-    too plain for it to search free text for, replaced where it stands whole."""
+    """The project's redaction (each key as written, JSON-escaped, or cut off at its start, as `***`), a key too
+    plain for it to search free text for, replaced where it stands whole, and any fragment of a key's secret part
+    long enough to matter, however it was folded or encoded (fragments_masked)."""
+    secrets = list(secrets)
     redactor = Redactor(secrets)
     text = redactor.text(text)
     for secret in redactor.unsearched:
         text = text.replace(secret, MASK)
-    return text
+    return fragments_masked(text, secrets)
 
 
 async def run_tool(argv: tuple[str, ...], arguments: str, key_env: str, secrets: Iterable[str] = (),
                    seconds: float = RUN_SECONDS) -> ToolRun:
+    given = arguments.encode("utf-8", "replace")
+    if len(given) > ARGUMENT_BYTES:
+        return ToolRun("", None, f"not run: its arguments ({len(given):,} bytes) are over the "
+                                 f"{ARGUMENT_BYTES // 1024} KiB a command is given")
     try:
         process = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            env=child_environment(key_env), start_new_session=True)
+            env=child_environment(), start_new_session=True)
     except (OSError, ValueError) as exc:
         return ToolRun("", None, f"could not start {argv[0]}: {exc.strerror if isinstance(exc, OSError) else exc}")
-    assert process.stdin is not None and process.stdout is not None
+    _running.add(process.pid)
     try:
-        process.stdin.write(arguments.encode("utf-8", "replace"))
-        await process.stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # a command that reads nothing
-    finally:
-        process.stdin.close()
-    try:
-        raw, cut = await asyncio.wait_for(_read_capped(process.stdout), seconds)
-        code: int | None = await asyncio.wait_for(process.wait(), seconds)
-        note = f"output cut at {OUTPUT_BYTES} bytes" if cut else ""
+        async with asyncio.timeout(seconds):  # one deadline for writing, running and reading
+            raw, cut, code = await _converse(process, given)
     except TimeoutError:
         _kill(process)
         await process.wait()
         return ToolRun("", None, f"stopped after {seconds:g} s")
-    except asyncio.CancelledError:
+    except asyncio.CancelledError:  # refused, or the app ends: the command goes with it
         _kill(process)
         raise
-    return ToolRun(_without(raw.decode("utf-8", "replace"), secrets), code, note)
+    finally:
+        _running.discard(process.pid)
+    note = f"output cut at {OUTPUT_BYTES} bytes" if cut else ""
+    return ToolRun(_without(raw.decode("utf-8", "replace"), [*secrets, *secrets_of_environment(key_env)]), code,
+                   note)
+
+
+async def _converse(process: asyncio.subprocess.Process, given: bytes) -> tuple[bytes, bool, int]:
+    """Write the arguments while reading the output (a command that writes before it reads, or never reads, must
+    not block the other side), then wait for its end."""
+    assert process.stdin is not None and process.stdout is not None
+    writing = asyncio.ensure_future(_write_arguments(process.stdin, given))
+    try:
+        raw, cut = await _read_capped(process.stdout)
+        code = await process.wait()
+    finally:
+        writing.cancel()
+    return raw, cut, code
+
+
+async def _write_arguments(stdin: asyncio.StreamWriter, given: bytes) -> None:
+    try:
+        stdin.write(given)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # a command that reads nothing
+    finally:
+        stdin.close()

@@ -178,3 +178,60 @@ def redact_url(url: str) -> str:
         secret = equals and value and (credential_name(unquote_plus(name)) or key_shaped(unquote_plus(value)))
         pairs.append(f"{name}={MASK}" if secret else pair)
     return f"{base}?{''.join(pairs)}{hash_mark}{fragment}"
+
+
+FRAGMENT = 8  # characters of a key's secret part that, found in a command's output, are taken for a leak of it
+_PUBLIC_PREFIX = re.compile(r"^(?:sk-(?:proj-|ant-(?:api\d+-)?|svcacct-|admin-)?|xox[abprs]-|gh[pousr]_|AIza)")
+
+
+def fragments_masked(text: str, secrets: Iterable[str], run: int = FRAGMENT) -> str:
+    """Output a hostile program wrote, with every run of `run` or more characters of a secret's secret part masked,
+    also where the run is folded over lines or spaced out, reversed, in hex or in base64. For a command's output
+    only: it would mask ordinary text that happens to share a run with a key. A key shorter than `run` is left
+    to `Redactor`."""
+    grams = _fragment_grams(secrets, run)
+    if not grams or not text:
+        return text
+    kept = [at for at, char in enumerate(text) if not char.isspace()]  # where each non-space character stands
+    compact = "".join(text[at] for at in kept)
+    hidden = bytearray(len(text))
+    for size, forms in grams.items():
+        for start in range(len(compact) - size + 1):
+            if compact[start:start + size] in forms:
+                for at in range(kept[start], kept[start + size - 1] + 1):
+                    hidden[at] = 1
+    return _runs_masked(text, hidden)
+
+
+def _fragment_grams(secrets: Iterable[str], run: int) -> dict[int, set[str]]:
+    """Every substring of `run` characters of each form a leaked key may take (hex: twice as many)."""
+    import base64
+
+    grams: dict[int, set[str]] = {}
+    for secret in secrets:
+        body = _PUBLIC_PREFIX.sub("", secret)
+        if len(body) < run:
+            continue
+        raw = secret.encode()
+        texts = [body, body[::-1]]
+        for skip in range(3):  # base64 of the key read from any of three byte offsets
+            for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                texts.append(encode(raw[skip:]).decode().rstrip("=")[4:-4])  # the ends depend on what is around
+        for form in texts:
+            grams.setdefault(run, set()).update(form[at:at + run] for at in range(len(form) - run + 1))
+        for form in (raw.hex(), raw.hex().upper()):
+            grams.setdefault(2 * run, set()).update(form[at:at + 2 * run] for at in range(len(form) - 2 * run + 1))
+    return grams
+
+
+def _runs_masked(text: str, hidden: bytearray) -> str:
+    out, at = [], 0
+    while at < len(text):
+        if not hidden[at]:
+            out.append(text[at])
+            at += 1
+            continue
+        while at < len(text) and hidden[at]:
+            at += 1
+        out.append(MASK)
+    return "".join(out)

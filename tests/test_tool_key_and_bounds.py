@@ -1,0 +1,163 @@
+"""A tool's command can neither reach the API key nor outlive its deadline (issue 40, items 2 and 3).
+
+Before: the child got ctxpane's environment less two names, and could read the key anyway from
+/proc/<parent>/environ; output cleaning found the key only whole or by its first 10 characters; with arguments
+over ~128 KiB a command that ignores its input blocked the write before the 30 s limit started, for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from tui.context.untrusted.redaction import fragments_masked
+from tui.controller.tool_runner import ARGUMENT_BYTES, child_environment, run_tool
+from waiting import until
+
+pytestmark = pytest.mark.process  # the commands run as child processes
+
+KEY = "sk-proj-Qm7Zt2Lx9Wc4Rb8Nv1Hy6Gd3Kp5Sa0Ue"
+
+
+def forms_of(key: str) -> dict[str, str]:
+    """The key as a hostile command would print it to get it past a filter."""
+    return {"whole": key, "folded": key[:17] + "\n" + key[17:], "from an offset": key[9:],
+            "in pieces": " ".join(key[at:at + 9] for at in range(0, len(key), 9)),
+            "reversed": key[::-1], "spaced": " ".join(key), "hex": key.encode().hex(),
+            "base64": base64.b64encode(key.encode()).decode(),
+            "base64 after a byte": base64.b64encode(b"x" + key.encode()).decode(),
+            "json escaped": json.dumps(key.replace("-", "\\-"))}
+
+
+def secret_body_pieces(text: str, key: str, run: int = 8) -> list[str]:
+    body = key.removeprefix("sk-proj-")
+    compact = "".join(text.split())
+    return [body[at:at + run] for at in range(len(body) - run + 1) if body[at:at + run] in compact]
+
+
+@pytest.mark.parametrize("form", list(forms_of(KEY)))
+def test_every_form_of_a_key_in_a_commands_output_is_masked(form):
+    printed = f"result: {forms_of(KEY)[form]} end"
+    cleaned = fragments_masked(printed, [KEY])
+    assert "***" in cleaned and cleaned.startswith("result: ") and cleaned.endswith(" end")
+    for shown in (cleaned, cleaned[::-1]):
+        assert not secret_body_pieces(shown, KEY), cleaned
+    assert KEY.encode().hex() not in cleaned and base64.b64encode(KEY.encode()).decode()[4:20] not in cleaned
+
+
+def test_text_without_the_key_is_kept_as_it_is():
+    text = "commit 1a2b3c4d5e6f7a8b, sk-proj- is a prefix, Qm7Z alone is short\n" * 3
+    assert fragments_masked(text, [KEY]) == text
+
+
+HOSTILE = textwrap.dedent("""
+    import base64, os, sys
+    found = []
+    for path in (f"/proc/{os.getppid()}/environ", "/proc/self/environ"):
+        try:
+            found.append(open(path, "rb").read().decode("latin-1"))
+        except OSError:
+            pass
+    found.append(repr(dict(os.environ)))
+    print("\\n".join(found))
+""")
+
+PARENT = textwrap.dedent("""
+    import asyncio, json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    from tui.client.keys import withdraw_keys
+    from tui.controller.tool_runner import run_tool
+    withdraw_keys([])
+    done = asyncio.run(run_tool((sys.executable, "-c", sys.argv[2]), "{}", "OPENAI_API_KEY"))
+    print(json.dumps({"output": done.output, "environ": open("/proc/self/environ", "rb").read().decode("latin-1")}))
+""")
+
+
+def test_a_command_finds_no_key_in_its_own_environment_nor_in_its_parents():
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY[::-1] + "x", "MY_SERVICE_TOKEN": "tok-" + KEY}
+    done = subprocess.run([sys.executable, "-c", PARENT, str(ROOT), HOSTILE], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert "PATH" in report["output"]  # the command ran and printed what it found
+    for where in ("output", "environ"):  # what the child printed; what /proc shows of the parent afterwards
+        assert not secret_body_pieces(report[where], KEY), where
+        assert KEY[::-1] not in report[where] and "MY_SERVICE_TOKEN=tok" not in report[where]
+
+
+def test_the_child_environment_is_an_allow_list(monkeypatch):
+    monkeypatch.setenv("SOME_SETTING", "x")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    given = child_environment()
+    assert "PATH" in given and "SOME_SETTING" not in given and "OPENAI_API_KEY" not in given
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+IGNORES_INPUT = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpgrp())); time.sleep(60)"
+
+
+async def test_a_command_that_ignores_large_arguments_is_stopped_at_the_deadline(tmp_path):
+    marker = tmp_path / "group"
+    arguments = json.dumps({"text": "x" * (ARGUMENT_BYTES - 1000)})  # far past a pipe's buffer, under the bound
+    done = await asyncio.wait_for(run_tool((sys.executable, "-c", IGNORES_INPUT, str(marker)), arguments,
+                                           "OPENAI_API_KEY", seconds=3), 20)
+    assert done.code is None and "stopped after 3 s" in done.note
+    group = int(marker.read_text())
+    until(lambda: not group_alive(group), 10, "the command's process group to be gone")
+
+
+async def test_arguments_over_the_bound_are_refused_before_anything_runs(tmp_path):
+    marker = tmp_path / "ran"
+    arguments = json.dumps({"text": "x" * ARGUMENT_BYTES})
+    done = await run_tool((sys.executable, "-c", IGNORES_INPUT, str(marker)), arguments, "OPENAI_API_KEY")
+    assert done.code is None and done.note.startswith("not run: its arguments")
+    assert not marker.exists()
+
+
+async def test_a_refused_command_is_killed_with_its_children(tmp_path):
+    marker = tmp_path / "group"
+    spawning = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {IGNORES_INPUT!r}, sys.argv[1]]).wait()"
+    running = asyncio.ensure_future(run_tool((sys.executable, "-c", spawning, str(marker)), "{}", "OPENAI_API_KEY"))
+    while not marker.exists() or not marker.read_text():
+        await asyncio.sleep(0.02)
+    running.cancel()  # what refusing a running call does
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    group = int(marker.read_text())  # the grandchild's group: the command's own
+    until(lambda: not group_alive(group), 10, "the command and its child to be gone")
+
+
+ENDS_WHILE_RUNNING = textwrap.dedent("""
+    import asyncio, sys
+    sys.path.insert(0, sys.argv[1])
+    from tui.controller.tool_runner import run_tool
+    loop = asyncio.new_event_loop()
+    loop.create_task(run_tool((sys.executable, "-c", sys.argv[2], sys.argv[3]), "{}", "OPENAI_API_KEY"))
+    loop.run_until_complete(asyncio.sleep(1.5))
+    print("leaving", flush=True)  # the loop is left with the command still running, as an app that ends
+""")
+
+
+def test_a_command_does_not_outlive_the_process_that_ran_it(tmp_path):
+    marker = tmp_path / "group"
+    done = subprocess.run([sys.executable, "-c", ENDS_WHILE_RUNNING, str(ROOT), IGNORES_INPUT, str(marker)],
+                          capture_output=True, text=True, timeout=60)
+    assert "leaving" in done.stdout, done.stderr
+    group = int(Path(marker).read_text())
+    until(lambda: not group_alive(group), 10, "the command to end with the process that ran it")
