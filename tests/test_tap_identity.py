@@ -16,7 +16,8 @@ import pytest
 
 from session_files import session_data
 from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
-from tui.tap.identity import IdentityKind, bounded, claude_code_session, identity_of
+from tui.tap.conversations import Conversations
+from tui.tap.identity import Identity, IdentityKind, bounded, claude_code_session, identity_of
 
 KEY = "sk-ant-identity-secret-0123456789"
 SYSTEM = [{"type": "text", "text": "You are Claude Code, a coding agent. Follow the rules of this repository. " * 3}]
@@ -193,3 +194,28 @@ def test_the_query_of_a_task_reply_is_a_tool_call(tap):
     """(the loopback's /reply?task= answers as Claude Code's model calls its Task tool)"""
     answer = ClaudeCode(tap).send([user("x")], task=quote("find it"))
     assert answer.content[-1].type == "tool_use" and answer.content[-1].name == "Task"
+
+
+def test_a_session_that_sends_its_last_turn_again_changed_is_not_a_compaction_and_a_changed_line_is_one_agent():
+    """As Claude Code 2.1 was seen to do through the tap: a turn sent again with its last message amended, and after
+    /compact a system prompt whose first line (a hash) changed."""
+    conversations, session = Conversations(), Identity(IdentityKind.CLAUDE_CODE_SESSION, "s1")
+    prompt = "billing: cc_version=2.1.337.ef8\n" + "\n".join(f"rule {n} of the agent" for n in range(12))
+
+    def send(messages: list, reply: str = "ok"):
+        match = conversations.place(messages, "m", "", session)
+        conversation = conversations.commit(match, messages, "m", "", session)
+        conversation.answered({"content": reply})
+        return conversation, match
+    system = {"role": "system", "content": prompt}
+    first, _ = send([system, user("say hi")])
+    send([system, user("say hi"), assistant("ok"), user("say more")])
+    again, changed = send([system, user("say hi"), assistant("ok"), user("say more [no visible output]")])
+    assert again is first and not changed.compacted and len(changed.vanished) == 1
+    moved = {"role": "system", "content": prompt.replace("ef8", "58d")}
+    compacted, cut = send([moved, user("This session is being continued from a previous conversation.")])
+    assert compacted is first and cut.compacted
+    assert [v.rewritten for v in cut.vanished] == [True, False, False, False]
+    other = {"role": "system", "content": "You are a search agent. Report what you find."}
+    sub, start = send([other, user("Find the parser")])
+    assert sub is not first and start.parent is not None and start.parent.conversation == first.number

@@ -40,6 +40,9 @@ def client_cuts(match: Match, previous_view: Any, previous_ids: list[str], numbe
         elif match.compacted:
             reason = (f"the client compacted its session's history: request {number - 1} carried it, request "
                       f"{number} of the same session does not (a summary stands for it)")
+        elif match.replaced:
+            reason = (f"the client sent its latest turns again changed: request {number - 1} carried it, request "
+                      f"{number} of the same session carries another in its place")
         else:
             reason = (f"the client left it out: request {number - 1} carried it, request {number} does not "
                       "(the client trimmed or compacted its history)")
@@ -71,8 +74,9 @@ def compaction_record(match: Match, wire: list, previous_ids: list[str], previou
     new = [(ident, item) for ident, item in zip(match.message_ids, wire) if ident not in known
            and isinstance(item, dict) and item.get("role") not in ("system", "developer")]
     summary = " ".join(_text(item.get("content")) for _ident, item in new)
+    left = [gone for gone in match.vanished if not gone.rewritten]  # (a system prompt rewritten did not leave)
     return {"previous_request": previous.number if previous is not None else None,
-            "left": len(match.vanished), "left_tokens": sum(tokens.get(v.message_id, 0) for v in match.vanished),
+            "left": len(left), "left_tokens": sum(tokens.get(gone.message_id, 0) for gone in left),
             "summary_ids": [ident for ident, _item in new][:1000], "summary": summary[:1000],
             "tokens_before": previous.document_tokens if previous is not None else 0,
             "tokens_after": record.document_tokens}

@@ -31,7 +31,9 @@ MAX_DIFF = 4_000_000  # messages before x messages now: past it, a cheaper match
 MAX_OPEN = 200  # conversations a tap keeps matching against (the oldest are closed past it)
 MAX_CALLS = 64  # a conversation's latest tool calls kept to link the sub-agents they start
 CODEX_KINDS = (IdentityKind.CODEX_THREAD, IdentityKind.CODEX_SESSION)
-MIN_LINKED = 16  # characters of a call's argument that may be a sub-agent's first message
+MIN_LINKED = 16
+MAX_PROMPTS = 8  # system prompts a conversation remembers (a client may change a line of it on every request)
+ALIKE = 0.8  # share of its lines a system prompt keeps and is still the same agent's (Claude Code changes a line)  # characters of a call's argument that may be a sub-agent's first message
 
 
 def message_key(message: Any) -> str:
@@ -125,7 +127,8 @@ class Match:
     message_ids: list[str]
     vanished: list[Vanished] = field(default_factory=list)
     resent: bool = False  # the same messages again (a retry): nothing new, nothing lost
-    compacted: bool = False  # a session's request that no longer continues its history: the client's own cut
+    replaced: bool = False  # a session's request that no longer continues its history, kept in its conversation
+    compacted: bool = False  # ...whose history's start left: the client compacted it (else it changed its last turns)
     parent: Link | None = None  # a new conversation of a session: a sub-agent of this one
 
 
@@ -158,7 +161,9 @@ class Conversation:
         self.keys, self.ids, self.roles = keys, ids, roles
         self.reply_key = self.reply_id = None
         self.requests += 1
-        self.prompts.add(_prompt_key(keys, roles))
+        prompt = _prompt_key(keys, roles)
+        if prompt not in self.prompts:
+            self.prompts = {*list(self.prompts)[-(MAX_PROMPTS - 1):], prompt}
 
     def answered(self, reply: dict | None) -> str | None:
         """The reply to the last request arrived: it is the point the next request continues from."""
@@ -235,13 +240,15 @@ class Conversations:
 
     def _of_session(self, mine: list[Conversation], keys: list[str], roles: list[str], messages: list, model: str,
                     parent: Identity | None) -> Match:
-        """A session's request that continues none of its conversations: the one with its system prompt and model,
-        compacted by its client; else a new conversation, a sub-agent of the session's latest one."""
+        """A session's request that continues none of its conversations: the one with its system prompt and model
+        (compacted by its client when the start of its history left, else its latest turns sent again changed);
+        else a new conversation, a sub-agent of the session's latest one."""
         prompt = _prompt_key(keys, roles)
-        same = next((c for c in mine if prompt in c.prompts and (not c.model or not model or c.model == model)), None)
+        same = next((c for c in mine if any(_alike(prompt, p) for p in c.prompts)
+                     and (not c.model or not model or c.model == model)), None)
         if same is not None:
             ids, vanished = self._match_ids(same, keys, messages)
-            return Match(same, ids, vanished, compacted=True)
+            return Match(same, ids, vanished, compacted=_history_start_left(same, vanished), replaced=True)
         named = self._parent_named(parent)
         if named is not None or not mine:
             return Match(None, [], parent=named)
@@ -349,6 +356,21 @@ def _role(message: Any) -> str:
 
 def _same_identity(one: Identity | None, other: Identity | None) -> bool:
     return one is None and other is None or one is not None and one.same(other)
+
+
+def _alike(one: str, other: str) -> bool:
+    """Whether two system prompts (as message keys) are one agent's: equal, or sharing ALIKE of their lines (Claude
+    Code's first line carries a hash that changes after a compaction; a sub-agent's prompt is another text)."""
+    if one == other:
+        return True
+    lines, others = set(one.split("\\n")), set(other.split("\\n"))
+    return len(lines & others) >= ALIKE * max(len(lines), len(others), 2)
+
+
+def _history_start_left(conversation: Conversation, vanished: list[Vanished]) -> bool:
+    """Whether the first turn of the conversation's last request (its system prompt aside) is no longer sent."""
+    first = next((i for i, role in enumerate(conversation.roles) if role not in PROMPT_ROLES), None)
+    return first is not None and any(v.index == first and not v.rewritten for v in vanished)
 
 
 def _prompt_key(keys: list[str], roles: list[str]) -> str:
