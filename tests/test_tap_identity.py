@@ -17,7 +17,7 @@ import pytest
 from session_files import session_data
 from tap_helpers import RunningTap, upstream  # noqa: F401 - upstream is a fixture
 from tui.tap.conversations import Conversations
-from tui.tap.identity import Identity, IdentityKind, bounded, claude_code_session, identity_of
+from tui.tap.identity import Identity, IdentityKind, bounded, claude_code_session, hints_of, identity_of
 
 KEY = "sk-ant-identity-secret-0123456789"
 SYSTEM = [{"type": "text", "text": "You are Claude Code, a coding agent. Follow the rules of this repository. " * 3}]
@@ -188,6 +188,13 @@ def test_identities_are_read_defensively():
     assert identity_of([], {"user": "u1"}).kind is IdentityKind.USER
     assert not identity_of([], {"prompt_cache_key": "k"}).names_a_session
     assert identity_of([], {"metadata": "not an object"}) is None and identity_of([], []) is None
+    codex_body = {"client_metadata": {"session_id": "s", "thread_id": "t"}}  # (Codex 0.171 sends these too)
+    assert identity_of([], codex_body).value == "t"
+    turn = json.dumps({"session_id": "s", "thread_id": "t2", "parent_thread_id": "t", "subagent_kind": "review",
+                       "request_kind": "turn"})
+    hints = hints_of([("x-codex-turn-metadata", turn)])
+    assert hints.parent is not None and hints.parent.value == "t" and hints.subagent == "review"
+    assert hints.request_kind == "turn" and hints_of([("x-codex-turn-metadata", "{broken")]).parent is None
 
 
 def test_the_query_of_a_task_reply_is_a_tool_call(tap):

@@ -226,6 +226,7 @@ class IdentityIn(Struct):
     value: Annotated[str, Meta(max_length=200)]
     source: Name = ""
     subagent: Name = ""  # the client's own word for a sub-agent (Codex's x-openai-subagent)
+    request_kind: Name = ""  # the client's own word for the request (Codex's turn metadata: "turn", …)
     parent: ParentIn | None = None
 
 

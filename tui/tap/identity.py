@@ -68,8 +68,9 @@ class Identity:
 class Hints:
     """What a request says about itself beside its identity (Codex's headers): a sub-agent's kind and parent."""
 
-    subagent: str = ""  # x-openai-subagent: "compact", "review", "collab_spawn", …
-    parent: Identity | None = None  # x-codex-parent-thread-id: the thread that started this one
+    subagent: str = ""  # x-openai-subagent (or the turn metadata's subagent_kind): "compact", "review", …
+    parent: Identity | None = None  # x-codex-parent-thread-id (or parent_thread_id): the thread that started this one
+    request_kind: str = ""  # x-codex-turn-metadata's request_kind: "turn", …
 
 
 def bounded(value: Any) -> str:
@@ -106,11 +107,24 @@ def identity_of(headers: Iterable[tuple[str, str]], body: Any) -> Identity | Non
 
 
 def hints_of(headers: Iterable[tuple[str, str]]) -> Hints:
+    """Codex's word on a request: its sub-agent kind and parent thread, from its headers or its turn metadata (a
+    JSON object in x-codex-turn-metadata, read defensively)."""
     named = _by_name(list(headers))
-    parent = bounded(named.get("x-codex-parent-thread-id", ""))
-    subagent = bounded(named.get("x-openai-subagent", ""))[:64]
+    turn = _json_object(named.get("x-codex-turn-metadata", ""))
+    parent = bounded(named.get("x-codex-parent-thread-id") or turn.get("parent_thread_id"))
+    subagent = bounded(named.get("x-openai-subagent") or turn.get("subagent_kind"))[:64]
     return Hints(subagent, Identity(IdentityKind.CODEX_THREAD, parent, "header x-codex-parent-thread-id")
-                 if parent else None)
+                 if parent else None, bounded(turn.get("request_kind"))[:64])
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    if not text or len(text) > 8192 or not text.lstrip().startswith("{"):
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _by_name(headers: list[tuple[str, str]]) -> dict[str, str]:
@@ -134,10 +148,12 @@ def _from_body(body: dict[str, Any]) -> Identity | None:
     claude = claude_code_session(metadata.get("user_id"))
     if claude:
         return Identity(IdentityKind.CLAUDE_CODE_SESSION, claude, "body metadata.user_id")
-    for name in METADATA_SESSION_FIELDS:
-        value = bounded(metadata.get(name))
-        if value:
-            return Identity(IdentityKind.METADATA_SESSION, value, f"body metadata.{name}")
+    client = body.get("client_metadata") if isinstance(body.get("client_metadata"), dict) else {}
+    for holder, where in ((client, "client_metadata"), (metadata, "metadata")):  # (Codex: thread before session)
+        for name in METADATA_SESSION_FIELDS[::-1] if holder is client else METADATA_SESSION_FIELDS:
+            value = bounded(holder.get(name))
+            if value:
+                return Identity(IdentityKind.METADATA_SESSION, value, f"body {where}.{name}")
     conversation = body.get("conversation")
     value = bounded(conversation.get("id") if isinstance(conversation, dict) else conversation)
     if value:

@@ -27,7 +27,7 @@ def identity_record(identity: Identity | None, hints: Hints, match: Match, threa
     the conversation and call that started it."""
     if identity is None:
         return None
-    kept: dict[str, Any] = {**identity.record(), "subagent": hints.subagent}
+    kept: dict[str, Any] = {**identity.record(), "subagent": hints.subagent, "request_kind": hints.request_kind}
     link = match.parent if match.conversation is None else None
     if link is not None:
         parent = threads.get(link.conversation)
