@@ -32,7 +32,7 @@ MAX_OPEN = 200  # conversations a tap keeps matching against (the oldest are clo
 MAX_CALLS = 64  # a conversation's latest tool calls kept to link the sub-agents they start
 CODEX_KINDS = (IdentityKind.CODEX_THREAD, IdentityKind.CODEX_SESSION)
 MIN_LINKED = 16
-MAX_PROMPTS = 8  # system prompts a conversation remembers (a client may change a line of it on every request)
+MAX_PROMPTS = 3  # system prompts a conversation remembers (the latest: each may be long)
 ALIKE = 0.8  # share of its lines a system prompt keeps and is still the same agent's (Claude Code changes a line)  # characters of a call's argument that may be a sub-agent's first message
 
 
@@ -145,7 +145,7 @@ class Conversation:
     next_id: int = 0
     requests: int = 0
     identity: Identity | None = None  # the session the client said it is of (None: grouped by what it says)
-    prompts: set[str] = field(default_factory=set)  # the system prompts its requests sent (by what they say)
+    prompts: list[str] = field(default_factory=list)  # the latest system prompts its requests sent (what they say)
     calls: list[Call] = field(default_factory=list)  # its replies' latest tool calls (a sub-agent's start)
     parent: Link | None = None
 
@@ -163,7 +163,7 @@ class Conversation:
         self.requests += 1
         prompt = _prompt_key(keys, roles)
         if prompt not in self.prompts:
-            self.prompts = {*list(self.prompts)[-(MAX_PROMPTS - 1):], prompt}
+            self.prompts = [*self.prompts[-(MAX_PROMPTS - 1):], prompt]
 
     def answered(self, reply: dict | None) -> str | None:
         """The reply to the last request arrived: it is the point the next request continues from."""
