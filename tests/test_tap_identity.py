@@ -187,6 +187,8 @@ def test_identities_are_read_defensively():
     assert header_first is not None and header_first.value == "one" and header_first.names_a_session
     assert identity_of([], {"user": "u1"}).kind is IdentityKind.USER
     assert not identity_of([], {"prompt_cache_key": "k"}).names_a_session
+    opencode = identity_of([("User-Agent", "opencode/1.18.33 ai-sdk/provider-utils")], {"prompt_cache_key": "ses_1"})
+    assert opencode.kind is IdentityKind.SESSION_CACHE_KEY and opencode.names_a_session
     assert identity_of([], {"metadata": "not an object"}) is None and identity_of([], []) is None
     codex_body = {"client_metadata": {"session_id": "s", "thread_id": "t"}}  # (Codex 0.171 sends these too)
     assert identity_of([], codex_body).value == "t"
@@ -225,4 +227,21 @@ def test_a_session_that_sends_its_last_turn_again_changed_is_not_a_compaction_an
     assert [v.rewritten for v in cut.vanished] == [True, False, False, False]
     other = {"role": "system", "content": "You are a search agent. Report what you find."}
     sub, start = send([other, user("Find the parser")])
-    assert sub is not first and start.parent is not None and start.parent.conversation == first.number
+    assert sub is not first and start.parent is None and start.sibling == first.number  # (no call names it)
+
+
+def test_opencodes_title_request_and_first_turn_share_a_session_unlinked(tap):
+    """opencode 1.18.33, seen through the tap: a title request, then its first turn, both under x-session-id."""
+    since = latest(tap)
+    session = "ses_" + uuid.uuid4().hex[:26]
+    sdk = openai.OpenAI(base_url=f"{tap.url}/reply/v1", api_key=KEY, max_retries=0, timeout=20, default_headers={
+        "User-Agent": "opencode/1.18.33 ai-sdk/provider-utils/4.0.23 runtime/bun/1.3.14",
+        "x-session-affinity": session, "x-session-id": session})
+    sdk.chat.completions.create(model="m", messages=[{"role": "system", "content": "You are a title generator."},
+                                                     user("say hi")])
+    sdk.chat.completions.create(model="m", messages=[{"role": "system", "content": "You are opencode, an agent."},
+                                                     user("say hi")])
+    title, turn = recorded(tap, since)
+    assert title.conversation != turn.conversation and not turn.record.dropped
+    assert turn.record.identity["kind"] == "session-header" and "parent" not in turn.record.identity
+    assert f"same session as conversation {title.conversation}" in turn.record.identity["note"]

@@ -228,6 +228,7 @@ class IdentityIn(Struct):
     subagent: Name = ""  # the client's own word for a sub-agent (Codex's x-openai-subagent)
     request_kind: Name = ""  # the client's own word for the request (Codex's turn metadata: "turn", …)
     parent: ParentIn | None = None
+    note: Note = ""  # another conversation of the same session, not linked (nothing says which started which)
 
 
 class CompactionIn(Struct):

@@ -116,7 +116,8 @@ class Link:
         if self.call_id:
             return (f"a sub-agent started by conversation {self.conversation}, request {self.request}: its tool call "
                     f"{self.tool[:60]} ({self.call_id[:60]}) carries this conversation's first message")
-        return f"a sub-agent of conversation {self.conversation} (the same session; nothing in the traffic names the call)"
+        return (f"a sub-agent of conversation {self.conversation}: the client names that conversation's thread as "
+                "its parent")
 
 
 @dataclass
@@ -130,6 +131,7 @@ class Match:
     replaced: bool = False  # a session's request that no longer continues its history, kept in its conversation
     compacted: bool = False  # ...whose history's start left: the client compacted it (else it changed its last turns)
     parent: Link | None = None  # a new conversation of a session: a sub-agent of this one
+    sibling: int | None = None  # ...or only another conversation of the same session (this one, its latest)
 
 
 @dataclass
@@ -256,7 +258,7 @@ class Conversations:
             call = conversation.call_starting(messages)
             if call is not None:
                 return Match(None, [], parent=Link(conversation.number, call.request, call.call_id, call.tool))
-        return Match(None, [], parent=Link(mine[0].number))
+        return Match(None, [], sibling=mine[0].number)  # (a title request, say: nothing says which started which)
 
     def _parent_named(self, parent: Identity | None) -> Link | None:
         """The conversation a request names as its parent (Codex's x-codex-parent-thread-id), when it is open."""

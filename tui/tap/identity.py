@@ -32,7 +32,9 @@ class IdentityKind(str, Enum):
     SESSION_HEADER = "session-header"  # x-session-id, x-session-affinity: a gateway's or an app's own
     METADATA_SESSION = "metadata-session"  # metadata.session_id / conversation_id / thread_id in the body
     CONVERSATION = "conversation"  # Responses' `conversation` (an id, or {"id": …})
-    PROMPT_CACHE_KEY = "prompt-cache-key"  # Codex and opencode set it to their session id; others to anything
+    SESSION_CACHE_KEY = "session-cache-key"  # prompt_cache_key of a client that sets it to its session id (Codex,
+    # opencode: told by their User-Agent)
+    PROMPT_CACHE_KEY = "prompt-cache-key"  # any other client's: anything, maybe one key for all its sessions
     METADATA_USER = "metadata-user"  # metadata.user_id of another shape than Claude Code's
     USER = "user"  # the body's `user`: an end user, often the same across sessions
 
@@ -41,7 +43,10 @@ class IdentityKind(str, Enum):
 # compaction). The others only keep apart what differs: an end user or a cache key may span many sessions.
 SESSION_KINDS = frozenset({IdentityKind.CLAUDE_CODE_SESSION, IdentityKind.CODEX_THREAD, IdentityKind.CODEX_SESSION,
                            IdentityKind.OPENCODE_SESSION, IdentityKind.SESSION_HEADER,
-                           IdentityKind.METADATA_SESSION, IdentityKind.CONVERSATION})
+                           IdentityKind.METADATA_SESSION, IdentityKind.CONVERSATION,
+                           IdentityKind.SESSION_CACHE_KEY})
+# User-Agents of clients whose prompt_cache_key is their session id (their published code; Codex's observed here)
+SESSION_KEYED_CLIENTS = re.compile(r"^(codex_|opencode/)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,11 @@ METADATA_SESSION_FIELDS = ("session_id", "conversation_id", "thread_id")
 def identity_of(headers: Iterable[tuple[str, str]], body: Any) -> Identity | None:
     """The request's session identity: a session header first, then the body's fields, strongest first; None when
     the client says nothing (its requests are then grouped by what they say)."""
-    found = _from_headers(list(headers)) or _from_body(body if isinstance(body, dict) else {})
+    headers = list(headers)
+    found = _from_headers(headers) or _from_body(body if isinstance(body, dict) else {})
+    if found is not None and found.kind is IdentityKind.PROMPT_CACHE_KEY and SESSION_KEYED_CLIENTS.match(
+            _by_name(headers).get("user-agent", "")):
+        return Identity(IdentityKind.SESSION_CACHE_KEY, found.value, found.source)
     return found
 
 

@@ -28,6 +28,9 @@ def identity_record(identity: Identity | None, hints: Hints, match: Match, threa
     if identity is None:
         return None
     kept: dict[str, Any] = {**identity.record(), "subagent": hints.subagent, "request_kind": hints.request_kind}
+    if match.conversation is None and match.sibling is not None:
+        kept["note"] = (f"another conversation of the same session as conversation {match.sibling} (another system "
+                        "prompt or model): nothing in the traffic says which started which")
     link = match.parent if match.conversation is None else None
     if link is not None:
         parent = threads.get(link.conversation)
@@ -48,6 +51,8 @@ def origin_notes(record: RequestRecord) -> list[str]:
         parent = identity.get("parent")
         if isinstance(parent, dict):
             notes.append(str(parent.get("note") or ""))
+        if identity.get("note"):
+            notes.append(str(identity["note"]))
     if record.compaction:
         notes.append(compaction_note(record.compaction))
     return notes
