@@ -196,8 +196,14 @@ class ContextIn(Struct):
 
 
 MAX_HEADERS = 200  # a tapped request's headers kept (tui/tap/sent.py)
-HeaderName: TypeAlias = Annotated[str, Meta(max_length=256)]
 HeaderValue: TypeAlias = Annotated[str, Meta(max_length=8192)]
+HeaderPair: TypeAlias = Annotated[list[HeaderValue], Meta(min_length=2, max_length=2)]  # (a name is shorter: below)
+
+
+def check_headers(headers: list[list[str]]) -> None:
+    long = next((pair[0] for pair in headers if len(pair[0]) > 256), None)
+    if long is not None:
+        raise ValueError(f"a header name of {len(long)} characters: expected at most 256 - at `$.sent.headers`")
 
 
 class SentIn(Struct):
@@ -205,7 +211,10 @@ class SentIn(Struct):
 
     method: Annotated[str, Meta(max_length=16)] = "POST"
     path: Annotated[str, Meta(max_length=8192)] = ""  # the path and query as the client wrote them
-    headers: Annotated[list[tuple[HeaderName, HeaderValue]], Meta(max_length=MAX_HEADERS)] = []
+    headers: Annotated[list[HeaderPair], Meta(max_length=MAX_HEADERS)] = []  # [name, value] pairs
+
+    def __post_init__(self) -> None:
+        check_headers(self.headers)
 
 
 class ParentIn(Struct):

@@ -27,7 +27,7 @@ def identity_record(identity: Identity | None, hints: Hints, match: Match, threa
     the conversation and call that started it."""
     if identity is None:
         return None
-    kept: dict[str, Any] = {**identity.record(), "subagent": hints.subagent, "request_kind": hints.request_kind}
+    kept: dict[str, Any] = {**identity.record(), "subagent": hints.subagent[:64], "request_kind": hints.request_kind[:64]}
     if match.conversation is None and match.sibling is not None:
         kept["note"] = (f"another conversation of the same session as conversation {match.sibling} (another system "
                         "prompt or model): nothing in the traffic says which started which")
