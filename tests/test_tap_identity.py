@@ -106,6 +106,8 @@ def test_a_compacted_claude_code_session_stays_one_conversation_with_the_cut_sho
     path = tap.recorder.threads[tapped[-1].conversation].path
     saved = session_data(path)["requests"][-1]
     assert saved["compaction"]["left"] == 5 and saved["identity"]["value"] == session.session
+    from tui.commands.tap import request_line
+    assert "client compacted: 5 messages" in request_line("end", tapped[-1])  # (the line --no-ui prints)
 
 
 def test_a_sub_agent_is_its_own_conversation_linked_to_the_call_that_started_it(tap):
