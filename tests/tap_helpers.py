@@ -4,7 +4,10 @@ The openai SDK, curl and httpx talk to them over real loopback sockets, as any p
 `LoopbackUpstream` is an aiohttp server whose first path segment picks the behaviour:
 /echo (what arrived: method, path, headers, body digest), /slow (a stream that goes on until the
 client leaves, noting when it does), /cut (a stream broken off mid-reply), /ok (a short stream), /flood (?n= pieces of ?size= characters, fast),
-/late (no answer until the client leaves), /echokey (a stream whose error event quotes the request's headers).
+/late (no answer until the client leaves), /echokey (a stream whose error event quotes the request's headers),
+/reply (a whole reply in the format the path ends in: chat completions, Messages or Responses; ?text= its text),
+/linger (a streamed reply in that format whose connection stays open after its last event, until the client
+leaves, as a slow upstream's may).
 """
 
 from __future__ import annotations
@@ -71,7 +74,48 @@ def piece(text: str, finish: str | None = None) -> dict:
             "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}]}
 
 
-SCENARIOS = frozenset({"ok", "cut", "slow", "echo", "echokey", "gz", "usage", "late", "flood"})  # the paths it serves
+SCENARIOS = frozenset({"ok", "cut", "slow", "echo", "echokey", "gz", "usage", "late", "flood", "reply",
+                       "linger"})  # the paths it serves
+
+
+def whole_reply(path: str, text: str) -> dict:
+    """A whole (not streamed) reply of the format `path` ends in, as the real APIs shape it."""
+    if path.rstrip("/").endswith("/messages"):
+        return {"id": "msg_loop", "type": "message", "role": "assistant", "model": "loop-model",
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 2}}
+    if path.rstrip("/").endswith("/responses"):
+        return {"id": f"resp_loop{abs(hash(text)) % 10**8}", "object": "response", "created_at": 1, "model": "loop-model",
+                "status": "completed", "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                                                   "status": "completed", "content": [
+                                                       {"type": "output_text", "text": text, "annotations": []}]}],
+                "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}
+    return {"id": "c", "object": "chat.completion", "model": "loop-model", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}
+
+
+def streamed_events(path: str, text: str) -> list[bytes]:
+    """A streamed reply of the format `path` ends in, its last event included (message_stop, response.completed,
+    [DONE])."""
+    def event(name: str, data: dict) -> bytes:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+    if path.rstrip("/").endswith("/messages"):
+        message = {**whole_reply(path, ""), "content": [], "stop_reason": None}
+        return [event("message_start", {"message": message}),
+                event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+                event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
+                event("content_block_stop", {"index": 0}),
+                event("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+                event("message_stop", {})]
+    if path.rstrip("/").endswith("/responses"):
+        done = whole_reply(path, text)
+        return [event("response.created", {"response": {**done, "status": "in_progress", "output": []}}),
+                event("response.output_text.delta", {"item_id": "msg_1", "output_index": 0, "content_index": 0,
+                                                     "delta": text}),
+                event("response.completed", {"response": done})]
+    return [sse(piece(text)), sse({**piece("", "stop"), "usage": {"prompt_tokens": 10, "completion_tokens": 2,
+                                                                 "total_tokens": 12}}), b"data: [DONE]\n\n"]
 
 
 class LoopbackUpstream:
@@ -149,6 +193,25 @@ class LoopbackUpstream:
             for _ in range(int(request.query.get("n", "10"))):
                 await response.write(sse(piece(text)))
             await response.write(sse(piece("", "stop")) + b"data: [DONE]\n\n")
+            await response.write_eof()
+            return response
+        if scenario == "reply":  # (?task=: a Messages reply that also calls Claude Code's Task tool with that prompt)
+            answer = whole_reply(request.path, request.query.get("text", "fine"))
+            if "task" in request.query and "content" in answer:
+                answer["content"].append({"type": "tool_use", "id": "toolu_task1", "name": "Task", "input": {
+                    "description": "look around", "prompt": request.query["task"]}})
+                answer["stop_reason"] = "tool_use"
+            return web.json_response(answer)
+        if scenario == "linger":  # the whole reply, then the connection held open until the client leaves
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            for event in streamed_events(request.path, request.query.get("text", "fine")):
+                await response.write(event)
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                self.left.set()
+                raise
             await response.write_eof()
             return response
         if scenario not in ("ok", "cut", "slow"):

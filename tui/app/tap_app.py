@@ -234,7 +234,8 @@ class TapApp(SafeClipboard):
                                else [f"w{i}" for i in range(len(wire))])
         data = PaneData(summary, messages, None, previous, window, max_tokens_of(record),
                         self.query_one(ContextPane).roles, requests, costs,
-                        self.tap.server.upstream + FormatKind(record.format).path, shown_body(record.body))
+                        self.tap.server.upstream + FormatKind(record.format).path, shown_body(record.body),
+                        sent=record.sent, sent_base=self.tap.server.upstream)
         self.query_one(ContextPane).show(tapped.view, data)
 
     @staticmethod

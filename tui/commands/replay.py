@@ -49,7 +49,9 @@ def step_json(step) -> dict:
                              "predicted_cached": step.prefix.predicted_cached},
             "cached_reported": step.record.cached_reported, "dropped": step.record.dropped,
             "drift": step.drift, "notes": step.notes, "incomplete": step.record.incomplete,
-            "fit": step.record.fit, "received": step.record.received, "cost": step.record.cost, "text": document.text}
+            "fit": step.record.fit, "received": step.record.received, "cost": step.record.cost,
+            "sent": step.record.sent, "identity": step.record.identity, "compaction": step.record.compaction,
+            "text": document.text}
 
 
 def run(argv: list[str]) -> int | ReplayInApp:
@@ -89,8 +91,18 @@ def step_line(step, replayer: Replayer) -> str:
             f"{tokens_text(step, replayer)} · "
             f"cache {step.prefix.tokens} unchanged ({one_line(step.prefix.cause, 200)}) · "
             f"{len(step.record.dropped)} dropped · drift: {drift_text(step.drift)}"
+            + compaction_text(step.record.compaction)
             + (" · reply incomplete" if step.record.incomplete else "")
             + received_line(step.record.received) + cost_line(step.record.cost))
+
+
+def compaction_text(cut: dict | None) -> str:
+    """The client's own compaction at this step (a tapped session), in the step's line."""
+    if not cut:
+        return ""
+    return (f" · the client compacted its history: {cut.get('left', 0)} messages "
+            f"({cut.get('left_tokens', 0)} tokens) left, {cut.get('tokens_before', 0)} -> "
+            f"{cut.get('tokens_after', 0)} tokens")
 
 
 def tokens_text(step, replayer: Replayer) -> str:

@@ -108,9 +108,16 @@ def request_line(kind: str, tapped) -> str | None:
         parts.append(f"{record.document_tokens} tokens")
         parts.append(f"cached {record.cached_reported if record.cached_reported is not None else '?'} "
                      f"(predicted {shown_figure(record.predicted_cached)})")
-        if record.dropped:
+        if record.compaction:
+            cut = record.compaction
+            parts.append(f"client compacted: {cut.get('left', 0)} messages ({cut.get('left_tokens', 0)} tokens) "
+                         f"left, {cut.get('tokens_before', 0)} -> {cut.get('tokens_after', 0)} tokens")
+        elif record.dropped:
             parts.append(f"client cut {len(record.dropped)} messages "
                          f"({sum(d.get('tokens', 0) for d in record.dropped)} tokens)")
+        parent = (record.identity or {}).get("parent")
+        if isinstance(parent, dict):
+            parts.append(f"sub-agent of conversation {parent.get('conversation')}")
     if ex.duration is not None:
         parts.append(f"{ex.duration:.2f}s")
     parts.append(f"client {ex.client}")

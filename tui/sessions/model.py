@@ -10,7 +10,8 @@ schema in tui/sessions/schema.py (see parse.py). Layout (version 1), documented 
      "requests": [{number, time, body, reply, usage, cached_reported, timings, document_hash,
                    document_tokens, tokens_exact, dropped, predicted_cached, cache_cause,
                    cache_class, cache_source, cache_place, keep_all_tokens, template, tokenizer,
-                   message_count, message_ids, reply_id, fit, received, cost}]}
+                   message_count, message_ids, reply_id, fit, received, cost, format, context,
+                   sent, identity, compaction}]}
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ class RequestRecord:
     cost: JSONObject | None = None  # what it cost, with the session's running totals
     format: str = "chat"  # the body's wire format (tui/context/formats): "chat", "messages" or "responses"
     context: JSONObject | None = None  # a Responses request's context held by the server, as rebuilt (tui/tap/chains.py)
+    sent: JSONObject | None = None  # how a tapped request was sent: method, path and query, headers (keys ***)
+    identity: JSONObject | None = None  # the session the client said it is of, and a sub-agent's parent (the tap)
+    compaction: JSONObject | None = None  # the client's own compaction of its history at this request (the tap)
 
     @property
     def incomplete(self) -> bool:

@@ -156,7 +156,8 @@ def _request(item: schema.RequestIn) -> RequestRecord:
         cache_place=item.cache_place, keep_all_tokens=item.keep_all_tokens, template=item.template,
         tokenizer=item.tokenizer, message_count=item.message_count, message_ids=list(item.message_ids), reply_id=item.reply_id,
         fit=_plain(item.fit), received=_plain(item.received), cost=_plain(item.cost), format=item.format,
-        context=_plain(item.context))
+        context=_plain(item.context), sent=_plain(item.sent), identity=_plain(item.identity),
+        compaction=_plain(item.compaction))
 
 
 def _plain(struct: msgspec.Struct | None) -> JSONObject | None:

@@ -179,7 +179,17 @@ class Replayer:
                                model=str(record.body.get("model") or self.session.model or ""),
                                base_url=self.session.base_url, llama_normalised=record.format != "chat",
                                prefill=record.format == FormatKind.MESSAGES.value or self.llama_server,
-                               content_specials=self.llama_server)  # as it counted them when the tap recorded
+                               content_specials=self.llama_server,  # as it counted them when the tap recorded
+                               exact=self.recorded_exactness(record))
+
+    def recorded_exactness(self, record: RequestRecord) -> bool | None:
+        """Whether the count was exact when it was recorded, as the recording vouched (the server's own ids for a probe
+        text equal the local tokenizer's): the same tokenizer counts the same tokens now, so an exact record stays
+        exact. A template whose family is not known (a server's own) cannot tell that again by itself. Another
+        tokenizer (a what-if) is judged by its own identity (None)."""
+        if not record.document_tokens or recorded_tokenizer(self.session, record) != self.tokenizer.name:
+            return None
+        return record.tokens_exact
 
     def stored_view(self, index: int) -> RequestView:
         """The request of step `index` (0-based) exactly as its body was sent, with its cache prefix.

@@ -195,6 +195,63 @@ class ContextIn(Struct):
     note: Note = ""
 
 
+MAX_HEADERS = 200  # a tapped request's headers kept (tui/tap/sent.py)
+HeaderValue: TypeAlias = Annotated[str, Meta(max_length=8192)]
+HeaderPair: TypeAlias = Annotated[list[HeaderValue], Meta(min_length=2, max_length=2)]  # (a name is shorter: below)
+
+
+def check_headers(headers: list[list[str]]) -> None:
+    long = next((pair[0] for pair in headers if len(pair[0]) > 256), None)
+    if long is not None:
+        raise ValueError(f"a header name of {len(long)} characters: expected at most 256 - at `$.sent.headers`")
+
+
+class SentIn(Struct):
+    """How a tapped request was sent: what an export or a replay needs to send it again (credentials are ***)."""
+
+    method: Annotated[str, Meta(max_length=16)] = "POST"
+    path: Annotated[str, Meta(max_length=8192)] = ""  # the path and query as the client wrote them
+    headers: Annotated[list[HeaderPair], Meta(max_length=MAX_HEADERS)] = []  # [name, value] pairs
+
+    def __post_init__(self) -> None:
+        check_headers(self.headers)
+
+
+class ParentIn(Struct):
+    """The conversation (and, when the traffic says, the tool call) that started a sub-agent's conversation."""
+
+    conversation: Annotated[int, Meta(ge=1, le=BIG)]
+    session: Annotated[str, Meta(max_length=64)] = ""  # the parent conversation's session id (its file)
+    request: RequestNumber | None = None
+    call_id: Wire = ""
+    tool: Wire = ""
+    note: Note = ""
+
+
+class IdentityIn(Struct):
+    """The session identity the client sent (tui/tap/identity.py): a kind and a bounded value."""
+
+    kind: Name
+    value: Annotated[str, Meta(max_length=200)]
+    source: Name = ""
+    subagent: Name = ""  # the client's own word for a sub-agent (Codex's x-openai-subagent)
+    request_kind: Name = ""  # the client's own word for the request (Codex's turn metadata: "turn", …)
+    parent: ParentIn | None = None
+    note: Note = ""  # another conversation of the same session, not linked (nothing says which started which)
+
+
+class CompactionIn(Struct):
+    """The client's own cut of a session's history: what left, what summary replaced it, the tokens before and after."""
+
+    previous_request: RequestNumber | None = None
+    left: Annotated[int, Meta(ge=0, le=MAX_MESSAGES)] = 0  # messages of the previous request no longer sent
+    left_tokens: Count = 0
+    summary_ids: Annotated[list[Id], Meta(max_length=MAX_MESSAGES)] = []  # the new messages that stand for them
+    summary: Note = ""  # the start of the summary's text
+    tokens_before: Count = 0  # the previous request's prompt
+    tokens_after: Count = 0  # this one's
+
+
 def check_wire_body(kind: str, body: dict[str, Any], where: str) -> None:
     """A Messages or Responses body, checked by its own schema (tui/context/formats/schemas.py) and its messages
     as a session's are."""
@@ -246,6 +303,9 @@ class RequestIn(Struct):
     cost: CostIn | None = None
     format: FormatName = "chat"
     context: ContextIn | None = None
+    sent: SentIn | None = None  # (absent in older files, and in the app's own requests)
+    identity: IdentityIn | None = None
+    compaction: CompactionIn | None = None
 
     def __post_init__(self) -> None:
         if self.format == "chat":

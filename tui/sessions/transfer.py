@@ -242,9 +242,16 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def export_curl(session: Session, step: int | None, key_env: str = "OPENAI_API_KEY") -> str:
+    """The step as a curl command: a tapped request as its client sent it (path, query, headers and body bytes,
+    sent_curl.py), any other as the app sends it."""
     record = step_record(session, step)
-    url = (session.base_url or "http://127.0.0.1:8080/v1").rstrip("/") + FormatKind(record.format).path
-    return curl_command(url, record.body, key_env)
+    base = session.base_url or "http://127.0.0.1:8080/v1"
+    if record.sent is not None:
+        from tui.sessions.sent_curl import sent_curl
+
+        return sent_curl(base, record.sent, record.exact_text() or request_text(record.body),
+                         key_env if ENV_NAME.fullmatch(key_env) else "OPENAI_API_KEY")
+    return curl_command(base.rstrip("/") + FormatKind(record.format).path, record.body, key_env)
 
 
 def new_title(session: Session, suffix: str) -> str:

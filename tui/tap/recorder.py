@@ -33,9 +33,12 @@ from tui.context.untrusted.redaction import Redactor
 from tui.sessions.model import RequestRecord, Session
 
 from tui.tap.bodies import body_keys, check_body, check_bytes, max_tokens_of, wire_body
-from tui.tap.client_cuts import client_cuts, messages_of, with_cache_effect
+from tui.tap.client_cuts import client_cuts, compaction_record, messages_of, with_cache_effect
 from tui.tap.conversations import Conversation, Conversations
 from tui.tap.chains import Chains
+from tui.tap.identity import hints_of, identity_of
+from tui.tap.origin import identity_record, masked_again, origin_notes, title_of
+from tui.tap.sent import sent_record
 from tui.tap.keeping import Keeping
 from tui.tap.replies import TEXT_BUDGET, TEXT_END_KEPT, TEXT_END_KEPT_LATE, kept_ends, stream_record, wire_reply
 from tui.tap.server import STOPPED, Exchange
@@ -195,11 +198,12 @@ class Recorder(Keeping):
         tapped.model, tapped.format = model, kind
         conversations = self.conversations if kind is FormatKind.CHAT else self.by_format.setdefault(
             kind, Conversations(self.conversations))
-        match = conversations.place(messages, model, exchange.client)
+        identity, hints = identity_of(exchange.headers, body), hints_of(exchange.headers)
+        match = conversations.place(messages, model, exchange.client, identity, hints.parent)
         if held.thread is not None and (match.conversation is None or match.conversation.number != held.thread):
             match = conversations.continuing(held.thread, messages)  # the chain says where it belongs
         previous_ids = list(match.conversation.ids) if match.conversation else []
-        conversation = conversations.commit(match, messages, model, exchange.client)
+        conversation = conversations.commit(match, messages, model, exchange.client, identity)
         self.close_threads()
         thread = self.threads.get(conversation.number) or self.open_thread(conversation, engine, model, exchange)
         tapped.conversation, tapped.index = conversation.number, len(thread.session.requests)
@@ -207,13 +211,16 @@ class Recorder(Keeping):
                                reply={"content": "", "incomplete": True}, template=engine.template.name,
                                tokenizer=engine.tokenizer.name, message_count=len(messages),
                                message_ids=list(match.message_ids), format=kind.value,
-                               context=held.record())
+                               context=held.record(),
+                               sent=sent_record(exchange.method, exchange.path, masked_again(exchange)),
+                               identity=identity_record(identity, hints, match, self.threads))
         try:  # the file keeps the body as the client sent it, byte for byte
             record.set_exact_text(exchange.body.decode("utf-8"))
         except UnicodeDecodeError:
             pass
         previous_view = thread.replayer.stored_view(tapped.index - 1) if tapped.index else None
         record.dropped = client_cuts(match, previous_view, previous_ids, record.number, thread)
+        previous_record = thread.session.requests[-1] if thread.session.requests else None
         thread.session.requests.append(record)
         try:
             view = thread.replayer.stored_view(tapped.index)
@@ -234,6 +241,9 @@ class Recorder(Keeping):
         record.cache_class = prefix.cause_class
         if record.dropped:  # what the client's cut did to the cache, said in each of its ledger entries
             view = with_cache_effect(thread, tapped.index, record, view)
+        if match.compacted:
+            record.compaction = compaction_record(match, messages, previous_ids, previous_view, previous_record,
+                                                  record)
         view = self.format_findings(thread, tapped.index, record, parsed, view)
         tapped.record, tapped.view, tapped.previous = record, view, previous_view
         tapped.client_cut = list(record.dropped)
@@ -282,7 +292,7 @@ class Recorder(Keeping):
                     tapped.view = replace(view, hidden=replace(view.hidden, notes=[*view.hidden.notes, *said]))
                     if thread.replayer._views.get(tapped.index) is view:  # noqa: SLF001
                         thread.replayer._views[tapped.index] = tapped.view  # noqa: SLF001
-        if self.server_cache is not None and exchange.status == 200 and not exchange.client_gone \
+        if self.server_cache is not None and exchange.status == 200 and not (exchange.client_gone and reply.incomplete) \
                 and tapped.view is not None:
     
             from tui.context.cache.predict import held_prompt
@@ -313,7 +323,7 @@ class Recorder(Keeping):
         context it holds (previous_response_id), Anthropic's cache breakpoints."""
         from tui.tap.formats_view import findings
 
-        notes = findings(record, parsed, view, thread.engine or self.engine)
+        notes = [*origin_notes(record), *findings(record, parsed, view, thread.engine or self.engine)]
         if not notes:
             return view
         view = replace(view, hidden=replace(view.hidden, notes=[*notes, *view.hidden.notes]))
@@ -323,10 +333,9 @@ class Recorder(Keeping):
     def open_thread(self, conversation: Conversation, engine: Engine, model: str, exchange: Exchange) -> Thread:
         from tui.controller.workbench import template_spec
 
-        client = exchange.client.split(" ")[0][:40].encode("utf-8", "replace").decode("utf-8") or "client"
         ident, lock = self.claim(f"{self.prefix}-{conversation.number}")
-        session = Session(id=ident, title=f"tap {conversation.number}: {client} · "
-                          f"{model or 'model'}", base_url=self.upstream, model=model,
+        session = Session(id=ident, title=title_of(conversation, exchange.client, model), base_url=self.upstream,
+                          model=model,
                           template=template_spec(engine.template), tokenizer=engine.tokenizer.name,
                           policy=asdict(PolicySettings("keep-all")), fences=False)
         replayer = TapReplayer(session, engine)

@@ -115,10 +115,25 @@ def translated_reply(exchange: Exchange, raw: bytes, kind: FormatKind):
             if translator.done:
                 break
     reply = assembler.joined()
-    reply.incomplete = not translator.done or bool(exchange.error) or bool(translator.error)
-    reply.error = exchange.error or translator.error or problem or (
+    cut = cut_error(exchange, translator.done)
+    reply.incomplete = not translator.done or bool(cut) or bool(translator.error)
+    reply.error = cut or translator.error or problem or (
         None if translator.done else "the stream ended before its last event")
     return reply, translator
+
+
+def cut_error(exchange: Exchange, whole: bool) -> str:
+    """What cut the reply short: the exchange's error, unless the reply's own last event (or its whole body) arrived
+    first. A client that closes the connection as soon as it holds the last event (Codex does) cut nothing: the
+    exchange keeps the fact (client_gone, and what happened in `after_end`), not an error."""
+    if not exchange.error or not whole:
+        return exchange.error
+    said = CLIENT_CLOSED if exchange.client_gone else f"after the reply's last event: {exchange.error}"
+    exchange.after_end, exchange.error = said[:4000], ""
+    return ""
+
+
+CLIENT_CLOSED = "the client closed the connection after the reply's last event (the reply arrived whole)"
 
 
 def chat_reply(exchange: Exchange, raw: bytes):
@@ -129,9 +144,10 @@ def chat_reply(exchange: Exchange, raw: bytes):
         try:
             reply = reply_from_response(decode(raw, Chunk, "the reply"))
         except Exception as exc:  # noqa: BLE001 - an odd reply is recorded as what it is
-            return Reply(incomplete=True, error=f"the reply could not be read: {exc}"[:4000])
-        reply.incomplete = bool(exchange.error)
-        reply.error = exchange.error or None
+            return Reply(incomplete=True, error=exchange.error or f"the reply could not be read: {exc}"[:4000])
+        cut = cut_error(exchange, True)  # the whole body was read: nothing after it can cut it
+        reply.incomplete = bool(cut)
+        reply.error = cut or None
         return reply
     assembler, parser, done = _assembler(), SSEParser(), False
     problem = ""
@@ -145,8 +161,11 @@ def chat_reply(exchange: Exchange, raw: bytes):
         except Exception as exc:  # noqa: BLE001
             problem = f"a chunk could not be read: {exc}"[:4000]
     reply = assembler.joined()
-    reply.incomplete = not done or bool(exchange.error)
-    reply.error = exchange.error or problem or (None if done else "the stream ended without [DONE]")
+    # [DONE], or a finish_reason with the usage after it: the server sent all it had (a client may leave then)
+    ended = done or bool(exchange.client_gone and reply.finish_reason and reply.usage)
+    cut = cut_error(exchange, ended)
+    reply.incomplete = not ended or bool(cut)
+    reply.error = cut or problem or (None if ended else "the stream ended without [DONE]")
     return reply
 
 
@@ -158,7 +177,8 @@ def stream_record(exchange: Exchange) -> dict:
             "duration": _rounded(exchange.duration),
             "offsets": [_rounded(o) for o in exchange.offsets[:MAX_OFFSETS]],
             "raw": kept_ends(raw, RAW_END_KEPT)[0], "raw_cut": len(raw) > 2 * RAW_END_KEPT or exchange.cut_kept,
-            "client_gone": exchange.client_gone, "error": exchange.error[:4000]}
+            "client_gone": exchange.client_gone, "error": exchange.error[:4000],
+            **({"after_end": exchange.after_end[:4000]} if exchange.after_end else {})}
 
 
 def _rounded(value: float | None) -> float | None:

@@ -24,6 +24,7 @@ from urllib.parse import unquote_plus, urlsplit
 from tui.context.untrusted.redaction import credential_name, key_shaped
 from tui.tap.encoded import NotUnpacked, unpacked
 from tui.tap.header_lines import UNSENDABLE, ParserRefusals, sendable_headers
+from tui.tap.sent import kept_headers
 
 import httpx
 from aiohttp import web
@@ -99,6 +100,8 @@ class Exchange:
     secrets: list[str] = field(default_factory=list, repr=False)  # credential values: to redact, never to keep
     wire: bytes | None = None  # the body as it came and goes upstream, when that is not `body` (compressed)
     unreadable: str = ""  # why the body cannot be read for the recording (it is forwarded all the same)
+    after_end: str = ""  # what happened once the reply's last event had arrived (the client left): not a cut
+    headers: list[list[str]] = field(default_factory=list)  # as sent, each credential's value *** (tui/tap/sent.py)
 
     @property
     def duration(self) -> float | None:
@@ -284,6 +287,7 @@ class TapServer:
         headers = [(k, v) for k, v in request.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
         exchange.secrets = sorted(set(credential_values(list(request.headers.items())) + in_query), key=len,
                                   reverse=True)
+        exchange.headers = kept_headers(request.raw_headers, exchange.secrets)
         target = upstream_target(self.origin, self.base, request.raw_path)
         self.active += 1
         self._idle.clear()

@@ -47,6 +47,8 @@ class PaneData:
     key_env: str = "OPENAI_API_KEY"
     what_if: str = ""
     reviews: tuple = ()  # the isolated reviewer's requests and verdicts (tui/controller/tool_calls.py)
+    sent: dict | None = None  # how a tapped request was sent (its path, query, headers): its curl sends them again
+    sent_base: str = ""  # the upstream the tap sent it to
 
 
 # The tabs after the first: their module, view class, and whether the view scrolls in a VerticalScroll. Their
@@ -159,7 +161,7 @@ class ContextPane(Vertical):
         elif tab == "cost":
             shown.show(data.costs, (view.sent_tokens, view.keep_all_tokens), data.roles, data.requests)
         elif tab == "request":
-            shown.show(data.url, data.body, data.key_env, data.what_if)
+            shown.show(data.url, data.body, data.key_env, data.what_if, data.sent, data.sent_base)
         elif tab == "diff":
             shown.show(data.previous, view.shape)
         elif tab == "review":

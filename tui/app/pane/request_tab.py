@@ -7,6 +7,8 @@ import json
 from tui.context.untrusted.redaction import Redactor
 from tui.context.untrusted.visible import json_paste_safe
 from tui.sessions.redacted import outside_words
+from tui.context.request_bytes import request_text
+from tui.sessions.sent_curl import sent_curl
 from tui.sessions.transfer import curl_command
 
 from tui.app.safe_inputs import SafeTextArea
@@ -34,11 +36,16 @@ class RequestView(SafeTextArea):
     def __init__(self, **kwargs) -> None:
         super().__init__(read_only=True, soft_wrap=False, show_line_numbers=False, **kwargs)
 
-    def show(self, url: str, body: dict, key_env: str, what_if: str = "") -> None:
+    def show(self, url: str, body: dict, key_env: str, what_if: str = "", sent: dict | None = None,
+             sent_base: str = "") -> None:
         body = Redactor().value(body, outside_words, by_name=True)  # a key put in [params] is not shown
         body, cut = without_data(body)
         shown = json_paste_safe(json.dumps(body, ensure_ascii=False, indent=2))  # a selection copied is safe too
-        text = shown + "\n\n# as curl\n" + curl_command(url, body, key_env)
+        if sent is not None:  # a tapped request: its curl is the client's own path, query and headers
+            curl = sent_curl(sent_base, sent, request_text(body), key_env)
+        else:
+            curl = curl_command(url, body, key_env)
+        text = shown + "\n\n# as curl\n" + curl
         if cut:
             many = cut > 1
             text = (f"# {cut} image data URL{'s' if many else ''} shortened here: the request sends "

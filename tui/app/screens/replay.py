@@ -140,7 +140,8 @@ class ReplayScreen(Screen):
                                      prefix=f"step {step.number}: "),
                         list(self.session.messages), None, previous, self.session.policy_settings().context_window,
                         self.session.policy_settings().max_tokens, self.roles, self.session.requests[:self.index + 1],
-                        self._costs(), (self.session.base_url or "") + FormatKind(record.format).path, record.body)
+                        self._costs(), (self.session.base_url or "") + FormatKind(record.format).path, record.body,
+                        sent=record.sent, sent_base=self.session.base_url or "")
         self.query_one(ContextPane).show(step.view, data)
 
     def _costs(self) -> list[dict]:
