@@ -282,3 +282,39 @@ async def ended_and_listed(pilot, app, count: int) -> None:
             t.done and listed_line(app, number) == request_label(t).plain for number, t in tapped.items())
     await eventually(shown, pilot=pilot, what=lambda: f"{count} requests ended and listed: "
                      f"{[listed_line(app, number) for number in app.tap.recorder.tapped]}")
+
+
+class ResponsesUpstream:
+    """A loopback Responses API that keeps state, as OpenAI's does with store: each response has an id a later
+    request may name in previous_response_id (llama.cpp refuses previous_response_id, so it is played here)."""
+
+    def __init__(self) -> None:
+        from aiohttp import web
+
+        self.count = 0
+        self.loop = LoopThread()
+        app = web.Application()
+        app.router.add_post("/v1/responses", self.answer)
+
+        async def start() -> int:
+            self.runner = web.AppRunner(app, access_log=None)
+            await self.runner.setup()
+            site = web.TCPSite(self.runner, "127.0.0.1", 0)
+            await site.start()
+            return site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+
+        self.url = f"http://127.0.0.1:{self.loop.run(start())}/v1"
+
+    async def answer(self, request):
+        from aiohttp import web
+
+        self.count += 1
+        await request.read()
+        return web.json_response({"id": f"resp_{self.count}", "object": "response", "status": "completed",
+                                  "model": "gpt-5", "output": [{"type": "message", "role": "assistant", "content": [
+                                      {"type": "output_text", "text": f"answer {self.count}"}]}],
+                                  "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}})
+
+    def stop(self) -> None:
+        self.loop.run(self.runner.cleanup())
+        self.loop.stop()

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT
 from session_files import session_data
-from tap_helpers import RunningTap
+from tap_helpers import ResponsesUpstream, RunningTap
 
 pytestmark = pytest.mark.server
 KEY = "sk-ant-tap-formats-secret-0123456789"
@@ -236,44 +236,6 @@ async def test_each_formats_session_opens_in_the_app_with_every_tab(tapped, monk
 
 
 FORMAT_PATHS = {"messages": "/messages", "responses": "/responses"}
-
-
-class ResponsesUpstream:
-    """A loopback Responses API that keeps state, as OpenAI's does with store: each response has an id a later
-    request may name in previous_response_id (llama.cpp refuses previous_response_id, so it is played here)."""
-
-    def __init__(self) -> None:
-        from aiohttp import web
-
-        from tap_helpers import LoopThread
-
-        self.count = 0
-        self.loop = LoopThread()
-        app = web.Application()
-        app.router.add_post("/v1/responses", self.answer)
-
-        async def start() -> int:
-            self.runner = web.AppRunner(app, access_log=None)
-            await self.runner.setup()
-            site = web.TCPSite(self.runner, "127.0.0.1", 0)
-            await site.start()
-            return site._server.sockets[0].getsockname()[1]  # noqa: SLF001
-
-        self.url = f"http://127.0.0.1:{self.loop.run(start())}/v1"
-
-    async def answer(self, request):
-        from aiohttp import web
-
-        self.count += 1
-        await request.read()
-        return web.json_response({"id": f"resp_{self.count}", "object": "response", "status": "completed",
-                                  "model": "gpt-5", "output": [{"type": "message", "role": "assistant", "content": [
-                                      {"type": "output_text", "text": f"answer {self.count}"}]}],
-                                  "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}})
-
-    def stop(self) -> None:
-        self.loop.run(self.runner.cleanup())
-        self.loop.stop()
 
 
 def test_previous_response_id_context_is_rebuilt_from_the_recording_or_said_missing(tmp_path):

@@ -94,12 +94,14 @@ def parsed_body(record: RequestRecord) -> Parsed:
         raise ValueError(f"request {record.number}: the stored body is not a {record.format} body: {exc}") from None
 
 
-def record_wire(session: Session, record: RequestRecord) -> tuple[list[JSONObject], list[Any] | None]:
+def record_wire(session: Session, record: RequestRecord,
+                carried: dict[int, list[JSONObject]] | None = None) -> tuple[list[JSONObject], list[Any] | None]:
     """What the server rendered for a stored request, as chat-completions messages and tools: the body's own,
-    with (for a Responses request that continues an earlier response) the context the server held before it."""
+    with (for a Responses request that continues an earlier response) the context the server held before it.
+    `carried`: what each earlier request of a chain added, kept across calls (see held_context)."""
     parsed = parsed_body(record)
-    return with_held(parsed, held_context(session, (record.context or {}).get("chain") or [], record.number)), \
-        parsed.tools
+    chain = (record.context or {}).get("chain") or []
+    return with_held(parsed, held_context(session, chain, record.number, carried)), parsed.tools
 
 
 def with_held(parsed: Parsed, held: list[JSONObject]) -> list[JSONObject]:
@@ -110,18 +112,29 @@ def with_held(parsed: Parsed, held: list[JSONObject]) -> list[JSONObject]:
     return [*parsed.messages[:head], *held, *parsed.messages[head:]]
 
 
-def held_context(session: Session, chain: list[int], before: int) -> list[JSONObject]:
+def held_context(session: Session, chain: list[int], before: int,
+                 carried: dict[int, list[JSONObject]] | None = None) -> list[JSONObject]:
     """The context a Responses request's server held (previous_response_id), rebuilt from the earlier requests of
-    the chain this session recorded: each one's input (its instructions are not carried over) and its response."""
-    numbers = {r.number: r for r in session.requests}
+    the chain this session recorded: each one's input (its instructions are not carried over) and its response.
+    With `carried` (a replayer's, kept for the session), what each earlier request adds is read from its body once:
+    replaying a chain of n requests parses n bodies, not n²/2."""
+    numbers = {r.number: r for r in session.requests} if carried is None or not set(chain) <= set(carried) else {}
     held: list[JSONObject] = []
     for number in chain:
+        if number >= before:
+            continue
+        if carried is not None and number in carried:
+            held += carried[number]
+            continue
         earlier = numbers.get(number)
-        if earlier is None or earlier.number >= before:
+        if earlier is None:
             continue
         parsed = parsed_body(earlier)
-        held += [m for m, source in zip(parsed.messages, parsed.sources) if source >= 0]
-        held += reply_messages(earlier.reply)
+        added = [*(m for m, source in zip(parsed.messages, parsed.sources) if source >= 0),
+                 *reply_messages(earlier.reply)]
+        if carried is not None:
+            carried[number] = added
+        held += added
     return held
 
 
@@ -135,9 +148,10 @@ def reply_messages(reply: JSONObject) -> list[JSONObject]:
     return [message] if message["content"] or len(message) > 2 else []
 
 
-def body_messages(record: RequestRecord, index: int, session: Session | None = None) -> list[Message]:
+def body_messages(record: RequestRecord, index: int, session: Session | None = None,
+                  carried: dict[int, list[JSONObject]] | None = None) -> list[Message]:
     """The wire messages of a stored body, with the session ids they were sent for."""
-    wire = record_wire(session, record)[0] if session is not None else parsed_body(record).messages
+    wire = record_wire(session, record, carried)[0] if session is not None else parsed_body(record).messages
     ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
     try:
         return [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
@@ -162,6 +176,7 @@ class Replayer:
         self.cache_rule = cache_rule or offline_cache_rule(session.model)  # (gpt-4o: OpenAI's, not llama.cpp's)
         self.cache = SegmentCache()
         self._views: dict[int, RequestView] = {}
+        self._carried: dict[int, list[JSONObject]] = {}  # what each request of a Responses chain adds (held_context)
 
     def __len__(self) -> int:
         return len(self.session.requests)
@@ -174,7 +189,7 @@ class Replayer:
     def body_settings(self, record: RequestRecord, template: ChatTemplate) -> RequestSettings:
         """Settings that render a stored body as it is: keep-all, and no fences (they are in the body already)."""
         return RequestSettings(template, self.tokenizer, dict(self.session.variables),
-                               record_wire(self.session, record)[1], True, PolicySettings("keep-all"),
+                               parsed_body(record).tools, True, PolicySettings("keep-all"),
                                FenceStyle(enabled=False), self.cache_rule,
                                model=str(record.body.get("model") or self.session.model or ""),
                                base_url=self.session.base_url, llama_normalised=record.format != "chat",
@@ -216,7 +231,8 @@ class Replayer:
 
     def _render(self, index: int, previous: RequestShape | None) -> RequestView:
         record = self.session.requests[index]
-        view = build_request(body_messages(record, index, self.session), self.body_settings(record, self.template), previous,
+        view = build_request(body_messages(record, index, self.session, self._carried),
+                             self.body_settings(record, self.template), previous,
                              index + 1, cache=self.cache)
         ledger = ledger_entries(record)  # what the policy left out then, which the body no longer shows
         # A system prompt the client rewrote (a tapped request) keeps its id: it was changed, not dropped.
@@ -274,7 +290,8 @@ class Replayer:
         record = self.session.requests[index]
         for template in self.reference_templates(record):
             try:
-                reference = build_request(body_messages(record, index, self.session), self.body_settings(record, template),
+                reference = build_request(body_messages(record, index, self.session, self._carried),
+                                          self.body_settings(record, template),
                                           cache=self.cache).document.text
             except (TemplateRenderError, MemoryError, RecursionError, ValueError):
                 continue  # a template that cannot render the body is no reference

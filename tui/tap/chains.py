@@ -4,13 +4,16 @@ recorded (and said so); a response the tap never saw is said to be missing, neve
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from tui.context.formats import Parsed
 from tui.context.formats.replies import Translator
 from tui.sessions.model import RequestRecord
-from tui.sessions.replay import held_context, with_held
+from tui.sessions.replay import held_context, reply_messages, with_held
+
+KEPT_CONTEXTS = 256  # the newest responses whose whole context is kept in memory; an older one is read from the file
 
 
 @dataclass
@@ -51,6 +54,9 @@ class Held:
 class Chains:
     def __init__(self) -> None:
         self.responses: dict[str, tuple[int, int]] = {}  # response id -> (conversation, request number)
+        # response id -> the context a request continuing it has: kept as it is made, so that a chain of n requests
+        # costs n steps, not the n² of reading every earlier request of the chain from its file again
+        self.contexts: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
 
     def held(self, parsed: Parsed, threads: dict[int, Any]) -> Held:
         previous = parsed.previous_response_id
@@ -63,8 +69,10 @@ class Chains:
         conversation, number = found
         earlier = thread.session.requests[number - 1]
         chain = [*((earlier.context or {}).get("chain") or []), number]
-        context = held_context(thread.session, chain, len(thread.session.requests) + 1)
-        return Held(previous, conversation, number, chain, context)
+        context = self.contexts.get(previous)
+        if context is None:
+            context = held_context(thread.session, chain, len(thread.session.requests) + 1)
+        return Held(previous, conversation, number, chain, list(context))
 
     @staticmethod
     def answered(translator: Translator, thread: Any, record: RequestRecord) -> None:
@@ -75,7 +83,19 @@ class Chains:
         if translator.response_id:
             record.reply["response_id"] = translator.response_id
 
-    def remember(self, record: RequestRecord, conversation: int) -> None:
+    def remember(self, record: RequestRecord, conversation: int, carried: list[dict[str, Any]]) -> None:
+        """A response a later request may continue: where it was recorded, and the context it ends (`carried`:
+        what its server held and its own input; then its reply, as the session file keeps it)."""
         ident = record.reply.get("response_id")
-        if isinstance(ident, str) and ident:
-            self.responses[ident] = (conversation, record.number)
+        if not isinstance(ident, str) or not ident:
+            return
+        self.responses[ident] = (conversation, record.number)
+        self.contexts[ident] = [*carried, *reply_messages(record.reply)]
+        self.contexts.move_to_end(ident)
+        while len(self.contexts) > KEPT_CONTEXTS:
+            self.contexts.popitem(last=False)
+
+    @staticmethod
+    def carried(held: Held, parsed: Parsed) -> list[dict[str, Any]]:
+        """The context a request's own input adds to what its server held (its instructions are not carried)."""
+        return [*held.context, *(m for m, source in zip(parsed.messages, parsed.sources) if source >= 0)]

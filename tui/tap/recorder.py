@@ -195,6 +195,8 @@ class Recorder(Keeping):
         engine = self.ready_engine(model)  # an upstream that says nothing: the model's family counts
         held = self.chains.held(parsed, self.threads)  # a Responses request whose server holds its earlier context
         messages = held.messages(parsed)
+        if kind is FormatKind.RESPONSES:
+            tapped.carried = self.chains.carried(held, parsed)
         tapped.model, tapped.format = model, kind
         conversations = self.conversations if kind is FormatKind.CHAT else self.by_format.setdefault(
             kind, Conversations(self.conversations))
@@ -305,7 +307,7 @@ class Recorder(Keeping):
         # the next request carries the whole reply: it is matched with all of it, and kept in part (bounded_reply)
         reply_id = thread.conversation.answered(dict(record.reply) if exchange.status == 200 else None)
         bounded_reply(thread, record)
-        self.chains.remember(record, tapped.conversation)
+        self.chains.remember(record, tapped.conversation, tapped.carried)
         if reply_id is not None and tapped.index == len(thread.session.requests) - 1:
             thread.session.messages.append(Message("assistant", record.reply.get("content") or "",
                                                    tool_calls=record.reply.get("tool_calls") or None,

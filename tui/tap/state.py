@@ -41,6 +41,7 @@ class Tapped:
     problem: str = ""  # why it is not (fully) recorded
     done: bool = False
     format: Any = None  # its wire format (tui.context.formats.FormatKind), once recorded
+    carried: list[dict] = field(default_factory=list)  # the context its server held, then its own input (Responses)
 
 
 @dataclass
