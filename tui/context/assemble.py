@@ -78,17 +78,24 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
              tools: list[JSONObject] | None = None, cache: SegmentCache | None = None,
              exact: bool | None = None, reading: ServerReading = ServerReading.PLAIN) -> Snapshot:
     """Render the request's document, attribute it, count it, flag control strings in content, as a server of
-    `reading` reads it (with PREFILL a last assistant message is continued: tui/context/continuation.py)."""
+    `reading` reads it (with PREFILL a last assistant message is continued: tui/context/continuation.py).
+
+    The template is given the messages and tools as the server hands them to it (llama_wire.py: `content: null`
+    as empty text, text parts joined, arguments parsed, tools without `strict`...); the snapshot keeps `messages`
+    as they are sent."""
     from tui.context.continuation import continued, continues
+    from tui.context.llama_wire import server_messages, server_tools, shape_for
 
     wire = wire_messages(messages)
+    shape = shape_for(template)
+    prefill = ServerReading.PREFILL in reading and continues(wire)
     render_vars = dict(variables or {})
     render_vars["add_generation_prompt"] = add_generation_prompt
     if tools:
-        render_vars["tools"] = tools
+        render_vars["tools"] = server_tools(tools, shape)
     specials = template.special_strings()
-    render = continued(template.render) if ServerReading.PREFILL in reading and continues(wire) else template.render
-    document = build_document(render, wire, specials, **render_vars)
+    render = continued(template.render) if prefill else template.render
+    document = build_document(render, server_messages(wire, shape, continued=prefill), specials, **render_vars)
     document, counts = count_tokens(document, tokenizer, specials, cache,
                                    content_specials=ServerReading.CONTENT_SPECIALS in reading)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
