@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tui.context.assemble import assemble
-from tui.context.llama_wire import Shape, server_arguments, server_messages, server_tools, shape_for
+from tui.context.llama_wire import Reading, Shape, server_arguments, server_messages, server_tools, shape_for
 from tui.context.messages import Message
 from tui.context.request import RequestSettings, build_request
 from tui.context.templates.hf_render import hf_tojson
@@ -108,7 +108,7 @@ def test_a_hosted_accounting_template_reads_the_request_as_sent():
     openai = builtin_template("openai")
     assert shape_for(openai) is Shape.AS_SENT and shape_for(builtin_template("qwen3")) is Shape.LLAMA_CPP
     given = [{"role": "assistant", "content": None, "tool_calls": [CALL]}]
-    assert server_messages(given, Shape.AS_SENT) == given
+    assert server_messages(given, Reading(Shape.AS_SENT)) == given
     assert server_tools([tool(strict=True)], Shape.AS_SENT) == [tool(strict=True)]
     rendered = assemble([{"role": "user", "content": "q"}, *given], openai, get_tokenizer("o200k_base"))
     assert 'get_weather{"city":"Paris"}' in rendered.document.text  # the arguments as the client wrote them
@@ -144,3 +144,37 @@ def test_the_tools_cost_is_found_where_the_template_wrote_them():
     shown = view("qwen3", messages, [tool(strict=True, description="Weather of a city")])
     bare = view("qwen3", messages)
     assert shown.hidden.total("tool_schema") == shown.snapshot.counts.total - bare.snapshot.counts.total > 0
+
+
+# What the template can read decides two rules, as the server decides them (templates/capabilities.py)
+READS_PARTS = ("{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}"
+               "{% for p in m.content %}{{ p.text }}{% endfor %}{% endif %}{% endfor %}")
+PRINTS_CONTENT = "{% for m in messages %}{{ m.content }}{% endfor %}"
+ARGUMENTS_AS_TEXT = ("{% for m in messages %}{{ m.content }}{% for c in m.tool_calls or [] %}"
+                     "{{ '<call>' + c.function.arguments + '</call>' }}{% endfor %}{% endfor %}")
+
+
+@pytest.mark.parametrize("source, typed, objects", [(READS_PARTS, True, False), (PRINTS_CONTENT, False, False),
+                                                    (ARGUMENTS_AS_TEXT, False, False), (READS_CONTENT, False, True)])
+def test_what_a_template_reads_is_found_by_rendering_probes(source, typed, objects):
+    from tui.context.templates.capabilities import capabilities
+
+    found = capabilities(template_from_text(source, "t"))
+    assert (found.typed_content, found.object_arguments) == (typed, objects)
+
+
+def test_a_template_that_reads_parts_is_handed_the_parts():
+    """llama.cpp hands parts to such a template (GLM-4.6, Qwen3.5, Gemma 4...): its own way of joining them counts."""
+    parts = [{"type": "text", "text": "A", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "B"}]
+    assert server_messages([{"role": "user", "content": parts}], Reading(typed_content=True))[0]["content"] == [
+        {"type": "text", "text": "A"}, {"type": "text", "text": "B"}]
+    rendered = assemble([{"role": "user", "content": parts}], template_from_text(READS_PARTS, "t"),
+                        get_tokenizer("qwen3"))
+    assert rendered.document.text == "AB"
+
+
+def test_a_template_that_takes_arguments_as_text_is_handed_the_text():
+    """llama.cpp hands the client's own text to such a template (DeepSeek-R1's distills, V3.1, Phi-3.5...)."""
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [CALL]}]
+    rendered = assemble(messages, template_from_text(ARGUMENTS_AS_TEXT, "t"), get_tokenizer("qwen3"))
+    assert rendered.document.text == 'q<call>{"city":"Paris"}</call>'

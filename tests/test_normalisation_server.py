@@ -23,7 +23,10 @@ WEATHER = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
 
-def call(arguments: str, ident: str = "c1") -> dict:
+FIRST, SECOND = "call00001", "call00002"  # nine letters and digits, as Mistral's templates require of an id
+
+
+def call(arguments: str, ident: str = FIRST) -> dict:
     return {"id": ident, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}
 
 
@@ -48,15 +51,15 @@ def parts(*texts: str) -> list[dict]:
 CASES = {
     "content null beside tool calls": {"messages": [
         QUESTION, {"role": "assistant", "content": None, "tool_calls": [call('{"city": "Paris"}')]},
-        answered("c1", "sunny")], "tools": [WEATHER]},
+        answered(FIRST, "sunny")], "tools": [WEATHER]},
     "content absent beside tool calls": {"messages": [
-        QUESTION, {"role": "assistant", "tool_calls": [call('{"city": "Paris"}')]}, answered("c1", "sunny")],
+        QUESTION, {"role": "assistant", "tool_calls": [call('{"city": "Paris"}')]}, answered(FIRST, "sunny")],
         "tools": [WEATHER]},
     "strict tools": {"messages": [QUESTION], "tools": [strict("get_weather"), strict("get_time")]},
     "compact arguments": {"messages": [
         QUESTION, {"role": "assistant", "content": "", "tool_calls": [
-            call('{"city":"Paris"}'), call('{"city":"Zürich","days":[1,2.0,1e5],"note":"\\u00e9\\/"}', "c2")]},
-        answered("c1", "sunny"), answered("c2", "rain")], "tools": [WEATHER]},
+            call('{"city":"Paris"}'), call('{"city":"Zürich","days":[1,2.0,1e5],"note":"\\u00e9\\/"}', SECOND)]},
+        answered(FIRST, "sunny"), answered(SECOND, "rain")], "tools": [WEATHER]},
     "tools without a description": {"messages": [QUESTION],
                                     "tools": [undescribed("get_weather"), undescribed("get_time")]},
     "text parts": {"messages": [
@@ -154,7 +157,7 @@ def test_the_tap_records_each_shape_with_the_servers_count(llama_server, tmp_pat
     """Through the tap, one request of each shape, then a tool loop of an OpenAI-SDK agent (content null) with a
     request after it: every one is recorded, counted as the server counted it, and no drop is claimed."""
     loop = [QUESTION, {"role": "assistant", "content": None, "tool_calls": [call('{"city": "Paris"}')]},
-            answered("c1", "sunny")]
+            answered(FIRST, "sunny")]
     bodies = [*CASES.values(), {"messages": loop[:1], "tools": [strict("get_weather")]},
               {"messages": loop, "tools": [strict("get_weather")]},
               {"messages": [*loop, {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "Thanks"}],
@@ -186,7 +189,7 @@ async def test_the_app_opens_an_imported_tool_loop_with_the_servers_count_and_se
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     body = {"model": "tiny-qwen3", "messages": [
         QUESTION, {"role": "assistant", "content": None, "tool_calls": [call('{"city":"Paris"}')]},
-        answered("c1", "sunny")], "tools": [strict("get_weather")]}
+        answered(FIRST, "sunny")], "tools": [strict("get_weather")]}
     path = tmp_path / "agent.json"
     path.write_text(json.dumps(body), encoding="utf-8")
     session = tmp_path / "agent.ctxpane.json"
@@ -207,3 +210,26 @@ async def test_the_app_opens_an_imported_tool_loop_with_the_servers_count_and_se
     # answered (llama.cpp refuses logprobs beside tools in a stream: the app asks none then) and counted alike
     assert record.received is not None, [event for event in made.events if "✗" in str(event)]
     assert record.document_tokens == record.received["received"] and record.received["verdict"] == "match"
+
+
+# Real templates that read text parts (GLM-4.6, Mistral Small 3.2) or take arguments only as text (DeepSeek-R1's
+# distill): the server hands them parts, or the client's text, and so does ctxpane (templates/capabilities.py).
+OTHER_TEMPLATES = ["GLM-4.6", "Mistral-Small-3.2-24B-Instruct-2506", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
+                   "Qwen3.5-4B"]
+
+
+@pytest.mark.parametrize("name", OTHER_TEMPLATES)
+def test_other_real_templates_get_what_the_server_hands_them(name, tmp_path, cli_in_process):
+    from conftest import SHARED, need_shared, started_llama
+
+    template = SHARED / "data" / "templates" / f"{name}.jinja"
+    if not template.exists():
+        need_shared(f"the real template {name} is needed")
+    with started_llama(LLAMA_SERVER_ARGS=f"--chat-template-file {template}") as url:
+        props = httpx.get(url.removesuffix("/v1") + "/props", timeout=30).json()
+        tokens = ["--var", f"bos_token={props['bos_token']}", "--var", f"eos_token={props['eos_token']}"]  # the model's
+        for case in ("text parts", "compact arguments"):
+            path = tmp_path / "body.json"
+            path.write_text(json.dumps({"model": "tiny-qwen3", **CASES[case]}), encoding="utf-8")
+            ours = rendered(cli_in_process, path, "--template", str(template), *tokens)
+            assert ours["text"] == applied(url, CASES[case]), case

@@ -84,18 +84,18 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
     as empty text, text parts joined, arguments parsed, tools without `strict`...); the snapshot keeps `messages`
     as they are sent."""
     from tui.context.continuation import continued, continues
-    from tui.context.llama_wire import server_messages, server_tools, shape_for
+    from tui.context.llama_wire import reading_for, server_messages, server_tools
 
     wire = wire_messages(messages)
-    shape = shape_for(template)
+    given = reading_for(template)
     prefill = ServerReading.PREFILL in reading and continues(wire)
     render_vars = dict(variables or {})
     render_vars["add_generation_prompt"] = add_generation_prompt
     if tools:
-        render_vars["tools"] = server_tools(tools, shape)
+        render_vars["tools"] = server_tools(tools, given.shape)
     specials = template.special_strings()
     render = continued(template.render) if prefill else template.render
-    document = build_document(render, server_messages(wire, shape, continued=prefill), specials, **render_vars)
+    document = build_document(render, server_messages(wire, given, continued=prefill), specials, **render_vars)
     document, counts = count_tokens(document, tokenizer, specials, cache,
                                    content_specials=ServerReading.CONTENT_SPECIALS in reading)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check

@@ -13,6 +13,7 @@ as sent: llama.cpp's rules are not that provider's.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -35,17 +36,29 @@ class Shape(Enum):
     AS_SENT = "as sent"  # a hosted provider's accounting: the request as the client wrote it
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How the server hands a request to one template: its shape, and what the template can read
+    (templates/capabilities.py), which decides two rules."""
+
+    shape: Shape = Shape.LLAMA_CPP
+    typed_content: bool = False  # text parts handed on as parts (Rule.TEXT_PARTS does not apply)
+    object_arguments: bool = True  # arguments handed on parsed (Rule.ARGUMENTS applies)
+
+
 class Rule(Enum):
     """The rules of the normalisation, each a row of docs/normalisation.md."""
 
     EMPTY_CONTENT = "content null or absent is empty text"
-    TEXT_PARTS = "a list of text parts is one text, the parts joined by a newline"
+    TEXT_PARTS = "a list of text parts is one text, the parts joined by a newline (a template that reads parts " \
+                 "gets the parts)"
     DEVELOPER_ROLE = "the developer role is system"
     EMPTY_REASONING = "an empty reasoning_content is left out"
     OTHER_MESSAGE_FIELDS = "message fields other than role, content, reasoning_content, name, tool_calls, " \
                            "tool_call_id are left out"
     CALL_FIELDS = "a tool call is type, function (name, arguments) and id, nothing else"
-    ARGUMENTS = "tool-call arguments are parsed and written again by the template's tojson"
+    ARGUMENTS = "tool-call arguments are parsed and written again by the template's tojson (a template that " \
+                "takes only text gets the text)"
     TOOL_FIELDS = "a tool is type, function (name, description, parameters), nothing else: strict is left out"
     TOOL_DESCRIPTION = "a tool without a description has an empty one, without parameters an empty object"
 
@@ -55,20 +68,31 @@ MESSAGE_FIELDS = ("role", "content", "reasoning_content", "name", "tool_calls", 
 
 
 def shape_for(template: ChatTemplate) -> Shape:
-    """The reading a template is given: a hosted provider's accounting template reads the request as sent; every
+    """The shape a template is given: a hosted provider's accounting template reads the request as sent; every
     other template is one llama.cpp's server (or a server that renders as it does) would run."""
     hosted = template.kind == SHIPPED and template.name in HOSTED_TEMPLATES.values()
     return Shape.AS_SENT if hosted else Shape.LLAMA_CPP
 
 
-def server_messages(wire: list[WireMessage], shape: Shape = Shape.LLAMA_CPP,
+def reading_for(template: ChatTemplate) -> Reading:
+    from tui.context.templates.capabilities import capabilities
+
+    shape = shape_for(template)
+    if shape is Shape.AS_SENT:
+        return Reading(shape)
+    found = capabilities(template)
+    return Reading(shape, found.typed_content, found.object_arguments)
+
+
+def server_messages(wire: list[WireMessage], reading: Reading = Reading(),
                     continued: bool = False) -> list[WireMessage]:
     """The messages as the server hands them to its template. `continued`: the last message is a turn the server
     continues (continuation.py), whose text parts it joins by a blank line, not a newline."""
-    if shape is Shape.AS_SENT or not wire:
+    if reading.shape is Shape.AS_SENT or not wire:
         return [dict(message) for message in wire]
     *before, last = wire
-    return [_server_message(message) for message in [*before, joined_for_continuation(last) if continued else last]]
+    return [_server_message(message, reading)
+            for message in [*before, joined_for_continuation(last) if continued else last]]
 
 
 def server_tools(tools: list[Any] | None, shape: Shape = Shape.LLAMA_CPP) -> list[Any] | None:
@@ -85,11 +109,11 @@ def template_tools(template: ChatTemplate, tools: list[Any] | None) -> list[Any]
     return server_tools(tools, shape_for(template))
 
 
-def _server_message(message: WireMessage) -> WireMessage:
+def _server_message(message: WireMessage, reading: Reading) -> WireMessage:
     given = {**message, "role": "system" if message.get("role") == "developer" else message.get("role"),
-             "content": _server_content(message.get("content"))}
+             "content": _server_content(message.get("content"), reading.typed_content)}
     if isinstance(given.get("tool_calls"), list):
-        given["tool_calls"] = [_server_call(call) for call in given["tool_calls"]]
+        given["tool_calls"] = [_server_call(call, reading.object_arguments) for call in given["tool_calls"]]
     return {key: given[key] for key in MESSAGE_FIELDS if _kept(key, given.get(key))}
 
 
@@ -101,12 +125,14 @@ def _kept(key: str, value: Any) -> bool:
     return value is not None
 
 
-def _server_content(content: Any) -> Any:
+def _server_content(content: Any, typed: bool = False) -> Any:
     """Rule.EMPTY_CONTENT and Rule.TEXT_PARTS; parts of other kinds (images) are left to the renderer."""
     if content is None:
         return ""
     if not _text_parts(content):
         return content
+    if typed:  # the template reads parts: it is handed each part's type and text, nothing else
+        return [{"type": "text", "text": str(part.get("text") or "")} for part in content]
     text = ""
     for part in content:  # a newline before each part once there is text: ["", "C"] is "C", ["A", "", "B"] "A\n\nB"
         text += ("\n" if text else "") + str(part.get("text") or "")
@@ -117,14 +143,15 @@ def _text_parts(content: Any) -> bool:
     return isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text" for part in content)
 
 
-def _server_call(call: Any) -> Any:
+def _server_call(call: Any, object_arguments: bool = True) -> Any:
     """Rule.CALL_FIELDS and Rule.ARGUMENTS. A call the server cannot read is given as it is (it refuses it)."""
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict):
         return call
-    shaped: JSONObject = {"type": call.get("type"), "function": {"name": function.get("name"),
-                                                                 "arguments": server_arguments(function.get("arguments"))},
-                          "id": call.get("id")}
+    arguments = function.get("arguments")
+    shaped: JSONObject = {"type": call.get("type"), "function": {
+        "name": function.get("name"), "arguments": server_arguments(arguments) if object_arguments else arguments},
+        "id": call.get("id")}
     return {key: value for key, value in shaped.items() if value is not None}
 
 
