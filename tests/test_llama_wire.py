@@ -77,6 +77,7 @@ def test_roles_fields_and_calls_are_the_servers():
     ('{"c":"\\u0001\\t"}', '{"c": "\\u0001\\t"}'),  # control characters escaped
     ('{"i":9223372036854775807,"j":9223372036854775808}', '{"i": 9223372036854775807, "j": -9223372036854775808}'),
     ('{"k":-9223372036854775809,"big":99999999999999999999999}', '{"k": -9.223372036854776e+18, "big": 1e+23}'),
+    ('{"u64":12345678901234567890}', '{"u64": -6101065172474983726}'),
 ])
 def test_arguments_are_parsed_and_written_again_as_the_server_writes_them(given, written):
     """Each `written` is what the real server's template wrote (b11669: tojson of the arguments it parsed)."""
@@ -178,3 +179,13 @@ def test_a_template_that_takes_arguments_as_text_is_handed_the_text():
     messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [CALL]}]
     rendered = assemble(messages, template_from_text(ARGUMENTS_AS_TEXT, "t"), get_tokenizer("qwen3"))
     assert rendered.document.text == 'q<call>{"city":"Paris"}</call>'
+
+
+def test_every_rule_is_a_row_of_the_docs_table():
+    from pathlib import Path
+
+    from tui.context.llama_wire import Rule
+
+    table = (Path(__file__).resolve().parent.parent / "docs" / "normalisation.md").read_text(encoding="utf-8")
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert sorted(rule.name for rule in Rule) == sorted(row.split("`")[1] for row in rows if row.split("`")[1].isupper())

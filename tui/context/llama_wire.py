@@ -75,6 +75,7 @@ def shape_for(template: ChatTemplate) -> Shape:
 
 
 def reading_for(template: ChatTemplate) -> Reading:
+    """How the server hands a request to `template` (its capabilities are probed once per template text)."""
     from tui.context.templates.capabilities import capabilities
 
     shape = shape_for(template)
@@ -110,6 +111,7 @@ def template_tools(template: ChatTemplate, tools: list[Any] | None) -> list[Any]
 
 
 def _server_message(message: WireMessage, reading: Reading) -> WireMessage:
+    """Rule.DEVELOPER_ROLE, Rule.EMPTY_REASONING and Rule.OTHER_MESSAGE_FIELDS, with the content's and calls' rules."""
     given = {**message, "role": "system" if message.get("role") == "developer" else message.get("role"),
              "content": _server_content(message.get("content"), reading.typed_content)}
     if isinstance(given.get("tool_calls"), list):
@@ -173,7 +175,8 @@ def server_arguments(arguments: Any) -> Any:
 
 def _llama_integer(digits: str) -> int | float:
     """A JSON integer as llama.cpp reads it: a signed 64-bit integer; up to 2**64 an unsigned one, which its
-    template engine then reads as signed (18446744073709551615 is -1); beyond, a double."""
+    template engine then writes as signed (12345678901234567890 is written -6101065172474983726); beyond, a
+    double (99999999999999999999999 is 1e+23)."""
     value = int(digits)
     if -INT64 <= value < INT64:
         return value
