@@ -154,8 +154,9 @@ def test_an_imported_responses_body_renders_its_turns_with_the_servers_count(lla
 
 
 def test_the_tap_records_each_shape_with_the_servers_count(llama_server, tmp_path):
-    """Through the tap, one request of each shape, then a tool loop of an OpenAI-SDK agent (content null) with a
-    request after it: every one is recorded, counted as the server counted it, and no drop is claimed."""
+    """Through the tap, one request of each shape, a tool loop of an OpenAI-SDK agent (content null) with a request
+    after it, and a Responses request with a web_search tool: every one is recorded, counted as the server counted
+    it, and no drop is claimed."""
     loop = [QUESTION, {"role": "assistant", "content": None, "tool_calls": [call('{"city": "Paris"}')]},
             answered(FIRST, "sunny")]
     bodies = [*CASES.values(), {"messages": loop[:1], "tools": [strict("get_weather")]},
@@ -164,17 +165,19 @@ def test_the_tap_records_each_shape_with_the_servers_count(llama_server, tmp_pat
                "tools": [strict("get_weather")]}]
     tap = RunningTap(llama_server, tmp_path)
     try:
-        counts = [served(tap.url, body) for body in bodies]
+        counts = [served(tap.url, body) for body in bodies] + [served(tap.url, RESPONSES, "/responses")]
         tap.settle()
         records = [tap.recorder.tapped[number] for number in sorted(tap.recorder.tapped)]
     finally:
         tap.stop()
-    assert len(records) == len(bodies)
+    assert len(records) == len(bodies) + 1
     for tapped, count in zip(records, counts):
         assert not tapped.problem, tapped.problem
         record = tapped.record
         assert record.document_tokens == count == record.usage["prompt_tokens"]
         assert record.tokens_exact and record.received["verdict"] == "match", record.received
+    said = " ".join(records[-1].view.hidden.notes)  # the Responses request: its web_search tool is said lost
+    assert "web_search" in said and "silently lost" in said
 
 
 async def test_the_app_opens_an_imported_tool_loop_with_the_servers_count_and_sends_after_it(
