@@ -189,3 +189,12 @@ def test_every_rule_is_a_row_of_the_docs_table():
     table = (Path(__file__).resolve().parent.parent / "docs" / "normalisation.md").read_text(encoding="utf-8")
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert sorted(rule.name for rule in Rule) == sorted(row.split("`")[1] for row in rows if row.split("`")[1].isupper())
+
+
+def test_arguments_written_again_are_the_calls_text_whole():
+    """Arguments handed on as an object are written by the template's tojson: their keys and punctuation are the
+    call's text (kind tool_call), not the template's own, as when the client's text was written as it came."""
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [CALL]}]
+    shown = view("qwen3", messages)
+    calls = [shown.document.span_text(span) for span in shown.document.spans if span.kind == "tool_call"]
+    assert calls == ['{"city": "Paris"}']

@@ -8,7 +8,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from tui.context.document import Document, build_document
+from tui.context.document import Document, build_document, claim_arguments
 from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
 from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
@@ -95,7 +95,8 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
         render_vars["tools"] = server_tools(tools, given.shape)
     specials = template.special_strings()
     render = continued(template.render) if prefill else template.render
-    document = build_document(render, server_messages(wire, given, continued=prefill), specials, **render_vars)
+    shown = server_messages(wire, given, continued=prefill)
+    document = claim_arguments(build_document(render, shown, specials, **render_vars), shown)
     document, counts = count_tokens(document, tokenizer, specials, cache,
                                    content_specials=ServerReading.CONTENT_SPECIALS in reading)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
