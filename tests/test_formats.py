@@ -83,7 +83,7 @@ def test_each_body_counts_what_the_real_server_read(llama_server, kind, body):
     template = template_from_text(httpx.get(root + "/props", timeout=30).json()["chat_template"], "server", "server")
     parsed = parse_body(kind, body)
     settings = RequestSettings(template, get_tokenizer("qwen3"), {}, parsed.tools, True, PolicySettings("keep-all"),
-                               FenceStyle(enabled=False), content_specials=True, llama_normalised=True)
+                               FenceStyle(enabled=False), content_specials=True)
     view = build_request([message_from_dict(m, i) for i, m in enumerate(parsed.messages)], settings)
     answer = httpx.post(f"{llama_server}{kind.path}", json=body, timeout=60)
     assert answer.status_code == 200, answer.text

@@ -119,7 +119,6 @@ def request_settings(args: argparse.Namespace, conversation: Conversation) -> Re
                            exact=provably_exact(model, template, chosen=bool(args.template) or chose_template(session)),
                            model=model,
                            base_url=session.base_url if session is not None else "",
-                           llama_normalised=conversation.format != "chat",
                            prefill=conversation.format == "messages")
 
 

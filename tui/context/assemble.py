@@ -8,7 +8,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from tui.context.document import Document, build_document
+from tui.context.document import Document, build_document, claim_arguments
 from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
 from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
@@ -78,17 +78,25 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
              tools: list[JSONObject] | None = None, cache: SegmentCache | None = None,
              exact: bool | None = None, reading: ServerReading = ServerReading.PLAIN) -> Snapshot:
     """Render the request's document, attribute it, count it, flag control strings in content, as a server of
-    `reading` reads it (with PREFILL a last assistant message is continued: tui/context/continuation.py)."""
+    `reading` reads it (with PREFILL a last assistant message is continued: tui/context/continuation.py).
+
+    The template is given the messages and tools as the server hands them to it (llama_wire.py: `content: null`
+    as empty text, text parts joined, arguments parsed, tools without `strict`...); the snapshot keeps `messages`
+    as they are sent."""
     from tui.context.continuation import continued, continues
+    from tui.context.llama_wire import reading_for, server_messages, server_tools
 
     wire = wire_messages(messages)
+    given = reading_for(template)
+    prefill = ServerReading.PREFILL in reading and continues(wire)
     render_vars = dict(variables or {})
     render_vars["add_generation_prompt"] = add_generation_prompt
     if tools:
-        render_vars["tools"] = tools
+        render_vars["tools"] = server_tools(tools, given.shape)
     specials = template.special_strings()
-    render = continued(template.render) if ServerReading.PREFILL in reading and continues(wire) else template.render
-    document = build_document(render, wire, specials, **render_vars)
+    render = continued(template.render) if prefill else template.render
+    shown = server_messages(wire, given, continued=prefill)
+    document = claim_arguments(build_document(render, shown, specials, **render_vars), shown)
     document, counts = count_tokens(document, tokenizer, specials, cache,
                                    content_specials=ServerReading.CONTENT_SPECIALS in reading)
     # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check

@@ -13,8 +13,9 @@ carry a header is claimed, and text that may hold one not found is `unattributed
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TypeAlias
 
 from tui.context.json_types import WireMessage
@@ -234,6 +235,57 @@ def build_document(render: Callable[..., str], messages: list[WireMessage], spec
     return Document(truth, spans, [str(m.get("role", "")) for m in messages])
 
 
+
+def claim_arguments(document: Document, messages: list[WireMessage]) -> Document:
+    """The document with each tool call's arguments, handed to the template as an object (llama_wire.py) and
+    written by its tojson, attributed to the call whole: marks reach only the object's strings, so its keys and
+    punctuation would otherwise read as the template's own text. An arguments text the template wrote otherwise
+    (indented, its own way) is not found and nothing changes."""
+    spans = [replace(span) for span in document.spans]
+    for index, message in enumerate(messages):
+        start, end = _region(spans, index)
+        for text in _object_arguments(message):
+            at = document.text.find(text, start, end)
+            if at >= 0:
+                spans = _relabelled(spans, at, at + len(text), index, "tool_call")
+                start = at + len(text)
+    return Document(document.text, _merge(spans), document.roles)
+
+
+def _object_arguments(message: WireMessage) -> list[str]:
+    """Each call's arguments that are an object or a list, as HF's tojson writes them."""
+    written: list[str] = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if isinstance(arguments, (dict, list)):
+            try:
+                written.append(json.dumps(arguments, ensure_ascii=False))
+            except (TypeError, ValueError, RecursionError):
+                continue
+    return written
+
+
+def _region(spans: list[Span], message: int) -> tuple[int, int]:
+    """From the first character of `message` to its last (an empty region when it has none)."""
+    owned = [span for span in spans if span.message == message]
+    return (owned[0].start, owned[-1].end) if owned else (0, 0)
+
+
+def _relabelled(spans: list[Span], start: int, end: int, message: int, kind: SpanKind) -> list[Span]:
+    """`spans` with the template's text between `start` and `end` given to `message` as `kind` (a field's own
+    text there stays as it was)."""
+    out: list[Span] = []
+    for span in spans:
+        if span.end <= start or span.start >= end or span.kind not in ("marker", "unattributed"):
+            out.append(span)
+            continue
+        if span.start < start:
+            out.append(replace(span, end=start))
+        out.append(Span(max(span.start, start), min(span.end, end), message, kind, span.transformed))
+        if span.end > end:
+            out.append(replace(span, start=end))
+    return out
 
 
 def first_difference(left: str, right: str, names: tuple[str, str] = ("left", "right"),

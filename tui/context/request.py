@@ -2,7 +2,8 @@
 
 session messages -> fenced wire messages -> keep-all document (costs) -> policy plan ->
 document actually sent -> counts, forged blocks, cache prefix against the previous request.
-The fences are request_fences.py's; the wire as llama.cpp's server hands it to its template, llama_wire.py's.
+The fences are request_fences.py's; the wire as llama.cpp's server hands it to its template, llama_wire.py's
+(applied by assemble.py to every rendering).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from tui.context.cache.rules import OPENAI_MARK
 from tui.context.document import Document
 from tui.context.untrusted.fences import FenceStyle, FencedText, fence
 from tui.context.hidden_tokens import HiddenTokens, hidden_tokens
-from tui.context.llama_wire import llama_messages, llama_tools
-from tui.context.continuation import continues, joined_for_continuation
+from tui.context.llama_wire import template_tools
 from tui.context.request_fences import FenceInfo, fence_escapes, fence_messages, split_fence_spans
 from tui.context.errors import TemplateRenderError
 from tui.context.images.tokens import MEDIA_MARKER, family_for, part_estimate, with_media_markers
@@ -58,9 +58,6 @@ class RequestSettings:
     content_specials: bool = False  # the server reads control strings in message text as tokens (llama.cpp)
     model: str = ""  # the model asked for: picks the image family and the provider's reasoning rules
     base_url: str = ""
-    # the messages and tools as llama.cpp's server hands them to its template (text parts joined, developer as
-    # system, tool-call arguments as objects, tools as name/description/parameters): Messages and Responses bodies
-    llama_normalised: bool = False
     # a last assistant message is the start of the reply, continued (Anthropic's prefill; llama.cpp's server too)
     prefill: bool = False
 
@@ -186,11 +183,6 @@ def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCa
     def render(messages: list[WireMessage]) -> Snapshot:
         return assemble(messages, settings.template, settings.tokenizer, settings.variables,
                         settings.add_generation_prompt, settings.tools, cache, settings.exact, settings.reading)
-    if settings.llama_normalised:
-        tools = llama_tools(settings.tools)
-        given = [*wire[:-1], joined_for_continuation(wire[-1])] if settings.prefill and continues(wire) else wire
-        return replace(_render(llama_messages(given), replace(settings, llama_normalised=False, tools=tools), cache),
-                       wire=wire)
     try:
         return render(wire)
     except TemplateRenderError:
@@ -359,8 +351,9 @@ def _finished(snapshot: Snapshot, messages: list[Message], wire: list[WireMessag
     family = family_for(settings.model, settings.template.name)
     shape = _shape(document, messages, wire, origin, settings, frozenset(e.message_id for e in plan.ledger),
                    token_index(document, settings.tokenizer, specials, cache), fenced_ids)
-    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, settings.tools, shape.tokens, cache,
-                           tool_texts(settings.template, settings.tools))
+    tools = template_tools(settings.template, settings.tools)  # found in the document as the template wrote them
+    hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, tools, shape.tokens, cache,
+                           tool_texts(settings.template, tools))
     if settings.tools:  # what the tools cost is the difference they make: the same request rendered without them
         bare = _render(snapshot.wire, replace(settings, tools=None), cache)
         settle_tools(hidden, snapshot.counts.total - bare.counts.total)

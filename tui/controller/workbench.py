@@ -222,7 +222,9 @@ class Workbench:
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        if self.server_cache is not None:  # llama.cpp, its cache modelled: the tokens it generates (ServerCache)
+        # llama.cpp, its cache modelled: the tokens it generates (ServerCache). Not beside tools when streaming: the
+        # server refuses that request ("logprobs is not supported with tools + stream"), and the reply's text stands in
+        if self.server_cache is not None and not (stream and body.get("tools")):
             body.setdefault("logprobs", True)  # (what the user set in [params] stays as set)
             body.setdefault("top_logprobs", 1)
         return body

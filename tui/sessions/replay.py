@@ -192,7 +192,7 @@ class Replayer:
                                parsed_body(record).tools, True, PolicySettings("keep-all"),
                                FenceStyle(enabled=False), self.cache_rule,
                                model=str(record.body.get("model") or self.session.model or ""),
-                               base_url=self.session.base_url, llama_normalised=record.format != "chat",
+                               base_url=self.session.base_url,
                                prefill=record.format == FormatKind.MESSAGES.value or self.llama_server,
                                content_specials=self.llama_server,  # as it counted them when the tap recorded
                                exact=self.recorded_exactness(record))

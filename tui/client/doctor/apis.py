@@ -14,7 +14,6 @@ from tui.context.formats import FormatKind, parse_body
 from tui.context.formats.convert import wire_request
 from tui.context.formats.replies import Translator
 from tui.context.messages import Message, message_from_dict
-from tui.context.llama_wire import llama_messages, llama_tools
 from tui.context.templates.library import ChatTemplate
 
 APIS = (FormatKind.MESSAGES, FormatKind.RESPONSES)
@@ -29,8 +28,8 @@ def reported_prompt(kind: FormatKind, answer: Any) -> int | None:
 def engine_count(kind: FormatKind, body: dict[str, Any], template: ChatTemplate, tokenizer: Any) -> int:
     parsed = parse_body(kind, body)
     wire = [message_from_dict(m, i).to_wire() for i, m in enumerate(parsed.messages)]  # as the chat path sends them
-    messages: list[Message | dict[Any, Any]] = list(llama_messages(wire))
-    return assemble(messages, template, tokenizer, tools=llama_tools(parsed.tools)).counts.total
+    messages: list[Message | dict[Any, Any]] = list(wire)
+    return assemble(messages, template, tokenizer, tools=parsed.tools).counts.total  # as the server reads them
 
 
 async def check_apis(client: OpenAIClient, sample: list[dict[str, Any]], tools: list[dict[str, Any]],

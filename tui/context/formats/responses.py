@@ -97,7 +97,7 @@ def parse(body: Any) -> Parsed:
         tools = []
         for number, tool in enumerate(body["tools"], start=1):
             if tool.get("type") != "function":
-                notes.append(f"tool {number} ({str(tool.get('type'))[:40]}) is not a function: the server refuses it")
+                notes.append(skipped_tool_note(number, tool.get("type")))
                 continue
             function = {key: value for key, value in tool.items() if key != "type"}
             function.setdefault("strict", True)
@@ -107,6 +107,14 @@ def parse(body: Any) -> Parsed:
     return Parsed(FormatKind.RESPONSES, messages, tools, str(body.get("model") or "")[:1000], params, sources, [],
                   notes, previous if isinstance(previous, str) and previous else None,
                   body.get("store") if isinstance(body.get("store"), bool) else None, ids, body=body)
+
+
+def skipped_tool_note(number: int, kind: Any) -> str:
+    """What becomes of a tool the server skips: llama.cpp answers 200 without it (web_search, file_search, custom,
+    local_shell, mcp, image_generation, code_interpreter: measured), so the model works without a tool its client
+    offered and nothing in the reply says so."""
+    return (f"tool {number} ({str(kind)[:40]}) is not a function: llama.cpp's server leaves it out and answers "
+            "as usual, so the model silently lost this tool (it is not in the document)")
 
 
 def _input_parts(content: list[dict[str, Any]], where: str, notes: list[str]) -> list[dict[str, Any]]:
