@@ -8,7 +8,9 @@ The tiers, lightest first:
 - process: a subprocess (`ctxpane` itself, curl, an SDK's script) or a loopback server on a socket;
 - server: the real llama.cpp server or LiteLLM gateway from ../shared;
 - terminal: ctxpane in a real terminal (tmux);
-- installed: the built wheel in a fresh venv (deselected by default).
+- installed: the built wheel in a fresh venv (deselected by default);
+- clients: real clients (agents, SDKs) installed from the registries, driven through the tap in front of the real
+  server (tests/test_clients.py; deselected by default, a step of .ci/run of its own).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Tier(IntEnum):
     SERVER = 3
     TERMINAL = 4
     INSTALLED = 5
+    CLIENTS = 6
 
     @property
     def mark(self) -> str:
@@ -53,7 +56,7 @@ MODULE_TIERS = (
     ("textual", Tier.APP), ("pytest_textual_snapshot", Tier.APP), ("tui.app", Tier.APP), ("app_helpers", Tier.APP),
     ("subprocess", Tier.PROCESS), ("fault_server", Tier.PROCESS), ("tap_helpers", Tier.PROCESS),
     ("provider_count_servers", Tier.PROCESS), ("aiohttp", Tier.PROCESS), ("http.server", Tier.PROCESS),
-    ("tmux_driver", Tier.TERMINAL),
+    ("tmux_driver", Tier.TERMINAL), ("client_rig", Tier.CLIENTS),
 )
 EXPLICIT_MARKS = {tier.mark: tier for tier in Tier}
 TESTS = Path(__file__).resolve().parent
