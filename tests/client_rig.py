@@ -10,6 +10,8 @@ What a run is judged by (`Findings`), all read from the tap's own files and `ctx
 - one conversation (one session file) per client session;
 - every recorded count (`received.sent`) equal to the server's (`received.received`);
 - `replay --check` passes for every file;
+- every reply recorded whole (the harness stops the tap only once every client run has ended, so a reply marked
+  incomplete is one the client got whole);
 - where the client compacts, the conversation shows the client's cut.
 """
 
@@ -218,6 +220,7 @@ class Findings:
     conversations: int = 0
     replay_failed: int = 0
     cuts: int = 0
+    whole: int = 0  # replies recorded as complete: every client run ended well, so every reply reached it whole
     failures: list[str] = field(default_factory=list)
 
     def row(self) -> dict:
@@ -242,6 +245,9 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
     if findings.equal != findings.compared or findings.compared != findings.recorded:
         findings.failures.append(f"counts equal to the server's {findings.equal} of {findings.compared} compared "
                                  f"({findings.recorded} recorded)")
+    if findings.whole != findings.recorded:
+        findings.failures.append(f"replies recorded whole {findings.whole} of {findings.recorded}, although "
+                                 "every run of the client ended well")
     if findings.conversations != sessions:
         findings.failures.append(f"conversations {findings.conversations} != client sessions {sessions}")
     if findings.replay_failed:
@@ -268,6 +274,13 @@ def judge_file(path: Path, findings: Findings) -> None:
                 findings.failures.append(f"{path.name} #{request.get('number')}: counted {received['sent']} "
                                          f"(exact={received.get('exact')}), server {received['received']} "
                                          f"({received.get('verdict')})")
+        reply = request.get("reply") or {}
+        if reply.get("incomplete"):
+            stream = reply.get("stream") or {}
+            findings.failures.append(f"{path.name} #{request.get('number')}: reply marked incomplete "
+                                     f"(finish {reply.get('finish_reason')}, {stream.get('error') or 'no error'})")
+        else:
+            findings.whole += 1
         if any(entry.get("policy") == "client" for entry in request.get("dropped") or []):
             findings.cuts += 1
     check = replay_check(path)

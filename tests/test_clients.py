@@ -155,3 +155,36 @@ def test_claude_code(rig_for, tmp_path):
     runs.append(claude(rig, tmp_path, "/compact", "--resume", session_id(runs[0]), compaction=True))
     runs.append(claude(rig, tmp_path, "And the key beta?", "--resume", session_id(runs[0]), compaction=True))
     verdict(rig, "Claude Code", "@anthropic-ai/claude-code", runs, compactions=1)
+
+
+def codex_home(rig: Rig, tmp_path: Path) -> Path:
+    """A Codex home whose config points at the tap: a provider of its own speaking the Responses API, no retries
+    (a retry would be a request the harness did not expect), no analytics or update checks."""
+    home = tmp_path / "home" / ".codex"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f"""model = "tiny-qwen3"
+model_provider = "tap"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.tap]
+name = "ctxpane tap"
+base_url = "{rig.url}"
+wire_api = "responses"
+env_key = "HARNESS_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+""", encoding="utf-8")
+    return home
+
+
+def test_codex(rig_for, tmp_path):
+    rig = rig_for(SHIM_TOOL="exec_command", SHIM_ARGS='{"cmd": "cat notes.txt"}', SHIM_CALLS="2")
+    env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home(rig, tmp_path)), HARNESS_API_KEY=DUMMY_KEY)
+    runs = [run_client([str(NPM_BIN / "codex"), "exec", "--skip-git-repo-check", PROMPT], env, workspace(tmp_path),
+                       RUN_TIMEOUT) for _ in range(2)]
+    verdict(rig, "Codex", "@openai/codex", runs)
