@@ -188,3 +188,29 @@ def test_codex(rig_for, tmp_path):
     runs = [run_client([str(NPM_BIN / "codex"), "exec", "--skip-git-repo-check", PROMPT], env, workspace(tmp_path),
                        RUN_TIMEOUT) for _ in range(2)]
     verdict(rig, "Codex", "@openai/codex", runs)
+
+
+def opencode_env(rig: Rig, tmp_path: Path) -> dict[str, str]:
+    """opencode with one provider, the tap, through its bundled OpenAI-compatible adapter; no model list fetched,
+    no update, no language servers downloaded."""
+    env = client_env(tmp_path / "home", HARNESS_API_KEY=DUMMY_KEY, OPENCODE_DISABLE_AUTOUPDATE="1",
+                     OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_LSP_DOWNLOAD="1")
+    config = Path(env["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+        "provider": {"tap": {"npm": "@ai-sdk/openai-compatible", "name": "ctxpane tap",
+                             "options": {"baseURL": rig.url, "apiKey": "{env:HARNESS_API_KEY}"},
+                             "models": {"tiny-qwen3": {"name": "tiny-qwen3", "tool_call": True,
+                                                       "limit": {"context": 65536, "output": 256}}}}},
+        "model": "tap/tiny-qwen3", "small_model": "tap/tiny-qwen3"}), encoding="utf-8")
+    return env
+
+
+def test_opencode(rig_for, tmp_path):
+    rig = rig_for(SHIM_TOOL="read", SHIM_ARGS=json.dumps({"filePath": str(workspace(tmp_path) / "notes.txt")}),
+                  SHIM_CALLS="2")
+    env = opencode_env(rig, tmp_path)
+    runs = [run_client([str(NPM_BIN / "opencode"), "run", PROMPT], env, workspace(tmp_path), RUN_TIMEOUT)
+            for _ in range(2)]
+    verdict(rig, "opencode", "opencode-ai", runs)
