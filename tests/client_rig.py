@@ -125,6 +125,7 @@ class Rig:
 
     def __init__(self, llama_url: str, folder: Path, shim_env: dict[str, str]) -> None:
         self.folder = folder
+        self.llama_url = llama_url
         self.sessions = folder / "sessions"
         self.shim_log = folder / "shim.log"
         self.tap_log = folder / "tap.log"
@@ -220,6 +221,7 @@ class Findings:
     conversations: int = 0
     replay_failed: int = 0
     cuts: int = 0
+    compactions: int = 0
     whole: int = 0  # replies recorded as complete: every client run ended well, so every reply reached it whole
     failures: list[str] = field(default_factory=list)
 
@@ -232,11 +234,11 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
     the row (one package may be driven two ways), `package` is the pinned package whose version it shows."""
     sent = rig.sent()
     findings = Findings(client, pinned_versions().get(package, "?"), api="+".join(sorted(sent)) or "none",
-                        sent=sum(sent.values()), sessions=sessions)
+                        sent=sum(sent.values()), sessions=sessions, compactions=compactions)
     files = sorted(rig.sessions.glob("*.ctxpane.json"))
     findings.conversations = len(files)
     for path in files:
-        judge_file(path, findings)
+        judge_file(path, findings, rig.llama_url)
     if findings.sent == 0:
         findings.failures.append("the client sent no API request through the tap")
     if findings.recorded != findings.sent:
@@ -261,19 +263,11 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
     return findings
 
 
-def judge_file(path: Path, findings: Findings) -> None:
+def judge_file(path: Path, findings: Findings, llama_url: str) -> None:
     session = exported(path)
     for request in session.get("requests", []):
         findings.recorded += 1
-        received = request.get("received") or {}
-        if received.get("received") is not None and received.get("sent") is not None:
-            findings.compared += 1
-            if received["received"] == received["sent"]:
-                findings.equal += 1
-            else:
-                findings.failures.append(f"{path.name} #{request.get('number')}: counted {received['sent']} "
-                                         f"(exact={received.get('exact')}), server {received['received']} "
-                                         f"({received.get('verdict')})")
+        judge_count(path, request, findings, llama_url)
         reply = request.get("reply") or {}
         if reply.get("incomplete"):
             stream = reply.get("stream") or {}
@@ -287,6 +281,47 @@ def judge_file(path: Path, findings: Findings) -> None:
     if check.returncode != 0:
         findings.replay_failed += 1
         findings.failures.append(f"replay --check {path.name}: {check.stdout[-600:]} {check.stderr[-300:]}")
+
+
+def judge_count(path: Path, request: dict, findings: Findings, llama_url: str) -> None:
+    """The tap's count against the server's: the one the tap recorded from the reply, or, when the reply carried
+    none (a scripted reply streamed without usage), the server's count of the recorded body, asked anew."""
+    received = request.get("received") or {}
+    counted, server, source = received.get("sent"), received.get("received"), "reply"
+    if server is None:
+        counted, server, source = request.get("document_tokens"), server_count(llama_url, request), "asked"
+    if counted is None or server is None:
+        return
+    findings.compared += 1
+    if counted == server:
+        findings.equal += 1
+    else:
+        findings.failures.append(f"{path.name} #{request.get('number')}: counted {counted} "
+                                 f"(exact={request.get('tokens_exact')}), server {server} (from the {source})")
+
+
+def server_count(llama_url: str, request: dict) -> int | None:
+    """The real server's prompt count for a recorded body: sent again, not streamed, for one token of reply."""
+    import httpx
+
+    kind = request.get("format") or "chat"
+    path = {"chat": "/chat/completions", "messages": "/messages", "responses": "/responses"}.get(kind)
+    body = request.get("body")
+    if path is None or not isinstance(body, dict):
+        return None
+    body = {**body, "stream": False}
+    body.pop("stream_options", None)
+    body["max_output_tokens" if kind == "responses" else "max_tokens"] = 16 if kind == "responses" else 1
+    reply = httpx.post(llama_url + path, json=body, timeout=300)
+    if reply.status_code != 200:
+        return None
+    usage = reply.json().get("usage") or {}
+    if kind == "chat":
+        return usage.get("prompt_tokens")
+    if kind == "messages":
+        return sum(usage.get(key) or 0 for key in ("input_tokens", "cache_read_input_tokens",
+                                                   "cache_creation_input_tokens"))
+    return usage.get("input_tokens")
 
 
 def not_recorded_lines(rig: Rig) -> list[str]:

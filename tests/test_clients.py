@@ -214,3 +214,22 @@ def test_opencode(rig_for, tmp_path):
     runs = [run_client([str(NPM_BIN / "opencode"), "run", PROMPT], env, workspace(tmp_path), RUN_TIMEOUT)
             for _ in range(2)]
     verdict(rig, "opencode", "opencode-ai", runs)
+
+
+def llm_env(rig: Rig, tmp_path: Path) -> dict[str, str]:
+    """`llm` with one extra OpenAI-compatible model, the tap, that supports tools; its key is the dummy one, read
+    from OPENAI_API_KEY as `llm` reads the openai key."""
+    user_path = tmp_path / "home" / "llm"
+    user_path.mkdir(parents=True, exist_ok=True)
+    (user_path / "extra-openai-models.yaml").write_text(
+        f"- model_id: tap-tiny\n  model_name: tiny-qwen3\n  api_base: {rig.url}\n  api_key_name: openai\n"
+        "  supports_tools: true\n", encoding="utf-8")
+    return client_env(tmp_path / "home", LLM_USER_PATH=str(user_path), OPENAI_API_KEY=DUMMY_KEY)
+
+
+def test_llm(rig_for, tmp_path):
+    rig = rig_for(SHIM_TOOL="llm_time", SHIM_ARGS="{}", SHIM_CALLS="2")  # llm_time: one of llm's own tools
+    env = llm_env(rig, tmp_path)
+    runs = [run_client([str(CLIENTS_DIR / "py" / "bin" / "llm"), "-m", "tap-tiny", "-T", "llm_time", "-o",
+                        "max_tokens", "12", PROMPT], env, tmp_path, RUN_TIMEOUT) for _ in range(2)]
+    verdict(rig, "llm", "llm", runs)
