@@ -14,7 +14,7 @@ prints the table of the last run.
 from __future__ import annotations
 
 import json
-import sys
+import re
 from pathlib import Path
 
 import pytest
@@ -182,12 +182,37 @@ stream_max_retries = 0
     return home
 
 
+CODEX_COMPACT_AT = 6200  # tokens: a session of the harness's prompt and two tool calls ends past it (~6,250)
+
+
+def codex(env: dict, tmp_path: Path, *args: str, compaction: bool = False) -> Run:
+    run = run_client([str(NPM_BIN / "codex"), "exec", "--skip-git-repo-check", *args], env, workspace(tmp_path),
+                     RUN_TIMEOUT)
+    run.compaction = compaction
+    return run
+
+
+def codex_session(run: Run) -> str:
+    """The session id `codex exec` prints in its header (to resume that session)."""
+    found = re.search(r"session id: (\S+)", run.stdout + run.stderr)
+    if not found:
+        pytest.fail(f"no session id in Codex's output:\n{run.tail()}")
+    return found.group(1)
+
+
 def test_codex(rig_for, tmp_path):
-    rig = rig_for(SHIM_TOOL="exec_command", SHIM_ARGS='{"cmd": "cat notes.txt"}', SHIM_CALLS="2")
+    # Codex compacts on its own once a session's tokens pass model_auto_compact_token_limit: the first session
+    # resumed under a limit just below where it ended compacts before its next turn. Its compaction prompt, and
+    # the turn after it (which starts from the handoff summary), are forwarded: a scripted call there would
+    # compact again, and again.
+    rig = rig_for(SHIM_TOOL="exec_command", SHIM_ARGS='{"cmd": "cat notes.txt"}', SHIM_CALLS="2",
+                  SHIM_SKIP_RE="CONTEXT CHECKPOINT COMPACTION|Another language model started")
     env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home(rig, tmp_path)), HARNESS_API_KEY=DUMMY_KEY)
-    runs = [run_client([str(NPM_BIN / "codex"), "exec", "--skip-git-repo-check", PROMPT], env, workspace(tmp_path),
-                       RUN_TIMEOUT) for _ in range(2)]
-    verdict(rig, "Codex", "@openai/codex", runs)
+    runs = [codex(env, tmp_path, PROMPT) for _ in range(2)]
+    runs.append(codex(env, tmp_path, "-c", f"model_auto_compact_token_limit={CODEX_COMPACT_AT}", "resume",
+                      codex_session(runs[0]), "And the key beta?", compaction=True))
+    assert "context compacted" in runs[-1].stdout + runs[-1].stderr, runs[-1].tail()
+    verdict(rig, "Codex", "@openai/codex", runs, compactions=1)
 
 
 def opencode_env(rig: Rig, tmp_path: Path) -> dict[str, str]:
