@@ -256,7 +256,8 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
         findings.failures.append(f"replay --check failed for {findings.replay_failed} of {len(files)} files")
     if findings.cuts < compactions:
         findings.failures.append(f"client cuts shown {findings.cuts} < compactions run {compactions}")
-    keyed = [path.name for path in rig.sessions.rglob("*") if path.is_file() and DUMMY_KEY.encode() in path.read_bytes()]
+    tap_files = [rig.tap_log, *rig.sessions.rglob("*")]
+    keyed = [path.name for path in tap_files if path.is_file() and DUMMY_KEY.encode() in path.read_bytes()]
     if keyed:
         findings.failures.append(f"the client's key is in the tap's files: {keyed}")
     record(findings)
