@@ -23,7 +23,9 @@ from client_rig import (CLIENTS_DIR, DUMMY_KEY, SCRIPTS, Findings, Rig, Run, cli
                         run_client)
 from conftest import started_llama
 
-pytestmark = [pytest.mark.clients, pytest.mark.xdist_group("clients")]
+# one worker runs them all (one wide server for the module); a client's test runs up to four sessions of
+# RUN_TIMEOUT each, past the suite's 300 s a test
+pytestmark = [pytest.mark.clients, pytest.mark.xdist_group("clients"), pytest.mark.timeout(1500)]
 
 PROMPT = "Look up the key alpha and tell me its note."  # both sessions of every client start with it
 RUN_TIMEOUT = 300  # seconds for one client session: the server reads a long agent prompt at 1-2k tokens/s
