@@ -59,14 +59,12 @@ def pinned_versions() -> dict[str, str]:
 
 def need_clients() -> Path:
     """The client cache, installed from the current pins; skips with a reason (fails under CI) when it is not."""
-    stamp = CLIENTS_DIR / "installed.json"
-    pins = [line.split() for line in PINS.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")]
+    sys.path.insert(0, str(SCRIPTS))
     try:
-        current = json.loads(stamp.read_text(encoding="utf-8")) == pins
-    except (OSError, ValueError):
-        current = False
-    if not current:
+        from install import installed, read_pins  # the installer's own test of its stamp
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    if not installed(CLIENTS_DIR, read_pins()):
         message = (f"the real clients are not installed from tests/clients/pins.txt in {CLIENTS_DIR} "
                    "(python3 tests/clients/install.py installs them; .ci/run does)")
         if REQUIRE_SHARED:

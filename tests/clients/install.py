@@ -20,6 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PINS = HERE / "pins.txt"
+CONSTRAINTS = HERE / "constraints.txt"  # the Python clients' dependencies, pinned too
 
 
 def cache_dir() -> Path:
@@ -39,10 +40,18 @@ def read_pins(path: Path = PINS) -> list[tuple[str, str, str]]:
     return pins
 
 
+def stamp_of(pins: list) -> list:
+    """What an install is made from: the pins, and the constraints on their dependencies (a change of either
+    reinstalls)."""
+    constraints = [line for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines()
+                   if line.strip() and not line.startswith("#")]
+    return [list(pin) for pin in pins] + [["constraints", *constraints]]
+
+
 def installed(cache: Path, pins: list) -> bool:
     stamp = cache / "installed.json"
     try:
-        return json.loads(stamp.read_text(encoding="utf-8")) == [list(pin) for pin in pins]
+        return json.loads(stamp.read_text(encoding="utf-8")) == stamp_of(pins)
     except (OSError, ValueError):
         return False
 
@@ -58,7 +67,7 @@ def install_python(cache: Path, pins: list) -> None:
         shutil.rmtree(venv)
     run(sys.executable, "-m", "venv", str(venv))
     wanted = [f"{name}=={version}" for registry, name, version in pins if registry == "pypi"]
-    run(str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *wanted)
+    run(str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "-c", str(CONSTRAINTS), *wanted)
     # the whole resolved set, beside the stamp: what a failing run had is then known
     frozen = subprocess.run([str(venv / "bin" / "pip"), "freeze"], capture_output=True, text=True, check=True)
     (cache / "py-freeze.txt").write_text(frozen.stdout, encoding="utf-8")
@@ -88,7 +97,7 @@ def main() -> int:
     (cache / "installed.json").unlink(missing_ok=True)  # written last: an interrupted install is redone
     install_python(cache, pins)
     install_npm(cache, pins)
-    (cache / "installed.json").write_text(json.dumps([list(pin) for pin in pins]), encoding="utf-8")
+    (cache / "installed.json").write_text(json.dumps(stamp_of(pins)), encoding="utf-8")
     print(f"the clients installed in {cache} in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return 0
 
