@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -96,6 +97,8 @@ class Run:
     stdout: str
     stderr: str
     compaction: bool = False  # a run that compacts a session already counted, not a session of its own
+    audited: bool = False  # its connections were traced
+    outside: list[str] = field(default_factory=list)  # addresses past loopback it connected or sent to
 
     def tail(self) -> str:
         return f"$ {' '.join(self.command)[:300]}\n-> {self.returncode} in {self.seconds:.1f}s\n" \
@@ -103,9 +106,14 @@ class Run:
 
 
 def run_client(command: list[str], env: dict, cwd: Path, timeout: float, stdin: str = "") -> Run:
-    """Run a client to its end, bounded: past `timeout` its whole process group is killed and the run says so."""
+    """Run a client to its end, bounded: past `timeout` its whole process group is killed and the run says so.
+    Under strace (when the machine has it) every address the client and its children connect or send to is
+    noted: anything but loopback, or the dead proxy port, is the client reaching for the network."""
+    audit = cwd / f".connects-{time.monotonic_ns()}.log"
+    traced = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto", "-o", str(audit)] \
+        if shutil.which("strace") else []
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    process = subprocess.Popen([*traced, *command], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = process.communicate(stdin, timeout=timeout)
@@ -114,7 +122,28 @@ def run_client(command: list[str], env: dict, cwd: Path, timeout: float, stdin: 
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
         code, stderr = None, stderr + f"\n[killed after {timeout:.0f} s]"
-    return Run(command, code, time.monotonic() - started, stdout, stderr)
+    run = Run(command, code, time.monotonic() - started, stdout, stderr)
+    if traced:
+        run.audited = True
+        run.outside = outside_addresses(audit.read_text(encoding="utf-8", errors="replace") if audit.exists() else "")
+        audit.unlink(missing_ok=True)
+    return run
+
+
+INET = re.compile(r'sa_family=AF_INET6?, sin6?_port=htons\((\d+)\).*?(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")')
+LOOPBACK = re.compile(r"^(127\.|::1$|::ffff:127\.)")
+DEAD_PROXY_PORT = 9  # NO_INTERNET's proxies: a client that uses one was reaching past loopback
+
+
+def outside_addresses(trace: str) -> list[str]:
+    """The network addresses in an strace log of connect/sendto that are not the rig's: not loopback, or the
+    dead proxy (which stands for a host outside)."""
+    found = set()
+    for match in INET.finditer(trace):
+        port, address = int(match.group(1)), match.group(2) or match.group(3)
+        if not LOOPBACK.match(address) or port == DEAD_PROXY_PORT:
+            found.add(f"{address}:{port}")
+    return sorted(found)
 
 
 class Rig:

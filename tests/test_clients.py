@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from client_rig import (CLIENTS_DIR, DUMMY_KEY, SCRIPTS, Findings, Rig, Run, client_env, judge, need_clients,
+from client_rig import (CLIENTS_DIR, DUMMY_KEY, SCRIPTS, Findings, Rig, Run, client_env, judge, need_clients, record,
                         run_client)
 from conftest import started_llama
 
@@ -64,6 +64,9 @@ def verdict(rig: Rig, client: str, package: str, runs: list[Run], compactions: i
     findings = judge(rig, client, package, sessions=len([run for run in runs if not run.compaction]),
                      compactions=compactions)
     failed_runs = [run.tail() for run in runs if run.returncode != 0]
+    findings.failures += [f"reached past loopback: {run.outside} ({' '.join(run.command)[:120]})"
+                          for run in runs if run.outside]
+    record(findings)  # the row again, with what the runs' connections showed
     print(json.dumps(findings.row()))
     assert not failed_runs, "the client itself failed:\n" + "\n".join(failed_runs)
     assert not findings.failures, f"{client}:\n- " + "\n- ".join(findings.failures)
