@@ -109,7 +109,7 @@ def run_client(command: list[str], env: dict, cwd: Path, timeout: float, stdin: 
     """Run a client to its end, bounded: past `timeout` its whole process group is killed and the run says so.
     Under strace (when the machine has it) every address the client and its children connect or send to is
     noted: anything but loopback, or the dead proxy port, is the client reaching for the network."""
-    audit = cwd / f".connects-{time.monotonic_ns()}.log"
+    audit = Path(env["HOME"]) / f".connects-{time.monotonic_ns()}.log"  # beside the client's files, not in its work
     traced = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto", "-o", str(audit)] \
         if shutil.which("strace") else []
     started = time.monotonic()
@@ -249,6 +249,8 @@ class Findings:
     replay_failed: int = 0
     cuts: int = 0
     compactions: int = 0
+    traced: bool = False  # every run of the client had its connections traced
+    outside: list[str] = field(default_factory=list)  # addresses past loopback the runs reached for
     whole: int = 0  # replies recorded as complete: every client run ended well, so every reply reached it whole
     failures: list[str] = field(default_factory=list)
 

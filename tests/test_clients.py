@@ -69,6 +69,8 @@ def verdict(rig: Rig, client: str, package: str, runs: list[Run], compactions: i
         findings.failures.append("the client did not say it compacted: "
                                  + "\n".join(run.tail() for run in runs if run.compaction))
     findings.failures += [f"the client itself failed:\n{run.tail()}" for run in runs if run.returncode != 0]
+    findings.traced = all(run.audited for run in runs)
+    findings.outside = sorted({address for run in runs for address in run.outside})
     findings.failures += [f"reached past loopback: {run.outside} ({' '.join(run.command)[:120]})"
                           for run in runs if run.outside]
     record(findings)  # the row again, with how the client's own runs went

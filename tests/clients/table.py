@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from install import cache_dir  # noqa: E402  (the one place the cache's folder is decided)
 
 COLUMNS = ("client", "version", "API", "recorded / sent", "counts equal / compared", "conversations / sessions",
-           "replies whole", "replay --check", "cuts / compactions", "run")
+           "replies whole", "replay --check", "cuts / compactions", "network", "run")
 
 
 def cells(row: dict) -> list[str]:
@@ -23,8 +23,14 @@ def cells(row: dict) -> list[str]:
     return [row["client"], row["version"], row["api"], f"{row['recorded']} / {row['sent']}",
             f"{row['equal']} / {row['compared']}", f"{row['conversations']} / {row['sessions']}",
             f"{row['whole']} / {row['recorded']}", "fails" if row["replay_failed"] else "passes",
-            f"{row['cuts']} / {row['compactions']}" if row.get("compactions") else "-",
+            f"{row['cuts']} / {row['compactions']}" if row.get("compactions") else "-", network(row),
             f"{failed} failed check{'s' * (failed != 1)}" if failed else "all checks pass"]
+
+
+def network(row: dict) -> str:
+    if not row.get("traced"):
+        return "not traced"
+    return f"reached {', '.join(row['outside'])}" if row["outside"] else "loopback only"
 
 
 def main() -> int:
