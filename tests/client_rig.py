@@ -43,10 +43,43 @@ API_OF_PATH = {"/v1/chat/completions": "chat", "/v1/messages": "messages", "/v1/
 SHIM_LINE = re.compile(r"^\S+ (?:(chat|messages|responses) tool results=\d+: scripted|POST (/v1/[^?\s]*)\S* forwarded)")
 # a dummy key each client is given: it must reach no file of the tap's (the tap masks credentials)
 DUMMY_KEY = "sk-harness-dummy-key-0123456789abcdef"
-# only loopback: a client that tries to reach anything else goes to a closed port and fails fast
-NO_INTERNET = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
-               "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
-               "ALL_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+
+
+def no_internet(proxy: str) -> dict[str, str]:
+    """Only loopback: a client that honours the proxy variables asks `proxy` (the rig's refusing proxy, which
+    notes the host and refuses) for anything that is not 127.0.0.1."""
+    return {"HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
+            "ALL_PROXY": proxy, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+
+
+class RefusingProxy:
+    """An HTTP proxy on loopback that forwards nothing: it notes the host each request asked for (CONNECT
+    host:port, or an absolute URL) and answers 403. What a client tried to reach past the rig is then known."""
+
+    def __init__(self) -> None:
+        import socketserver
+        import threading
+
+        self.asked: list[str] = []
+        asked = self.asked
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                line = self.rfile.readline(4096).decode("latin-1").split()
+                if len(line) >= 2:
+                    target = line[1].split("://", 1)[-1].split("/", 1)[0]
+                    asked.append(target)
+                self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def pinned_versions() -> dict[str, str]:
@@ -74,7 +107,7 @@ def need_clients() -> Path:
     return CLIENTS_DIR
 
 
-def client_env(home: Path, **extra: str) -> dict[str, str]:
+def client_env(rig: "Rig", home: Path, **extra: str) -> dict[str, str]:
     """The environment a client runs in: a home of its own (its config, caches and logs land there, never in the
     user's), no key or server of this machine's, no way out but loopback, no telemetry or updates."""
     kept = {name: os.environ[name] for name in ("PATH", "LANG", "TERM", "SYSTEMROOT", "TMPDIR") if name in os.environ}
@@ -84,7 +117,7 @@ def client_env(home: Path, **extra: str) -> dict[str, str]:
             "XDG_STATE_HOME": str(home / ".local" / "state"),
             "PATH": f"{CLIENTS_DIR / 'py' / 'bin'}:{CLIENTS_DIR / 'npm' / 'node_modules' / '.bin'}:"
                     f"{os.environ.get('PATH', '/usr/bin:/bin')}",
-            "DO_NOT_TRACK": "1", "NO_COLOR": "1", **NO_INTERNET, **extra}
+            "DO_NOT_TRACK": "1", "NO_COLOR": "1", **no_internet(rig.proxy.url), **extra}
 
 
 @dataclass
@@ -108,7 +141,7 @@ class Run:
 def run_client(command: list[str], env: dict, cwd: Path, timeout: float, stdin: str = "") -> Run:
     """Run a client to its end, bounded: past `timeout` its whole process group is killed and the run says so.
     Under strace (when the machine has it) every address the client and its children connect or send to is
-    noted: anything but loopback, or the dead proxy port, is the client reaching for the network."""
+    noted: anything but loopback is the client reaching past the proxy for the network."""
     audit = Path(env["HOME"]) / f".connects-{time.monotonic_ns()}.log"  # beside the client's files, not in its work
     traced = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto", "-o", str(audit)] \
         if shutil.which("strace") else []
@@ -132,16 +165,14 @@ def run_client(command: list[str], env: dict, cwd: Path, timeout: float, stdin: 
 
 INET = re.compile(r'sa_family=AF_INET6?, sin6?_port=htons\((\d+)\).*?(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")')
 LOOPBACK = re.compile(r"^(127\.|::1$|::ffff:127\.)")
-DEAD_PROXY_PORT = 9  # NO_INTERNET's proxies: a client that uses one was reaching past loopback
 
 
 def outside_addresses(trace: str) -> list[str]:
-    """The network addresses in an strace log of connect/sendto that are not the rig's: not loopback, or the
-    dead proxy (which stands for a host outside)."""
+    """The network addresses in an strace log of connect/sendto that are not loopback (a DNS server, a host)."""
     found = set()
     for match in INET.finditer(trace):
         port, address = int(match.group(1)), match.group(2) or match.group(3)
-        if not LOOPBACK.match(address) or port == DEAD_PROXY_PORT:
+        if not LOOPBACK.match(address):
             found.add(f"{address}:{port}")
     return sorted(found)
 
@@ -156,6 +187,7 @@ class Rig:
         self.sessions = folder / "sessions"
         self.shim_log = folder / "shim.log"
         self.tap_log = folder / "tap.log"
+        self.proxy = RefusingProxy()
         self.shim_port, self.tap_port = free_port(), free_port()
         self.shim = self._start_shim(llama_url.removesuffix("/v1"), shim_env)
         self.tap = self._start_tap()
@@ -185,7 +217,8 @@ class Rig:
         return process
 
     def stop(self) -> None:
-        """Stop the tap as a user does (Ctrl+C: what is recorded is written), then the shim."""
+        """Stop the tap as a user does (Ctrl+C: what is recorded is written), then the shim and the proxy."""
+        self.proxy.stop()
         if self.tap.poll() is None:
             self.tap.send_signal(signal.SIGINT)
             try:
@@ -251,6 +284,7 @@ class Findings:
     compactions: int = 0
     traced: bool = False  # every run of the client had its connections traced
     outside: list[str] = field(default_factory=list)  # addresses past loopback the runs reached for
+    asked: list[str] = field(default_factory=list)  # hosts the client asked the refusing proxy for (none reached)
     whole: int = 0  # replies recorded as complete: every client run ended well, so every reply reached it whole
     failures: list[str] = field(default_factory=list)
 
@@ -263,7 +297,8 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
     the row (one package may be driven two ways), `package` is the pinned package whose version it shows."""
     sent = rig.sent()
     findings = Findings(client, pinned_versions().get(package, "?"), api="+".join(sorted(sent)) or "none",
-                        sent=sum(sent.values()), sessions=sessions, compactions=compactions)
+                        sent=sum(sent.values()), sessions=sessions, compactions=compactions,
+                        asked=sorted(set(rig.proxy.asked)))
     files = sorted(rig.sessions.glob("*.ctxpane.json"))
     findings.conversations = len(files)
     for path in files:

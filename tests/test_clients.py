@@ -81,7 +81,7 @@ def verdict(rig: Rig, client: str, package: str, runs: list[Run], compactions: i
 
 def python_client(rig: Rig, tmp_path: Path, script: str, *args: str, **env: str) -> Run:
     """One session of a harness script run with the client cache's Python (its pinned SDKs)."""
-    environment = client_env(tmp_path / "home", OPENAI_BASE_URL=rig.url, OPENAI_API_KEY=DUMMY_KEY,
+    environment = client_env(rig, tmp_path / "home", OPENAI_BASE_URL=rig.url, OPENAI_API_KEY=DUMMY_KEY,
                              ANTHROPIC_BASE_URL=rig.origin, ANTHROPIC_API_KEY=DUMMY_KEY, **env)
     return run_client([str(CLIENTS_DIR / "py" / "bin" / "python"), str(SCRIPTS / script), *args], environment,
                       tmp_path, RUN_TIMEOUT)
@@ -136,7 +136,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def claude_env(rig: Rig, tmp_path: Path) -> dict[str, str]:
     """Claude Code pointed at the tap with a dummy key, with everything that would leave the machine turned off."""
-    return client_env(tmp_path / "home", ANTHROPIC_BASE_URL=rig.origin, ANTHROPIC_API_KEY=DUMMY_KEY,
+    return client_env(rig, tmp_path / "home", ANTHROPIC_BASE_URL=rig.origin, ANTHROPIC_API_KEY=DUMMY_KEY,
                       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1",
                       DISABLE_ERROR_REPORTING="1", DISABLE_BUG_COMMAND="1", CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY="1",
                       ANTHROPIC_MODEL="tiny-qwen3", ANTHROPIC_SMALL_FAST_MODEL="tiny-qwen3",
@@ -219,7 +219,7 @@ def test_codex(rig_for, tmp_path):
     # compact again, and again.
     rig = rig_for(SHIM_TOOL="exec_command", SHIM_ARGS='{"cmd": "cat notes.txt"}', SHIM_CALLS="2",
                   SHIM_SKIP_RE="CONTEXT CHECKPOINT COMPACTION|Another language model started")
-    env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home(rig, tmp_path)), HARNESS_API_KEY=DUMMY_KEY)
+    env = client_env(rig, tmp_path / "home", CODEX_HOME=str(codex_home(rig, tmp_path)), HARNESS_API_KEY=DUMMY_KEY)
     runs = [codex(env, tmp_path, PROMPT) for _ in range(2)]
     runs.append(codex(env, tmp_path, "-c", f"model_auto_compact_token_limit={CODEX_COMPACT_AT}", "resume",
                       codex_session(runs[0]), "And the key beta?", compaction=True))
@@ -230,7 +230,7 @@ def test_codex(rig_for, tmp_path):
 def opencode_env(rig: Rig, tmp_path: Path) -> dict[str, str]:
     """opencode with one provider, the tap, through its bundled OpenAI-compatible adapter; no model list fetched,
     no update, no language servers downloaded."""
-    env = client_env(tmp_path / "home", HARNESS_API_KEY=DUMMY_KEY, OPENCODE_DISABLE_AUTOUPDATE="1",
+    env = client_env(rig, tmp_path / "home", HARNESS_API_KEY=DUMMY_KEY, OPENCODE_DISABLE_AUTOUPDATE="1",
                      OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_LSP_DOWNLOAD="1")
     config = Path(env["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
     config.parent.mkdir(parents=True, exist_ok=True)
@@ -261,7 +261,7 @@ def llm_env(rig: Rig, tmp_path: Path) -> dict[str, str]:
     (user_path / "extra-openai-models.yaml").write_text(
         f"- model_id: tap-tiny\n  model_name: tiny-qwen3\n  api_base: {rig.url}\n  api_key_name: openai\n"
         "  supports_tools: true\n", encoding="utf-8")
-    return client_env(tmp_path / "home", LLM_USER_PATH=str(user_path), OPENAI_API_KEY=DUMMY_KEY)
+    return client_env(rig, tmp_path / "home", LLM_USER_PATH=str(user_path), OPENAI_API_KEY=DUMMY_KEY)
 
 
 def test_llm(rig_for, tmp_path):

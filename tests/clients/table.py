@@ -28,9 +28,11 @@ def cells(row: dict) -> list[str]:
 
 
 def network(row: dict) -> str:
-    if not row.get("traced"):
-        return "not traced"
-    return f"reached {', '.join(row['outside'])}" if row["outside"] else "loopback only"
+    """Where the client went: loopback only (traced), and the outside hosts it asked the refusing proxy for."""
+    went = "not traced" if not row.get("traced") else \
+        f"reached {', '.join(row['outside'])}" if row["outside"] else "loopback only"
+    asked = row.get("asked") or []
+    return went + (f"; asked for {', '.join(asked)} (refused)" if asked else "")
 
 
 def main() -> int:
