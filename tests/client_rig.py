@@ -12,7 +12,9 @@ What a run is judged by (`Findings`), all read from the tap's own files and `ctx
 - `replay --check` passes for every file;
 - every reply recorded whole (the harness stops the tap only once every client run has ended, so a reply marked
   incomplete is one the client got whole);
-- where the client compacts, the conversation shows the client's cut.
+- where the client compacts, the conversation shows the client's cut;
+- the client reached nothing past loopback (its connections traced under strace; its proxy variables name a
+  refusing proxy that notes which outside hosts it asked for).
 """
 
 from __future__ import annotations
