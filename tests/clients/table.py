@@ -22,9 +22,15 @@ def cells(row: dict) -> list[str]:
     failed = len(row["failures"])
     return [row["client"], row["version"], row["api"], f"{row['recorded']} / {row['sent']}",
             f"{row['equal']} / {row['compared']}", f"{row['conversations']} / {row['sessions']}",
-            f"{row['whole']} / {row['recorded']}", "fails" if row["replay_failed"] else "passes",
+            f"{row['whole']} / {row['recorded']}", replay(row),
             f"{row['cuts']} / {row['compactions']}" if row.get("compactions") else "-", network(row),
             f"{failed} failed check{'s' * (failed != 1)}" if failed else "all checks pass"]
+
+
+def replay(row: dict) -> str:
+    if not row["conversations"]:
+        return "no files"  # nothing recorded: nothing to check, not a pass
+    return f"fails for {row['replay_failed']}" if row["replay_failed"] else "passes"
 
 
 def network(row: dict) -> str:
