@@ -11,7 +11,9 @@ The tiers, lightest first:
 - process: a subprocess (`ctxpane` itself, curl, an SDK's script) or a loopback server on a socket;
 - server: the real llama.cpp server or LiteLLM gateway from ../shared;
 - terminal: ctxpane in a real terminal (tmux);
-- installed: the built wheel in a fresh venv (deselected by default).
+- installed: the built wheel in a fresh venv (deselected by default);
+- clients: real clients (agents, SDKs) installed from the registries, driven through the tap in front of the real
+  server (tests/test_clients.py; deselected by default, a step of .ci/run of its own).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Tier(IntEnum):
     SERVER = 4
     TERMINAL = 5
     INSTALLED = 6
+    CLIENTS = 7
 
     @property
     def mark(self) -> str:
@@ -59,7 +62,7 @@ MODULE_TIERS = (
     ("textual", Tier.APP), ("pytest_textual_snapshot", Tier.APP), ("tui.app", Tier.APP), ("app_helpers", Tier.APP),
     ("subprocess", Tier.PROCESS), ("fault_server", Tier.PROCESS), ("tap_helpers", Tier.PROCESS),
     ("provider_count_servers", Tier.PROCESS), ("aiohttp", Tier.PROCESS), ("http.server", Tier.PROCESS),
-    ("tmux_driver", Tier.TERMINAL),
+    ("tmux_driver", Tier.TERMINAL), ("client_rig", Tier.CLIENTS),
 )
 EXPLICIT_MARKS = {tier.mark: tier for tier in Tier}
 MANY_CASES = 100  # one test parametrized over more cases than this runs over a corpus
