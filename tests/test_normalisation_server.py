@@ -142,6 +142,27 @@ def test_a_tool_the_server_skips_is_said_to_be_lost_and_the_count_is_the_servers
     assert rendered(cli_in_process, path, "--template", str(server_template))["tokens"]["total"] == count
 
 
+CLAUDE_CODE_SHAPE = {"system": "You are an agent.", "messages": [
+    {"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"},
+    {"role": "system", "content": [{"type": "text", "text": "<env>cwd /work</env>"}]},  # its environment, as a turn
+    {"role": "user", "content": [{"type": "text", "text": "next"}]}]}
+
+
+def test_a_system_turn_among_messages_api_messages_is_rendered_as_the_server_takes_it(
+        llama_server, server_template, tmp_path, cli_in_process):
+    """Claude Code sends a system turn inside `messages`: llama.cpp answers 200 and renders it as a system turn;
+    the format's reader refused the body, so the tap recorded none of its requests."""
+    answer = httpx.post(llama_server + "/messages", json={"model": "tiny-qwen3", **CLAUDE_CODE_SHAPE,
+                                                          "max_tokens": 1, "temperature": 0}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    count = answer.json()["usage"]["input_tokens"] + answer.json()["usage"].get("cache_read_input_tokens", 0)
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps({"model": "tiny-qwen3", **CLAUDE_CODE_SHAPE}), encoding="utf-8")
+    ours = rendered(cli_in_process, path, "--format", "messages", "--template", str(server_template))
+    assert "<|im_start|>system\n<env>cwd /work</env><|im_end|>" in ours["text"]
+    assert ours["tokens"]["total"] == count
+
+
 def test_an_imported_responses_body_renders_its_turns_with_the_servers_count(llama_server, tmp_path, cli_in_process):
     body = tmp_path / "responses.json"
     body.write_text(json.dumps({"model": "tiny-qwen3", **RESPONSES}), encoding="utf-8")

@@ -68,7 +68,8 @@ Blocks = Annotated[list[Block], Meta(max_length=MAX_BLOCKS)]
 
 
 class AnthropicMessage(Struct):
-    role: Literal["user", "assistant"]
+    # "system": Claude Code sends its environment as a system turn among the messages; llama.cpp takes it as one
+    role: Literal["user", "assistant", "system"]
     content: Text | Blocks
 
 
