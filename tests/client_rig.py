@@ -281,6 +281,8 @@ class Findings:
     equal: int = 0
     sessions: int = 0
     conversations: int = 0
+    sessions_found: int = 0  # the client sessions the conversations belong to (by the identity the client sent)
+    main_conversations: int = 0  # conversations that are no side or sub-agent conversation of another
     replay_failed: int = 0
     cuts: int = 0
     compactions: int = 0
@@ -305,6 +307,7 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
     findings.conversations = len(files)
     for path in files:
         judge_file(path, findings, rig.llama_url)
+    judge_sessions(files, findings)
     if findings.sent == 0:
         findings.failures.append("the client sent no API request through the tap")
     if findings.recorded != findings.sent:
@@ -316,8 +319,10 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
     if findings.whole != findings.recorded:
         findings.failures.append(f"replies recorded whole {findings.whole} of {findings.recorded}, although "
                                  "every run of the client ended well")
-    if findings.conversations != sessions:
-        findings.failures.append(f"conversations {findings.conversations} != client sessions {sessions}")
+    if findings.sessions_found != sessions or findings.main_conversations != sessions:
+        findings.failures.append(f"sessions found {findings.sessions_found}, main conversations "
+                                 f"{findings.main_conversations} (of {findings.conversations}) != client sessions "
+                                 f"{sessions}")
     if findings.replay_failed:
         findings.failures.append(f"replay --check failed for {findings.replay_failed} of {len(files)} files")
     if findings.cuts < compactions:
@@ -328,6 +333,20 @@ def judge(rig: Rig, client: str, package: str, sessions: int, compactions: int =
         findings.failures.append(f"the client's key is in the tap's files: {keyed}")
     record(findings)
     return findings
+
+
+def judge_sessions(files: list[Path], findings: Findings) -> None:
+    """Which client session each conversation is of: the identity its first request carries (a conversation without
+    one is a session of its own). A session's other conversations must each say why they are apart: a sub-agent
+    linked to its parent, or a side request (a title, a summary) said to share the session."""
+    found = set()
+    for path in files:
+        requests = exported(path).get("requests") or [{}]
+        identity = requests[0].get("identity") or {}
+        found.add((identity.get("kind"), identity.get("value")) if identity.get("value") else path.name)
+        if not (identity.get("parent") or identity.get("note")):
+            findings.main_conversations += 1
+    findings.sessions_found = len(found)
 
 
 def judge_file(path: Path, findings: Findings, llama_url: str) -> None:

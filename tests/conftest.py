@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from tiers import tiers_of
+from tiers import TIER_MARKS, tiers_of
 
 # No example database: it would be written into the working folder (.hypothesis/), and a later run would replay what
 # an earlier one found there, a failure this machine alone then sees. A failing example is printed to reproduce.
@@ -224,6 +224,46 @@ def run_cli(tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Each test marked with its tier (tests/tiers.py): `pytest -m unit` runs the fast, pure tier alone."""
-    for item, tier in zip(items, tiers_of(items)):
+    """Each test marked with one tier (tests/tiers.py): `pytest -m unit` runs the fast, pure tier alone. A tier
+    mark written on a test, its class or module is a floor of the computed tier, then left for that one."""
+    tiers = tiers_of(items)
+    for item in items:
+        for node in item.listchain():
+            node.own_markers[:] = [mark for mark in node.own_markers if mark.name not in TIER_MARKS]
+            if hasattr(node, "keywords"):
+                for name in TIER_MARKS & set(node.keywords):
+                    node.keywords._markers.pop(name, None)
+    for item, tier in zip(items, tiers):
         item.add_marker(tier.mark)
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_stay_in_process(request, monkeypatch):
+    """A test marked unit that opens a network socket or starts a process is not one: it fails, naming what it
+    used, so the tier rules (tests/tiers.py) learn it, rather than the inner loop growing slow unseen."""
+    if request.node.get_closest_marker("unit") is None:
+        yield
+        return
+    used: list[str] = []
+    real_connect, real_bind, real_spawn = socket.socket.connect, socket.socket.bind, subprocess.Popen._execute_child
+
+    def connect(sock, address, *rest):
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            used.append(f"a socket to {address}")
+        return real_connect(sock, address, *rest)
+
+    def bind(sock, address, *rest):
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            used.append(f"a socket bound to {address}")
+        return real_bind(sock, address, *rest)
+
+    def spawn(popen, args, *rest, **named):
+        used.append(f"a process {str(args)[:80]}")
+        return real_spawn(popen, args, *rest, **named)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "bind", bind)
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", spawn)
+    yield
+    if used:
+        pytest.fail(f"a unit test used {used[0]} ({len(used)} in all): give tests/tiers.py the rule that finds it")

@@ -12,6 +12,7 @@ as a step of its own.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -30,9 +31,8 @@ from tmux_driver import Tmux
 
 pytestmark = [pytest.mark.installed, pytest.mark.xdist_group("installed")]
 
-# the folders at the top of the repository that ship inside the package (setup.py says the same)
-SHIPPED_FROM_THE_TOP = {"themes": "tui/themes", "sample_sessions": "tui/sample_sessions"}
 NOT_SHIPPED = ("__pycache__", ".pyc", ".pyo")
+NEVER_SHIPPED_FOLDERS = {"tests", "docs", ".ci"}  # the folders at the top of a clone that are not the program
 LOCAL_SERVER_PORTS = (8080, 11434, 1234, 8000)  # where the app looks for a server when none is named
 
 
@@ -47,18 +47,41 @@ def source_files(root: Path) -> list[str]:
             if path.is_file() and not skipped & set(path.relative_to(root).parts)]
 
 
+def folders_at_the_top() -> dict[str, str]:
+    """setup.py's own word on which top-level folders ship inside the package, and as what: {"themes": "tui/themes"}."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FOLDERS_AT_THE_TOP" for t in node.targets):
+            mapping = ast.literal_eval(node.value)
+            return {folder: package.replace(".", "/") for package, folder in mapping.items()}
+    raise AssertionError("setup.py has no FOLDERS_AT_THE_TOP")
+
+
 def expected_in_wheel(files: list[str]) -> set[str]:
     """Where each file of the package's folders lands in the wheel."""
-    expected = set()
+    shipped, expected = folders_at_the_top(), set()
     for name in files:
         if name.endswith(NOT_SHIPPED) or "__pycache__" in name:
             continue
         top, _, rest = name.partition("/")
         if top == "tui":
             expected.add(name)
-        elif top in SHIPPED_FROM_THE_TOP and rest:
-            expected.add(f"{SHIPPED_FROM_THE_TOP[top]}/{rest}")
+        elif top in shipped and rest:
+            expected.add(f"{shipped[top]}/{rest}")
     return expected
+
+
+def third_party_imports() -> list[str]:
+    """Every library the package imports, at the top of a module or inside a function (imported when first used):
+    each must come with the wheel's declared dependencies."""
+    found = set()
+    for path in (ROOT / "tui").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return sorted(name for name in found if name not in sys.stdlib_module_names and name not in ("tui", "__future__"))
 
 
 def packages_of(files: set[str]) -> list[str]:
@@ -127,6 +150,13 @@ def run(venv: Path, program: str, *args: str, home: Path) -> subprocess.Complete
                           cwd=str(home), env=user_env(home))
 
 
+def test_every_folder_at_the_top_of_a_clone_is_shipped_or_said_not_to_be(source):
+    _, files = source
+    folders = {name.split("/")[0] for name in files if "/" in name}
+    unsaid = folders - {"tui"} - set(folders_at_the_top()) - NEVER_SHIPPED_FOLDERS
+    assert not unsaid, f"folders neither shipped (setup.py's FOLDERS_AT_THE_TOP) nor said not to be: {unsaid}"
+
+
 def test_the_wheel_holds_every_file_of_the_source_tree(source, wheel):
     _, files = source
     expected = expected_in_wheel(files)
@@ -158,6 +188,23 @@ def test_every_package_and_module_imports_from_the_installed_wheel(source, venv,
     assert report["failed"] == {}
     assert Path(report["tui"]).is_relative_to(venv), report["tui"]
     assert not [entry for entry in report["path"] if entry and Path(entry).resolve().is_relative_to(ROOT)]
+
+
+def test_every_library_the_code_imports_comes_with_the_installed_wheel(venv, outside):
+    libraries = third_party_imports()
+    assert {"textual", "bm25s", "tiktoken"} <= set(libraries)  # some are imported only inside a function
+    script = ("import importlib, json\n"
+              "failed = {}\n"
+              f"for name in {libraries!r}:\n"
+              "    try:\n"
+              "        importlib.import_module(name)\n"
+              "    except Exception as error:\n"
+              "        failed[name] = f'{type(error).__name__}: {error}'\n"
+              "print(json.dumps(failed))\n")
+    done = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=str(outside), env=user_env(outside))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {}, "imported by tui/ but not installed with the wheel"
 
 
 def test_the_shipped_files_are_read_through_the_installed_package(venv, outside):

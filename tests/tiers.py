@@ -19,6 +19,7 @@ The tiers, lightest first:
 from __future__ import annotations
 
 import inspect
+import sys
 from collections import Counter
 from enum import IntEnum
 from functools import cache
@@ -54,6 +55,10 @@ FIXTURE_TIERS = {
 # names whose mere use puts a test in a tier (an attribute called, a helper of conftest.py)
 NAME_TIERS = {
     "run_test": Tier.APP,  # App.run_test: a pilot
+    "create_subprocess_exec": Tier.PROCESS,
+    "create_subprocess_shell": Tier.PROCESS,
+    "Popen": Tier.PROCESS,
+    "free_port": Tier.PROCESS,  # conftest's: a port to listen on or to find refused
     "started_llama": Tier.SERVER,
     "start_llama_server": Tier.SERVER,
 }
@@ -62,9 +67,12 @@ MODULE_TIERS = (
     ("textual", Tier.APP), ("pytest_textual_snapshot", Tier.APP), ("tui.app", Tier.APP), ("app_helpers", Tier.APP),
     ("subprocess", Tier.PROCESS), ("fault_server", Tier.PROCESS), ("tap_helpers", Tier.PROCESS),
     ("provider_count_servers", Tier.PROCESS), ("aiohttp", Tier.PROCESS), ("http.server", Tier.PROCESS),
+    ("window_servers", Tier.PROCESS), ("tool_call_server", Tier.PROCESS), ("socketserver", Tier.PROCESS),
+    ("socket", Tier.PROCESS),
     ("tmux_driver", Tier.TERMINAL), ("client_rig", Tier.CLIENTS),
 )
 EXPLICIT_MARKS = {tier.mark: tier for tier in Tier}
+TIER_MARKS = frozenset(EXPLICIT_MARKS)
 MANY_CASES = 100  # one test parametrized over more cases than this runs over a corpus
 TESTS = Path(__file__).resolve().parent
 
@@ -115,10 +123,10 @@ def tier_reached(function: Any, seen: set[int]) -> Tier:
                 continue
             value = module_globals[name]
             found = max(found, tier_of_value(value))
-            if isinstance(value, FunctionType) and value.__globals__ is module_globals:
-                found = max(found, tier_reached(value, seen))  # a helper of the same module
-            elif isinstance(value, type) and value.__module__ == module_globals.get("__name__"):
-                for member in vars(value).values():  # a helper class of the same module
+            if isinstance(value, FunctionType) and is_ours(value):
+                found = max(found, tier_reached(value, seen))  # a helper of the tests (this module's or another's)
+            elif isinstance(value, type) and is_ours_class(value):
+                for member in vars(value).values():  # a helper class of the tests
                     if isinstance(member, FunctionType):
                         found = max(found, tier_reached(member, seen))
     return found
@@ -128,6 +136,12 @@ def tier_reached(function: Any, seen: set[int]) -> Tier:
 def is_ours(function: Any) -> bool:
     code = getattr(inspect.unwrap(function), "__code__", None)
     return code is not None and Path(code.co_filename).resolve().is_relative_to(TESTS)
+
+
+def is_ours_class(cls: type) -> bool:
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    return path is not None and Path(path).resolve().is_relative_to(TESTS)
 
 
 def tiers_of(items: list[Any]) -> list[Tier]:
@@ -150,7 +164,8 @@ def tier_of_item(item: Any) -> Tier:
     for name in getattr(item, "fixturenames", ()):
         found = max(found, FIXTURE_TIERS.get(name, Tier.UNIT))
         for definition in definitions.get(name, ()):
-            if is_ours(definition.func):  # pytest's own (tmp_path, monkeypatch) and plugins' are not read
+            # pytest's own (tmp_path, monkeypatch) and plugins' are not read, nor those every test has (autouse)
+            if is_ours(definition.func) and not getattr(definition, "_autouse", False):
                 found = max(found, tier_of_function(definition.func))
     function = getattr(item, "function", None)
     if function is not None:

@@ -14,14 +14,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from install import cache_dir  # noqa: E402  (the one place the cache's folder is decided)
 
-COLUMNS = ("client", "version", "API", "recorded / sent", "counts equal / compared", "conversations / sessions",
+COLUMNS = ("client", "version", "API", "recorded / sent", "counts equal / compared",
+           "sessions found / run (conversations)",
            "replies whole", "replay --check", "cuts / compactions", "network", "run")
 
 
 def cells(row: dict) -> list[str]:
     failed = len(row["failures"])
     return [row["client"], row["version"], row["api"], f"{row['recorded']} / {row['sent']}",
-            f"{row['equal']} / {row['compared']}", f"{row['conversations']} / {row['sessions']}",
+            f"{row['equal']} / {row['compared']}", f"{row.get('sessions_found', '?')} / {row['sessions']} ({row['conversations']})",
             f"{row['whole']} / {row['recorded']}", replay(row),
             f"{row['cuts']} / {row['compactions']}" if row.get("compactions") else "-", network(row),
             f"{failed} failed check{'s' * (failed != 1)}" if failed else "all checks pass"]
