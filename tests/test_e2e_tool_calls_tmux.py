@@ -78,10 +78,11 @@ def every_key_to_try() -> list[str]:
     from textual.binding import Binding
 
     from tui.app.actions import ACTIONS, FOCUS_BINDINGS
-    from tui.app.screens.tool_call import OverrideConfirm, ToolCallScreen
+    from tui.app.screens.confirm import ConfirmScreen  # the override asks with it
+    from tui.app.screens.tool_call import ToolCallScreen
     keys = [key.strip() for action in ACTIONS for key in action.key.split(",") if key]
     keys += [binding.key for binding in FOCUS_BINDINGS]
-    keys += [key.strip() for binding in [*ToolCallScreen.BINDINGS, *OverrideConfirm.BINDINGS]
+    keys += [key.strip() for binding in [*ToolCallScreen.BINDINGS, *ConfirmScreen.BINDINGS]
              if isinstance(binding, Binding) for key in binding.key.split(",")]
     tried = ["ctrl+r"] + [key for key in dict.fromkeys(keys) if key != "ctrl+r"]
     return [key for key in tried if key not in UNSENDABLE | LEFT_OUT]
