@@ -115,7 +115,7 @@ def test_a_key_burst_as_a_reply_leaves_a_call_runs_nothing_and_moves_no_text(tmp
             typed = f"next question w{round_}"
             tmux.keys(f"ask {round_}", literal=True)
             tmux.keys("Enter")
-            until(lambda: len(server.requests) == round_ + 1, 20, lambda: f"ask {round_} sent:\n{tmux.screen()}")
+            until(lambda asked=round_ + 1: len(server.requests) == asked, 20, lambda: f"the ask sent:\n{tmux.screen()}")
             tmux.wait_gone("the model calls")
             tmux.keys("next question", literal=True)
             server.release()
