@@ -135,3 +135,26 @@ def test_a_key_burst_as_a_reply_leaves_a_call_runs_nothing_and_moves_no_text(tmp
             tmux.keys("C-a", "C-k")  # the composer emptied for the next round (on one line: Ctrl+A, Ctrl+K)
             tmux.wait_gone(typed, timeout=5)
         assert not marker.exists() and len(server.requests) == len(every_key_to_try())
+
+
+def test_keys_right_behind_the_key_that_opens_the_dialog_act_nowhere_in_it(tmp_path, tmux):
+    """Ctrl+L and, in the same write, every key of the dialog (Run, Answer, Refuse, Override, a button pressed with
+    Enter, Later): the dialog opens and takes none of them; the command has not run and nothing was sent."""
+    marker = tmp_path / "ran.txt"
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "delete_file", "parameters": {"type": "object"}},
+                                  "command": [sys.executable, "-c", "import sys; open(sys.argv[1], 'w')", str(marker)]}]))
+    with ToolCallServer(DENY) as server:
+        tmux.start("--base-url", server.url, "--no-scan", "--tools", str(tools))
+        tmux.wait_for(r"loaded 1 tools")
+        tmux.keys("Delete it", literal=True)
+        tmux.keys("Enter")
+        tmux.wait_for(r"the model calls delete_file")
+        tmux.keys("C-l", "F12", "typed", "C-s", "C-n", "C-g", "y", "Tab", "Enter", "Escape")
+        time.sleep(1.5)
+        assert not marker.exists() and len(server.requests) == 1
+        screen = tmux.wait_for_all(r"Tool call 1 of 1: delete_file", r"Answer by hand")  # still open, not answered
+        assert "typed" not in tmux.screen(), screen
+        time.sleep(0.5)
+        tmux.keys("F12")  # now seen: Run
+        until(marker.exists, 20, lambda: f"the command to run:\n{tmux.screen()}")
