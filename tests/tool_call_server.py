@@ -2,7 +2,8 @@
 scripted too or forwarded to a real server (`upstream`, e.g. llama.cpp: a tiny model's own tool calls are noise).
 
     POST …/chat/completions
-      the conversation ends with a user message  -> a streamed tool call (`call`: name and arguments)
+      the conversation ends with a user message  -> a streamed tool call (`call`: name and arguments); with `hold`,
+                                                    its end waits for release(): a test acts at the moment it ends
       the body asks for response_format          -> the reviewer's verdict (`verdict`, as JSON text), or upstream
       otherwise (the tool results are back)      -> a streamed text reply naming the last tool result, or upstream
 
@@ -52,7 +53,7 @@ class ToolHandler(BaseHTTPRequestHandler):
             return self._stream([_chunk({"role": "assistant", "content": None}),
                                  _chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
                                                          "function": self.server.call}]}),
-                                 _chunk({}, "tool_calls")])
+                                 _chunk({}, "tool_calls")], held=self.server.held)
         if self.server.upstream:
             return self._forward(raw)
         if "response_format" in body:
@@ -70,13 +71,19 @@ class ToolHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def _stream(self, chunks: list[dict]) -> None:
-        raw = "".join(f"data: {json.dumps(item)}\n\n" for item in chunks) + "data: [DONE]\n\n"
+    def _stream(self, chunks: list[dict], held: threading.Semaphore | None = None) -> None:
+        """The chunks as server-sent events; with `held`, the last chunk waits until it is released."""
+        parts = [f"data: {json.dumps(item)}\n\n".encode() for item in chunks]
+        parts[-1] += b"data: [DONE]\n\n"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(raw.encode())))
+        self.send_header("Content-Length", str(sum(len(part) for part in parts)))
         self.end_headers()
-        self.wfile.write(raw.encode())
+        self.wfile.write(b"".join(parts[:-1]))
+        self.wfile.flush()
+        if held is not None:
+            held.acquire(timeout=60)
+        self.wfile.write(parts[-1])
 
     def _forward(self, raw: bytes) -> None:
         target = urlsplit(self.server.upstream)
@@ -94,10 +101,12 @@ class ToolHandler(BaseHTTPRequestHandler):
 
 
 class ToolCallServer:
-    def __init__(self, verdict: dict | str = ALLOW, call: dict = CALL, upstream: str = "", port: int = 0) -> None:
+    def __init__(self, verdict: dict | str = ALLOW, call: dict = CALL, upstream: str = "", port: int = 0,
+                 hold: bool = False) -> None:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), ToolHandler)
         self.httpd.daemon_threads = True
         self.httpd.requests, self.httpd.upstream, self.httpd.call = [], upstream, call
+        self.httpd.held = threading.Semaphore(0) if hold else None
         self.httpd.verdict = verdict if isinstance(verdict, str) else json.dumps(verdict)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -109,6 +118,10 @@ class ToolCallServer:
     @property
     def requests(self) -> list[dict]:
         return self.httpd.requests
+
+    def release(self) -> None:
+        """Let one held tool-call reply end."""
+        self.httpd.held.release()
 
     def set_verdict(self, verdict: dict | str) -> None:
         self.httpd.verdict = verdict if isinstance(verdict, str) else json.dumps(verdict)

@@ -81,12 +81,17 @@ ACTIONS: tuple[Action, ...] = (
     Action("copy_curl", "Copy request as curl", "the key as its $VARIABLE, never the key"),
     Action("load_tools", "Load tools…", "a JSON file of tool definitions (risky ones reviewed, commands off unless "
            "set)", edits=True),
+    # A dialog never opens by itself when calls wait (the user may be typing): this key or the palette opens it.
     Action("answer_tool_calls", "Answer tool calls", "the model's waiting tool calls: answer, run or refuse",
-           edits=True),
+           "ctrl+l", edits=True),
     Action("context_grid", "Context grid", "what fills the window: system, tools, messages, reserved, free "
            "(/context)"),
 )
 BY_ID = {action.id: action for action in ACTIONS}
+# The tool-call dialog's Run command. Running a command is a deliberate act: its key is bound nowhere else in the app
+# (config.toml's [keys] may not take it either), nor by Textual's editors (Ctrl+R, which it was, is the composer's
+# prompt search), and it is never typed in a text. tests/test_actions_table.py holds it.
+RUN_TOOL_KEY = "f12"
 EDITING = frozenset(action.id for action in ACTIONS if action.edits) | {"show_branch"}
 
 # Keys that are not actions of the table: they move the focus, as the key arrives (priority): as a screen's

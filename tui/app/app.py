@@ -259,8 +259,8 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
                 self.notify(text, title=title, severity=severity.value, timeout=timeout, markup=False)
             case SessionChanged(title=title):
                 self.sub_title = title
-            case ToolCallsWaiting():
-                self.tool_dialogs.waiting()
+            case ToolCallsWaiting(count=count, reason=reason):
+                self.tool_dialogs.waiting(count, reason)
 
     # -- what widgets ask for ------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:

@@ -91,10 +91,20 @@ def checked_config(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def _bindings_named(keys: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
-    """`[keys]` entries whose value names a key ("f9", "ctrl+g"); each other one said, the rest still bound."""
-    named = {k: v for k, v in keys.items() if isinstance(v, str)}
+    """`[keys]` entries whose value names a key ("f9", "ctrl+g"); each other one said, the rest still bound. The
+    tool-call dialog's Run key is bound to nothing else: an entry that names it is said and not bound."""
+    from tui.app.actions import RUN_TOOL_KEY
+    named = {k: v for k, v in keys.items() if isinstance(v, str) and RUN_TOOL_KEY not in _key_names(v)}
     return named, [f"config.toml [keys]: {one_line(k, 60)} = {shown_value(v)}: expected a key such as \"f9\" "
-                   "(not bound)" for k, v in keys.items() if not isinstance(v, str)]
+                   "(not bound)" for k, v in keys.items() if not isinstance(v, str)] + [
+        f"config.toml [keys]: {one_line(k, 60)} = {shown_value(v)}: {RUN_TOOL_KEY} is the tool-call dialog's Run "
+        "command, kept for it alone (not bound)" for k, v in keys.items()
+        if isinstance(v, str) and RUN_TOOL_KEY in _key_names(v)]
+
+
+def _key_names(value: str) -> set[str]:
+    """The keys a [keys] value binds ("f8,ctrl+comma": two)."""
+    return {name.strip().lower() for name in value.split(",")}
 
 
 def unknown_bindings(config: dict[str, Any], key_ids: Iterable[str] | None) -> list[str]:

@@ -110,6 +110,48 @@ class KeysBeforeFocus:
                 focused._forward_event(key)
 
 
+# Seconds a dialog that decides something is on screen, from its first paint, before it takes a key or a click.
+# Keys typed for something else are in flight when it opens: the rest of a burst the terminal sent in one write, a
+# fast typist's next keys. Handed to the dialog, they acted in it before the user had seen it (Ctrl+R, the composer's
+# prompt search, ran a tool's command). Half a second is longer than such a burst takes to arrive and be handled,
+# and shorter than reading the dialog's first line takes.
+KEYS_AFTER_SHOWN = 0.5
+
+
+class TakesKeysWhenSeen:
+    """For a dialog whose keys decide something (run a command, send an answer): until it has been on screen for
+    KEYS_AFTER_SHOWN seconds, its SEEN_BODY is disabled (nothing in it can be focused, typed into or pressed, and it
+    is drawn dimmed: it is not ready yet), keys that reach the screen are dropped, not held, and its actions do
+    nothing. Then the body is enabled and SEEN_FOCUS focused. Put it first among the screen's bases."""
+
+    SEEN_BODY = "#body"
+    SEEN_FOCUS = ""
+    taking_keys = False
+
+    def _on_mount(self) -> None:
+        self.query_one(self.SEEN_BODY).disabled = True  # type: ignore[attr-defined]
+        self.call_after_refresh(self._painted)  # type: ignore[attr-defined]
+
+    def _painted(self) -> None:
+        self.set_timer(KEYS_AFTER_SHOWN, self._take_keys)  # type: ignore[attr-defined]
+
+    def _take_keys(self) -> None:
+        self.taking_keys = True
+        self.query_one(self.SEEN_BODY).disabled = False  # type: ignore[attr-defined]
+        if self.SEEN_FOCUS:
+            self.query_one(self.SEEN_FOCUS).focus()  # type: ignore[attr-defined]
+
+    def _forward_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not self.taking_keys:
+            return  # a key in flight as the dialog opened: not the user's answer to it
+        super()._forward_event(event)  # type: ignore[misc]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self.taking_keys:
+            return False
+        return super().check_action(action, parameters)  # type: ignore[misc]
+
+
 class SafeTextArea(OrderedKeys, VisibleLines, TextArea):
     """A TextArea for text from outside (a pasted file, a message being edited)."""
 

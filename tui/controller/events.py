@@ -107,11 +107,20 @@ class ReplyEnded:
     """The reply ended (finished, stopped or failed); the next ChatChanged holds it as a message."""
 
 
+class WaitReason(StrEnum):
+    """Why ToolCallsWaiting was sent."""
+
+    ARRIVED = "arrived"  # a reply ended with calls
+    REVIEWED = "reviewed"  # a review of one ended
+    ANSWERED = "answered"  # one was answered, others still wait
+
+
 @dataclass(frozen=True)
 class ToolCallsWaiting:
-    """The model's tool calls wait for the user (a reply ended with them, or a review of one ended)."""
+    """The model's tool calls wait for the user. The view says so; it never opens a dialog for them by itself."""
 
     count: int
+    reason: WaitReason = WaitReason.ARRIVED
 
 
 Event = (ChatChanged | PaneChanged | SessionChanged | StatusChanged | Notice | ReplyStarted | ReplyGrew

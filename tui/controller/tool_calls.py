@@ -21,7 +21,7 @@ from tui.context.tools.definitions import ToolSet
 from tui.context.tools.review import ReviewRequest, Verdict, parse_verdict
 from tui.context.untrusted.visible import visible
 from tui.controller.compute import Skipped
-from tui.controller.events import Severity, Tone, ToolCallsWaiting
+from tui.controller.events import Severity, Tone, ToolCallsWaiting, WaitReason
 
 if TYPE_CHECKING:
     from tui.controller.parts import Parts
@@ -129,7 +129,7 @@ class ToolCalls:
         names = ", ".join(visible(call.name or "unnamed") for call in waiting)
         self.parts.status(f"the model calls {names}: answer, run or refuse (palette: Answer tool calls)", Tone.CAUTION)
         if self.parts.wb.session.tools:  # a call to tools never offered is the server's noise: said, not asked
-            self.parts.emit(ToolCallsWaiting(len(waiting)))
+            self.parts.emit(ToolCallsWaiting(len(waiting), WaitReason.ARRIVED))
 
     def reviewed(self, name: str) -> bool:
         """Whether a call to `name` gets the isolated review: a risky tool with a command to run. A tool with no
@@ -164,7 +164,7 @@ class ToolCalls:
         if parts.wb is wb:
             parts.status(visible(f"review of {call.name}: {review.line}"),
                          Tone.GOOD if review.allows else Tone.BAD)
-            parts.emit(ToolCallsWaiting(len(self.pending())))
+            parts.emit(ToolCallsWaiting(len(self.pending()), WaitReason.REVIEWED))
 
     @staticmethod
     def _review_request(wb: Workbench, call: PendingCall) -> ReviewRequest:
@@ -284,6 +284,6 @@ class ToolCalls:
                                                                      ": sending the results")), Tone.PLAIN)
         parts.changed()
         if left:
-            parts.emit(ToolCallsWaiting(len(left)))
+            parts.emit(ToolCallsWaiting(len(left), WaitReason.ANSWERED))
         else:
             self.hooks.start_send()

@@ -35,6 +35,9 @@ class _KnownHeight(WrappedDocument):
         return len(rows) if rows is not None else super().height
 
 
+NEW_LINE_KEYS = ("alt+enter", "ctrl+j", "shift+enter")
+
+
 class Composer(SafeTextArea):
     DEFAULT_CSS = """
     Composer { height: auto; min-height: 3; max-height: 12; border: tall $primary 50%; }
@@ -53,6 +56,9 @@ class Composer(SafeTextArea):
             super().__init__()
             self.composer, self.older = composer, older
             self.text = composer.text  # what it held then: keys typed since win over the recall
+
+    # Keys it handles in _on_key, not as bindings (Enter sends, Up/Down recall, Tab completes or moves the focus)
+    OWN_KEYS = ("enter", "up", "down", "tab", *NEW_LINE_KEYS)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
@@ -119,7 +125,7 @@ class Composer(SafeTextArea):
                 self.screen.focus_next()
                 self._moved_focus = True  # the keys queued behind Tab follow the focus (OrderedKeys)
             return
-        if event.key in ("alt+enter", "ctrl+j", "shift+enter"):
+        if event.key in NEW_LINE_KEYS:
             event.prevent_default()
             event.stop()
             self.insert("\n")

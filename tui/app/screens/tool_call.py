@@ -15,12 +15,15 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
-from tui.app.safe_inputs import KeysBeforeFocus, SafeTextArea
+from tui.app.actions import RUN_TOOL_KEY
+from tui.app.safe_inputs import KeysBeforeFocus, SafeTextArea, TakesKeysWhenSeen
+from tui.app.screens.confirm import ConfirmScreen
 from tui.app.shown import shown, shown_line, shown_parts
 from tui.context.tools.review import ARGUMENTS_REVIEWED
 from tui.controller.tool_calls import CallFacts, ReviewState
 
 ARGUMENTS_SHOWN = ARGUMENTS_REVIEWED  # the reviewer is shown as much, and a longer call is never allowed
+RUN_KEY = RUN_TOOL_KEY  # bound nowhere else (actions.py)
 
 
 class ToolChoice(StrEnum):
@@ -41,8 +44,9 @@ def pretty(arguments: str) -> str:
     return text[:ARGUMENTS_SHOWN] + f"\n…[cut here: {len(text) - ARGUMENTS_SHOWN:,} more characters not shown]"
 
 
-class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]):
-    """Returns (choice, the hand answer) or None (later: the call keeps waiting, the palette brings it back)."""
+class ToolCallScreen(TakesKeysWhenSeen, KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]):
+    """Returns (choice, the hand answer) or None (later: the call keeps waiting, the palette brings it back).
+    Opened only when the user asks; it takes keys only once it has been seen (TakesKeysWhenSeen)."""
 
     DEFAULT_CSS = """
     ToolCallScreen { align: center middle; }
@@ -58,9 +62,10 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
     """
     # Keys no text area takes (it has focus): the answer is typed in one.
     BINDINGS = [Binding("escape", "later", "Later"), Binding("ctrl+s", "answer", "Answer by hand"),
-                Binding("ctrl+r", "choose('run')", "Run command"), Binding("ctrl+g", "choose('override')", "Override"),
+                Binding(RUN_KEY, "choose('run')", "Run command"), Binding("ctrl+g", "choose('override')", "Override"),
                 Binding("ctrl+n", "choose('refuse')", "Refuse")]
     AUTO_FOCUS = "#answer"
+    SEEN_FOCUS = "#answer"
 
     def __init__(self, facts: Callable[[], CallFacts]) -> None:
         super().__init__()
@@ -69,7 +74,7 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
 
     def compose(self) -> ComposeResult:
         facts = self.facts()
-        with Vertical():
+        with Vertical(id="body"):
             yield Static(shown_line(f"Tool call {facts.place} of {facts.waiting}: {facts.call.name or 'unnamed'}",
                                     style="bold"), classes="facts")
             yield Static(shown_line(facts.standing), id="standing", classes="facts")
@@ -83,7 +88,7 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
                 yield Button("Later esc", id="later")
                 yield Button("Refuse ^n", id="refuse", variant="warning")
                 yield Button("Override the deny ^g", id="override", variant="error")
-                yield Button("Run command ^r", id="run", variant="success")
+                yield Button(f"Run command {RUN_KEY.upper()}", id="run", variant="success")
                 yield Button("Answer by hand ^s", id="answer-button", variant="primary")
 
     def on_mount(self) -> None:
@@ -132,3 +137,11 @@ class ToolCallScreen(KeysBeforeFocus, ModalScreen[tuple[ToolChoice, str] | None]
 
     def action_later(self) -> None:
         self.dismiss(None)
+
+
+class OverrideConfirm(TakesKeysWhenSeen, ConfirmScreen):
+    """The explicit override of a deny: its Yes runs the command, so it too takes keys only once it has been seen
+    (a `y` typed behind the override's key is not the user's answer to a question not read yet)."""
+
+    SEEN_BODY = "ConfirmScreen > Vertical"
+    SEEN_FOCUS = "#no"
