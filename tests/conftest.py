@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -246,19 +247,25 @@ def unit_tests_stay_in_process(request, monkeypatch):
         return
     used: list[str] = []
     real_connect, real_bind, real_spawn = socket.socket.connect, socket.socket.bind, subprocess.Popen._execute_child
+    # threads another test's module-scoped fixture left running (a tap, a loopback server) are not this test's
+    others = {thread.ident for thread in threading.enumerate()} - {threading.get_ident()}
+
+    def note(what: str) -> None:
+        if threading.get_ident() not in others:
+            used.append(what)
 
     def connect(sock, address, *rest):
         if sock.family in (socket.AF_INET, socket.AF_INET6):
-            used.append(f"a socket to {address}")
+            note(f"a socket to {address}")
         return real_connect(sock, address, *rest)
 
     def bind(sock, address, *rest):
         if sock.family in (socket.AF_INET, socket.AF_INET6):
-            used.append(f"a socket bound to {address}")
+            note(f"a socket bound to {address}")
         return real_bind(sock, address, *rest)
 
     def spawn(popen, args, *rest, **named):
-        used.append(f"a process {str(args)[:80]}")
+        note(f"a process {str(args)[:80]}")
         return real_spawn(popen, args, *rest, **named)
 
     monkeypatch.setattr(socket.socket, "connect", connect)
