@@ -76,7 +76,9 @@ def keep_memory_private() -> bool:
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(4, 0, 0, 0, 0) == 0 and libc.prctl(3, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE, then GET
+        made_private: int = libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE to 0
+        dumpable: int = libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+        return made_private == 0 and dumpable == 0
     except (OSError, AttributeError):
         return False
 
