@@ -161,3 +161,91 @@ def test_a_command_does_not_outlive_the_process_that_ran_it(tmp_path):
     assert "leaving" in done.stdout, done.stderr
     group = int(Path(marker).read_text())
     until(lambda: not group_alive(group), 10, "the command to end with the process that ran it")
+
+
+# --- a second attack (each failed before its fix) ------------------------------------------------------------------
+
+def test_the_keys_last_characters_in_base64_and_pieces_split_by_invisible_characters_are_masked():
+    tail = base64.b64encode(KEY[-8:].encode()).decode()
+    assert tail[:8] not in fragments_masked(f"tail: {tail}", [KEY])
+    hidden = "\u200b".join(KEY)
+    assert not secret_body_pieces(fragments_masked(hidden, [KEY]).replace("\u200b", ""), KEY)
+
+
+def test_a_placeholder_key_or_a_folder_is_no_reason_to_mask_ordinary_words():
+    from tui.controller.tool_runner import _without
+
+    assert _without("exit 0x1f; max index; I need anything here", ["x", "anything"]) == \
+        "exit 0x1f; max index; I need anything here"
+    assert _without("cwd is /home/user/project", ["/home/user/.password-store"]) == "cwd is /home/user/project"
+
+
+def test_a_variable_that_names_the_place_of_a_key_is_left_in_the_environment(monkeypatch):
+    from tui.client.keys import secret_variables
+
+    monkeypatch.setenv("PASSWORD_STORE_DIR", "/home/user/.password-store")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/home/user/.aws/credentials")
+    monkeypatch.setenv("GROQ_API_KEY", "gsk_" + KEY[8:])
+    found = secret_variables()
+    assert "GROQ_API_KEY" in found and "PASSWORD_STORE_DIR" not in found and "AWS_SHARED_CREDENTIALS_FILE" not in found
+
+
+LATER_NAMED = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, sys.argv[1])
+    from tui.client.keys import key_named, keep_memory_private, withdraw_keys
+    withdraw_keys([])
+    assert "LLMKEY" in os.environ  # no credential word in its name: left until something names it
+    assert key_named("LLMKEY") == "plain-value-of-the-key-0123456789"
+    print("LLMKEY" in os.environ, b"plain-value" in open("/proc/self/environ", "rb").read(), keep_memory_private())
+""")
+
+
+def test_a_key_variable_named_later_is_withdrawn_as_it_is_read_and_the_memory_is_kept_private():
+    env = {**os.environ, "LLMKEY": "plain-value-of-the-key-0123456789"}
+    done = subprocess.run([sys.executable, "-c", LATER_NAMED, str(ROOT)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "True"]
+
+
+async def test_what_a_command_printed_before_its_deadline_is_kept(tmp_path):
+    talks = "import sys, time; print('first words', flush=True); time.sleep(60)"
+    done = await run_tool((sys.executable, "-c", talks), "{}", "OPENAI_API_KEY", seconds=2)
+    assert done.code is None and "first words" in done.output and "stopped after 2 s" in done.note
+
+
+async def test_a_child_a_command_left_in_the_background_ends_with_it(tmp_path):
+    marker = tmp_path / "group"
+    leaves = (f"import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {IGNORES_INPUT!r}, "
+              "sys.argv[1]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+              "while not (os.path.exists(sys.argv[1]) and open(sys.argv[1]).read()): time.sleep(0.02)\n"
+              "print('done')")
+    done = await run_tool((sys.executable, "-c", leaves, str(marker)), "{}", "OPENAI_API_KEY")
+    assert done.code == 0 and "done" in done.output
+    until(lambda: marker.exists() and marker.read_text(), 10, "the background child to start")
+    group = int(marker.read_text())
+    until(lambda: not group_alive(group), 10, "the background child to end with its command")
+
+
+HANGS_UP = textwrap.dedent("""
+    import asyncio, os, signal, sys
+    sys.path.insert(0, sys.argv[1])
+    from tui.controller.tool_runner import run_tool, stop_commands_on_signals
+    stop_commands_on_signals()
+    async def main():
+        asyncio.ensure_future(run_tool((sys.executable, "-c", sys.argv[2], sys.argv[3]), "{}", "OPENAI_API_KEY"))
+        await asyncio.sleep(1.5)
+        os.kill(os.getpid(), signal.SIGHUP)  # the terminal closed
+        await asyncio.sleep(10)
+    asyncio.run(main())
+""")
+
+
+def test_a_hang_up_ends_the_commands_with_the_app(tmp_path):
+    marker = tmp_path / "group"
+    done = subprocess.run([sys.executable, "-c", HANGS_UP, str(ROOT), IGNORES_INPUT, str(marker)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == -1, (done.returncode, done.stderr)  # ended by the hang-up, as without the handler
+    group = int(marker.read_text())
+    until(lambda: not group_alive(group), 10, "the command to end with the app that hung up")

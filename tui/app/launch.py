@@ -43,9 +43,13 @@ def run_app(argv: list[str]) -> int:
             print(f"ctxpane: error: {visible(str(exc))}", file=sys.stderr)
             return 2
     from tui.app.app import CtxpaneApp, LaunchOptions
-    from tui.client.keys import withdraw_keys
+    from tui.client.keys import keep_memory_private, withdraw_keys
+    from tui.controller.tool_runner import stop_commands_on_signals
 
-    withdraw_keys([args.api_key_env] if args.api_key_env else [])  # a tool's command cannot read them from us
+    # a tool's command can read neither our environment nor our memory for them
+    withdraw_keys([args.api_key_env or "", configured_key_variable()])
+    keep_memory_private()
+    stop_commands_on_signals()
     options = LaunchOptions(file=Path(args.file).expanduser() if args.file else None,
                             flags={"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
                                    "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,
@@ -53,6 +57,14 @@ def run_app(argv: list[str]) -> int:
                                    "api": args.api},
                             replay=args.replay, tools=tools)
     return _run(CtxpaneApp(options))
+
+
+def configured_key_variable() -> str:
+    """The key variable config.toml names (`api_key_env`), if any: withdrawn with the others as the app starts."""
+    from tui.app.config import resolve
+
+    settings, _problems = resolve({})
+    return settings.api_key_env or ""
 
 
 def run_replay(path: Path, step: int | None = None) -> int:

@@ -18,11 +18,16 @@ from tui.context.untrusted.redaction import credential_name
 
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")  # read by ctxpane whatever the settings say
 NOT_KEYS = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})  # names with a credential's word that hold none
+WHERE_NOT_WHAT = ("_DIR", "_FILE", "_PATH", "_SOCK", "_URL")  # PASSWORD_STORE_DIR names a place, not a key
 _held: dict[str, str] = {}
+_withdrawing = False  # set once the app withdrew the keys: a variable read later is withdrawn as it is read
 
 
 def key_named(name: str) -> str | None:
-    """The value of the key variable `name`: from the environment, or held here once it was taken out of it."""
+    """The value of the key variable `name`: from the environment, or held here once it was taken out of it (in
+    the app, a variable first named later, by config.toml or the settings screen, is taken out as it is read)."""
+    if _withdrawing and os.environ.get(name):
+        _withdraw(name)
     return os.environ.get(name) or _held.get(name) or None
 
 
@@ -38,17 +43,44 @@ def secret_variables(extra: Iterable[str] = ()) -> list[str]:
     """The environment's variables that hold a key: the usual ones, `extra` (a --api-key-env), and every variable
     whose name says it carries a credential (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, MY_LLM_KEY)."""
     wanted = {*KEY_VARIABLES, *extra}
-    return sorted(name for name in os.environ if name in wanted or credential_name(name) and name not in NOT_KEYS)
+    return sorted(name for name in os.environ if name in wanted or credential_name(name) and a_key(name))
+
+
+def a_key(name: str) -> bool:
+    """A credential-named variable that holds a key, not the place of one (a folder, a file, an address)."""
+    value = os.environ.get(name, "")
+    return name not in NOT_KEYS and not name.endswith(WHERE_NOT_WHAT) and not value.startswith(("/", "~", "."))
 
 
 def withdraw_keys(extra: Iterable[str] = ()) -> list[str]:
     """Take every key out of the environment into this module (see the module's text); returns their names."""
+    global _withdrawing
+    _withdrawing = True
     names = secret_variables(extra)
     for name in names:
-        _held[name] = os.environ[name]
-        _overwrite_in_environment_block(name)
-        del os.environ[name]
+        _withdraw(name)
     return names
+
+
+def _withdraw(name: str) -> None:
+    _held[name] = os.environ[name]
+    _overwrite_in_environment_block(name)
+    del os.environ[name]
+
+
+def keep_memory_private() -> bool:
+    """Make this process undumpable (Linux's PR_SET_DUMPABLE 0): another process of the same user, such as a tool's
+    command, can then read neither its memory (/proc/PID/mem), where the keys are held, nor its environ or maps.
+    Root's processes still can. Returns whether it took effect."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        made_private: int = libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE to 0
+        dumpable: int = libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+        return made_private == 0 and dumpable == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _overwrite_in_environment_block(name: str) -> None:

@@ -21,6 +21,7 @@ from tui.context.untrusted.redaction import MASK, Redactor, fragments_masked
 
 RUN_SECONDS = 30.0
 OUTPUT_BYTES = 64 * 1024
+PLAIN_KEY = 12  # a key too plain to search for in text is still masked where it stands whole, from this length
 ARGUMENT_BYTES = 256 * 1024  # far past what a model writes as a call's arguments; more would be a flood
 # what a command may need of the environment to run: where programs are, the user's home and locale, a terminal's
 # kind, a place for temporary files. Nothing else: a variable a user set may hold a token of any name.
@@ -71,25 +72,39 @@ def _kill_what_still_runs() -> None:
         _kill_group(group)
 
 
-async def _read_capped(stream: asyncio.StreamReader) -> tuple[bytes, bool]:
-    kept, cut = bytearray(), False
+def stop_commands_on_signals() -> None:
+    """A hang-up (the terminal closed) or a TERM ends the app without atexit: kill the commands first, then end as
+    the signal would have."""
+    def stop(number: int, _frame: object) -> None:
+        _kill_what_still_runs()
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+
+    for number in (signal.SIGHUP, signal.SIGTERM):
+        if signal.getsignal(number) in (signal.SIG_DFL, None):
+            signal.signal(number, stop)
+
+
+async def _read_capped(stream: asyncio.StreamReader, kept: bytearray) -> bool:
+    cut = False
     while chunk := await stream.read(65536):
         room = OUTPUT_BYTES - len(kept)
         kept += chunk[:room]
         cut = cut or len(chunk) > room  # what is past the cap is read and thrown away: the child never blocks
-    return bytes(kept), cut
+    return cut
 
 
 def _without(text: str, secrets: Iterable[str]) -> str:
     """The project's redaction (each key as written, JSON-escaped, or cut off at its start, as `***`), a key too
     plain for it to search free text for, replaced where it stands whole, and any fragment of a key's secret part
     long enough to matter, however it was folded or encoded (fragments_masked)."""
-    secrets = list(secrets)
+    secrets = [secret for secret in secrets if not secret.startswith(("/", "~"))]  # a key's place is no key
     redactor = Redactor(secrets)
     text = redactor.text(text)
     for secret in redactor.unsearched:
-        text = text.replace(secret, MASK)
-    return fragments_masked(text, secrets)
+        if len(secret) >= PLAIN_KEY:  # a placeholder such as "x" or "anything" would mask ordinary words
+            text = text.replace(secret, MASK)
+    return fragments_masked(text, redactor.searched)
 
 
 async def run_tool(argv: tuple[str, ...], arguments: str, key_env: str, secrets: Iterable[str] = (),
@@ -105,34 +120,37 @@ async def run_tool(argv: tuple[str, ...], arguments: str, key_env: str, secrets:
     except (OSError, ValueError) as exc:
         return ToolRun("", None, f"could not start {argv[0]}: {exc.strerror if isinstance(exc, OSError) else exc}")
     _running.add(process.pid)
+    output = bytearray()  # what it printed, kept if the deadline cuts it short
     try:
         async with asyncio.timeout(seconds):  # one deadline for writing, running and reading
-            raw, cut, code = await _converse(process, given)
+            cut, code = await _converse(process, given, output)
     except TimeoutError:
         _kill(process)
         await process.wait()
-        return ToolRun("", None, f"stopped after {seconds:g} s")
+        return ToolRun(_without(output.decode("utf-8", "replace"), [*secrets, *secrets_of_environment(key_env)]),
+                       None, f"stopped after {seconds:g} s")
     except asyncio.CancelledError:  # refused, or the app ends: the command goes with it
         _kill(process)
         raise
     finally:
         _running.discard(process.pid)
+    _kill(process)  # what it left running in its group (a child sent to the background) ends with it
     note = f"output cut at {OUTPUT_BYTES} bytes" if cut else ""
-    return ToolRun(_without(raw.decode("utf-8", "replace"), [*secrets, *secrets_of_environment(key_env)]), code,
+    return ToolRun(_without(output.decode("utf-8", "replace"), [*secrets, *secrets_of_environment(key_env)]), code,
                    note)
 
 
-async def _converse(process: asyncio.subprocess.Process, given: bytes) -> tuple[bytes, bool, int]:
-    """Write the arguments while reading the output (a command that writes before it reads, or never reads, must
-    not block the other side), then wait for its end."""
+async def _converse(process: asyncio.subprocess.Process, given: bytes, output: bytearray) -> tuple[bool, int]:
+    """Write the arguments while reading the output into `output` (a command that writes before it reads, or never
+    reads, must not block the other side), then wait for its end."""
     assert process.stdin is not None and process.stdout is not None
     writing = asyncio.ensure_future(_write_arguments(process.stdin, given))
     try:
-        raw, cut = await _read_capped(process.stdout)
+        cut = await _read_capped(process.stdout, output)
         code = await process.wait()
     finally:
         writing.cancel()
-    return raw, cut, code
+    return cut, code
 
 
 async def _write_arguments(stdin: asyncio.StreamWriter, given: bytes) -> None:

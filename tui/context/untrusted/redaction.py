@@ -15,6 +15,7 @@ secret is JSON syntax, and misses the secret when JSON escapes it):
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Callable, Iterable, TypeAlias
 
 MASK = "***"
@@ -192,7 +193,7 @@ def fragments_masked(text: str, secrets: Iterable[str], run: int = FRAGMENT) -> 
     grams = _fragment_grams(secrets, run)
     if not grams or not text:
         return text
-    kept = [at for at, char in enumerate(text) if not char.isspace()]  # where each non-space character stands
+    kept = [at for at, char in enumerate(text) if not _spacing(char)]  # where each non-space character stands
     compact = "".join(text[at] for at in kept)
     hidden = bytearray(len(text))
     for size, forms in grams.items():
@@ -201,6 +202,11 @@ def fragments_masked(text: str, secrets: Iterable[str], run: int = FRAGMENT) -> 
                 for at in range(kept[start], kept[start + size - 1] + 1):
                     hidden[at] = 1
     return _runs_masked(text, hidden)
+
+
+def _spacing(char: str) -> bool:
+    """A space, or an invisible format character (a zero-width space, a joiner) that may be put between pieces."""
+    return char.isspace() or unicodedata.category(char) == "Cf"
 
 
 def _fragment_grams(secrets: Iterable[str], run: int) -> dict[int, set[str]]:
@@ -215,8 +221,9 @@ def _fragment_grams(secrets: Iterable[str], run: int) -> dict[int, set[str]]:
         raw = secret.encode()
         texts = [body, body[::-1]]
         for skip in range(3):  # base64 of the key read from any of three byte offsets
+            whole = raw[skip:][:len(raw[skip:]) - len(raw[skip:]) % 3]  # a last partial group depends on what follows
             for encode in (base64.b64encode, base64.urlsafe_b64encode):
-                texts.append(encode(raw[skip:]).decode().rstrip("=")[4:-4])  # the ends depend on what is around
+                texts.append(encode(whole).decode())
         for form in texts:
             grams.setdefault(run, set()).update(form[at:at + run] for at in range(len(form) - run + 1))
         for form in (raw.hex(), raw.hex().upper()):
