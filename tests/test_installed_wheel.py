@@ -167,24 +167,33 @@ def test_the_wheel_holds_every_file_of_the_source_tree(source, wheel):
     assert not [name for name in shipped if name.endswith((".pyc", ".pyo")) or "__pycache__" in name]
 
 
+def in_venv(venv: Path, outside: Path, script: str) -> dict:
+    """The JSON `script` prints, run by the venv's Python from outside the checkout; -I: neither the working folder
+    nor PYTHONPATH on sys.path, as for the installed `ctxpane` script."""
+    done = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=str(outside), env=user_env(outside))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def importing_each(names: list[str]) -> str:
+    """A script that imports each module of `names` and prints those that failed, why, and where tui came from."""
+    return ("import importlib, json, sys\n"
+            "failed = {}\n"
+            f"for name in {names!r}:\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except Exception as error:\n"
+            "        failed[name] = f'{type(error).__name__}: {error}'\n"
+            "tui = sys.modules.get('tui')\n"
+            "print(json.dumps({'failed': failed, 'tui': getattr(tui, '__file__', None), 'path': sys.path}))\n")
+
+
 def test_every_package_and_module_imports_from_the_installed_wheel(source, venv, outside):
     _, files = source
     names = packages_of(expected_in_wheel(files))
     assert "tui.context.tools" in names and len(names) > 100
-    script = ("import importlib, json, sys\n"
-              "import tui\n"
-              "failed = {}\n"
-              f"for name in {names!r}:\n"
-              "    try:\n"
-              "        importlib.import_module(name)\n"
-              "    except Exception as error:\n"
-              "        failed[name] = f'{type(error).__name__}: {error}'\n"
-              "print(json.dumps({'failed': failed, 'tui': tui.__file__, 'path': sys.path}))\n")
-    # -I: neither the working folder nor PYTHONPATH on sys.path, as for the installed `ctxpane` script
-    done = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", script], capture_output=True, text=True,
-                          timeout=300, cwd=str(outside), env=user_env(outside))
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout)
+    report = in_venv(venv, outside, importing_each(names))
     assert report["failed"] == {}
     assert Path(report["tui"]).is_relative_to(venv), report["tui"]
     assert not [entry for entry in report["path"] if entry and Path(entry).resolve().is_relative_to(ROOT)]
@@ -193,31 +202,17 @@ def test_every_package_and_module_imports_from_the_installed_wheel(source, venv,
 def test_every_library_the_code_imports_comes_with_the_installed_wheel(venv, outside):
     libraries = third_party_imports()
     assert {"textual", "bm25s", "tiktoken"} <= set(libraries)  # some are imported only inside a function
-    script = ("import importlib, json\n"
-              "failed = {}\n"
-              f"for name in {libraries!r}:\n"
-              "    try:\n"
-              "        importlib.import_module(name)\n"
-              "    except Exception as error:\n"
-              "        failed[name] = f'{type(error).__name__}: {error}'\n"
-              "print(json.dumps(failed))\n")
-    done = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", script], capture_output=True, text=True,
-                          timeout=300, cwd=str(outside), env=user_env(outside))
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout) == {}, "imported by tui/ but not installed with the wheel"
+    report = in_venv(venv, outside, importing_each(libraries))
+    assert report["failed"] == {}, "imported by tui/ but not installed with the wheel"
 
 
 def test_the_shipped_files_are_read_through_the_installed_package(venv, outside):
-    script = ("import json\n"
-              "from importlib import resources\n"
-              "from tui.shipped import shipped_folder\n"
-              "themes = sorted(p.name for p in shipped_folder('tui.themes', 'themes').iterdir())\n"
-              "samples = sorted(p.name for p in shipped_folder('tui.sample_sessions', 'sample_sessions').iterdir())\n"
-              "print(json.dumps({'themes': themes, 'samples': samples}))\n")
-    done = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=str(outside), env=user_env(outside))
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout)
+    found = in_venv(venv, outside, (
+        "import json\n"
+        "from tui.shipped import shipped_folder\n"
+        "themes = sorted(p.name for p in shipped_folder('tui.themes', 'themes').iterdir())\n"
+        "samples = sorted(p.name for p in shipped_folder('tui.sample_sessions', 'sample_sessions').iterdir())\n"
+        "print(json.dumps({'themes': themes, 'samples': samples}))\n"))
     assert found["themes"] == sorted(path.name for path in (ROOT / "themes").iterdir())
     assert found["samples"] == sorted(path.name for path in (ROOT / "sample_sessions").iterdir())
 
