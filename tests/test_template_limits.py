@@ -23,6 +23,8 @@ from tui.context.templates.hf_render import (DictFactory, GenerationTag, SafeNam
 
 pytestmark = pytest.mark.timeout(60)
 QUICK = RenderLimits(seconds=0.3, max_memory=300 << 20)
+# For templates another limit must stop: a deadline far past their cost, so a loaded machine never reaches it first.
+PATIENT = RenderLimits(seconds=10, max_memory=300 << 20)
 SMALL = RenderLimits(seconds=2, max_chars=1000, max_items=100, max_range=50, max_range_total=200, max_depth=10,
                      max_int_bits=64)
 USER = [{"role": "user", "content": "hi"}]
@@ -136,7 +138,7 @@ def test_a_tight_loop_that_calls_nothing_is_interrupted():
     ("{{ ('x' * 1000000).replace('', 'y' * 1000) }}", "SizeLimit"),
 ])
 def test_hostile_templates_end_in_a_limit_error(source, kind):
-    error = limit_error(source)  # (the kind says which limit stopped it: a TimeLimit would be the deadline's)
+    error = limit_error(source, PATIENT)  # (the kind says which limit stopped it: a TimeLimit, the deadline)
     assert error.kind == kind
     assert "\n" not in error.message and error.message.startswith("the template") or "range()" in error.message
 
