@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from tui.context.document import Document, build_document, claim_arguments
+from tui.context.document import Document, Span, build_document, claim_arguments
 from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
 from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
@@ -83,6 +83,23 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
     The template is given the messages and tools as the server hands them to it (llama_wire.py: `content: null`
     as empty text, text parts joined, arguments parsed, tools without `strict`...); the snapshot keeps `messages`
     as they are sent."""
+    render, shown, render_vars, wire = _prepared(messages, template, variables, add_generation_prompt, tools,
+                                                 reading)
+    specials = template.special_strings()
+    document = claim_arguments(build_document(render, shown, specials, **render_vars), shown)
+    document, counts = count_tokens(document, tokenizer, specials, cache,
+                                   content_specials=ServerReading.CONTENT_SPECIALS in reading)
+    # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
+    counts.exact = is_exact(template, tokenizer, exact)
+    return Snapshot(document, counts, template.name, tokenizer.name, wire,
+                    find_special_strings(document, specials))
+
+
+def _prepared(messages: Sequence[Message | WireMessage], template: ChatTemplate, variables: dict[str, Any] | None,
+              add_generation_prompt: bool, tools: list[JSONObject] | None,
+              reading: ServerReading) -> tuple[Any, list[WireMessage], dict[str, Any], list[WireMessage]]:
+    """The render to call, the messages it is given and its variables, as the server hands them to its template;
+    and the messages as they are sent."""
     from tui.context.continuation import continued, continues
     from tui.context.llama_wire import reading_for, server_messages, server_tools
 
@@ -93,13 +110,53 @@ def assemble(messages: Sequence[Message | WireMessage], template: ChatTemplate, 
     render_vars["add_generation_prompt"] = add_generation_prompt
     if tools:
         render_vars["tools"] = server_tools(tools, given.shape)
-    specials = template.special_strings()
     render = continued(template.render) if prefill else template.render
-    shown = server_messages(wire, given, continued=prefill)
-    document = claim_arguments(build_document(render, shown, specials, **render_vars), shown)
-    document, counts = count_tokens(document, tokenizer, specials, cache,
-                                   content_specials=ServerReading.CONTENT_SPECIALS in reading)
-    # decided after counting (a server's tokenizer may have fallen back meanwhile); `exact`: the caller's check
-    counts.exact = is_exact(template, tokenizer, exact)
-    return Snapshot(document, counts, template.name, tokenizer.name, wire,
-                    find_special_strings(document, specials))
+    return render, server_messages(wire, given, continued=prefill), render_vars, wire
+
+
+def total_without_tools(snapshot: Snapshot, template: ChatTemplate, tokenizer: Tokenizer,
+                        variables: dict[str, Any] | None = None, add_generation_prompt: bool = True,
+                        cache: SegmentCache | None = None, reading: ServerReading = ServerReading.PLAIN) -> int:
+    """The tokens of `snapshot`'s request rendered without its tools (what the tools cost is the difference).
+
+    Most templates write the tools in one place: the text without them is then the document less one run, counted
+    on the document's own spans (its segments come from the cache): one plain render, no attribution. A template
+    that writes the request differently without tools is assembled again."""
+    render, shown, render_vars, _wire = _prepared(snapshot.wire, template, variables, add_generation_prompt, None,
+                                                  reading)
+    document = less_one_run(snapshot.document, render(shown, **render_vars))
+    if document is None:
+        return assemble(snapshot.wire, template, tokenizer, variables, add_generation_prompt, None, cache,
+                        reading=reading).counts.total
+    specials = template.special_strings()
+    return count_tokens(document, tokenizer, specials, cache,
+                        content_specials=ServerReading.CONTENT_SPECIALS in reading)[1].total
+
+
+def less_one_run(document: Document, text: str) -> Document | None:
+    """`document` without the one run of its text that `text` lacks, its spans cut and moved to match; None
+    when `text` is not the document less one run."""
+    full, cut = document.text, len(document.text) - len(text)
+    head = _common_prefix(full, text)
+    if cut < 0 or full[head + cut:] != text[head:]:
+        return None
+    before = [replace(span, end=min(span.end, head)) for span in document.spans if span.start < head]
+    after = [replace(span, start=max(span.start, head + cut) - cut, end=span.end - cut)
+             for span in document.spans if span.end > head + cut]
+    if before and after and before[-1].kind == after[0].kind == "marker":
+        # the template's text either side of the run is one run of it: a control token the cut went through
+        # ("<|" + "im_start|>") is read whole again
+        after[0] = replace(after[0], start=before.pop().start)
+    return Document(text, before + after, document.roles)
+
+
+def _common_prefix(left: str, right: str) -> int:
+    """The length of the longest common prefix (halving: each comparison is one C loop over the texts)."""
+    low, high = 0, min(len(left), len(right))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if left[low:middle] == right[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

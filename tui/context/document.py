@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, TypeAlias
+from typing import Any, Callable, Iterable, TypeAlias
 
 from tui.context.json_types import WireMessage
 from tui.context.attribution.alignment import Segment, align, search_fields
@@ -240,16 +240,25 @@ def claim_arguments(document: Document, messages: list[WireMessage]) -> Document
     """The document with each tool call's arguments, handed to the template as an object (llama_wire.py) and
     written by its tojson, attributed to the call whole: marks reach only the object's strings, so its keys and
     punctuation would otherwise read as the template's own text. An arguments text the template wrote otherwise
-    (indented, its own way) is not found and nothing changes."""
-    spans = [replace(span) for span in document.spans]
-    for index, message in enumerate(messages):
-        start, end = _region(spans, index)
-        for text in _object_arguments(message):
+    (indented, its own way) is not found and nothing changes. Only the spans of messages with such calls are
+    looked at: a long conversation's other spans are kept as they are."""
+    written = {index: texts for index, message in enumerate(messages) if (texts := _object_arguments(message))}
+    if not written:
+        return document
+    spans, regions = list(document.spans), _regions(document.spans, written)
+    for index, texts in sorted(written.items(), reverse=True):  # from the end: earlier places stay valid
+        if index not in regions:
+            continue
+        first, last = regions[index]
+        region = [replace(span) for span in spans[first:last + 1]]  # copies: _merge changes spans in place
+        start, end = region[0].start, region[-1].end
+        for text in texts:
             at = document.text.find(text, start, end)
             if at >= 0:
-                spans = _relabelled(spans, at, at + len(text), index, "tool_call")
+                region = _relabelled(region, at, at + len(text), index, "tool_call")
                 start = at + len(text)
-    return Document(document.text, _merge(spans), document.roles)
+        spans[first:last + 1] = _merge(region)  # (its spans are all of one message: none joins a neighbour)
+    return Document(document.text, spans, document.roles)
 
 
 def _object_arguments(message: WireMessage) -> list[str]:
@@ -266,10 +275,14 @@ def _object_arguments(message: WireMessage) -> list[str]:
     return written
 
 
-def _region(spans: list[Span], message: int) -> tuple[int, int]:
-    """From the first character of `message` to its last (an empty region when it has none)."""
-    owned = [span for span in spans if span.message == message]
-    return (owned[0].start, owned[-1].end) if owned else (0, 0)
+def _regions(spans: list[Span], messages: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """For each of `messages` that has spans, the indexes of its first and its last span."""
+    wanted, found = set(messages), {}
+    for position, span in enumerate(spans):
+        if span.message in wanted:
+            first = found.get(span.message, (position, position))[0]
+            found[span.message] = (first, position)
+    return found
 
 
 def _relabelled(spans: list[Span], start: int, end: int, message: int, kind: SpanKind) -> list[Span]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, field, replace
 
 from tui.context.templates.tool_text import settle_tools, tool_texts
-from tui.context.assemble import ServerReading, Snapshot, assemble, is_exact
+from tui.context.assemble import ServerReading, Snapshot, assemble, is_exact, total_without_tools
 from tui.context.policy.truncation import LedgerEntry, Plan, PolicySettings, plan_truncation
 from tui.context.policy.curated import Curation
 from tui.context.trust import Standing, standing
@@ -194,6 +194,13 @@ def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCa
         return replace(render(flat), wire=wire, media_markers=True)
 
 
+def _total_without_tools(snapshot: Snapshot, settings: RequestSettings, cache: SegmentCache) -> int:
+    if snapshot.media_markers:  # (rendered from other messages than it sends: the whole way again)
+        return _render(snapshot.wire, replace(settings, tools=None), cache).counts.total
+    return total_without_tools(snapshot, settings.template, settings.tokenizer, settings.variables,
+                               settings.add_generation_prompt, cache, settings.reading)
+
+
 def _shape(document: Document, messages: list[Message], wire: list[WireMessage], origin: list[int],
            settings: RequestSettings, dropped: frozenset[str], tokens: TokenIndex,
            fenced_ids: frozenset[str] = frozenset()) -> RequestShape:
@@ -355,8 +362,7 @@ def _finished(snapshot: Snapshot, messages: list[Message], wire: list[WireMessag
     hidden = hidden_tokens(document, origin, messages, settings.tokenizer, family, tools, shape.tokens, cache,
                            tool_texts(settings.template, tools))
     if settings.tools:  # what the tools cost is the difference they make: the same request rendered without them
-        bare = _render(snapshot.wire, replace(settings, tools=None), cache)
-        settle_tools(hidden, snapshot.counts.total - bare.counts.total)
+        settle_tools(hidden, snapshot.counts.total - _total_without_tools(snapshot, settings, cache))
     if snapshot.media_markers:
         hidden.notes.insert(0, "the template takes no content parts: rendered as llama.cpp's server does, each image "
                                f"written as its media marker {MEDIA_MARKER} in the text")

@@ -27,6 +27,10 @@ from tui.context.templates.size_bounds import (METHOD_CHARS, METHOD_ITEMS, Args,
 TEXT = (str, bytes)
 SEQUENCES = (str, bytes, list, tuple)
 PLAIN = frozenset({str, int, float, bool, type(None)})
+DICT_NAMES = frozenset(dir(dict))  # `message.items` is the method; any other name on a dict is a key
+STR_METHODS = frozenset(name for name in dir(str) if not name.startswith("_")) - {"format", "format_map"}
+LOOP_NAMES = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0",
+                        "previtem", "nextitem"})  # a loop's plain values (its cycle and changed are calls)
 NESTING = (Macro, LoopContext, BlockReference)  # calls that run template code: counted for depth
 SIZED_METHODS = frozenset({"join", *METHOD_CHARS, *METHOD_ITEMS})
 # A filter's arguments after its environment or context (`rest`) and its keywords, as a check hands them on.
@@ -168,6 +172,21 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
                 check_length(current(), left, len(left) + len(right))
             return left + right
         return BINOPS[operator](left, right)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """What the sandbox's getattr gives, taken straight for the lookups a template makes on every turn:
+        a message's key (`message.role`: plain Jinja tries the attribute, fails, then reads the key), a text's
+        method (`content.startswith`: always safe; format and format_map still go the long way, to be wrapped) and
+        a loop's place (`loop.last`)."""
+        kind = type(obj)
+        if kind is dict and attribute not in DICT_NAMES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        if kind is str and attribute in STR_METHODS or kind is LoopContext and attribute in LOOP_NAMES:
+            return getattr(obj, attribute)
+        return super().getattr(obj, attribute)
 
     def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         if type(obj) is BuiltinMethodType:  # most calls: message.get(...), content.strip()
