@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-from tui.context.document import Document
+from tui.context.document import Document, Span
 from tui.context.tokens.pieces import PieceEntry, TokenStarts, pieced_starts
 # Re-exported (`as` the same name): callers import them from here.
 from tui.context.tokens.tokenizers import (
@@ -109,8 +109,8 @@ def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: li
         by_role[role] = by_role.get(role, 0) + count
         by_kind[span.kind] = by_kind.get(span.kind, 0) + count
     in_content = sum(1 for _start, _end, index in cuts if document.spans[index].kind != "marker")
-    counted = Document(document.text, [replace(span, tokens=count) for span, count in zip(document.spans, per_span)],
-                       document.roles)
+    counted = Document(document.text, [Span(span.start, span.end, span.message, span.kind, span.transformed, count)
+                                       for span, count in zip(document.spans, per_span)], document.roles)
     return counted, TokenCounts(sum(per_span), by_role, by_kind, False, tokenizer.name, in_content)
 
 

@@ -167,6 +167,7 @@ class HFTokenizer:
         self.identity = identity or vocabulary_identity(name, MODEL_FILE, _sha256(json_text.encode("utf-8")))
         self._tokenizer = RawTokenizer.from_str(json_text)
         self._lock = threading.Lock()  # the special-token switch is shared state
+        self._special_counts: dict[str, int] = {}  # a control string's tokens (a document has thousands of them)
         self._added = frozenset(t.content for t in self._tokenizer.get_added_tokens_decoder().values())
         self.cuts_at_spaces = cuts_at_spaces(self._tokenizer, frozenset({QWEN2_PATTERN, CL100K_PATTERN,
                                                                           O200K_PATTERN}))
@@ -181,7 +182,12 @@ class HFTokenizer:
         return array("q", (start for start, _ in self._encode(text, True).offsets)), False
 
     def special_count(self, text: str) -> int:
-        return len(self._encode(text, False).ids)
+        count = self._special_counts.get(text)
+        if count is None:
+            count = len(self._encode(text, False).ids)
+            if len(self._special_counts) < 4096:  # (the control strings a template writes are few)
+                self._special_counts[text] = count
+        return count
 
     def plain_ids(self, text: str) -> list[int]:
         return list(self._encode(text, True).ids)
