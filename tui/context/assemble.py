@@ -8,7 +8,7 @@ import enum
 import re
 from dataclasses import dataclass, field, replace
 
-from tui.context.document import Document, Span, build_document, claim_arguments
+from tui.context.document import Document, build_document, claim_arguments
 from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
 from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
