@@ -87,37 +87,26 @@ def python_client(rig: Rig, tmp_path: Path, script: str, *args: str, **env: str)
                       tmp_path, RUN_TIMEOUT)
 
 
-def test_openai_sdk_chat(rig_for, tmp_path):
-    rig = rig_for(**LOOKUP)
-    runs = [python_client(rig, tmp_path, "openai_chat.py", PROMPT) for _ in range(2)]
-    verdict(rig, "openai (chat)", "openai", runs)
-
-
-def test_anthropic_sdk_messages(rig_for, tmp_path):
-    rig = rig_for(**LOOKUP)
-    runs = [python_client(rig, tmp_path, "anthropic_messages.py", PROMPT) for _ in range(2)]
-    verdict(rig, "anthropic (messages)", "anthropic", runs)
-
-
-@pytest.mark.parametrize("model", ["chat", "responses"])
-def test_openai_agents_sdk(rig_for, tmp_path, model):
-    rig = rig_for(**LOOKUP)
-    runs = [python_client(rig, tmp_path, "agents_sdk.py", model, PROMPT) for _ in range(2)]
-    verdict(rig, f"openai-agents ({model})", "openai-agents", runs)
-
-
-def test_langchain_openai(rig_for, tmp_path):
-    rig = rig_for(**LOOKUP)
-    runs = [python_client(rig, tmp_path, "langchain_chat.py", PROMPT) for _ in range(2)]
-    verdict(rig, "langchain-openai", "langchain-openai", runs)
-
-
-def test_litellm_sdk(rig_for, tmp_path):
-    rig = rig_for(**LOOKUP)
+# (row, package, script and its arguments before the prompt, environment): the SDKs' own sessions, each a script
+# run twice with the same first prompt
+SDK_CLIENTS = [
+    ("openai (chat)", "openai", "openai_chat.py", (), {}),
+    ("openai (responses)", "openai", "openai_responses.py", (), {}),
+    ("anthropic (messages)", "anthropic", "anthropic_messages.py", (), {}),
+    ("openai-agents (chat)", "openai-agents", "agents_sdk.py", ("chat",), {}),
+    ("openai-agents (responses)", "openai-agents", "agents_sdk.py", ("responses",), {}),
+    ("langchain-openai", "langchain-openai", "langchain_chat.py", (), {}),
     # LiteLLM reads its model price map from the internet at import unless told to use its own copy
-    runs = [python_client(rig, tmp_path, "litellm_chat.py", PROMPT, HARNESS_BASE_URL=rig.url,
-                          HARNESS_API_KEY=DUMMY_KEY, LITELLM_LOCAL_MODEL_COST_MAP="True") for _ in range(2)]
-    verdict(rig, "litellm (SDK)", "litellm", runs)
+    ("litellm (SDK)", "litellm", "litellm_chat.py", (), {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}),
+]
+
+
+@pytest.mark.parametrize("row, package, script, arguments, env", SDK_CLIENTS, ids=[row for row, *_ in SDK_CLIENTS])
+def test_sdk_client(rig_for, tmp_path, row, package, script, arguments, env):
+    rig = rig_for(**LOOKUP)
+    runs = [python_client(rig, tmp_path, script, *arguments, PROMPT, HARNESS_BASE_URL=rig.url,
+                          HARNESS_API_KEY=DUMMY_KEY, **env) for _ in range(2)]
+    verdict(rig, row, package, runs)
 
 
 # -- the agents from the npm registry ---------------------------------------------------------------------------------
