@@ -198,3 +198,24 @@ def test_arguments_written_again_are_the_calls_text_whole():
     shown = view("qwen3", messages)
     calls = [shown.document.span_text(span) for span in shown.document.spans if span.kind == "tool_call"]
     assert calls == ['{"city": "Paris"}']
+
+
+def test_arguments_are_claimed_whole_when_the_template_writes_the_messages_in_reverse():
+    """Claimed from the last region in the text to the first, not by message number: a template that writes a later
+    message first still has each call's arguments claimed whole."""
+    from tui.context.assemble import assemble
+    from tui.context.templates.library import template_from_text
+    from tui.context.tokens.counting import get_tokenizer
+
+    source = ("{% for m in messages|reverse %}<|im_start|>{{ m.role }}\n{{ m.content or '' }}"
+              "{% for c in m.tool_calls or [] %}<tool_call>{{ c.function.arguments | tojson }}</tool_call>{% endfor %}"
+              "<|im_end|>\n{% endfor %}")
+
+    def call(number: int, arguments: dict) -> dict:
+        return {"id": f"c{number}", "type": "function", "function": {"name": "f", "arguments": json.dumps(arguments)}}
+    messages = [{"role": "assistant", "content": "", "tool_calls": [call(1, {"path": "1.py"}), call(2, {"path": "2.py"})]},
+                {"role": "assistant", "content": "hi", "tool_calls": [call(3, {})]}]
+    document = assemble(messages, template_from_text(source, "reverse"), get_tokenizer("o200k_base"), {}, False
+                        ).document
+    claimed = [document.text[span.start:span.end] for span in document.spans if span.kind == "tool_call"]
+    assert claimed == ["{}", '{"path": "1.py"}', '{"path": "2.py"}']

@@ -71,3 +71,35 @@ def test_a_control_token_the_cut_goes_through_is_read_whole_again():
 def test_a_text_that_is_not_the_document_less_one_run_is_not_taken():
     document = Document("abcdef", [Span(0, 6, None, "marker")], [])
     assert less_one_run(document, "abXdef") is None and less_one_run(document, "abcdefg") is None
+
+
+def count_pair(source: str, conversation: list[dict], tools: list[dict], reading=ServerReading.PLAIN) -> tuple[int, int]:
+    template, tokenizer = template_from_text(source, "probe"), get_tokenizer("o200k_base")
+    full = assemble(conversation, template, tokenizer, {}, True, tools, reading=reading)
+    again = assemble(conversation, template, tokenizer, {}, True, None, reading=reading)
+    return total_without_tools(full, template, tokenizer, {}, True, None, reading), again.counts.total
+
+
+@pytest.mark.parametrize("reading", [ServerReading.PLAIN, ServerReading.CONTENT_SPECIALS])
+def test_a_run_that_could_lie_in_two_places_across_a_control_string_is_counted_the_whole_way(reading):
+    """The tools block opens the turn, and the system text starts with the block's own control string: where the run
+    was cut decides whether that string is the template's (a control token) or the message's (plain text)."""
+    source = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{% if loop.first and tools %}<|tools|>\n"
+              "{% for t in tools %}{{ t | tojson }}\n{% endfor %}<|/tools|>\n\n{% endif %}{{ m.content }}<|im_end|>\n"
+              "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    conversation = [{"role": "system", "content": "<|tools|> lists the functions you may call."},
+                    {"role": "user", "content": "hi"}]
+    found, expected = count_pair(source, conversation, TOOLS[1:], reading)
+    assert found == expected
+
+
+def test_a_control_string_in_a_tools_description_does_not_carry_into_the_count_without_tools():
+    """Reka's template; a tool described as "<tool_call>" made the assistant's own <tool_call> read as the tools'
+    text in the document with tools, and that reading was kept in the count without them."""
+    tools = [TOOLS[0], {"type": "function", "function": {"name": "x", "description": "<tool_call>",
+                                                         "parameters": {"type": "object", "properties": {}}}}]
+    conversation = [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x=1"}]
+    found, expected = count_pair(shared_template_source("Reka-Edge"), conversation, tools)
+    assert found == expected

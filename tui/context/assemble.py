@@ -12,7 +12,7 @@ from tui.context.document import Document, build_document, claim_arguments
 from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
 from tui.context.json_types import JSONObject, WireMessage
 from tui.context.messages import Message
-from tui.context.tokens.counting import SegmentCache, TokenCounts, Tokenizer, count_tokens
+from tui.context.tokens.counting import SegmentCache, TokenCounts, Tokenizer, count_tokens, special_pattern
 
 if TYPE_CHECKING:
     from tui.context.templates.library import ChatTemplate
@@ -124,21 +124,28 @@ def total_without_tools(snapshot: Snapshot, template: ChatTemplate, tokenizer: T
     that writes the request differently without tools is assembled again."""
     render, shown, render_vars, _wire = _prepared(snapshot.wire, template, variables, add_generation_prompt, None,
                                                   reading)
-    document = less_one_run(snapshot.document, render(shown, **render_vars))
+    specials = template.special_strings()
+    content_specials = ServerReading.CONTENT_SPECIALS in reading
+    document = less_one_run(snapshot.document, render(shown, **render_vars), set(specials) | tokenizer.specials(),
+                            content_specials)
     if document is None:
         return assemble(snapshot.wire, template, tokenizer, variables, add_generation_prompt, None, cache,
                         reading=reading).counts.total
-    specials = template.special_strings()
-    return count_tokens(document, tokenizer, specials, cache,
-                        content_specials=ServerReading.CONTENT_SPECIALS in reading)[1].total
+    return count_tokens(document, tokenizer, specials, cache, content_specials=content_specials)[1].total
 
 
-def less_one_run(document: Document, text: str) -> Document | None:
+def less_one_run(document: Document, text: str, specials: set[str] | frozenset[str] = frozenset(),
+                 content_specials: bool = False) -> Document | None:
     """`document` without the one run of its text that `text` lacks, its spans cut and moved to match; None
-    when `text` is not the document less one run."""
+    when `text` is not the document less one run, or when the count could depend on what is not known: where
+    the run lies, when it could lie in more than one place with a control string there, and how a control
+    string inside a message's text would be read (the document's attribution of it is kept, not made again)."""
     full, cut = document.text, len(document.text) - len(text)
     head = _common_prefix(full, text)
     if cut < 0 or full[head + cut:] != text[head:]:
+        return None
+    earliest = len(text) - _common_suffix(full, text)  # the run may start anywhere from here to `head`
+    if earliest < head and _holds_any(full, earliest, head + cut, specials):
         return None
     before = [replace(span, end=min(span.end, head)) for span in document.spans if span.start < head]
     after = [replace(span, start=max(span.start, head + cut) - cut, end=span.end - cut)
@@ -147,7 +154,28 @@ def less_one_run(document: Document, text: str) -> Document | None:
         # the template's text either side of the run is one run of it: a control token the cut went through
         # ("<|" + "im_start|>") is read whole again
         after[0] = replace(after[0], start=before.pop().start)
-    return Document(text, before + after, document.roles)
+    spans = before + after
+    if not content_specials and any(_holds_any(text, span.start, span.end, specials)
+                                    for span in spans if span.kind != "marker"):
+        return None
+    return Document(text, spans, document.roles)
+
+
+def _holds_any(text: str, start: int, end: int, strings: set[str] | frozenset[str]) -> bool:
+    pattern = special_pattern(frozenset(strings))
+    return pattern is not None and pattern.search(text, start, end) is not None
+
+
+def _common_suffix(left: str, right: str) -> int:
+    """The length of the longest common suffix."""
+    low, high = 0, min(len(left), len(right))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if left[len(left) - middle:len(left) - low] == right[len(right) - middle:len(right) - low]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _common_prefix(left: str, right: str) -> int:

@@ -246,19 +246,33 @@ def claim_arguments(document: Document, messages: list[WireMessage]) -> Document
     if not written:
         return document
     spans, regions = list(document.spans), _regions(document.spans, written)
-    for index, texts in sorted(written.items(), reverse=True):  # from the end: earlier places stay valid
-        if index not in regions:
-            continue
-        first, last = regions[index]
-        region = [replace(span) for span in spans[first:last + 1]]  # copies: _merge changes spans in place
-        start, end = region[0].start, region[-1].end
-        for text in texts:
-            at = document.text.find(text, start, end)
-            if at >= 0:
-                region = _relabelled(region, at, at + len(text), index, "tool_call")
-                start = at + len(text)
-        spans[first:last + 1] = _merge(region)  # (its spans are all of one message: none joins a neighbour)
+    # from the last region in the text to the first, so the places of those before stay valid; a template that
+    # writes a message's text in pieces among others' (regions that interleave) is claimed one message at a time
+    ordered = sorted(regions.items(), key=lambda item: item[1], reverse=True)
+    if any(later[0] <= earlier[1] for (_i, later), (_j, earlier) in zip(ordered, ordered[1:])):
+        for index, texts in written.items():
+            spans = _claimed(spans, index, texts, document.text)
+        return Document(document.text, spans, document.roles)
+    for index, (first, last) in ordered:
+        spans[first:last + 1] = _claimed(spans[first:last + 1], index, written[index], document.text)
     return Document(document.text, spans, document.roles)
+
+
+def _claimed(spans: list[Span], index: int, texts: list[str], text: str) -> list[Span]:
+    """`spans` with each of `texts` found within message `index`'s first and last span given to its tool call.
+    The spans given are copied where changed (_merge changes spans in place)."""
+    found = _regions(spans, [index]).get(index)
+    if found is None:
+        return spans
+    first, last = found
+    region = [replace(span) for span in spans[first:last + 1]]
+    start, end = region[0].start, region[-1].end
+    for arguments in texts:
+        at = text.find(arguments, start, end)
+        if at >= 0:
+            region = _relabelled(region, at, at + len(arguments), index, "tool_call")
+            start = at + len(arguments)
+    return [*spans[:first], *_merge(region), *spans[last + 1:]]
 
 
 def _object_arguments(message: WireMessage) -> list[str]:

@@ -195,10 +195,13 @@ def _render(wire: list[WireMessage], settings: RequestSettings, cache: SegmentCa
 
 
 def _total_without_tools(snapshot: Snapshot, settings: RequestSettings, cache: SegmentCache) -> int:
-    if snapshot.media_markers:  # (rendered from other messages than it sends: the whole way again)
-        return _render(snapshot.wire, replace(settings, tools=None), cache).counts.total
-    return total_without_tools(snapshot, settings.template, settings.tokenizer, settings.variables,
-                               settings.add_generation_prompt, cache, settings.reading)
+    if not snapshot.media_markers:  # (else rendered from other messages than it sends: the whole way again)
+        try:
+            return total_without_tools(snapshot, settings.template, settings.tokenizer, settings.variables,
+                                       settings.add_generation_prompt, cache, settings.reading)
+        except TemplateRenderError:  # refused without tools: the whole way again, which retries with media markers
+            pass
+    return _render(snapshot.wire, replace(settings, tools=None), cache).counts.total
 
 
 def _shape(document: Document, messages: list[Message], wire: list[WireMessage], origin: list[int],

@@ -64,7 +64,7 @@ LONG_SEGMENT = 1 << 15  # characters: a longer segment is encoded piece by piece
 
 
 @lru_cache(maxsize=32)
-def _special_regex(strings: frozenset[str]) -> re.Pattern[str] | None:
+def special_pattern(strings: frozenset[str]) -> re.Pattern[str] | None:
     ordered = sorted((s for s in strings if s), key=len, reverse=True)
     return re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
@@ -92,7 +92,7 @@ def count_tokens(document: Document, tokenizer: Tokenizer, template_specials: li
     (as a server that parses them there counts them), not as plain text."""
     cache = cache if cache is not None else SegmentCache()
     specials = set(template_specials) | tokenizer.specials()
-    cuts = _cuts(document, _special_regex(frozenset(specials)), content_specials)
+    cuts = _cuts(document, special_pattern(frozenset(specials)), content_specials)
     per_span = [0] * len(document.spans)
     bounds = [span.end for span in document.spans]
     position = 0
@@ -176,7 +176,7 @@ def token_index(document: Document, tokenizer: Tokenizer, template_specials: lis
     specials = set(template_specials) | tokenizer.specials()
     index = TokenIndex(document.text)
     position, running = 0, 0
-    for cut_start, cut_end, span_index in [*_cuts(document, _special_regex(frozenset(specials))),
+    for cut_start, cut_end, span_index in [*_cuts(document, special_pattern(frozenset(specials))),
                                            (len(document.text), len(document.text), -1)]:
         if cut_start > position:
             starts, in_bytes = cache.starts(tokenizer, document.text[position:cut_start])

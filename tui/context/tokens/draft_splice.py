@@ -13,7 +13,7 @@ from bisect import bisect_left
 from dataclasses import replace
 
 from tui.context.document import Document
-from tui.context.tokens.counting import SegmentCache, TokenCounts, Tokenizer, _count_segment, _special_regex
+from tui.context.tokens.counting import SegmentCache, TokenCounts, Tokenizer, _count_segment, special_pattern
 
 
 def _content_span(document: Document, message: int) -> int | None:
@@ -64,7 +64,7 @@ def splice_message(document: Document, counts: TokenCounts, message: int, new_te
     index = _content_span(document, message)
     if index is None or not new_text:  # no span to grow, or one to remove: render afresh
         return None
-    pattern = _special_regex(frozenset(specials) | tokenizer.specials())
+    pattern = special_pattern(frozenset(specials) | tokenizer.specials())
     old = document.spans[index]
     if pattern is not None and (pattern.search(new_text) or pattern.search(document.text, old.start, old.end)):
         return None  # a control string typed in or taken out: let the full path flag, attribute and count it
