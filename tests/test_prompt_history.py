@@ -100,12 +100,12 @@ async def test_ctrl_r_finds_a_prompt_and_puts_it_in_the_composer(tmp_path, monke
         assert app.query_one(Composer).text == "how big is the quota"
 
 
-async def remembered_after_sending(tmp_path, text: str) -> list[str]:
+async def remembered_after_sending(tmp_path, text: str, **settings) -> list[str]:
     """Send `text` to a loopback server as the user would; the prompts the history file holds after it."""
     from controller_helpers import Harness
     from fault_server import FaultServer
     with FaultServer(delay=0.0) as server:
-        made = Harness(tmp_path, base_url=server.url + "/ok")
+        made = Harness(tmp_path, base_url=server.url + "/ok", **settings)
         try:
             await made.ready()
             made.ctl.connect()
@@ -144,6 +144,13 @@ async def test_a_prompt_with_the_key_not_attached_to_the_connection_is_masked(tm
     monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the URL comes from no flag, no config: the key is not sent there
     kept = await remembered_after_sending(tmp_path, key_in_every_form())
     assert any(text.startswith("use *** please") for text in kept)
+    assert holds_no_part_of(history_file().read_text(), KEY)
+
+
+async def test_a_key_in_the_variable_the_settings_name_is_masked_too(tmp_path, monkeypatch):
+    isolated(monkeypatch, tmp_path)
+    monkeypatch.setenv("MY_LLM_KEY", KEY)  # named by config.toml or --api-key-env, still in the environment
+    await remembered_after_sending(tmp_path, key_in_every_form(), api_key_env="MY_LLM_KEY")
     assert holds_no_part_of(history_file().read_text(), KEY)
 
 
