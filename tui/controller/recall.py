@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from tui.client.keys import held_keys
 from tui.sessions.prompt_history import PromptHistory
 from tui.controller.events import Severity
 
@@ -55,11 +56,15 @@ class Recall:
     def remember(self, text: str) -> None:
         """A prompt was sent: kept for later sessions (the file written off the loop)."""
         self.reset()
-        client = self.parts.client
-        # the key as the redactor finds it (a placeholder such as "x" is no secret: every prompt would hold it)
-        secrets = list(client.endpoint.secrets) if client is not None and client.endpoint.key_searchable else []
-        if self.history.add(text, self.parts.wb.session.id, secrets):
+        if self.history.add(text, self.parts.wb.session.id, self._keys()):
             self.parts.runtime.spawn(self._write, "prompt-history")
+
+    def _keys(self) -> set[str]:
+        """Every key the process knows of, attached to the connection or not: the connection's, the one the settings'
+        variable names (config.toml, a flag, the settings screen), and all those tui/client/keys.py holds. The
+        history masks each (a placeholder such as "x" masks nothing: every prompt would hold it)."""
+        client = self.parts.client
+        return {*held_keys([self.parts.settings.api_key_env]), *(client.endpoint.secrets if client else ())}
 
     def preload(self) -> None:
         """Read the history off the loop before the first Up needs it."""

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from tui.client.keys import held_keys
-from tui.context.untrusted.redaction import MASK, Redactor, fragments_masked
+from tui.context.untrusted.redaction import known_secrets_masked
 
 RUN_SECONDS = 30.0
 OUTPUT_BYTES = 64 * 1024
-PLAIN_KEY = 12  # a key too plain to search for in text is still masked where it stands whole, from this length
 ARGUMENT_BYTES = 256 * 1024  # far past what a model writes as a call's arguments; more would be a flood
 # what a command may need of the environment to run: where programs are, the user's home and locale, a terminal's
 # kind, a place for temporary files. Nothing else: a variable a user set may hold a token of any name.
@@ -95,16 +94,8 @@ async def _read_capped(stream: asyncio.StreamReader, kept: bytearray) -> bool:
 
 
 def _without(text: str, secrets: Iterable[str]) -> str:
-    """The project's redaction (each key as written, JSON-escaped, or cut off at its start, as `***`), a key too
-    plain for it to search free text for, replaced where it stands whole, and any fragment of a key's secret part
-    long enough to matter, however it was folded or encoded (fragments_masked)."""
-    secrets = [secret for secret in secrets if not secret.startswith(("/", "~"))]  # a key's place is no key
-    redactor = Redactor(secrets)
-    text = redactor.text(text)
-    for secret in redactor.unsearched:
-        if len(secret) >= PLAIN_KEY:  # a placeholder such as "x" or "anything" would mask ordinary words
-            text = text.replace(secret, MASK)
-    return fragments_masked(text, redactor.searched)
+    """The output with every key masked, whole, cut off or in fragments (the prompt history masks the same way)."""
+    return known_secrets_masked(text, secrets)
 
 
 async def run_tool(argv: tuple[str, ...], arguments: str, key_env: str, secrets: Iterable[str] = (),

@@ -23,6 +23,7 @@ JSONPath: TypeAlias = tuple[object, ...]  # the keys and list indexes from a val
 MIN_SEARCHED = 16  # characters a secret needs before free text is searched for it
 ALWAYS_SEARCHED = 32  # from this length any value counts as secret-shaped
 MIN_PREFIX = 10  # a cut-off start of a searched secret this long is masked too (past a prefix such as "sk-proj-")
+PLAIN_KEY = 12  # a key too plain to search for in text is still masked where it stands whole, from this length
 # Names that carry a credential, as a rule rather than a list: a name is cut into words (`x-litellm-api-key`,
 # `X-Amz-Security-Token`, `accessToken`, `api_key2`) and is a credential when one of them says so.
 _CREDENTIAL_WORDS = frozenset({"apikey", "key", "token", "secret", "password", "passwd", "passphrase", "pwd",
@@ -179,6 +180,20 @@ def redact_url(url: str) -> str:
         secret = equals and value and (credential_name(unquote_plus(name)) or key_shaped(unquote_plus(value)))
         pairs.append(f"{name}={MASK}" if secret else pair)
     return f"{base}?{''.join(pairs)}{hash_mark}{fragment}"
+
+
+def known_secrets_masked(text: str, secrets: Iterable[str]) -> str:
+    """Text that must hold no key (a command's output, a prompt kept in the history): each key as written,
+    JSON-escaped, or cut off at its start, as `***` (Redactor.text); a key too plain for it to search free text
+    for, replaced where it stands whole; and any fragment of a key's secret part long enough to matter, however
+    it was folded or encoded (fragments_masked)."""
+    secrets = [secret for secret in secrets if not secret.startswith(("/", "~"))]  # a key's place is no key
+    redactor = Redactor(secrets)
+    text = redactor.text(text)
+    for secret in redactor.unsearched:
+        if len(secret) >= PLAIN_KEY:  # a placeholder such as "x" or "anything" would mask ordinary words
+            text = text.replace(secret, MASK)
+    return fragments_masked(text, redactor.searched)
 
 
 FRAGMENT = 8  # characters of a key's secret part that, found in a command's output, are taken for a leak of it
