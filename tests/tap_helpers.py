@@ -46,7 +46,8 @@ class RunningTap:
 
         self.events: list[tuple[str, int]] = []
         self.loop = LoopThread()
-        self.tap = Tap(upstream, folder, port=0, on_change=lambda kind, t: self.events.append((kind, t.exchange.number)),
+        options.setdefault("port", 0)  # (a port of the test's choosing: two taps whose upstreams are each other)
+        self.tap = Tap(upstream, folder, on_change=lambda kind, t: self.events.append((kind, t.exchange.number)),
                        **options)
         self.url = self.loop.run(self.tap.start())
         self.folder = folder

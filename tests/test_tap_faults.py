@@ -48,7 +48,9 @@ def test_headers_query_and_body_go_upstream_unchanged_and_the_answer_comes_back(
     headers = {k.lower(): v for k, v in seen["headers"]}
     assert headers["authorization"] == f"Bearer {KEY}" and headers["x-api-key"] == KEY
     sent = {k.lower(): v for k, v in answer.request.headers.items() if k.lower() not in ("host", "connection")}
-    assert {k: v for k, v in headers.items() if k != "host"} == sent  # every header, as sent; none added
+    hop = headers.pop("x-ctxpane-tap")  # the one header added: the tap's hop mark (tui/tap/hops.py)
+    assert hop == tap.tap.server.tap_id
+    assert {k: v for k, v in headers.items() if k != "host"} == sent  # every other header, as sent
     assert answer.headers["x-upstream"] == "loop" and answer.headers["set-cookie"] == "upstream-session=abc"
     tap.settle()
     recorded = "".join(p.read_text() for p in tap.folder.iterdir())

@@ -97,3 +97,28 @@ def test_new_sources_and_a_recorded_date_survive_the_session_file(tmp_path):
     assert [m.provenance.source for m in loaded] == ["channel", "memory", "profile"]
     assert [m.provenance.trusted for m in loaded] == [False, False, True]
     assert loaded[1].provenance.recorded == "2026-11-01"
+
+
+def test_a_memory_dated_in_the_future_is_flagged_and_weighed_as_the_oldest():
+    """Issue 41: a memory dated in the future counted as brand new (age 0, relevance ×1.00) with no note: a date
+    nobody checks made it outrank every true one. Beyond five minutes of clock skew it is flagged and weighed last."""
+    ahead = datetime.fromtimestamp(NOW + 3 * 86400, timezone.utc).isoformat()
+    found = standing(from_source("memory", recorded=ahead), NOW)
+    assert found.age_days is None and found.weight == MEMORY_FLOOR
+    assert "dated in the future" in found.line() and "not trusted" in found.why
+    skewed = datetime.fromtimestamp(NOW + 60, timezone.utc).isoformat()  # a clock a minute fast: now
+    near = standing(from_source("memory", recorded=skewed), NOW)
+    assert near.age_days == 0 and near.weight == 1.0 and "future" not in near.why
+
+
+def test_the_curated_ranking_puts_a_future_dated_memory_below_an_old_one():
+    old = from_source("memory", "The invoice server lives in rack 12.", recorded="2026-11-04")  # ×0.5
+    future = from_source("memory", "The invoice server lives in rack 40.", recorded="2031-01-01")
+    question = from_source("user", "Which rack holds the invoice server?")
+    messages = [old, future, question]
+    for index, message in enumerate(messages):
+        message.id = f"m{index}"
+    view = render(messages, "curated", render(messages).sent_tokens - 10)  # room for one memory
+    entries = {e.index: e for e in view.curation.entries}
+    assert entries[0].verdict.value == "kept" and entries[1].verdict.value == "dropped"
+    assert "dated in the future" in view.trust[1].line()

@@ -3,7 +3,9 @@
 What the user typed and what the harness wrote (the system prompt, a profile the user curated, the app's own
 notes, the model's replies) are trusted. Recalled memory, sub-task outputs, tool results, documents and messages
 from outside channels (whose sender fields are the sender's claim) are not: each is fenced with a note saying what
-it is. A memory's relevance decays with its age: a 30-day half-life, never below a floor.
+it is. A memory's relevance decays with its age: a 30-day half-life, never below a floor. A memory dated in the
+future (beyond a few minutes of clock skew) is not taken as the newest: its date cannot be true, so it is weighed as
+the oldest, and its why says so.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from tui.context.messages import Message, Source
 
 MEMORY_HALF_LIFE_DAYS = 30.0
 MEMORY_FLOOR = 0.1  # an old memory still counts for something: a fact may be old and true
+FUTURE_SKEW_SECONDS = 300.0  # a date this far ahead is a clock a little fast, read as now; beyond it, not a true date
 
 
 class TrustKind(StrEnum):
@@ -76,6 +79,12 @@ def standing(message: Message, now: float | None = None) -> Standing:
     elif not message.provenance.trusted and kind in (TrustKind.USER, TrustKind.SYSTEM, TrustKind.PROFILE):
         why += "; marked untrusted by the user"
     age = memory_age_days(message.provenance.recorded, now) if kind is TrustKind.MEMORY else None
+    if age is not None and age * 86400 < -FUTURE_SKEW_SECONDS:  # a future date would rank it as the freshest
+        why += (f"; dated in the future ({message.provenance.recorded[:40]}): the date is not trusted, "
+                "weighed as the oldest")
+        return Standing(kind, message.provenance.trusted, why, None, MEMORY_FLOOR)
+    if age is not None:
+        age = max(0.0, age)  # within the skew: now
     return Standing(kind, message.provenance.trusted, why, age, memory_weight(age) if age is not None else 1.0)
 
 
@@ -85,7 +94,8 @@ def memory_weight(age_days: float) -> float:
 
 
 def memory_age_days(recorded: str, now: float | None) -> float | None:
-    """Days since `recorded` (ISO 8601; a date alone is midnight UTC); None when it is not a date."""
+    """Days since `recorded` (ISO 8601; a date alone is midnight UTC), below 0 when it is in the future; None when it
+    is not a date."""
     if not recorded:
         return None
     try:
@@ -95,7 +105,7 @@ def memory_age_days(recorded: str, now: float | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     reference = datetime.now(timezone.utc) if now is None else datetime.fromtimestamp(now, timezone.utc)
-    return max(0.0, (reference - when).total_seconds() / 86400)
+    return (reference - when).total_seconds() / 86400
 
 
 def fence_note(message: Message, default: str) -> str:

@@ -16,7 +16,8 @@ ARGUMENT_LIMIT = 64 * 1024  # characters of a body passed as one -d argument (on
 HEREDOC = "CTXPANE_REQUEST_BODY"
 KEY_HEADERS = frozenset({"x-api-key", "api-key"})  # a key alone as the value
 # The tap's recording unpacked a compressed body: curl sends the unpacked bytes, so their old label would lie.
-NOT_SENT_AGAIN = frozenset({"content-encoding", "content-length", "host"})
+# The taps' hop list (tui/tap/hops.py) is theirs, never the client's: sent again, a tap would take it for a loop.
+NOT_SENT_AGAIN = frozenset({"content-encoding", "content-length", "host", "x-ctxpane-tap"})
 
 
 def sent_target(base_url: str, path: str) -> str:

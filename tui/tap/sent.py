@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from tui.context.untrusted.redaction import MASK, Redactor
+from tui.tap.hops import is_hop_header
 
 MAX_HEADERS = 200  # headers of one request kept (aiohttp refuses more than 128 fields anyway)
 MAX_HEADER_NAME = 256
@@ -27,7 +28,7 @@ def kept_headers(raw: Iterable[tuple[bytes, bytes]], secrets: Iterable[str]) -> 
     kept: list[list[str]] = []
     for name_bytes, value_bytes in raw:
         name = name_bytes.decode("latin-1")[:MAX_HEADER_NAME]
-        if name.lower() in NOT_KEPT:
+        if name.lower() in NOT_KEPT or is_hop_header(name):  # the taps' hop list is theirs, not the client's
             continue
         value = value_bytes.decode("utf-8", "replace")[:MAX_HEADER_VALUE]
         masked = MASK if name.lower() in ALSO_CREDENTIALS else redactor.value({name: value}, by_name=True)[name]

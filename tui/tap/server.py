@@ -6,7 +6,8 @@ each exchange is only *told* to the listeners (the recorder, the app), who copy 
 their work elsewhere. A listener that fails is logged and never stops the traffic.
 
 Safety: credential headers are forwarded and never kept on an exchange; a body over `max_body` bytes is
-refused with 413 before it is read whole; an unreachable upstream is a 502 whose body says so.
+refused with 413 before it is read whole; an unreachable upstream is a 502 whose body says so; a request that has
+been through this tap before (two taps in front of each other) is a 508, not forwarded (tui/tap/hops.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from urllib.parse import unquote_plus, urlsplit
 from tui.context.untrusted.redaction import credential_name, key_shaped
 from tui.tap.encoded import NotUnpacked, unpacked
 from tui.tap.header_lines import UNSENDABLE, ParserRefusals, sendable_headers
+from tui.tap.hops import MAX_TAPS, HopVerdict, hop_list, new_tap_id, verdict, with_own_hop
 from tui.tap.sent import kept_headers
 
 import httpx
@@ -196,6 +198,8 @@ class TapServer:
         self.host, self.port, self.max_body, self.read_timeout = host, port, max_body, read_timeout
         self.listeners: list[Listener] = []
         self.count = 0
+        self.tap_id = new_tap_id()  # named in the hop header of what it forwards: a request back here is a loop
+        self.loops_refused = 0  # requests answered 508 (neither counted in `count` nor recorded)
         self.active = 0
         self._runner: web.AppRunner | None = None
         self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=read_timeout, pool=None)
@@ -260,6 +264,10 @@ class TapServer:
 
     # -- one request --------------------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        hops = hop_list(request.raw_headers)
+        refusal = verdict(hops, self.tap_id)
+        if refusal is not HopVerdict.FORWARD:
+            return self.loop_refused(refusal, len(hops))
         if request.content_length is not None and request.content_length > self.max_body:
             return self.too_large(request.content_length)
         try:
@@ -284,7 +292,8 @@ class TapServer:
                             .strip(), body, request.headers.get("Content-Type", "")[:200])
         exchange.wire, exchange.unreadable = wire, unreadable
         # the header bytes as received (httpx would refuse a str value that is not ASCII: a UTF-8 X-Title)
-        headers = [(k, v) for k, v in request.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
+        headers = with_own_hop([(k, v) for k, v in request.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP],
+                               hops, self.tap_id)
         exchange.secrets = sorted(set(credential_values(list(request.headers.items())) + in_query), key=len,
                                   reverse=True)
         exchange.headers = kept_headers(request.raw_headers, exchange.secrets)
@@ -314,6 +323,20 @@ class TapServer:
                 return None
             pieces.append(piece)
         return b"".join(pieces)
+
+    def loop_refused(self, refusal: HopVerdict, taps: int) -> web.Response:
+        """508 at once (its body unread, nothing forwarded or recorded): answering is what ends the loop."""
+        self.loops_refused += 1
+        if refusal is HopVerdict.LOOP:
+            message = (f"ctxpane tap: loop detected: this request has already passed through this tap, which would "
+                       f"forward it to itself through its upstream {self.upstream} (point --upstream at the server, "
+                       f"not at a tap in front of this one)")
+        else:
+            message = (f"ctxpane tap: loop detected: this request has already passed through {taps} taps (at most "
+                       f"{MAX_TAPS}); not forwarded to the upstream {self.upstream}")
+        log.warning("%s", message)
+        return web.Response(status=508, content_type="application/json",
+                            body=error_body(508, message, "loop_detected"))
 
     def too_large(self, size: int | None) -> web.Response:
         said = f" ({size:,} bytes)" if size is not None else ""

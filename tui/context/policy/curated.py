@@ -3,7 +3,9 @@
 Rules, in order. Pinned items (system and developer prompts, anything pinned) are kept and have their own line of
 the budget. The question (the newest user message) is kept, and last. Of the items that carry the same key (a
 corrected fact names the one it replaces by its provenance key), only the newest is kept: the older are superseded
-by it. Every other item is ranked by its relevance to the question, a BM25 score (the bm25s library) a person can
+by it, but an untrusted item (a document, a memory, a tool's result) never supersedes a trusted one (what the user
+typed): that is superseded only by a newer trusted item, and its line in the ledger says which newer untrusted item
+it was kept against. Every other item is ranked by its relevance to the question, a BM25 score (the bm25s library) a person can
 read in the ledger; an item longer than TRIM_OVER tokens is cut to its lines that score, before it is fenced. The
 ranked items are packed into what the budget leaves, best first; equal scores go newest first. A tool call travels
 with its results (one unit, scored by its best member). What is kept is sent in the conversation's order.
@@ -12,7 +14,7 @@ with its results (one unit, scored by its best member). What is kept is sent in 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Callable, Sequence
 
@@ -152,14 +154,7 @@ def curate(items: Sequence[Item], overhead: int, budget: int | None, count: Call
     if question is not None:
         entries[question] = Curated(items[question].index, Verdict.QUESTION, items[question].tokens,
                                     reason="the question: always sent, last")
-    newest: dict[str, int] = {}
-    for p, item in enumerate(items):
-        if item.key:
-            newest[item.key] = p
-    for p, item in enumerate(items):
-        if item.key and newest[item.key] != p and p not in entries:
-            entries[p] = Curated(item.index, Verdict.SUPERSEDED, item.tokens, superseded_by=items[newest[item.key]].index,
-                                 reason=f"superseded by #{items[newest[item.key]].index} (key {item.key!r})")
+    held = _supersede(items, entries)
     for unit in units(items):  # a unit travels whole: a member fixed above decides for the others
         _whole_unit(items, unit, entries)
     ranked = [u for u in units(items) if not any(p in entries for p in u)]
@@ -179,12 +174,40 @@ def curate(items: Sequence[Item], overhead: int, budget: int | None, count: Call
         for p in unit:
             entries[p] = _packed_entry(items[p], p, fits, score, room, cost, cuts)
     _drop_orphans(items, entries)
+    for p, note in held.items():
+        if entries[p].verdict not in LEFT_OUT:
+            entries[p] = replace(entries[p], reason=f"{entries[p].reason}; {note}")
     texts = {items[p].index: cut[0] for p, cut in cuts.items() if entries[p].verdict is Verdict.TRIMMED}
     return Curation([entries[p] for p in sorted(entries)], texts, budget, pinned_tokens, packed)
 
 
 LEFT_OUT = (Verdict.SUPERSEDED, Verdict.DROPPED)
 ORPHAN = "its question was left out: the request would have a reply to nothing"
+
+
+def _supersede(items: Sequence[Item], entries: dict[int, Curated]) -> dict[int, str]:
+    """Mark each older version of a key superseded by the newest that may replace it: any newer version replaces an
+    untrusted item, only a newer trusted one a trusted item (a document must not put itself in place of what the
+    user said by naming its key). Returns a note for each trusted item kept against a newer untrusted version."""
+    newest: dict[str, int] = {}
+    newest_trusted: dict[str, int] = {}
+    for p, item in enumerate(items):
+        if item.key:
+            newest[item.key] = p
+            if item.trusted:
+                newest_trusted[item.key] = p
+    held: dict[int, str] = {}
+    for p, item in enumerate(items):
+        if not item.key or p in entries:
+            continue
+        by = newest_trusted[item.key] if item.trusted else newest[item.key]
+        if by != p:
+            entries[p] = Curated(item.index, Verdict.SUPERSEDED, item.tokens, superseded_by=items[by].index,
+                                 reason=f"superseded by #{items[by].index} (key {item.key!r})")
+        elif newest[item.key] != p:
+            held[p] = (f"not superseded by #{items[newest[item.key]].index} (key {item.key!r}): an untrusted item "
+                       "never supersedes a trusted one")
+    return held
 
 
 def _whole_unit(items: Sequence[Item], unit: list[int], entries: dict[int, Curated]) -> None:

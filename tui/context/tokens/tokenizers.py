@@ -3,7 +3,9 @@ once per spec (thread-safe) and checked against their published digests. Countin
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 from array import array
 from functools import lru_cache
@@ -220,12 +222,7 @@ def _cached_tokenizer(spec: str) -> TiktokenTokenizer | HFTokenizer:
     if spec in HF_TOKENIZERS:
         data = lzma.decompress(_read_package("tokenizer_files", HF_TOKENIZERS[spec]))
         return HFTokenizer(spec, data.decode("utf-8"), vocabulary_identity(spec, SHIPPED, _sha256(data)))
-    path = Path(spec).expanduser()
-    if not path.exists():
-        raise TokenizerNotFound(f"unknown tokenizer {spec!r}; built-in: {', '.join([*ENCODINGS, *HF_TOKENIZERS])}"
-                                " or a path to a tokenizer.json")
-    if path.is_dir():
-        path = path / "tokenizer.json"
+    path = tokenizer_file(spec)
     try:
         data = read_bounded(path, MAX_TOKENIZER_FILE)  # a regular file only: a FIFO is refused, not waited on
         data = lzma.LZMADecompressor().decompress(data, MAX_TOKENIZER_FILE) if path.suffix == ".xz" else data
@@ -233,6 +230,23 @@ def _cached_tokenizer(spec: str) -> TiktokenTokenizer | HFTokenizer:
         return HFTokenizer(str(path), data.decode("utf-8"), vocabulary_identity(str(path), MODEL_FILE, _sha256(data)))
     except Exception as exc:  # noqa: BLE001 - any unreadable file is reported the same way
         raise TokenizerNotFound(f"cannot read tokenizer {spec}: {exc}") from None
+
+
+def tokenizer_file(spec: str) -> Path:
+    """The tokenizer.json a path names (a folder: the one in it). Looking at a path can fail too (a folder the user
+    may not enter: permission denied on the look itself): said as the read's failure would be, never a traceback."""
+    path = Path(spec).expanduser()
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        raise TokenizerNotFound(f"unknown tokenizer {spec!r}; built-in: {', '.join([*ENCODINGS, *HF_TOKENIZERS])}"
+                                " or a path to a tokenizer.json") from None
+    except PermissionError:
+        raise TokenizerNotFound(f"cannot read tokenizer {spec}: permission denied (a folder on its path may not be "
+                                "entered)") from None
+    except (OSError, ValueError) as exc:  # a name too long, a loop of links, a NUL byte
+        raise TokenizerNotFound(f"cannot read tokenizer {spec!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    return path / "tokenizer.json" if stat.S_ISDIR(found.st_mode) else path
 
 
 def get_tokenizer(spec: str) -> TiktokenTokenizer | HFTokenizer:
