@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 from tui.client.errors import ClientError
 from tui.context.tools.calls import (PendingCall, Resolution, arguments_problem, pending_calls, result_message,
                                      unreadable_text)
-from tui.context.tools.definitions import ToolSet
+from tui.context.tools.definitions import ToolSet, described_differently
 from tui.context.tools.review import ReviewRequest, Verdict, parse_verdict
 from tui.context.untrusted.visible import visible
 from tui.controller.compute import Skipped
@@ -107,10 +107,29 @@ class ToolCalls:
 
     def use(self, tools: ToolSet) -> None:
         self.tools = tools
-        self.parts.wb.session.tools = tools.wire()
         self.parts.notify(visible(f"loaded {tools.summary()}: the model is sent their definitions"),
                           title="Tools loaded")
+        self.attach(self.parts.wb)
         self.parts.changed()
+
+    def attach(self, wb: Workbench) -> None:
+        """The session in `wb` is sent the loaded tool file's definitions from now on. A session that stores none
+        (a new one) stores them; one that stores its own keeps them in its file as they were (nothing is lost),
+        and the user is told once which of them differ: those are not sent."""
+        wb.loaded_tools = self.tools
+        if not self.tools.specs:
+            return
+        if not wb.session.tools or wb.tools_from_loaded_file:
+            wb.session.tools, wb.tools_from_loaded_file = self.tools.wire(), True
+            return
+        differing = described_differently(self.tools, wb.session.tools)
+        if differing:
+            names = ", ".join(differing)
+            if len(names) > 120:
+                names = names[:119] + "…"
+            which = "definition is" if len(differing) == 1 else "definitions are"
+            self.parts.notify(visible(f"this session's file describes {names} differently; the loaded tool file's "
+                                      f"{which} sent"), severity=Severity.WARNING, title="Loaded tools win")
 
     # -- the waiting calls ----------------------------------------------------------------------------
     def pending(self) -> list[PendingCall]:
@@ -129,7 +148,7 @@ class ToolCalls:
                 self.review(call)
         names = ", ".join(visible(call.name or "unnamed") for call in waiting)
         self.parts.status(f"the model calls {names}: answer, run or refuse (palette: Answer tool calls)", Tone.CAUTION)
-        if self.parts.wb.session.tools:  # a call to tools never offered is the server's noise: said, not asked
+        if self.parts.wb.tools_sent():  # a call to tools never offered is the server's noise: said, not asked
             self.parts.emit(ToolCallsWaiting(len(waiting), WaitReason.ARRIVED))
 
     def _refuse_unreadable(self, waiting: list[PendingCall]) -> list[PendingCall]:
