@@ -303,6 +303,7 @@ class Controller:
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
         self.sending.cache.attach(self.wb)  # the server's cache outlives the session: predicted before any send
+        self.tool_calls.attach(self.wb)  # the loaded tool file's definitions are sent, never the session's in their place
         self.notes = {}
         self.history.forget()
         self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from tui.client.errors import ClientError
-from tui.context.tools.calls import PendingCall, Resolution, pending_calls, result_message
-from tui.context.tools.definitions import ToolSet
+from tui.context.tools.calls import (PendingCall, Resolution, arguments_problem, pending_calls, result_message,
+                                     unreadable_text)
+from tui.context.tools.definitions import ToolSet, described_differently
 from tui.context.tools.review import ReviewRequest, Verdict, parse_verdict
 from tui.context.untrusted.visible import visible
 from tui.controller.compute import Skipped
@@ -106,10 +107,29 @@ class ToolCalls:
 
     def use(self, tools: ToolSet) -> None:
         self.tools = tools
-        self.parts.wb.session.tools = tools.wire()
         self.parts.notify(visible(f"loaded {tools.summary()}: the model is sent their definitions"),
                           title="Tools loaded")
+        self.attach(self.parts.wb)
         self.parts.changed()
+
+    def attach(self, wb: Workbench) -> None:
+        """The session in `wb` is sent the loaded tool file's definitions from now on. A session that stores none
+        (a new one) stores them; one that stores its own keeps them in its file as they were (nothing is lost),
+        and the user is told once which of them differ: those are not sent."""
+        wb.loaded_tools = self.tools
+        if not self.tools.specs:
+            return
+        if not wb.session.tools or wb.tools_from_loaded_file:
+            wb.session.tools, wb.tools_from_loaded_file = self.tools.wire(), True
+            return
+        differing = described_differently(self.tools, wb.session.tools)
+        if differing:
+            names = ", ".join(differing)
+            if len(names) > 120:
+                names = names[:119] + "…"
+            which = "definition is" if len(differing) == 1 else "definitions are"
+            self.parts.notify(visible(f"this session's file describes {names} differently; the loaded tool file's "
+                                      f"{which} sent"), severity=Severity.WARNING, title="Loaded tools win")
 
     # -- the waiting calls ----------------------------------------------------------------------------
     def pending(self) -> list[PendingCall]:
@@ -120,7 +140,7 @@ class ToolCalls:
 
     def arrived(self) -> None:
         """A reply ended: its tool calls wait for the user; the risky ones are reviewed meanwhile."""
-        waiting = self.pending()
+        waiting = self._refuse_unreadable(self.pending())
         if not waiting:
             return
         for call in [c for c in waiting if self.reviewed(c.name)][:REVIEWS_AT_ONCE]:
@@ -128,8 +148,16 @@ class ToolCalls:
                 self.review(call)
         names = ", ".join(visible(call.name or "unnamed") for call in waiting)
         self.parts.status(f"the model calls {names}: answer, run or refuse (palette: Answer tool calls)", Tone.CAUTION)
-        if self.parts.wb.session.tools:  # a call to tools never offered is the server's noise: said, not asked
+        if self.parts.wb.tools_sent():  # a call to tools never offered is the server's noise: said, not asked
             self.parts.emit(ToolCallsWaiting(len(waiting), WaitReason.ARRIVED))
+
+    def _refuse_unreadable(self, waiting: list[PendingCall]) -> list[PendingCall]:
+        """Calls whose arguments read two ways are refused as they arrive, before any review: the rest wait."""
+        for call in waiting:
+            problem = arguments_problem(call.arguments)
+            if problem:
+                self._resolve(self.parts.wb, call, unreadable_text(problem), Resolution.UNREADABLE, send=False)
+        return self.pending()
 
     def reviewed(self, name: str) -> bool:
         """Whether a call to `name` gets the isolated review: a risky tool with a command to run. A tool with no
@@ -138,6 +166,8 @@ class ToolCalls:
         return spec.risky and bool(spec.command)
 
     def review(self, call: PendingCall) -> None:
+        if arguments_problem(call.arguments):  # the reviewer would judge one reading, the command get another
+            return
         wb = self.parts.wb
         wb.reviews[review_key(call)] = Review(call, ReviewState.REVIEWING, command=self.tools.spec(call.name).command)
         self.parts.runtime.spawn(lambda: self._review(wb, call), f"review:{review_key(call)}")
@@ -182,10 +212,11 @@ class ToolCalls:
         place = next((n for n, c in enumerate(waiting, 1) if c == call), 0)
         standing = ("not defined by the loaded tool file: no command can run it" if not spec.known else
                     "risky: the isolated reviewer judges it before it may run" if spec.risky else "not marked risky")
-        review = self.review_of(call)
+        review, problem = self.review_of(call), arguments_problem(call.arguments)
         blocked = self.gate(call)
         rationale = review.verdict.rationale if review and review.verdict else (review.reply if review else "")
-        return CallFacts(call, place, len(waiting), standing, spec.command, review.line if review else "",
+        line = f"not asked: {problem}" if problem else review.line if review else ""
+        return CallFacts(call, place, len(waiting), standing, spec.command, line,
                          review.state if review else None, bool(review and review.allows), rationale, blocked,
                          bool(blocked) and not self.gate(call, override=True))
 
@@ -193,6 +224,9 @@ class ToolCalls:
     def gate(self, call: PendingCall, override: bool = False) -> str:
         """Why the call's command may not run now ("" when it may)."""
         spec = self.tools.spec(call.name)
+        problem = arguments_problem(call.arguments)
+        if problem:  # before anything else: no override runs a call whose arguments read two ways
+            return f"refused before review: {problem}"
         if self.parts.read_only:
             return "the session is read-only"
         if not spec.command:
@@ -229,7 +263,11 @@ class ToolCalls:
         self._resolve(self.parts.wb, call, text, Resolution.ANSWERED)
 
     def refuse(self, call: PendingCall) -> None:
-        self._resolve(self.parts.wb, call, "", Resolution.REFUSED)
+        problem = arguments_problem(call.arguments)
+        if problem:  # (a session opened with it waiting): the model is told why, not only that
+            self._resolve(self.parts.wb, call, unreadable_text(problem), Resolution.UNREADABLE)
+        else:
+            self._resolve(self.parts.wb, call, "", Resolution.REFUSED)
 
     def run(self, call: PendingCall, override: bool = False) -> bool:
         problem = self.gate(call, override)
@@ -266,7 +304,9 @@ class ToolCalls:
         self.parts.notify(visible(f"{call.name} ended after another session was opened: its result is saved in "
                                   f"{path.name}"), severity=Severity.WARNING)
 
-    def _resolve(self, wb: Workbench, call: PendingCall, text: str, resolution: Resolution) -> None:
+    def _resolve(self, wb: Workbench, call: PendingCall, text: str, resolution: Resolution, send: bool = True) -> None:
+        """`send`: send the results once no call waits. An automatic refusal does not: a model that kept writing
+        unreadable calls would otherwise be asked again and again with no one at the keyboard."""
         parts = self.parts
         if resolution is not Resolution.RAN and review_key(call) in self.running:
             parts.notify(f"{visible(call.name)}: its command is running: its output will be the answer",
@@ -280,10 +320,13 @@ class ToolCalls:
         message = result_message(call, text, resolution, wb.new_id())
         wb.session.messages.append(message)  # like a reply, not an undo step: undo never unanswers a call
         left = pending_calls(wb.session.messages)
-        parts.status(visible(f"{call.name}: {resolution.value}" + (f"; {len(left)} call(s) still wait" if left else
-                                                                     ": sending the results")), Tone.PLAIN)
+        said = (f"; {len(left)} call(s) still wait" if left else ": sending the results" if send else
+                ": write to go on (the refusal is sent with your next message)")
+        parts.status(visible(f"{call.name}: {resolution.value}{said}"), Tone.PLAIN)
+        if resolution is Resolution.UNREADABLE:
+            parts.notify(visible(f"{call.name or 'unnamed'}: {text}"), severity=Severity.WARNING)
         parts.changed()
         if left:
             parts.emit(ToolCallsWaiting(len(left), WaitReason.ANSWERED))
-        else:
+        elif send:
             self.hooks.start_send()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from tui.client.keys import held_keys
+from tui.context.tools.calls import arguments_problem
 from tui.context.untrusted.redaction import known_secrets_masked
 
 RUN_SECONDS = 30.0
@@ -104,6 +105,9 @@ async def run_tool(argv: tuple[str, ...], arguments: str, key_env: str, secrets:
     if len(given) > ARGUMENT_BYTES:
         return ToolRun("", None, f"not run: its arguments ({len(given):,} bytes) are over the "
                                  f"{ARGUMENT_BYTES // 1024} KiB a command is given")
+    problem = arguments_problem(arguments)  # the gate refuses these first; no caller may run one all the same
+    if problem:
+        return ToolRun("", None, f"not run: {problem}")
     try:
         process = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,

@@ -22,6 +22,7 @@ from tui.context.tokens.draft_splice import splice_message
 from tui.context.messages import KEY_CHARS, Message, Provenance
 from tui.context.request import RequestSettings, RequestView, build_request, empty_view, refreshed_after_splice
 from tui.context.templates.library import ChatTemplate
+from tui.context.tools.definitions import ToolSet, tools_to_send
 from tui.context.tokens.counting import SegmentCache
 from tui.context.tokens.tokenizers import Tokenizer
 from tui.sessions.model import RequestRecord, Session, now_iso
@@ -77,6 +78,8 @@ class Workbench:
     _dropped_since: dict[str, int] = field(default_factory=dict)
     summaries_asked: set[frozenset[str]] = field(default_factory=set)  # dropped ranges a summary call was made for
     reviews: dict[str, Any] = field(default_factory=dict)  # the reviewer's work on this session's tool calls (tool_calls.py)
+    loaded_tools: ToolSet = field(default_factory=ToolSet)  # the tool file loaded: its definitions are the ones sent
+    tools_from_loaded_file: bool = False  # session.tools were written from a tool file here, not read from the file
     _generation: int = 0  # bumped by whatever outdates `previous`: template, tokenizer, a new request
     _restored_for: int = -1  # the generation `previous` was restored or recorded for
     _restore_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # one restore at a time
@@ -88,9 +91,13 @@ class Workbench:
         return self.session.policy_settings()
 
     def settings(self) -> RequestSettings:
-        return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.session.tools,
+        return RequestSettings(self.template, self.tokenizer, dict(self.session.variables), self.tools_sent(),
                                True, self.policy, FenceStyle(enabled=self.session.fences), self.cache_rule, self.exact,
                                self.content_specials, model=self.session.model, base_url=self.session.base_url)
+
+    def tools_sent(self) -> list[Any] | None:
+        """The tool definitions the model is sent: the loaded tool file's win over those the session stores."""
+        return tools_to_send(self.loaded_tools, self.session.tools)
 
     def set_template(self, template: ChatTemplate) -> None:
         self.template = template
@@ -215,8 +222,9 @@ class Workbench:
     def request_body(self, view: RequestView, stream: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.session.model or "model", "messages": view.snapshot.wire}
         body.update({k: v for k, v in self.session.params.items() if k not in ("messages", "model", "stream")})
-        if self.session.tools:
-            body["tools"] = self.session.tools
+        tools = self.tools_sent()
+        if tools:
+            body["tools"] = tools
         if self.policy.max_tokens:
             body["max_tokens"] = self.policy.max_tokens
         if stream:

@@ -22,6 +22,41 @@ class Resolution(StrEnum):
     ANSWERED = "answered by hand"
     RAN = "ran the command"
     REFUSED = "refused"
+    UNREADABLE = "refused before review"  # its arguments read two ways: the text says why
+
+
+class _KeyTwice(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in seen:
+            raise _KeyTwice(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def arguments_problem(arguments: str) -> str:
+    """Why a call's arguments may not be reviewed or run ("" when they may): a key given twice in one object, at
+    any depth. json.loads keeps the last, other readers the first: the reviewer, the dialog and the command would
+    each see other arguments. Text that is not JSON is not judged here (it is shown and passed on as written)."""
+    try:
+        json.loads(arguments, object_pairs_hook=_unique_keys)
+    except _KeyTwice as exc:
+        return (f"its arguments give the key {json.dumps(str(exc), ensure_ascii=False)[:80]} twice in one object, "
+                "so they read one way to one reader and another way to the next")
+    except RecursionError:
+        return "its arguments are nested too deeply to be read once, the same way by every reader"
+    except ValueError:
+        return ""
+    return ""
+
+
+def unreadable_text(problem: str) -> str:
+    """The tool result of a call refused for its arguments: what the model is told, and the transcript shows."""
+    return f"This tool call was refused before review and not run: {problem}."
 
 
 @dataclass(frozen=True)

@@ -46,3 +46,33 @@ class ToolSet:
 
 def tool_set(specs: list[ToolSpec], source: str = "") -> ToolSet:
     return ToolSet(MappingProxyType({spec.name: spec for spec in specs}), source)
+
+
+def wire_name(definition: object) -> str:
+    """The name a stored definition gives its tool: chat's {"function": {"name"}} or a flat {"name"} ("" if none)."""
+    if not isinstance(definition, dict):
+        return ""
+    function = definition.get("function")
+    name = function.get("name") if isinstance(function, dict) else definition.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def tools_to_send(loaded: ToolSet, stored: list[JSONObject] | None) -> list[JSONObject] | None:
+    """What the model is sent. With a tool file loaded: its definitions, then the session's stored ones for tools it
+    does not name (answered by hand: they bring no command). A stored definition never stands in for a loaded one:
+    the model would be told one thing of a name whose command does another. With none loaded: the session's own."""
+    if not loaded.specs:
+        return stored
+    others = [definition for definition in stored or [] if wire_name(definition) not in loaded.specs]
+    return loaded.wire() + others
+
+
+def described_differently(loaded: ToolSet, stored: list[JSONObject] | None) -> list[str]:
+    """The loaded tools whose definition the session's file stores otherwise, in the file's order, each once."""
+    names: list[str] = []
+    for definition in stored or []:
+        name = wire_name(definition)
+        spec = loaded.specs.get(name)
+        if spec is not None and definition != spec.wire and name not in names:
+            names.append(name)
+    return names
