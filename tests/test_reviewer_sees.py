@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 
-import pytest
 
 from controller_helpers import connected
 from tool_call_server import ALLOW, ToolCallServer

@@ -281,7 +281,7 @@ def verdict_text(content: str, tool_calls: list[JSONObject] | None = None) -> st
     """The verdict's JSON where the API put it: the forced tool's arguments when it called it, else the text.
     A call to any other tool is not a verdict (its arguments are never read as one)."""
     for call in tool_calls or []:
-        function = call.get("function") if isinstance(call, dict) else None
+        function = call.get("function")
         if isinstance(function, dict) and function.get("name") == VERDICT_NAME:
             arguments = function.get("arguments")
             return arguments if isinstance(arguments, str) else json.dumps(arguments)
