@@ -1,22 +1,19 @@
 """What the isolated reviewer is shown and how it is asked: every turn it sees is whole (a long user turn's last
 words reach it), the oldest turns are left out first and said, the last user turns never; the tool's definition
 and the exact command line are in its prompt, fenced; the verdict's schema rides where each API takes it, and the
-verdict is read back from there; a reviewer model set apart is the one asked and named."""
+verdict is read back from there. (A reviewer model set apart: tests/test_tool_calls.py.)"""
 
 from __future__ import annotations
 
 import json
-import sys
 
 
-from controller_helpers import connected
-from tool_call_server import ALLOW, ToolCallServer
+from tool_call_server import ALLOW
 from tui.context.messages import Message, Provenance
 from tui.context.templates.library import plain_chatml
 from tui.context.tools.calls import pending_calls
 from tui.context.tools.review import (TRANSCRIPT_CHARS, VERDICT_NAME, VERDICT_SCHEMA, Outcome, parse_verdict,
                                       review_prompt, review_request, reviewer_api, verdict_text)
-from tui.controller.tool_calls import ReviewState
 from tui.controller.workbench import CharEstimate
 from tui.sessions.tool_file import tools_from_value
 
@@ -90,35 +87,3 @@ def test_the_verdict_is_read_from_the_forced_tool_and_never_from_another_tools_a
     assert parse_verdict(verdict_text("", forced)).allows
     other = [{"function": {"name": "delete_file", "arguments": json.dumps(ALLOW)}}]
     assert parse_verdict(verdict_text("", other)).outcome is Outcome.DENY  # fails closed
-
-
-async def test_a_reviewer_model_set_apart_is_the_one_asked_and_named(tmp_path):
-    with ToolCallServer(ALLOW) as server:
-        made = await connected(tmp_path, server.url, review_model="judge-model")
-        ctl = made.ctl
-        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
-                                              "command": [sys.executable, "-c", "print('gone')"]}]))
-        await made.send("Please delete notes/old.txt")
-        await made.idle()
-        waiting = ctl.tool_calls.pending()[0]
-        review = ctl.tool_calls.review_of(waiting)
-        assert review.state is ReviewState.DONE and review.allows
-        sent = next(body for body in server.requests if "response_format" in body)
-        assert sent["model"] == "judge-model" and server.requests[0]["model"] != "judge-model"
-        assert review.reviewer == "judge-model" and ctl.tool_calls.facts(waiting).reviewer == "judge-model"
-        ctl.close()
-
-
-async def test_a_reviewer_endpoint_set_apart_gets_the_review_and_the_chat_does_not(tmp_path):
-    with ToolCallServer(ALLOW) as chat, ToolCallServer(ALLOW) as judge:
-        made = await connected(tmp_path, chat.url, review_base_url=judge.url, review_model="judge-model")
-        ctl = made.ctl
-        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
-                                              "command": [sys.executable, "-c", "print('gone')"]}]))
-        await made.send("Please delete notes/old.txt")
-        await made.idle()
-        review = ctl.tool_calls.review_of(ctl.tool_calls.pending()[0])
-        assert review.allows and review.reviewer == "judge-model"
-        assert not any("response_format" in body for body in chat.requests)
-        assert [body["model"] for body in judge.requests] == ["judge-model"]
-        ctl.close()
