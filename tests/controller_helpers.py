@@ -26,6 +26,8 @@ class Settings:
     scan_local: bool = False
     provider_count: str = ""
     api: str = ""
+    review_base_url: str = ""
+    review_model: str = ""
     source: dict = field(default_factory=lambda: {"base_url": "flag"})
 
 

@@ -38,7 +38,7 @@ def test_a_denied_call_overridden_runs_and_its_result_goes_back_fenced(tmp_path,
         tmux.wait_for(r"review of delete_file: DENY")
         assert "Tool call 1 of 1" not in tmux.screen()  # it waits: the dialog opens when asked
         tmux.keys("C-l")
-        tmux.wait_for_all(r"Tool call 1 of 1: delete_file", r"reviewer: DENY", r"Run is off: the reviewer denied it")
+        tmux.wait_for_all(r"Tool call 1 of 1: delete_file", r"reviewer \(tool-model\): DENY", r"Run is off: the reviewer denied it")
         time.sleep(1.0)  # the dialog takes keys once it has been on screen a moment
         tmux.keys("F12")  # Run, while denied: nothing happens
         tmux.wait_for(r"Tool call 1 of 1")
@@ -52,7 +52,7 @@ def test_a_denied_call_overridden_runs_and_its_result_goes_back_fenced(tmp_path,
         assert server.requests[-1]["messages"][-1]["role"] == "tool"
         from tui.app.pane.pane import TABS
         tmux.keys(*["C-t"] * TABS.index("review"))  # from the Document tab to the Review tab
-        tmux.wait_for_all(r"review of delete_file", r"its own request: \d+ tokens")
+        tmux.wait_for_all(r"review of delete_file", r"its own request \(chat API, model tool-model\): \d+ tokens")
 
 
 # tmux's names for the app's keys; a key tmux cannot send as a terminal would (Ctrl+comma) is left out

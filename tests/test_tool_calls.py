@@ -546,3 +546,36 @@ async def test_a_tool_file_loaded_after_the_session_opened_wins_too_and_a_new_se
     await made.idle()
     assert ctl.wb.settings().tools == loaded and ctl.wb.session.tools == loaded
     ctl.close()
+
+
+# -- a reviewer of its own (config.toml review_model, review_base_url) --------------------------------------
+async def test_a_reviewer_model_set_apart_is_the_one_asked_and_named(tmp_path):
+    with ToolCallServer(ALLOW) as server:
+        made = await connected(tmp_path, server.url, review_model="judge-model")
+        ctl = made.ctl
+        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
+                                              "command": [sys.executable, "-c", "print('gone')"]}]))
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        waiting = ctl.tool_calls.pending()[0]
+        review = ctl.tool_calls.review_of(waiting)
+        assert review.state is ReviewState.DONE and review.allows
+        sent = next(body for body in server.requests if "response_format" in body)
+        assert sent["model"] == "judge-model" and server.requests[0]["model"] != "judge-model"
+        assert review.reviewer == "judge-model" and ctl.tool_calls.facts(waiting).reviewer == "judge-model"
+        ctl.close()
+
+
+async def test_a_reviewer_endpoint_set_apart_gets_the_review_and_the_chat_does_not(tmp_path):
+    with ToolCallServer(ALLOW) as chat, ToolCallServer(ALLOW) as judge:
+        made = await connected(tmp_path, chat.url, review_base_url=judge.url, review_model="judge-model")
+        ctl = made.ctl
+        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
+                                              "command": [sys.executable, "-c", "print('gone')"]}]))
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        review = ctl.tool_calls.review_of(ctl.tool_calls.pending()[0])
+        assert review.allows and review.reviewer == "judge-model"
+        assert not any("response_format" in body for body in chat.requests)
+        assert [body["model"] for body in judge.requests] == ["judge-model"]
+        ctl.close()

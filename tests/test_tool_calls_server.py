@@ -43,3 +43,39 @@ async def test_the_real_server_reviews_a_risky_call_under_the_schema_and_answers
         assert len(ctl.wb.session.requests) == record_before + 1 and record.usage, record
         assert record.usage["prompt_tokens"] == record.document_tokens or not record.tokens_exact, record
         ctl.close()
+
+
+@pytest.mark.parametrize("api", ["chat", "messages", "responses"])
+async def test_the_reviewers_request_gets_a_verdict_of_the_schema_on_each_api(llama_server, api):
+    """The reviewer's own request as the app sends it on `api`, to the real server: its answer holds a verdict of
+    the schema (allow or deny, and a reason), read from where that API puts it. Which verdict is the model's."""
+    from tui.client.connect import connect
+    from tui.client.endpoint import endpoint_for
+    from tui.context.messages import Message, Provenance
+    from tui.context.templates.library import plain_chatml
+    from tui.context.tools.calls import pending_calls
+    from tui.context.tools.review import Outcome, parse_verdict, review_request, verdict_text
+    from tui.controller.workbench import CharEstimate
+
+    endpoint = endpoint_for(llama_server, "flag")
+    endpoint.api = api
+    connection = await connect(endpoint)
+    messages = [Message("user", "Please delete notes/old.txt", id="u1"),
+                Message("assistant", None, tool_calls=[{"id": "c1", "type": "function", "function": {
+                    "name": "delete_file", "arguments": '{"path": "notes/old.txt"}'}}],
+                        provenance=Provenance("model", True), id="a1")]
+    tools = tools_from_value([{"function": {"name": "delete_file", "description": "Delete a file"}, "risky": True,
+                               "command": ["rm", "--"]}])
+    request = review_request(messages, pending_calls(messages)[0], plain_chatml(), CharEstimate(), "", frozenset(),
+                             tools.spec("delete_file"), api, connection.info.kind)
+    try:
+        reply = await connection.client.chat(request.body, api=request.api)
+    finally:
+        await connection.client.aclose()
+    text = verdict_text(reply.content, reply.tool_calls)
+    data = json.loads(text)  # the server held it to the schema: JSON, never prose
+    assert data["outcome"] in ("allow", "deny") and isinstance(data["rationale"], str), data
+    verdict = parse_verdict(text)
+    assert verdict.outcome in (Outcome.ALLOW, Outcome.DENY)
+    assert verdict.problem in ("", f"allow with {getattr(verdict.authorization, 'value', '')} authorisation: counted "
+                                   "as deny"), verdict

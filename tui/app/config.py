@@ -35,6 +35,8 @@ class Settings:
     provider_count: str = ""  # openai, anthropic or gemini: its own count asked before each send; "" off
     glyphs: str = ""  # "plain": no mark that needs an emoji font (📌 pinned, the header's ⭘)
     api: str = ""  # the API the chat speaks: chat (completions; ""), responses or messages
+    review_base_url: str = ""  # the isolated reviewer's own endpoint ("": the chat's)
+    review_model: str = ""  # the model that reviews risky tool calls ("": the chat's)
     scan_local: bool = True
     policy: dict = field(default_factory=dict)  # config.toml [policy]: new sessions take it
     params: dict = field(default_factory=dict)  # config.toml [params]: sampling parameters new sessions send
@@ -57,6 +59,8 @@ class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     provider_count: str = ""
     glyphs: str = ""
     api: str = ""
+    review_base_url: str = ""
+    review_model: str = ""
     scan_local: bool = True
     policy: dict[str, Any] = {}
     params: dict[str, Any] = {}

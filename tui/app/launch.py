@@ -26,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--replay", action="store_true", help="open the session in replay mode")
     parser.add_argument("--tools", metavar="FILE", help="tool definitions to send (a JSON list; `risky`: reviewed "
                                                        "before a call may run; `command`: what runs it, shown first)")
+    parser.add_argument("--review-base-url", metavar="URL", help="the isolated reviewer's own endpoint (default: the "
+                                                                "chat's; it gets the same key variable)")
+    parser.add_argument("--review-model", metavar="NAME", help="the model that reviews risky tool calls (default: the "
+                                                               "chat's model)")
     return parser
 
 
@@ -54,7 +58,8 @@ def run_app(argv: list[str]) -> int:
                             flags={"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
                                    "template": args.template, "tokenizer": args.tokenizer, "theme": args.theme,
                                    "no_scan": args.no_scan, "provider_count": args.provider_count,
-                                   "api": args.api},
+                                   "api": args.api, "review_base_url": args.review_base_url,
+                                   "review_model": args.review_model},
                             replay=args.replay, tools=tools)
     return _run(CtxpaneApp(options))
 

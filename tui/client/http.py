@@ -186,8 +186,10 @@ class OpenAIClient:
     # -- chat ------------------------------------------------------------------------------
     @_scrubbed
     async def chat(self, body: JSONObject, assembler: ReplyAssembler | None = None,
-                   on_delta: DeltaCallback | None = None, on_status: StatusCallback | None = None) -> Reply:
-        """Send a chat completion. Streamed when body['stream'] is true.
+                   on_delta: DeltaCallback | None = None, on_status: StatusCallback | None = None,
+                   api: str = "") -> Reply:
+        """Send a chat completion. Streamed when body['stream'] is true. With `api`, `body` is already written in
+        that API (the reviewer's, whose schema rides where each API takes it) and is sent as it is.
 
         The caller may pass its own assembler: if the task is cancelled or the server misbehaves,
         what had arrived is in `assembler.reply` (and in the error's `partial`), marked incomplete.
@@ -200,7 +202,7 @@ class OpenAIClient:
             try:
                 if body.get("stream"):
                     return await self._stream(body, assembler, on_delta)
-                return await self._once(body)
+                return await self._once(body, api)
             except RateLimited as exc:
                 attempt += 1
                 if attempt > self.limits.retries or assembler.reply.content:
@@ -214,20 +216,22 @@ class OpenAIClient:
                 assembler.reply.error = "cancelled"
                 raise
 
-    def _wire(self, body: JSONObject) -> tuple[str, JSONObject, str]:
-        """Where a chat body goes and as what: the endpoint's API's path, the body in its format, the key's header."""
+    def _wire(self, body: JSONObject, written_in: str = "") -> tuple[str, JSONObject, str]:
+        """Where a chat body goes and as what: the API's path, the body in its format, the key's header. A body
+        `written_in` an API goes to that API's path as it is."""
         from tui.context.formats import FormatKind
         from tui.context.formats.convert import wire_request
 
-        kind = FormatKind(self.endpoint.api)
-        return (self.endpoint.base_url + kind.path, wire_request(body, kind.value),
+        kind = FormatKind(written_in or self.endpoint.api)
+        return (self.endpoint.base_url + kind.path, body if written_in else wire_request(body, kind.value),
                 "anthropic" if kind is FormatKind.MESSAGES else "")
 
-    async def _once(self, body: JSONObject) -> Reply:
-        url, body, style = self._wire(body)
+    async def _once(self, body: JSONObject, written_in: str = "") -> Reply:
+        url, body, style = self._wire(body, written_in)
         raw = await self._fetch("POST", url, body, style)
-        if self.endpoint.api != "chat":
-            return translated_reply(raw, self.endpoint.api, self.endpoint.redact)
+        api = written_in or self.endpoint.api
+        if api != "chat":
+            return translated_reply(raw, api, self.endpoint.redact)
         chunk = decode(raw, Chunk, "the server's reply", self.endpoint.redact)
         if chunk.error is not None:
             message = chunk.error.message if isinstance(chunk.error, ErrorDetail) else chunk.error

@@ -19,12 +19,13 @@ from tui.client.errors import ClientError
 from tui.context.tools.calls import (PendingCall, Resolution, arguments_problem, pending_calls, result_message,
                                      unreadable_text)
 from tui.context.tools.definitions import ToolSet, described_differently
-from tui.context.tools.review import ReviewRequest, Verdict, parse_verdict
+from tui.context.tools.review import ReviewRequest, Verdict, parse_verdict, verdict_text
 from tui.context.untrusted.visible import visible
 from tui.controller.compute import Skipped
 from tui.controller.events import Severity, Tone, ToolCallsWaiting, WaitReason
 
 if TYPE_CHECKING:
+    from tui.client.http import OpenAIClient
     from tui.controller.parts import Parts
     from tui.controller.workbench import Workbench
 
@@ -46,6 +47,12 @@ class Review:
     reply: str = ""  # the reviewer's reply as it came
     verdict: Verdict | None = None
     command: tuple[str, ...] = ()  # the command the call would run when it was reviewed
+    model: str = ""  # the model that reviewed it (asked of the reviewer's endpoint)
+
+    @property
+    def reviewer(self) -> str:
+        """Who judges: the model named wherever the verdict is shown."""
+        return self.model or (self.request.model if self.request else "") or "?"
 
     @property
     def line(self) -> str:
@@ -68,6 +75,7 @@ class CallFacts:
     standing: str  # risky, not risky, or not defined by the loaded file
     command: tuple[str, ...]
     review: str  # the reviewer's verdict line, "reviewing…", or "" when the call is not reviewed
+    reviewer: str  # the model that reviewed it ("" when the call is not reviewed)
     review_state: ReviewState | None  # None: not reviewed
     allowed: bool  # the review ended with an allow
     rationale: str
@@ -79,6 +87,20 @@ def review_key(call: PendingCall) -> str:
     """A review is of this call exactly: its message, place, id, name and arguments (any change: a new review)."""
     digest = hashlib.sha256(json.dumps([call.name, call.arguments]).encode()).hexdigest()[:16]
     return f"{call.message_id}/{call.index}/{call.id}/{digest}"
+
+
+@dataclass
+class Reviewer:
+    """Where a review is sent: the client (None: offline), the model asked, and the server's kind ("" unknown)."""
+
+    client: OpenAIClient | None
+    model: str
+    server_kind: str
+    owned: bool = False  # a client of its own (a separate reviewer endpoint): closed once the review ends
+
+    async def close(self) -> None:
+        if self.owned and self.client is not None:
+            await self.client.aclose()
 
 
 @dataclass(frozen=True)
@@ -174,21 +196,16 @@ class ToolCalls:
 
     async def _review(self, wb: Workbench, call: PendingCall) -> None:
         parts, key = self.parts, review_key(call)
-        request = await parts.worker.run(lambda: self._review_request(wb, call))
-        if isinstance(request, Skipped):
-            return
-        started = wb.reviews[key] = replace(wb.reviews[key], request=request)
-        self._shown(wb)
-        client = parts.client
-        if client is None:
-            wb.reviews[key] = replace(started, state=ReviewState.FAILED, reply="offline: no review was made")
-        else:
-            try:
-                reply = await client.chat(request.body)
-                wb.reviews[key] = replace(started, state=ReviewState.DONE, reply=reply.content,
-                                          verdict=parse_verdict(reply.content, call))
-            except ClientError as exc:
-                wb.reviews[key] = replace(started, state=ReviewState.FAILED, reply=f"the review failed: {exc}")
+        reviewer = self.reviewer()
+        try:
+            request = await parts.worker.run(lambda: self._review_request(wb, call, reviewer))
+            if isinstance(request, Skipped):
+                return
+            started = wb.reviews[key] = replace(wb.reviews[key], request=request, model=request.model)
+            self._shown(wb)
+            wb.reviews[key] = await self._verdict(started, request, call, reviewer)
+        finally:
+            await reviewer.close()
         self._shown(wb)
         review = wb.reviews[key]
         if parts.wb is wb:
@@ -197,11 +214,43 @@ class ToolCalls:
             parts.emit(ToolCallsWaiting(len(self.pending()), WaitReason.REVIEWED))
 
     @staticmethod
-    def _review_request(wb: Workbench, call: PendingCall) -> ReviewRequest:
+    async def _verdict(started: Review, request: ReviewRequest, call: PendingCall, reviewer: Reviewer) -> Review:
+        """The reviewer's answer read where its API puts the verdict; no answer, or any error, is no verdict."""
+        if reviewer.client is None:
+            return replace(started, state=ReviewState.FAILED, reply="offline: no review was made")
+        try:
+            reply = await reviewer.client.chat(request.body, api=request.api)
+        except ClientError as exc:
+            return replace(started, state=ReviewState.FAILED, reply=f"the review failed: {exc}")
+        text = verdict_text(reply.content, reply.tool_calls)
+        return replace(started, state=ReviewState.DONE, reply=text, verdict=parse_verdict(text, call))
+
+    def reviewer(self) -> Reviewer:
+        """The reviewer's own endpoint and model when settings name them (config.toml `review_base_url`,
+        `review_model`); else the chat's own. Its key is the chat's key variable, sent only where the user pointed."""
+        settings, link = self.parts.settings, self.parts.link
+        base = getattr(settings, "review_base_url", "") or ""
+        model = getattr(settings, "review_model", "") or ""
+        if not base:
+            connection = link.connection
+            kind = connection.info.kind if connection is not None and link.client is not None else ""
+            return Reviewer(link.client, model or self.parts.wb.session.model, kind)
+        from tui.client.endpoint import EndpointError
+        from tui.client.http import OpenAIClient
+        try:
+            endpoint = link.endpoint_for(base, "config", model)
+        except EndpointError:
+            return Reviewer(None, model, "")
+        endpoint.model = model or endpoint.model
+        return Reviewer(OpenAIClient(endpoint), endpoint.model, "", owned=True)
+
+    def _review_request(self, wb: Workbench, call: PendingCall, reviewer: Reviewer) -> ReviewRequest:
         from tui.context.request_fences import fence_escapes
         from tui.context.tools.review import review_request
-        return review_request(wb.session.messages, call, wb.template, wb.tokenizer, wb.session.model,
-                              fence_escapes(wb.template, wb.tokenizer))
+        api = reviewer.client.endpoint.api if reviewer.client is not None else "chat"
+        return review_request(wb.session.messages, call, wb.template, wb.tokenizer, reviewer.model,
+                              fence_escapes(wb.template, wb.tokenizer), self.tools.spec(call.name), api,
+                              reviewer.server_kind)
 
     def _shown(self, wb: Workbench) -> None:
         if self.parts.wb is wb:
@@ -216,7 +265,7 @@ class ToolCalls:
         blocked = self.gate(call)
         rationale = review.verdict.rationale if review and review.verdict else (review.reply if review else "")
         line = f"not asked: {problem}" if problem else review.line if review else ""
-        return CallFacts(call, place, len(waiting), standing, spec.command, line,
+        return CallFacts(call, place, len(waiting), standing, spec.command, line, review.reviewer if review else "",
                          review.state if review else None, bool(review and review.allows), rationale, blocked,
                          bool(blocked) and not self.gate(call, override=True))
 

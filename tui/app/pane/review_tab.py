@@ -33,7 +33,7 @@ class ReviewView(Static):
     def _review(review, whole: bool) -> list:
         call, request = review.call, review.request
         tone = "green" if review.allows else "yellow" if review.state is ReviewState.REVIEWING else "red"
-        lines = [shown_parts((f"review of {call.name or 'unnamed'}", "bold"), f" (call {call.id})"),
+        lines = [shown_parts((f"review of {call.name or 'unnamed'}", "bold"), f" (call {call.id}) by {review.reviewer}"),
                  shown_line(f"verdict: {review.line}", tone)]
         rationale = review.verdict.rationale if review.verdict else review.reply
         if rationale:
@@ -41,8 +41,9 @@ class ReviewView(Static):
         if request is None or not whole:
             return lines
         counted = "exact" if request.exact else "estimated"
-        lines += [shown_line(f"its own request: {request.tokens} tokens ({counted}), no tools, strict JSON asked "
-                             "for; the transcript and the call fenced as data", "dim"),
+        lines += [shown_line(f"its own request ({request.api} API, model {request.model}): {request.tokens} tokens "
+                             f"({counted}), none of the chat's tools, the verdict's schema asked for; the transcript, "
+                             "the tool and the call fenced as data", "dim"),
                   Text("── the document it renders to ──", style="bold"),
                   shown(request.document, limit=DOCUMENT_SHOWN),
                   Text("── the body as sent ──", style="bold"),

@@ -103,7 +103,8 @@ class ToolCallScreen(TakesKeysWhenSeen, KeysBeforeFocus, ModalScreen[tuple[ToolC
         self.query_one("#command", Static).update(command)
         verdict = self.query_one("#verdict", Static)
         if facts.review:
-            verdict.update(shown(f"reviewer: {facts.review}" + (f"\n{facts.rationale}" if facts.rationale else ""),
+            verdict.update(shown(f"reviewer ({facts.reviewer}): {facts.review}"
+                                 + (f"\n{facts.rationale}" if facts.rationale else ""),
                                  limit=1200))
         else:
             verdict.update(shown_line("no review (the tool is not marked risky)", "dim"))
