@@ -291,9 +291,9 @@ def _object_arguments(message: WireMessage) -> list[str]:
 
 def _regions(spans: list[Span], messages: Iterable[int]) -> dict[int, tuple[int, int]]:
     """For each of `messages` that has spans, the indexes of its first and its last span."""
-    wanted, found = set(messages), {}
+    wanted, found = set(messages), dict[int, tuple[int, int]]()
     for position, span in enumerate(spans):
-        if span.message in wanted:
+        if span.message is not None and span.message in wanted:
             first = found.get(span.message, (position, position))[0]
             found[span.message] = (first, position)
     return found
