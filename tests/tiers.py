@@ -9,8 +9,9 @@ The tiers, lightest first:
   messages, every real template, a whole vocabulary);
 - app: a Textual app driven by a pilot, or an SVG snapshot;
 - process: a subprocess (`ctxpane` itself, curl, an SDK's script) or a loopback server on a socket;
-- server: the real llama.cpp server or LiteLLM gateway from ../shared;
-- terminal: ctxpane in a real terminal (tmux);
+- server: the real llama.cpp server or LiteLLM gateway from ../shared (deselected by default: a step of .ci/run,
+  `-m 'server or terminal'`);
+- terminal: ctxpane in a real terminal (tmux) (deselected by default, run with the server tier);
 - installed: the built wheel in a fresh venv (deselected by default);
 - clients: real clients (agents, SDKs) installed from the registries, driven through the tap in front of the real
   server (tests/test_clients.py; deselected by default, a step of .ci/run of its own).
