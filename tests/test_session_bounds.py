@@ -33,6 +33,14 @@ def _session(body: dict[str, Any], reply: dict[str, Any], kind: str = "chat") ->
     return session
 
 
+def objects(levels: int, leaf: Any) -> Any:
+    """`levels` objects, one in the other (a change is written as nested changes into objects, not arrays)."""
+    value = leaf
+    for _ in range(levels):
+        value = {"x": value}
+    return value
+
+
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -75,16 +83,16 @@ def test_a_tool_schema_or_a_parameter_within_the_depth_bound_opens_again(tmp_pat
 
 
 def test_a_deep_value_kept_whole_when_it_fits_and_changes_written_flat_when_a_change_would_not(tmp_path):
-    """A change nested in a change adds two levels a step (log_diff): a leaf 30 levels down that changes is written
-    as the field set whole, which fits, not as 30 nested changes, which would not."""
+    """A change nested in a change adds two levels a step (log_diff): a leaf 40 levels down that changes is written
+    as the field set whole, which fits, not as 40 nested changes, which would not."""
     path = tmp_path / "grow.ctxpane.json"
-    session = _session(BODY, {"content": "ok", "extra": nested(30, 1)})
+    session = _session(BODY, {"content": "ok", "extra": objects(40, 1)})
     appender = SessionAppender()
     appender.append(session, path)
-    session.requests[0].reply = {"content": "ok", "extra": nested(30, 2)}
+    session.requests[0].reply = {"content": "ok", "extra": objects(40, 2)}
     appender.append(session, path)
     (record,) = load_session(path).session.requests
-    assert record.reply["extra"] == nested(30, 2) and not record.bounded
+    assert record.reply["extra"] == objects(40, 2) and not record.bounded
 
 
 def _written(path: Path) -> bytes:
@@ -103,7 +111,7 @@ def test_a_nul_or_torn_tail_is_left_out_with_a_notice_and_the_next_save_goes_on(
     whole = _written(path)
     path.write_bytes(whole + TAILS[tail])
     opened = load_session(path)
-    assert f"{len(TAILS[tail]):,} bytes" in opened.note and "cut off at the next save" in opened.note
+    assert f"the {len(TAILS[tail]):,} " in opened.note and "cut off at the next save" in opened.note
     assert "\n" not in opened.note
     assert [m.content for m in opened.session.messages] == ["hi"]
     session = opened.session

@@ -37,7 +37,7 @@ __all__ = ["LOG_VERSION", "body_text_problem", "is_log", "read_log"]
 
 LOG_VERSION = 2
 SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", "policy", "fences", "variables",
-            "tools", "params", "next_id")
+            "tools", "params", "next_id", "bounded")
 WIRE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
 OWN_KEYS = frozenset({"provenance", "pinned", "incomplete", "id"})
 MIN_NAMED = 64  # a reply's content this long is written as the message it became, when one holds it
@@ -68,11 +68,15 @@ class _Line(msgspec.Struct):
 
 
 def read_log(raw: bytes) -> LogState:
-    """Every line of a version-2 file, checked and folded; raises SessionFormatError (one clause, with the line)."""
-    problem = text_problem(raw)
+    """Every line of a version-2 file, checked and folded; raises SessionFormatError (one clause, with the line).
+
+    A tail after the last whole line is left out (LogState.cut): half a line a kill left, or the NUL bytes a power
+    cut leaves where the last write's blocks never reached the disk. NULs anywhere else are damage: refused."""
+    text = raw.rstrip(b"\x00")
+    end = text.rfind(b"\n") + 1
+    problem = text_problem(raw[:end] or text)
     if problem:
         raise SessionFormatError(problem)
-    end = raw.rfind(b"\n") + 1
     cut = len(raw) - end
     lines = raw[:end].split(b"\n")[:-1] if end else []
     if not lines:
@@ -80,7 +84,7 @@ def read_log(raw: bytes) -> LogState:
     header = _decode(lines[0], 1)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise SessionFormatError("holds JSON lines, but not a ctxpane session")
-    state = LogState(header, complete=end, cut=cut)
+    state = LogState(header, complete=end, cut=cut, nuls=len(raw) - len(text))
     checked: set[str] = set()
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
