@@ -132,3 +132,13 @@ def test_nuls_before_the_last_whole_line_are_still_refused(tmp_path):
     path.write_bytes(whole[:first] + b"\x00" * 10 + b"\n" + whole[first:])
     with pytest.raises(SessionFileError):
         load_session(path)
+
+
+def test_the_cli_says_what_opening_left_out_on_stderr(tmp_path, capsys):
+    from tui.cli import main
+
+    path = tmp_path / "tail.ctxpane.json"
+    path.write_bytes(_written(path) + b"\x00" * 4096)
+    assert main(["export", str(path), "--format", "json", "-o", str(tmp_path / "out.json")]) == 0
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and said.startswith(f"{path}: ") and "4,096 NUL bytes" in said
