@@ -12,7 +12,8 @@
 
 Each append is a run of whole lines written at once after everything it refers to, so a file cut anywhere (a
 kill -9 in the middle of a write) holds every append up to the last complete line; a last line without its
-newline is left out when the file is read, and cut off before the next append. A part's H is the first 32 hex
+newline (and the NULs a power cut leaves after it) is left out when the file is read, and cut off before the next
+append. The writer keeps every value within this reader's bounds (tui/sessions/bounds.py). A part's H is the first 32 hex
 digits of the sha256 of its text, a message's of its record's JSON: each is written once, however many requests
 send it. Reading (this module) parses and checks each line and folds it into the session's last state and each
 request's figures (tui/sessions/log_state.py holds them); the session is built from that state in
