@@ -64,10 +64,12 @@ def sessions(draw: Any) -> Session:
                                             provenance=Provenance("model", True), id=session.new_id()))
         wire = [{"role": m.role, "content": m.content if isinstance(m.content, str) else draw(TEXT)}
                 for m in session.messages]
-        body: dict[str, Any] = {"model": "m", "messages": wire, **{k: v for k, v in session.params.items()
-                                                                   if not depth_problem(v) and _small_ints(v)}}
-        if session.tools and not depth_problem({"tools": session.tools}) and _small_ints(session.tools):
-            body["tools"] = session.tools  # a body is kept as sent: one past the bounds is never sent (the tap checks)
+        # A body is kept byte for byte as sent: one past the reader's bounds is never recorded (the tap checks, the
+        # app's parameters and tools come from files read within them), so only what a body can hold is sent.
+        body: dict[str, Any] = {"model": "m", "messages": wire}
+        for key, value in [*session.params.items(), ("tools", session.tools)]:
+            if value is not None and not depth_problem({key: value}) and _small_ints(value):
+                body[key] = value
         reply = {"content": draw(TEXT), "provider_usage": draw(FREE), "extra": draw(VALUE)}
         record = RequestRecord(number, "2026-12-07T00:00:00+00:00", body, reply=reply, usage=draw(FREE),
                                message_ids=[m.id for m in session.messages],

@@ -3,14 +3,12 @@ counted from the line's own top, and no integer of 2**63 or more (tui/sessions/s
 
 A value past one of them is kept in a form the reader takes, and said: an integer that large as its decimal text,
 an array or object nested too deep as its JSON text, each with a note naming where. Nothing is dropped: the text
-holds the value whole. A value within both bounds is returned as it is (the common case, decided without walking
-the value in Python: on its JSON bytes).
+holds the value whole. A value within both bounds is returned as it is (the common case, decided by a walk of its
+arrays and objects only: its texts are never looked into).
 """
 
 from __future__ import annotations
 
-import re
-from itertools import accumulate
 from typing import Any
 
 import msgspec
@@ -20,31 +18,50 @@ from tui.context.untrusted.outside_files import MAX_DEPTH, MAX_INT
 Json = Any
 MAX_NOTES = 20  # notes kept for one record or session: past them, one more says how many were not listed
 
-# a JSON string as msgspec writes it (every quote inside escaped): its brackets and digits are no structure
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # 2**63 has 19 digits: a shorter run is a smaller integer
-_BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the brackets, to delete
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_CONTAINERS = (dict, list)
 
 
-def depth_of(text: bytes) -> int:
-    """How many arrays and objects deep a JSON text nests (its strings skipped): in C but for one step a bracket."""
-    brackets = _STRING.sub(b"", text).translate(None, _BRACKETS)
-    return max(accumulate(_STEP[b] for b in brackets), default=0)
+def reach(value: Json) -> tuple[int, bool]:
+    """How many arrays and objects deep `value` nests, and whether it holds an integer past the bound. Only its
+    arrays and objects are walked, each looked at in C for what it holds (a list of 100,000 strings costs one
+    pass of `map`, a long text nothing)."""
+    if not isinstance(value, _CONTAINERS):
+        return 0, type(value) is int and abs(value) >= MAX_INT
+    deepest, huge = 0, False
+    stack: list[tuple[Json, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, list) and _only_text(item):
+            continue
+        kinds = set(map(type, children))
+        if int in kinds and not huge:
+            huge = any(type(child) is int and abs(child) >= MAX_INT for child in children)
+        if dict in kinds or list in kinds:
+            stack.extend((child, depth + 1) for child in children if isinstance(child, _CONTAINERS))
+    return deepest, huge
 
 
-def fits(text: bytes, levels: int = MAX_DEPTH) -> bool:
-    """Whether a JSON text keeps within both bounds with `levels` levels of room (cheap for text that does)."""
-    if text.count(b"[") + text.count(b"{") <= levels and _LONG_DIGITS.search(text) is None:
-        return True
-    bare = _STRING.sub(b"", text)
-    return _LONG_DIGITS.search(bare) is None and depth_of(bare) <= levels
+def _only_text(items: list[Json]) -> bool:
+    """Whether a list holds texts only (a reply's generated tokens): joined in C, which stops at the first that is not."""
+    try:
+        "".join(items)
+    except TypeError:
+        return False
+    return True
+
+
+def fits(value: Json, levels: int = MAX_DEPTH) -> bool:
+    """Whether `value` keeps within both bounds with `levels` levels of room."""
+    depth, huge = reach(value)
+    return depth <= levels and not huge
 
 
 def within_bounds(value: Json, levels: int, where: str = "") -> tuple[Json, list[str]]:
     """`value` as the reader takes it when its top sits where `levels` levels of nesting are left, and the notes of
     what was kept as text (empty: `value` itself, unchanged)."""
-    if fits(msgspec.json.encode(value), levels):
+    if fits(value, levels):
         return value, []
     notes: list[str] = []
     return _bounded(value, levels, where, notes), notes

@@ -61,9 +61,8 @@ def fitting(line: dict[str, Json], old: dict[str, Json], new: dict[str, Json]) -
     """The line, its change `d` (from `old` to `new`) as it is, or when that nests past the reader's bound, as the
     values it changes set whole: a change inside a change adds two levels a step (log_diff), a value set whole sits
     where the fields do, which the bounded values fit."""
-    text = _dumps(line)
-    if "d" not in line or fits(text.encode("utf-8", "surrogatepass")):
-        return text
+    if "d" not in line or fits(line):
+        return _dumps(line)
     flat: dict[str, Json] = {}
     sets = {key: value for key, value in new.items() if key not in old or old[key] != value}
     gone = [key for key in old if key not in new]
