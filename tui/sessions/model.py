@@ -230,7 +230,8 @@ class Session:
                 "fences": self.fences, "variables": self.variables, "tools": self.tools, "params": self.params,
                 "messages": [m.to_record() for m in self.messages],
                 "requests": [asdict(r) for r in self.requests] if requests else [], "next_id": self.next_id,
-                **({"branches": [b.to_record() for b in self.branches]} if self.branches else {})}
+                **({"branches": [b.to_record() for b in self.branches]} if self.branches else {}),
+                **({"bounded": self.bounded} if self.bounded else {})}
 
 
 def id_floor(messages: list[Message], requests: list[RequestRecord]) -> int:
