@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from controller_helpers import harness  # noqa: F401 - a fixture
 from tui.context.messages import Message, Provenance
 from tui.sessions.model import RequestRecord, Session
 from tui.sessions.store import SessionAppender, load_session
@@ -142,3 +143,15 @@ def test_the_cli_says_what_opening_left_out_on_stderr(tmp_path, capsys):
     assert main(["export", str(path), "--format", "json", "-o", str(tmp_path / "out.json")]) == 0
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and said.startswith(f"{path}: ") and "4,096 NUL bytes" in said
+
+
+async def test_the_app_says_what_opening_left_out(harness, tmp_path):
+    from tui.controller.events import Notice
+
+    ctl = await harness.ready()
+    path = tmp_path / "tail.ctxpane.json"
+    path.write_bytes(_written(path) + b"\x00" * 4096)
+    ctl.open_file(path)
+    await harness.idle()
+    assert ctl.file.session_file == path
+    assert any("4,096 NUL bytes" in notice.text and "\n" not in notice.text for notice in harness.of(Notice))
