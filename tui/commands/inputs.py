@@ -124,11 +124,19 @@ def session_conversation(path_text: str) -> Conversation:
 
 
 def open_session(path_text: str) -> Opened:
-    """A session file the user named; one line (status 2) when it cannot be read or is not a session."""
+    """A session file the user named; one line (status 2) when it cannot be read or is not a session. What reading
+    it left out or changed (a tail a power cut left, values kept as text) is said on stderr, as the app says it."""
+    import sys
+
+    from tui.errors import one_line
+
     try:
-        return load_session(Path(path_text).expanduser())
+        opened = load_session(Path(path_text).expanduser())
     except SessionFileError as exc:
         raise UsageError(str(exc)) from None
+    if opened.note:
+        print(f"{path_text}: {one_line(opened.note, 1000)}", file=sys.stderr)
+    return opened
 
 
 def refuse_special_file(spec: str) -> None:

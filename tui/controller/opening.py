@@ -91,6 +91,8 @@ class Opening:
             return
         parts.file.autosave(now=True)
         hooks.adopt(opened.session, path, opened.read_only)
+        if opened.note:  # what reading it left out or kept as text, said as on the first open
+            parts.notify(visible(opened.note), severity=Severity.WARNING, timeout=10)
 
     def new_session(self) -> None:
         parts, hooks = self.parts, self.hooks

@@ -40,10 +40,25 @@ def session_from_log(state: LogState, path: Path | None = None) -> Session:
                                            _in_file(path, _text_loader(state, index)), **values))
     session.requests = requests
     session.next_id = max(session.next_id, state.id_floor)  # (to_session counted the messages' own ids)
-    if state.cut:
+    if state.cut:  # (the writer cuts them off before its next append: LogWriter._write)
+        what = "NUL bytes (what a power cut leaves)" if state.nuls == state.cut else "bytes"
         session.read_notes.append(f"its last write was cut short (the app or the machine stopped): the "
-                                  f"{state.cut:,} bytes of that last line were left out")
+                                  f"{state.cut:,} {what} after its last whole line were left out, and are cut off "
+                                  "at the next save")
+    bounded = kept_as_text(session)
+    if bounded:
+        session.read_notes.append(bounded)
     return session
+
+
+def kept_as_text(session: Session) -> str:
+    """One clause for the values the file keeps as text, past the reader's bounds (tui/sessions/bounds.py), or ""."""
+    notes = [*session.bounded, *(f"request {r.number}: {note}" for r in session.requests for note in r.bounded)]
+    if not notes:
+        return ""
+    many = len(notes) > 1
+    return (f"{len(notes):,} value{'s' if many else ''} past the file's bounds {'are' if many else 'is'} kept as "
+            f"text ({notes[0]}{'; …' if many else ''})")
 
 
 def body_text_in_file(path: Path, index: int) -> str:

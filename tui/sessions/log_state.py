@@ -30,7 +30,8 @@ class LogState:
     id_floor: int = 0  # one past the highest numbered message id the requests name
     initial: dict[str, Json] = field(default_factory=dict)  # the last request's figures as its first line wrote them
     complete: int = 0  # bytes of whole lines (a last line cut short is not counted)
-    cut: int = 0  # bytes of a last line cut short
+    cut: int = 0  # bytes of a last line cut short (NULs a power cut left included)
+    nuls: int = 0  # of them, the NUL bytes at the very end
     lengths: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # array -> (request, its length)
     _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
     unpacked: Unpacked = field(default_factory=lambda: Unpacked(MAX_SESSION_BYTES), repr=False)

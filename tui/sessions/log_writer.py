@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from tui.context.messages import Message
 from tui.context.request_bytes import request_text
 from tui.sessions.body_split import Hole, Split, split
+from tui.sessions.bounds import MAX_DEPTH, bounded_fields, fits, merged_notes
 from tui.sessions.body_text import canonical, exact_text, wire_key
 from tui.sessions.log_batch import Batch
 from tui.sessions.log_diff import copy_json, diff, list_change
@@ -26,6 +27,9 @@ __all__ = ["LogWriter", "figures_of", "log_bytes"]
 
 
 FIXED = ("message_ids",)  # a record's fields that never change once it is written (as long as the conversation)
+# The levels of a line above what it holds: a record's or the settings' fields sit at {"t":…,"d":{"s":{key: value}}}
+# (the fields' object is the third level), a message's at {"t":"m","v":{key: value}} (the second).
+FIELDS_AT, MESSAGE_AT = 3, 2
 
 
 def figures_of(record: RequestRecord, kept: dict[str, Json] | None = None) -> dict[str, Json]:
@@ -39,6 +43,34 @@ def figures_of(record: RequestRecord, kept: dict[str, Json] | None = None) -> di
             if name in kept:
                 figures[name] = kept[name]
     return figures
+
+
+def bounded_figures(figures: dict[str, Json]) -> dict[str, Json]:
+    """A record's figures as its line can hold them (tui/sessions/bounds.py): what is past the reader's bounds kept
+    as text, said in the record's `bounded` (kept with the notes already there; absent when there are none)."""
+    out, notes = bounded_fields(figures, MAX_DEPTH - FIELDS_AT + 1)
+    notes = merged_notes(figures.get("bounded") or [], notes)
+    if notes:
+        out = {**out, "bounded": notes}
+    else:
+        out = {key: value for key, value in out.items() if key != "bounded"}
+    return out
+
+
+def fitting(line: dict[str, Json], old: dict[str, Json], new: dict[str, Json]) -> str:
+    """The line, its change `d` (from `old` to `new`) as it is, or when that nests past the reader's bound, as the
+    values it changes set whole: a change inside a change adds two levels a step (log_diff), a value set whole sits
+    where the fields do, which the bounded values fit."""
+    if "d" not in line or fits(line):
+        return _dumps(line)
+    flat: dict[str, Json] = {}
+    sets = {key: value for key, value in new.items() if key not in old or old[key] != value}
+    gone = [key for key in old if key not in new]
+    if sets:
+        flat["s"] = sets
+    if gone:
+        flat["x"] = gone
+    return _dumps({**line, "d": flat})  # (the key keeps its place in the line)
 
 
 class LogWriter:
@@ -73,6 +105,7 @@ class LogWriter:
         self.initial: dict[str, Json] = {}  # the last request's figures as its first line wrote them
         self.encoding: dict[str, Json] | None = None  # the last request's body as frame and parts (completed)
         self.contents: dict[str, str] = {}  # the latest messages' contents (long ones) -> their H
+        self.noted: list[str] = []  # the notes of messages' values kept as text (bounds.py), for the settings
 
     # -- the file as it is ---------------------------------------------------------------------------------------
     def resume(self, state: LogState) -> None:
@@ -222,19 +255,19 @@ class LogWriter:
             written = batch.figures.get(index) or self.figures.get(index)
             if written is None:
                 return
-            figures = redacted_request(figures_of(record, kept=written), redactor)
+            figures = bounded_figures(redacted_request(figures_of(record, kept=written), redactor))
 
             def changed() -> None:
                 like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
                 change = self._content_named(diff(written, figures, like), batch)
                 if change:
-                    batch.add(_dumps({"t": "r", "n": index + 1, "d": change}))
+                    batch.add(fitting({"t": "r", "n": index + 1, "d": change}, written, figures))
                     batch.figures[index] = figures
             batch.later.append(changed)
             return
         if index != self.count + batch.new_records:
             return  # (requests are only ever added at the end)
-        figures = redacted_request(figures_of(record), redactor)
+        figures = bounded_figures(redacted_request(figures_of(record), redactor))
         before = self.bodies.get(index - 1) if index == self.count else batch.bodies.get(index - 1)
         text = exact_text(record, redactor, self.last_body if index == self.count else batch.last_body, before)
         if index == self.count + batch.new_records:
@@ -252,8 +285,8 @@ class LogWriter:
         def added() -> None:
             base = (batch.initial if batch.initial is not None else self.initial) if index else {}
             like = (batch.figures.get(index - 1) or self.figures.get(index - 1)) if index else None
-            batch.add(_dumps({"t": "r", "n": index + 1, "d": self._content_named(diff(base, figures, like), batch),
-                              "b": shortened}))
+            change = self._content_named(diff(base, figures, like), batch)
+            batch.add(fitting({"t": "r", "n": index + 1, "d": change, "b": shortened}, base, figures))
             batch.figures[index] = figures
             batch.initial = figures
         batch.later.append(added)
@@ -298,6 +331,7 @@ class LogWriter:
 
         settings = redacted_session({**session.to_settings(), "requests": []}, secrets)
         settings = {key: settings[key] for key in SETTINGS if key in settings}
+        settings, notes = bounded_fields(settings, MAX_DEPTH - FIELDS_AT + 1)
         hashes: dict[int, tuple[Message, str, Any]] = {}
         messages = session.messages
         known = len(self._shown_messages)
@@ -311,6 +345,10 @@ class LogWriter:
         branches = [{"fork": b.fork, "label": b.label, "created": b.created,
                      "m": [self._message(batch, m, hashes) for m in b.messages]} for b in session.branches]
         self._hashes = hashes
+        notes = merged_notes(settings.get("bounded") or [], self.noted, notes)  # (the messages': said once, kept)
+        settings = {key: value for key, value in settings.items() if key != "bounded"}
+        if notes:
+            settings["bounded"] = notes
         line: dict[str, Json] = {"t": "st"}
         change = diff(self.settings, settings)
         if change:
@@ -318,11 +356,11 @@ class LogWriter:
         if shown != self.shown:
             line["m"] = list_change(self.shown, shown)
         if branches != self.branches:  # (as a change from the branches before: their lines grow by the new ones)
-            change = list_change(self.branches, branches)
-            line["br"] = change if change["k"] else branches
+            kept = list_change(self.branches, branches)
+            line["br"] = kept if kept["k"] else branches
         batch.shown_messages = list(messages)
         if len(line) > 1:
-            batch.add(_dumps(line))
+            batch.add(fitting(line, self.settings, settings))
             batch.state = (settings, shown, branches)
 
     def _message(self, batch: Batch, message: Message, hashes: dict[int, tuple[Message, str, Any]]) -> str:
@@ -331,7 +369,9 @@ class LogWriter:
         held = _message_holding(message)
         if cached is None or cached[0] is not message or cached[2] != held or \
                 cached[1] not in self.known and cached[1] not in batch.known:  # (cached by an append that failed)
-            record = message.to_record()
+            record, notes = bounded_fields(message.to_record(), MAX_DEPTH - MESSAGE_AT + 1)
+            if notes:  # said in the session's notes (a message has no field for them)
+                self.noted = merged_notes(self.noted, [f"message {message.id[:40]}: {note}" for note in notes])
             text = _dumps(record)
             ident = part_hash(text)
             cached = (message, ident, held)

@@ -114,6 +114,7 @@ class RequestRecord:
     sent: JSONObject | None = None  # how a tapped request was sent: method, path and query, headers (keys ***)
     identity: JSONObject | None = None  # the session the client said it is of, and a sub-agent's parent (the tap)
     compaction: JSONObject | None = None  # the client's own compaction of its history at this request (the tap)
+    bounded: list[str] = field(default_factory=list)  # values its file keeps as text: past the reader's bounds
 
     @property
     def incomplete(self) -> bool:
@@ -192,6 +193,7 @@ class Session:
     branches: list[Branch] = field(default_factory=list)  # the continuations not shown (edits, re-sends)
     read_notes: list[str] = field(default_factory=list, compare=False)  # what reading the file changed (not saved)
     next_id: int = 0  # the number of the next message id: ids are never given twice in one file
+    bounded: list[str] = field(default_factory=list)  # values its file keeps as text: past the reader's bounds
 
     def reserve_ids(self) -> None:
         """Before a message goes (a delete undo may bring back): the counter passes every id in use now."""
@@ -216,7 +218,8 @@ class Session:
         return {"title": self.title, "created": self.created, "updated": self.updated,
                 "endpoint": {"base_url": self.base_url, "model": self.model}, "template": self.template,
                 "tokenizer": self.tokenizer, "policy": self.policy, "fences": self.fences, "variables": self.variables,
-                "tools": self.tools, "params": self.params, "next_id": self.next_id}
+                "tools": self.tools, "params": self.params, "next_id": self.next_id,
+                **({"bounded": self.bounded} if self.bounded else {})}
 
     def to_dict(self, requests: bool = True) -> JSONObject:
         """The session as version 1's one object (export --format json); without `requests`, an empty list: no
@@ -227,7 +230,8 @@ class Session:
                 "fences": self.fences, "variables": self.variables, "tools": self.tools, "params": self.params,
                 "messages": [m.to_record() for m in self.messages],
                 "requests": [asdict(r) for r in self.requests] if requests else [], "next_id": self.next_id,
-                **({"branches": [b.to_record() for b in self.branches]} if self.branches else {})}
+                **({"branches": [b.to_record() for b in self.branches]} if self.branches else {}),
+                **({"bounded": self.bounded} if self.bounded else {})}
 
 
 def id_floor(messages: list[Message], requests: list[RequestRecord]) -> int:

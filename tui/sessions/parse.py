@@ -94,7 +94,7 @@ def to_session(parsed: schema.SessionIn) -> Session:
         template=_template(parsed.template), tokenizer=parsed.tokenizer, policy=msgspec.structs.asdict(parsed.policy),
         fences=parsed.fences, variables=dict(parsed.variables), tools=parsed.tools, params=dict(parsed.params),
         messages=[to_message(m, i) for i, m in enumerate(parsed.messages)],
-        requests=[_request(r) for r in parsed.requests])
+        requests=[_request(r) for r in parsed.requests], bounded=list(parsed.bounded))
     branches = [(b, [to_message(m, i) for i, m in enumerate(b.messages)]) for b in parsed.branches if b.messages]
     kept = [*session.messages, *(m for _, messages in branches for m in messages)]
     # The counter never goes back: a file that names a lower one than its ids show is not believed.
@@ -157,7 +157,7 @@ def _request(item: schema.RequestIn) -> RequestRecord:
         tokenizer=item.tokenizer, message_count=item.message_count, message_ids=list(item.message_ids), reply_id=item.reply_id,
         fit=_plain(item.fit), received=_plain(item.received), cost=_plain(item.cost), format=item.format,
         context=_plain(item.context), sent=_plain(item.sent), identity=_plain(item.identity),
-        compaction=_plain(item.compaction))
+        compaction=_plain(item.compaction), bounded=list(item.bounded))
 
 
 def _plain(struct: msgspec.Struct | None) -> JSONObject | None:

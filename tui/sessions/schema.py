@@ -195,6 +195,7 @@ class ContextIn(Struct):
     note: Note = ""
 
 
+MAX_BOUNDED = 100  # notes of values kept as text (tui/sessions/bounds.py writes at most 21)
 MAX_HEADERS = 200  # a tapped request's headers kept (tui/tap/sent.py)
 HeaderValue: TypeAlias = Annotated[str, Meta(max_length=8192)]
 HeaderPair: TypeAlias = Annotated[list[HeaderValue], Meta(min_length=2, max_length=2)]  # (a name is shorter: below)
@@ -306,6 +307,7 @@ class RequestIn(Struct):
     sent: SentIn | None = None  # (absent in older files, and in the app's own requests)
     identity: IdentityIn | None = None
     compaction: CompactionIn | None = None
+    bounded: Annotated[list[Note], Meta(max_length=MAX_BOUNDED)] = []  # values kept as text (tui/sessions/bounds.py)
 
     def __post_init__(self) -> None:
         if self.format == "chat":
@@ -355,6 +357,7 @@ class SessionIn(Struct):
     requests: Annotated[list[RequestIn], Meta(max_length=MAX_REQUESTS)] = []
     next_id: Annotated[int, Meta(ge=0, le=MAX_NEXT_ID)] | None = None  # absent in older files
     branches: Annotated[list[BranchIn], Meta(max_length=MAX_BRANCHES)] = []  # absent in older files
+    bounded: Annotated[list[Note], Meta(max_length=MAX_BOUNDED)] = []  # values kept as text (tui/sessions/bounds.py)
 
     def __post_init__(self) -> None:
         check_names(self.variables, ".variables")

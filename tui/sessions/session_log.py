@@ -12,7 +12,8 @@
 
 Each append is a run of whole lines written at once after everything it refers to, so a file cut anywhere (a
 kill -9 in the middle of a write) holds every append up to the last complete line; a last line without its
-newline is left out when the file is read, and cut off before the next append. A part's H is the first 32 hex
+newline (and the NULs a power cut leaves after it) is left out when the file is read, and cut off before the next
+append. The writer keeps every value within this reader's bounds (tui/sessions/bounds.py). A part's H is the first 32 hex
 digits of the sha256 of its text, a message's of its record's JSON: each is written once, however many requests
 send it. Reading (this module) parses and checks each line and folds it into the session's last state and each
 request's figures (tui/sessions/log_state.py holds them); the session is built from that state in
@@ -37,7 +38,7 @@ __all__ = ["LOG_VERSION", "body_text_problem", "is_log", "read_log"]
 
 LOG_VERSION = 2
 SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", "policy", "fences", "variables",
-            "tools", "params", "next_id")
+            "tools", "params", "next_id", "bounded")
 WIRE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
 OWN_KEYS = frozenset({"provenance", "pinned", "incomplete", "id"})
 MIN_NAMED = 64  # a reply's content this long is written as the message it became, when one holds it
@@ -68,11 +69,15 @@ class _Line(msgspec.Struct):
 
 
 def read_log(raw: bytes) -> LogState:
-    """Every line of a version-2 file, checked and folded; raises SessionFormatError (one clause, with the line)."""
-    problem = text_problem(raw)
+    """Every line of a version-2 file, checked and folded; raises SessionFormatError (one clause, with the line).
+
+    A tail after the last whole line is left out (LogState.cut): half a line a kill left, or the NUL bytes a power
+    cut leaves where the last write's blocks never reached the disk. NULs anywhere else are damage: refused."""
+    text = raw.rstrip(b"\x00")
+    end = text.rfind(b"\n") + 1
+    problem = text_problem(raw[:end] or text)
     if problem:
         raise SessionFormatError(problem)
-    end = raw.rfind(b"\n") + 1
     cut = len(raw) - end
     lines = raw[:end].split(b"\n")[:-1] if end else []
     if not lines:
@@ -80,7 +85,7 @@ def read_log(raw: bytes) -> LogState:
     header = _decode(lines[0], 1)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise SessionFormatError("holds JSON lines, but not a ctxpane session")
-    state = LogState(header, complete=end, cut=cut)
+    state = LogState(header, complete=end, cut=cut, nuls=len(raw) - len(text))
     checked: set[str] = set()
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
