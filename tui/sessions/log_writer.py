@@ -14,7 +14,8 @@ from typing import Any, Iterable
 from tui.context.messages import Message
 from tui.context.request_bytes import request_text
 from tui.sessions.body_split import Hole, Split, split
-from tui.sessions.bounds import MAX_DEPTH, bounded_fields, fits, merged_notes
+from tui.context.untrusted.outside_files import MAX_DEPTH
+from tui.sessions.bounds import bounded_fields, fits, merged_notes
 from tui.sessions.body_text import canonical, exact_text, wire_key
 from tui.sessions.log_batch import Batch
 from tui.sessions.log_diff import copy_json, diff, list_change
