@@ -155,3 +155,38 @@ async def test_the_app_says_what_opening_left_out(harness, tmp_path):
     await harness.idle()
     assert ctl.file.session_file == path
     assert any("4,096 NUL bytes" in notice.text and "\n" not in notice.text for notice in harness.of(Notice))
+
+
+async def test_a_message_as_deep_as_its_line_allows_is_not_sent_in_a_body_its_file_could_not_open(tmp_path, monkeypatch):
+    """A file's message may nest as deep as a message line holds; a request body wraps it further. Sent, that body
+    was recorded and the file then refused it ("the body of request 1 is nested too deeply"): now it is not sent,
+    the user is told why, and the file opens with every request."""
+    from controller_helpers import connected
+    from window_servers import WindowServer
+    from tui.context.messages import Message, Provenance
+    from tui.controller.events import Notice
+    from tui.sessions.model import Session
+    from tui.sessions.store import SessionAppender, load_session
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    deep: object = "leaf"
+    for _ in range(60):
+        deep = {"k": deep}
+    session = Session(title="deep")
+    session.messages.append(Message("user", [{"type": "text", "text": "hi", "extra": deep}], id=session.new_id()))
+    session.messages.append(Message("assistant", "hello", provenance=Provenance("model", True), id=session.new_id()))
+    path = tmp_path / "deep.ctxpane.json"
+    SessionAppender().append(session, path)
+    assert not load_session(path).note
+    with WindowServer("vllm", n_ctx=4096) as server:
+        made = await connected(tmp_path, server.url)
+        made.ctl.open_file(path)
+        await made.idle()
+        made.ctl.submit("and now?")
+        await made.until_replied()
+        notices = [event.text for event in made.of(Notice)]
+        made.ctl.close()
+        await made.idle()
+    assert any("not sent: a session file could not hold this request" in text for text in notices), notices
+    for record in load_session(path).session.requests:
+        assert record.body is not None  # every recorded body reads back

@@ -164,6 +164,17 @@ def _check_content(role: str, content: Any) -> None:
             raise MessageError(f"{role} message has a content part without a 'type': {json.dumps(part)[:60]}")
 
 
+SESSION_FIELDS = ("provenance", "pinned")  # a session's own: where a message came from, never a request's to say
+
+
+def wire_message(data: Any, index: int, ident: str) -> Message:
+    """A message as a request body carries it, with the id given: trusted or untrusted by its role, whatever fields
+    of a session's own it carries (a tool result that says it was typed by the user is still a tool result)."""
+    if isinstance(data, dict):
+        data = {**{key: value for key, value in data.items() if key not in SESSION_FIELDS}, "id": ident}
+    return message_from_dict(data, index)
+
+
 def message_from_dict(data: Any, index: int = 0) -> Message:
     """Build a Message from an OpenAI-style dict, with optional `provenance`, `pinned`, `id` keys."""
     if not isinstance(data, dict):

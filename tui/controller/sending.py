@@ -28,6 +28,16 @@ from tui.controller.events import ReplyGrew, Severity, Tone
 
 COUNT_WAIT = 10.0  # seconds a provider's pre-send count may take before the request goes without it
 
+def unrecordable(wb: Any, body: dict[str, Any]) -> str | None:
+    """Why the session file's reader would refuse this body as it is recorded (nested too deep, a figure too large),
+    or None: a message read from a file may nest as deep as a message line allows, and a body wraps it further."""
+    from tui.context.formats.convert import wire_request
+    from tui.context.request_bytes import request_text
+    from tui.sessions.session_log import body_text_problem
+
+    return body_text_problem(request_text(wire_request(body, wb.api)).encode("utf-8"))
+
+
 if TYPE_CHECKING:
     from tui.client.reply import Reply
     from tui.context.messages import Message
@@ -151,6 +161,11 @@ class Sending:
                 note = ""
                 return
             body = wb.request_body(view)
+            problem = unrecordable(wb, body)
+            if problem:  # sent, it could not be kept: the file it is saved in would not open again
+                parts.notify(visible(f"not sent: a session file could not hold this request ({problem})"),
+                             severity=Severity.WARNING, timeout=12)
+                return
             await self._provider_count(wb, body, view)
             sent_at = time.time()
             prices = self.prices = await load_prices_once(parts, self.prices)

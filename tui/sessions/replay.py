@@ -22,7 +22,7 @@ from tui.context.untrusted.fences import FenceStyle
 from tui.context.errors import TemplateNotFound, TemplateRenderError
 from tui.context.formats import FormatError, FormatKind, Parsed, parse_body
 from tui.context.json_types import JSONObject
-from tui.context.messages import Message, MessageError, message_from_dict
+from tui.context.messages import Message, MessageError, wire_message
 from tui.context.request import RequestSettings, RequestView, build_request
 from tui.context.templates.library import ChatTemplate, builtin_template
 from tui.context.tokens.counting import SegmentCache, Tokenizer
@@ -154,7 +154,7 @@ def body_messages(record: RequestRecord, index: int, session: Session | None = N
     wire = record_wire(session, record, carried)[0] if session is not None else parsed_body(record).messages
     ids = record.message_ids if len(record.message_ids) == len(wire) else [f"w{i}" for i in range(len(wire))]
     try:
-        return [message_from_dict({**m, "id": ids[i]}, i) for i, m in enumerate(wire)]
+        return [wire_message(m, i, ids[i]) for i, m in enumerate(wire)]
     except MessageError as exc:
         raise ValueError(f"step {index + 1}: the stored request has a bad message: {exc}") from None
 

@@ -80,7 +80,9 @@ class ProvenanceIn(Struct):
     recorded: Label = ""  # when a memory was recorded (ISO 8601)
 
 
-class MessageIn(Struct):
+class WireMessageIn(Struct):
+    """A message as a request body carries it: what a server reads (anything else in it is the client's own)."""
+
     role: Role
     content: Text | Annotated[list[Free], Meta(max_length=MAX_PARTS)] | None = ""
     name: Name | None = None
@@ -89,10 +91,6 @@ class MessageIn(Struct):
     reasoning_content: Text | None = None
     reasoning: Text | None = None
     thinking: Text | None = None
-    provenance: ProvenanceIn | None = None
-    pinned: bool = False
-    id: Id = ""
-    incomplete: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.content, list):
@@ -101,7 +99,17 @@ class MessageIn(Struct):
             conform(self.tool_calls, list[ToolCall], ".tool_calls")
 
 
+class MessageIn(WireMessageIn):
+    """A session's message: the wire fields and where it came from (never sent, never read from a body)."""
+
+    provenance: ProvenanceIn | None = None
+    pinned: bool = False
+    id: Id = ""
+    incomplete: bool = False
+
+
 Messages: TypeAlias = Annotated[list[MessageIn], Meta(max_length=MAX_MESSAGES)]
+WireMessages: TypeAlias = Annotated[list[WireMessageIn], Meta(max_length=MAX_MESSAGES)]
 
 
 # -- session settings ------------------------------------------------------------------------------------
@@ -177,7 +185,7 @@ class Reply(Struct):
 
 
 class Body(Struct):
-    messages: Messages = []
+    messages: WireMessages = []
     tools: Tools | None = None
 
 
@@ -262,7 +270,7 @@ def check_wire_body(kind: str, body: dict[str, Any], where: str) -> None:
         parsed = parse_body(FormatKind(kind), body)
     except FormatError as exc:
         raise ValueError(f"{exc} - at `${where}`") from None
-    conform(parsed.messages, Messages, f"{where} (as messages)")
+    conform(parsed.messages, WireMessages, f"{where} (as messages)")
     check_tools(parsed.tools, f"{where}.tools")
 
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from tui.context.policy.truncation import LedgerEntry
-from tui.context.messages import Message, message_from_dict
+from tui.context.messages import Message, wire_message
 from tui.sessions.model import RequestRecord
 from tui.sessions.replay import ledger_entries
 
@@ -16,12 +16,8 @@ from tui.tap.state import Thread
 
 
 def messages_of(wire: list, ids: list[str]) -> list[Message]:
-    """The wire messages as session messages, with the ids given."""
-    messages = []
-    for index, item in enumerate(wire):
-        message = message_from_dict({**item, "id": ids[index]} if isinstance(item, dict) else item, index)
-        messages.append(message)
-    return messages
+    """The wire messages as session messages, with the ids given, trusted or not by their roles (wire_message)."""
+    return [wire_message(item, index, ids[index]) for index, item in enumerate(wire)]
 
 
 def client_cuts(match: Match, previous_view: Any, previous_ids: list[str], number: int,
