@@ -125,3 +125,20 @@ def test_a_normal_stop_records_every_request_still_queued(upstream, tmp_path):
     records = [request for path in files for request in session_data(path)["requests"]]
     assert len(records) == 200
     assert all(not record["reply"].get("incomplete") for record in records)
+
+
+def test_a_stop_with_recording_queued_says_how_much_is_left_now_and_then(monkeypatch, capsys):
+    """A stop that records a long backlog printed one line at its start, then nothing for minutes."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from tui.commands import tap as command
+    monkeypatch.setattr(command, "DRAIN_SAID_EVERY", 0.01)
+    recorder = SimpleNamespace(queued=37, hurried=False)
+
+    async def a_while() -> None:
+        said = asyncio.ensure_future(command.draining(recorder))
+        await asyncio.sleep(0.05)
+        said.cancel()
+    asyncio.run(a_while())
+    assert "recording 37 queued steps still" in capsys.readouterr().err
