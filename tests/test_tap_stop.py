@@ -93,3 +93,52 @@ def test_a_hurried_stop_leaves_the_queued_recording_out_and_says_so(upstream, tm
         running.stop()
     assert recorder.left_out == 4
     assert recorder.saved_line().endswith("; 4 requests left out, not recorded (the stop was hurried)")
+
+
+def test_a_normal_stop_records_every_request_still_queued(upstream, tmp_path):
+    """200 quick requests whose recording lags behind (each step slowed), then a normal stop (as Ctrl+C once, SIGTERM
+    and the app's quit do: the server closes, then the recorder): every request is in the session files."""
+    import time
+
+    from session_files import session_data
+    from tap_helpers import RunningTap
+    running = RunningTap(upstream.url, tmp_path / "tapped")
+    recorder = running.recorder
+    real_begin, real_finish = recorder.begin, recorder.finish
+
+    def slow(step):
+        def slowed(exchange):
+            time.sleep(0.005)  # the stand-in for a long render: the queue builds up behind it
+            step(exchange)
+        return slowed
+    recorder.begin, recorder.finish = slow(real_begin), slow(real_finish)
+    try:
+        with httpx.Client(timeout=30) as client:
+            for number in range(200):
+                body = {"model": "m", "messages": [{"role": "user", "content": f"queued request {number}"}]}
+                assert client.post(f"{running.url}/ok/v1/chat/completions", json=body).status_code == 200
+        assert recorder.queued > 0  # the stop comes with recording still queued
+    finally:
+        running.stop()
+    assert recorder.left_out == 0 and recorder.failures == 0
+    files = sorted((tmp_path / "tapped").glob("*.json"))
+    records = [request for path in files for request in session_data(path)["requests"]]
+    assert len(records) == 200
+    assert all(not record["reply"].get("incomplete") for record in records)
+
+
+def test_a_stop_with_recording_queued_says_how_much_is_left_now_and_then(monkeypatch, capsys):
+    """A stop that records a long backlog printed one line at its start, then nothing for minutes."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from tui.commands import tap as command
+    monkeypatch.setattr(command, "DRAIN_SAID_EVERY", 0.01)
+    recorder = SimpleNamespace(queued=37, hurried=False)
+
+    async def a_while() -> None:
+        said = asyncio.ensure_future(command.draining(recorder))
+        await asyncio.sleep(0.05)
+        said.cancel()
+    asyncio.run(a_while())
+    assert "recording 37 queued steps still" in capsys.readouterr().err

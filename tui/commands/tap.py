@@ -160,6 +160,23 @@ async def headless(upstream: str, host: str, port: int, folder: Path, max_body: 
         behind = f"; recording {queued} queued steps first (Ctrl+C again to leave them out)" if queued else ""
         print(f"ctxpane tap: stopping (replies still streaming are cut in {STOP_GRACE:g} s){behind}…", flush=True)
     finally:
-        await tap.close()
+        progress = asyncio.ensure_future(draining(tap.recorder))
+        try:
+            await tap.close()
+        finally:
+            progress.cancel()
     print(one_line(f"ctxpane tap: {visible(tap.recorder.saved_line())}", 600), flush=True)
     return 0
+
+
+DRAIN_SAID_EVERY = 5.0  # seconds between two lines on the recording still queued at a stop
+
+
+async def draining(recorder) -> None:
+    """While a stop records what is still queued (minutes, after a busy run), a line now and then says how much is
+    left: a tap that says nothing looks hung, and is killed with its backlog unrecorded."""
+    while True:
+        await asyncio.sleep(DRAIN_SAID_EVERY)
+        if recorder.queued and not recorder.hurried:
+            print(f"ctxpane tap: recording {recorder.queued} queued steps still… (Ctrl+C again to leave them out)",
+                  file=sys.stderr, flush=True)

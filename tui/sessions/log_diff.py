@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import base64
+import math
 import zlib
 from typing import Callable, TypeVar
 
@@ -40,6 +41,20 @@ class Unpacked:
 def copy_json(value: Json) -> Json:
     """A deep copy of a JSON value (msgspec: fast)."""
     return msgspec.json.decode(msgspec.json.encode(value))
+
+
+def shared_copy(value: Any) -> Json:
+    """A copy of a JSON value whose containers are new and whose strings are the same objects (they never change):
+    the figures a writer keeps of a request then cost no second copy of its long texts (a reply's megabytes, in every
+    conversation the tap holds open). What is not plain JSON (an enum, a tuple's items…) is copied as copy_json does."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None or kind is float and math.isfinite(value):
+        return value  # (not NaN: JSON writes it as null, and a NaN kept would never equal itself again)
+    if kind is list:
+        return [shared_copy(item) for item in value]
+    if kind is dict and all(type(key) is str for key in value):
+        return {key: shared_copy(item) for key, item in value.items()}
+    return copy_json(value)
 
 
 def diff(old: dict[str, Json], new: dict[str, Json], like: dict[str, Json] | None = None) -> dict[str, Json]:

@@ -18,7 +18,7 @@ from tui.context.untrusted.outside_files import MAX_DEPTH
 from tui.sessions.bounds import bounded_fields, fits, merged_notes
 from tui.sessions.body_text import canonical, exact_text, wire_key
 from tui.sessions.log_batch import Batch
-from tui.sessions.log_diff import copy_json, diff, list_change
+from tui.sessions.log_diff import copy_json, diff, list_change, shared_copy
 from tui.sessions.log_state import Json, LogState, _shortened
 from tui.sessions.model import FORMAT, RequestRecord, Session
 
@@ -38,7 +38,7 @@ def figures_of(record: RequestRecord, kept: dict[str, Json] | None = None) -> di
     written before, the fields that never change are taken from them (no copy of the conversation's ids again)."""
     names = [f.name for f in fields(RequestRecord) if f.name != "body" and not (kept is not None and f.name in FIXED
                                                                                 and f.name in kept)]
-    figures: dict[str, Json] = copy_json({name: getattr(record, name) for name in names})
+    figures: dict[str, Json] = shared_copy({name: getattr(record, name) for name in names})
     if kept is not None:
         for name in FIXED:
             if name in kept:

@@ -33,6 +33,7 @@ MAX_CALLS = 64  # a conversation's latest tool calls kept to link the sub-agents
 CODEX_KINDS = (IdentityKind.CODEX_THREAD, IdentityKind.CODEX_SESSION)
 MIN_LINKED = 16
 MAX_PROMPTS = 3  # system prompts a conversation remembers (the latest: each may be long)
+LONG_KEY = 64 * 1024  # characters of a message key kept as they are; a longer one is its start and a digest of it all
 ALIKE = 0.8  # share of its lines a system prompt keeps and is still the same agent's (Claude Code changes a line)  # characters of a call's argument that may be a sub-agent's first message
 
 
@@ -44,7 +45,17 @@ def message_key(message: Any) -> str:
         return json.dumps(message, sort_keys=True, default=str)
     kept = {k: _said(k, message.get(k)) for k in ("role", "content", "name", "tool_calls", "tool_call_id")}
     kept = {k: v for k, v in kept.items() if v not in (None, "", [])}
-    return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+    return _bounded(json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def _bounded(key: str) -> str:
+    """A key of at most LONG_KEY characters (and a digest): each open conversation holds the keys of its last request
+    and reply, and a reply of 30 MB held whole in every one kept the tap's memory in gigabytes. Keys are compared
+    whole, so the digest of all of it stands for the rest; its start keeps a long system prompt's lines to liken."""
+    if len(key) <= LONG_KEY:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{key[:LONG_KEY]}\\n\x00{len(key)}:{digest}"
 
 
 def _said(key: str, value: Any) -> Any:

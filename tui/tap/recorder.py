@@ -40,6 +40,7 @@ from tui.tap.identity import hints_of, identity_of
 from tui.tap.origin import identity_record, masked_again, origin_notes, title_of
 from tui.tap.sent import sent_record
 from tui.tap.keeping import Keeping
+from tui.tap.memory import TRIM_AFTER, give_back
 from tui.tap.replies import TEXT_BUDGET, TEXT_END_KEPT, TEXT_END_KEPT_LATE, kept_ends, stream_record, wire_reply
 from tui.tap.server import STOPPED, Exchange
 from tui.tap.state import Engine, Tapped, TapReplayer, Thread  # noqa: F401 - Engine and Tapped re-exported
@@ -115,6 +116,8 @@ class Recorder(Keeping):
             return
         try:
             step(exchange)
+            if step == self.finish and exchange.forwarded_bytes >= TRIM_AFTER:
+                give_back()  # the reply's copies are freed now (its record keeps its ends): the memory goes back
         except Exception as exc:  # noqa: BLE001 - a recording failure is logged and shown, never raised
             self.failures += 1
             said = f"{type(exc).__name__}: {str(exc)[:300]}"
