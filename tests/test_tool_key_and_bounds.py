@@ -249,3 +249,11 @@ def test_a_hang_up_ends_the_commands_with_the_app(tmp_path):
     assert done.returncode == -1, (done.returncode, done.stderr)  # ended by the hang-up, as without the handler
     group = int(marker.read_text())
     until(lambda: not group_alive(group), 10, "the command to end with the app that hung up")
+
+
+def test_a_short_key_of_letters_and_digits_is_masked_where_it_stands_whole():
+    """A local server's key is often short (`llama-server --api-key localkey99`): not a word, so masked whole."""
+    from tui.controller.tool_runner import _without
+
+    assert _without("use localkey99 now", ["localkey99"]) == "use *** now"
+    assert _without("I need anything here", ["anything"]) == "I need anything here"

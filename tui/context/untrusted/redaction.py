@@ -191,9 +191,15 @@ def known_secrets_masked(text: str, secrets: Iterable[str]) -> str:
     redactor = Redactor(secrets)
     text = redactor.text(text)
     for secret in redactor.unsearched:
-        if len(secret) >= PLAIN_KEY:  # a placeholder such as "x" or "anything" would mask ordinary words
+        if _worth_masking(secret):  # a placeholder such as "x" or "anything" would mask ordinary words
             text = text.replace(secret, MASK)
     return fragments_masked(text, redactor.searched)
+
+
+def _worth_masking(secret: str) -> bool:
+    """Long enough, or short and not a word: a local server's `--api-key localkey99` is a key, "anything" is not."""
+    return len(secret) >= PLAIN_KEY or (len(secret) >= 8 and any(c.isdigit() for c in secret)
+                                        and any(c.isalpha() for c in secret))
 
 
 FRAGMENT = 8  # characters of a key's secret part that, found in a command's output, are taken for a leak of it
