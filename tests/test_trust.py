@@ -65,9 +65,8 @@ def test_a_memory_decays_with_a_thirty_day_half_life_to_a_floor(days, weight):
     assert f"{days} days old" in found.line()
 
 
-@pytest.mark.parametrize("recorded", ["", "yesterday", "2026-13-45"])
-def test_a_memory_without_a_readable_date_has_no_age(recorded):
-    found = standing(from_source("memory", recorded=recorded), NOW)
+def test_a_memory_without_a_date_has_no_age():
+    found = standing(from_source("memory", recorded=""), NOW)
     assert found.age_days is None and found.weight == 1.0
 
 
@@ -109,6 +108,20 @@ def test_a_memory_dated_in_the_future_is_flagged_and_weighed_as_the_oldest():
     skewed = datetime.fromtimestamp(NOW + 60, timezone.utc).isoformat()  # a clock a minute fast: now
     near = standing(from_source("memory", recorded=skewed), NOW)
     assert near.age_days == 0 and near.weight == 1.0 and "future" not in near.why
+
+
+@pytest.mark.parametrize("recorded", ["yesterday", "2026-13-45", "9999-99-99", "+10000-01-01"])
+def test_a_memory_whose_date_cannot_be_read_is_flagged_and_weighed_as_the_oldest(recorded):
+    """A date that is no date was taken as none at all, so the memory weighed as brand new, with no note."""
+    found = standing(from_source("memory", recorded=recorded), NOW)
+    assert found.weight == MEMORY_FLOOR and "cannot be read" in found.why
+
+
+def test_a_local_time_without_a_zone_is_not_taken_for_the_future():
+    """A date without a zone is read as UTC: a local time east of it, written just now, is not in the future."""
+    local_now = datetime.fromtimestamp(NOW + 9 * 3600, timezone.utc).replace(tzinfo=None).isoformat()  # Tokyo
+    found = standing(from_source("memory", recorded=local_now), NOW)
+    assert "future" not in found.why and found.weight == 1.0
 
 
 def test_the_curated_ranking_puts_a_future_dated_memory_below_an_old_one():

@@ -78,14 +78,27 @@ def standing(message: Message, now: float | None = None) -> Standing:
         why += "; trusted by the user's choice"
     elif not message.provenance.trusted and kind in (TrustKind.USER, TrustKind.SYSTEM, TrustKind.PROFILE):
         why += "; marked untrusted by the user"
-    age = memory_age_days(message.provenance.recorded, now) if kind is TrustKind.MEMORY else None
-    if age is not None and age * 86400 < -FUTURE_SKEW_SECONDS:  # a future date would rank it as the freshest
-        why += (f"; dated in the future ({message.provenance.recorded[:40]}): the date is not trusted, "
-                "weighed as the oldest")
+    recorded = message.provenance.recorded
+    age = memory_age_days(recorded, now) if kind is TrustKind.MEMORY else None
+    if kind is TrustKind.MEMORY and recorded and age is None:  # not a date: it may not pass for a fresh one
+        why += f"; its date ({recorded[:40]}) cannot be read: weighed as the oldest"
+        return Standing(kind, message.provenance.trusted, why, None, MEMORY_FLOOR)
+    if age is not None and age * 86400 < -future_skew(recorded):  # a future date would rank it as the freshest
+        why += f"; dated in the future ({recorded[:40]}): the date is not trusted, weighed as the oldest"
         return Standing(kind, message.provenance.trusted, why, None, MEMORY_FLOOR)
     if age is not None:
         age = max(0.0, age)  # within the skew: now
     return Standing(kind, message.provenance.trusted, why, age, memory_weight(age) if age is not None else 1.0)
+
+
+def future_skew(recorded: str) -> float:
+    """How far ahead a date may be and still be taken as now: a few minutes of clock skew, and for a date without
+    a zone (read as UTC), the widest zone ahead of UTC as well (a local time east of Greenwich is not the future)."""
+    try:
+        zoned = datetime.fromisoformat(recorded.replace("Z", "+00:00")).tzinfo is not None
+    except ValueError:
+        zoned = True
+    return FUTURE_SKEW_SECONDS + (0.0 if zoned else 14 * 3600.0)
 
 
 def memory_weight(age_days: float) -> float:
