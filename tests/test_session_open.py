@@ -7,6 +7,7 @@ and a restore that a newer state outdated never lands over it.
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from dataclasses import replace
@@ -76,9 +77,17 @@ def engine_prefix(session: Session):
 
 
 @pytest.fixture(scope="module")
-def long_file(tmp_path_factory):
+def long_file_made(tmp_path_factory):
     path = tmp_path_factory.mktemp("long") / "long.ctxpane.json"
     save_session(long_session(), path)
+    return path
+
+
+@pytest.fixture()
+def long_file(long_file_made, tmp_path):
+    """A copy for each test: what one test leaves in it (the composer's text, saved at quit) is not the next's."""
+    path = tmp_path / long_file_made.name
+    shutil.copyfile(long_file_made, path)
     return path
 
 

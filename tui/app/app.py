@@ -37,7 +37,7 @@ from tui.app.composer_actions import ComposerActions, unknown_theme_line
 from tui.app.config import config_dir, resolve
 from tui.app.pane.pane import ContextPane
 from tui.app.textual_runtime import TextualRuntime
-from tui.app.slash_commands import draft_of, take_line
+from tui.app.slash_commands import take_line
 from tui.app.palette import palette_commands
 from tui.app.shown import GLYPHS, bounded, one_line, use_glyphs
 from tui.app.themes import DEFAULT_THEME, load_themes
@@ -257,16 +257,26 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
                 self.main(ChatPanel).post_message(StatusUpdated(text, style))
             case Notice(text=text, title=title, severity=severity, timeout=timeout):
                 self.notify(text, title=title, severity=severity.value, timeout=timeout, markup=False)
-            case SessionChanged(title=title):
+            case SessionChanged(title=title, draft=draft):
                 self.sub_title = title
+                if draft is not None:
+                    self._composer_holds(draft)
             case ToolCallsWaiting(count=count, reason=reason):
                 self.tool_dialogs.waiting(count, reason)
+
+    def _composer_holds(self, draft: str) -> None:
+        """Another session is open: the composer shows the text left unsent in it (its own undo starts anew: what
+        it held before is kept with the session left)."""
+        composer = self.main(Composer)
+        if composer.text != draft:
+            composer.load_text(draft)
+            composer.move_cursor(composer.document.end)
 
     # -- what widgets ask for ------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if isinstance(event.text_area, Composer):
             from tui.controller.slash import hint
-            self.controller.set_draft(draft_of(event.text_area.text))
+            self.controller.set_draft(event.text_area.text)
             self.main(ChatPanel).show_hint(hint(event.text_area.text[:40]))
 
     def on_composer_submitted(self, event: Composer.Submitted) -> None:

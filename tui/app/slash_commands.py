@@ -5,23 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui.controller.slash import Outcome, Slash, literal, parse
+from tui.controller.slash import Outcome, Slash, message_of, parse
 
 if TYPE_CHECKING:
     from tui.app.app import CtxpaneApp
-
-
-def message_of(text: str) -> str | None:
-    """What the composer's line sends: a `//` line with one slash, a message as it is; None for a /command."""
-    escaped = literal(text)
-    if escaped is not None:
-        return escaped
-    return text if parse(text) is None else None
-
-
-def draft_of(text: str) -> str:
-    """What the pane shows as the draft: what the line would send (nothing for a /command)."""
-    return message_of(text) or ""
 
 
 def take_line(app: "CtxpaneApp", text: str) -> bool:

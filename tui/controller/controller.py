@@ -36,7 +36,7 @@ from tui.controller.reply_stream import STOPPED
 from tui.controller.sending import NOT_SENT, SendHooks, Sending
 from tui.controller.session_file import SessionFile
 from tui.controller.recall import Recall
-from tui.controller.slash import SlashIntents, SlashRunner
+from tui.controller.slash import SlashIntents, SlashRunner, draft_of
 from tui.controller.switching import Switches
 from tui.controller.snapshot import ChatState, PaneState, Snapshot
 from tui.controller.showing import Showing
@@ -189,8 +189,13 @@ class Controller:
 
     # -- the draft ----------------------------------------------------------------------------------
     def set_draft(self, text: str) -> None:
-        """What the composer holds. The pane follows at once when the view can be spliced; else it is computed."""
-        self.updates.set_draft(text)
+        """What the composer holds (a /command line too). The pane follows at once when the view can be spliced;
+        else it is computed. The text is kept with the session, written at its next save (quit, switching)."""
+        session = self.wb.session
+        if text != session.draft:
+            session.draft = text
+            self.file.draft_typed()
+        self.updates.set_draft(draft_of(text))
 
     # -- sending (the flow itself is in sending.py) ----------------------------------------------------
     def submit(self, text: str) -> bool:
@@ -272,7 +277,7 @@ class Controller:
 
     # -- the server ---------------------------------------------------------------------------------
     def connect(self) -> None:
-        hooks = ConnectHooks(lambda sample: self.adopt(sample, None, draft=self.wb.draft), self.tuning.offline,
+        hooks = ConnectHooks(lambda sample: self.adopt(sample, None, draft=self.wb.session.draft), self.tuning.offline,
                              self.use_tokenizer, self.tokenizer_source_changed,
                              ((self.sending.cache.connected, "cache"), (self.sending.load_prices, "prices")))
         self.tuning.connect(lambda: connect(self.parts, hooks))
@@ -286,11 +291,17 @@ class Controller:
         self.connect()
 
     # -- sessions -----------------------------------------------------------------------------------
-    def adopt(self, session: Session, path: Path | None, read_only: bool = False, draft: str = "") -> None:
+    def adopt(self, session: Session, path: Path | None, read_only: bool = False, draft: str | None = None) -> None:
         """Work on this session from now on (kept in `path`, or in a new file once it has messages).
 
-        `draft`: what the composer holds from now on (what was typed while the file was read)."""
+        The composer holds the session's own draft (what was left unsent in it). `draft`: what was typed while the
+        file was read, which the composer holds already: it stays, after the session's own draft if it had one."""
+        saved = session.draft
+        typed = saved if draft is None else kept_draft(saved, draft)
+        session.draft = typed
         self.file.open(path, read_only)
+        if typed != saved:  # what was typed meanwhile: saved at quit like any text typed
+            self.file.draft_typed()
         try:
             template = load_template(self.settings.template) if self.settings.template else \
                 template_from_session(session.template)
@@ -298,15 +309,17 @@ class Controller:
             self.notify(visible(str(exc)), severity=Severity.ERROR)
             template = plain_chatml()
         tokenizer = self.wb.tokenizer
-        self.wb = Workbench(session, template, tokenizer, draft=draft, content_specials=self.wb.content_specials)
+        self.wb = Workbench(session, template, tokenizer, draft=draft_of(typed),
+                            content_specials=self.wb.content_specials)
         # The cache boundary is read by the worker's next computation, not here; until the first tokenizer
         # has loaded it waits for it, so it is read once, with the right one.
         self.wb.tokenizer_pending = isinstance(tokenizer, CharEstimate) and not self.tokenizing.settled
         self.sending.cache.attach(self.wb)  # the server's cache outlives the session: predicted before any send
         self.tool_calls.attach(self.wb)  # the loaded tool file's definitions are sent, never the session's in their place
         self.notes = {}
-        self.history.forget()
-        self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
+        self.history.forget(from_file=path is not None and bool(session.messages))
+        self.emit(SessionChanged(session.title, self.read_only, self.file.session_file,
+                                 draft=typed if draft != typed else None))  # (None: the composer holds it already)
         if session.branches:  # kept in the file, shown only by the palette: said once
             self.notify(kept_branches_notice(session))
         self.changed(save=False)
@@ -350,3 +363,11 @@ class Controller:
                 self.notes[last.id] = note
         self.changed(save=False)
         self.tool_calls.arrived()
+
+
+def kept_draft(saved: str, typed: str) -> str:
+    """The composer's text when a session opens: its saved draft, and what was typed while it was read after it
+    (neither is lost)."""
+    if not saved or saved == typed:
+        return typed
+    return f"{saved}\n\n{typed}" if typed else saved

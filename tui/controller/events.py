@@ -53,6 +53,7 @@ class SessionChanged:
     title: str
     read_only: bool
     path: Path | None
+    draft: str | None = None  # the text the composer holds from now on (None: what it holds stays)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from tui.controller.workbench import Workbench
 
 DEPTH = 200  # operations kept; the oldest goes first
+# Said when Undo finds nothing in a session read from its file. The history is not written with the session: an
+# operation holds live objects (a loaded tokenizer, a template a server sent) that a file cannot hold faithfully.
+NOT_KEPT = ("nothing to undo: undo history is not kept with the session file (changes made before it was opened "
+            "cannot be undone; the branches an edit or a re-send kept are, in the palette)")
 
 
 class OpKind(Enum):
@@ -182,6 +186,7 @@ class History:
     parts: "Parts"
     done: list[Operation] = field(default_factory=list)
     undone: list[Operation] = field(default_factory=list)
+    from_file: bool = False  # the session was read from its file: what was done before then cannot be undone
 
     @property
     def next_label(self) -> str | None:
@@ -198,10 +203,12 @@ class History:
         del self.done[:-DEPTH]
         self.undone.clear()
 
-    def forget(self) -> None:
-        """Another session is open: its changes are not this one's to undo."""
+    def forget(self, from_file: bool = False) -> None:
+        """Another session is open: its changes are not this one's to undo. `from_file`: it was read from its file
+        (its earlier changes are not known: Undo says so)."""
         self.done.clear()
         self.undone.clear()
+        self.from_file = from_file
 
     def undo(self) -> bool:
         """Take back the last operation. False (and said) when there is none or a reply is arriving."""
@@ -215,7 +222,7 @@ class History:
         if not self._may(verb):
             return False
         if not source:
-            self.parts.notify(f"nothing to {verb}")
+            self.parts.notify(NOT_KEPT if verb == "undo" and self.from_file else f"nothing to {verb}")
             return False
         op = source[-1]
         try:

@@ -29,7 +29,7 @@ def read_and_recover(path: Path) -> tuple[Opened, bool]:
 class OpenHooks:
     """What opening does beyond the parts, each a function of another transition."""
 
-    adopt: Callable[..., None]  # (session, path, read_only=False, draft=""): work on this session from now on
+    adopt: Callable[..., None]  # (session, path, read_only=False, draft=None): work on this session from now on
     fresh_session: Callable[[], Session]  # a new session with config.toml's policy and params
     keep_server_template: Callable[[bool | None, str], None]  # a new session keeps the server's
     answering: Callable[[], bool]  # a reply is on its way: the session shown may not change
@@ -53,21 +53,21 @@ class Opening:
                 parts.notify(visible(str(exc)), title="cannot open session", severity=Severity.ERROR, timeout=60)
                 parts.status(visible(f"could not open {path.name}: a new session was started instead (the file is "
                                    "left as it is)"), Tone.BAD)
-                hooks.adopt(hooks.fresh_session(), None, draft=parts.wb.draft)  # never another session (a sample)
+                hooks.adopt(hooks.fresh_session(), None, draft=parts.wb.session.draft)  # never another session (a sample)
                 return
             else:
                 self._opened_first(*opened, path)
                 return
         if offline or not (parts.settings.base_url or parts.settings.scan_local):
-            hooks.adopt(sample_session(), None, draft=parts.wb.draft)
+            hooks.adopt(sample_session(), None, draft=parts.wb.session.draft)
             return
-        hooks.adopt(hooks.fresh_session(), None, draft=parts.wb.draft)
+        hooks.adopt(hooks.fresh_session(), None, draft=parts.wb.session.draft)
 
     def _opened_first(self, opened: Opened, recovered: bool, path: Path) -> None:
         parts, hooks = self.parts, self.hooks
         if opened.note:
             parts.notify(visible(opened.note), severity=Severity.WARNING, timeout=10)
-        hooks.adopt(opened.session, path, opened.read_only, draft=parts.wb.draft)
+        hooks.adopt(opened.session, path, opened.read_only, draft=parts.wb.session.draft)
         parts.status("")
         if recovered:
             parts.notify("the last reply was cut short: what had arrived is restored, marked incomplete",
@@ -98,10 +98,18 @@ class Opening:
         parts, hooks = self.parts, self.hooks
         if hooks.answering():  # the reply would have to land in a session no longer shown
             return
+        typed = self._carried_draft()
         parts.file.autosave(now=True)
         exact, cache_rule = parts.wb.exact, parts.wb.cache_rule
-        hooks.adopt(hooks.fresh_session(), None)  # config.toml's policy and params, the server's window
+        hooks.adopt(hooks.fresh_session(), None, draft=typed)  # config.toml's policy and params, the server's window
         hooks.keep_server_template(exact, cache_rule)
+
+    def _carried_draft(self) -> str:
+        """What the composer holds, taken off the session left for a new one: it goes on being typed there, not
+        saved with this one too (opening another file instead leaves it with this session, and shows that one's)."""
+        session = self.parts.wb.session
+        typed, session.draft = session.draft, ""
+        return typed
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""
@@ -114,8 +122,9 @@ class Opening:
         except ValueError as exc:
             parts.notify(visible(str(exc)), severity=Severity.ERROR)
             return False
+        typed = self._carried_draft()
         parts.file.autosave(now=True)
-        hooks.adopt(copy, None)
+        hooks.adopt(copy, None, draft=typed)
         parts.notify(f"re-sending as a new session: {copy.title} (the old one is kept)")
         if parts.client is None:
             hooks.connect()

@@ -36,6 +36,7 @@ class SessionFile:
         self.read_only = False
         self.writer: SessionWriter | None = None  # made at the first save
         self.unsaved = False  # changed since the last snapshot was handed to the writer
+        self.draft_unsaved = False  # the composer's text changed since then (written at quit, or with a change)
         self.save_failure: str | None = None  # what quitting could not save
         self._save_timer: Handle | None = None
         self._closing = False
@@ -58,6 +59,11 @@ class SessionFile:
                 self.read_only = True
                 self.notify(visible(str(exc)) + " — opened read-only", severity=Severity.WARNING, timeout=15)
         self.session_file = path
+        self.draft_unsaved = False  # (the draft it is opened with is the one its file holds)
+
+    def draft_typed(self) -> None:
+        """The composer's text changed: not saved for that alone (a write per key), but before the app ends."""
+        self.draft_unsaved = True
 
     def _let_go(self) -> None:
         """Release the lock on the file, once what was handed to the writer for it has landed."""
@@ -71,7 +77,7 @@ class SessionFile:
 
     def autosave(self, now: bool = False) -> None:
         """Save soon (changes within SAVE_DELAY are written once), or now; never waits for the disk."""
-        if self.read_only or not self.session.messages:
+        if self.read_only or not (self.session.messages or self.session.draft):  # a draft alone is kept too
             return
         if self.session_file is None:
             self.session_file = session_path(self.session, self.folder)
@@ -102,7 +108,7 @@ class SessionFile:
             self._save_timer = None
         if self.session_file is None or self.read_only:
             return
-        self.unsaved = False
+        self.unsaved = self.draft_unsaved = False
         self._writer().save(snapshot(self.session), self.session_file, self._secrets())
 
     def save_to(self, session: Session, path: Path) -> None:
@@ -140,6 +146,8 @@ class SessionFile:
         is let go (unless a write failed or is still running: the writer thread finishes it first)."""
         if streaming or self.unsaved:
             self.save()
+        elif self.draft_unsaved:  # only typed since: saved too (a session holding nothing else gets its file now)
+            self.autosave(now=True)
         self._closing = True
         if self.writer is not None:
             failure = self.writer.close(timeout)

@@ -73,6 +73,19 @@ def literal(text: str) -> str | None:
     return text[1:] if text.startswith("//") else None
 
 
+def message_of(text: str) -> str | None:
+    """What the composer's line sends: a `//` line with one slash, a message as it is; None for a /command."""
+    escaped = literal(text)
+    if escaped is not None:
+        return escaped
+    return text if parse(text) is None else None
+
+
+def draft_of(text: str) -> str:
+    """What the pane shows as the draft: what the line would send (nothing for a /command)."""
+    return message_of(text) or ""
+
+
 def parse(text: str) -> Parsed | None:
     """None: not a command (send it as it is; a `//` line sends `literal(text)`)."""
     if not text.startswith("/") or text.startswith("//"):

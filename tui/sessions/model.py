@@ -27,6 +27,7 @@ from typing import Any, Callable
 from tui.context.json_types import JSONObject
 from tui.context.policy.truncation import PolicySettings
 from tui.context.messages import Message, Provenance
+from tui.sessions.schema_types import MAX_TEXT
 
 FORMAT = "ctxpane-session"
 VERSION = 1
@@ -194,6 +195,7 @@ class Session:
     read_notes: list[str] = field(default_factory=list, compare=False)  # what reading the file changed (not saved)
     next_id: int = 0  # the number of the next message id: ids are never given twice in one file
     bounded: list[str] = field(default_factory=list)  # values its file keeps as text: past the reader's bounds
+    draft: str = ""  # what the composer held, typed and not sent (version 2's settings; keys masked when written)
 
     def reserve_ids(self) -> None:
         """Before a message goes (a delete undo may bring back): the counter passes every id in use now."""
@@ -219,7 +221,8 @@ class Session:
                 "endpoint": {"base_url": self.base_url, "model": self.model}, "template": self.template,
                 "tokenizer": self.tokenizer, "policy": self.policy, "fences": self.fences, "variables": self.variables,
                 "tools": self.tools, "params": self.params, "next_id": self.next_id,
-                **({"bounded": self.bounded} if self.bounded else {})}
+                **({"bounded": self.bounded} if self.bounded else {}),
+                **({"draft": self.draft[:MAX_TEXT]} if self.draft else {})}  # (none: an older file's settings)
 
     def to_dict(self, requests: bool = True) -> JSONObject:
         """The session as version 1's one object (export --format json); without `requests`, an empty list: no

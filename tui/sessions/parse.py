@@ -94,7 +94,8 @@ def to_session(parsed: schema.SessionIn) -> Session:
         template=_template(parsed.template), tokenizer=parsed.tokenizer, policy=msgspec.structs.asdict(parsed.policy),
         fences=parsed.fences, variables=dict(parsed.variables), tools=parsed.tools, params=dict(parsed.params),
         messages=[to_message(m, i) for i, m in enumerate(parsed.messages)],
-        requests=[_request(r) for r in parsed.requests], bounded=list(parsed.bounded))
+        requests=[_request(r) for r in parsed.requests], bounded=list(parsed.bounded),
+        draft=parsed.draft)
     branches = [(b, [to_message(m, i) for i, m in enumerate(b.messages)]) for b in parsed.branches if b.messages]
     kept = [*session.messages, *(m for _, messages in branches for m in messages)]
     # The counter never goes back: a file that names a lower one than its ids show is not believed.

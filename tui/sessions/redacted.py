@@ -6,7 +6,8 @@ reasoning and tool calls. A request body's credential fields (`api_key`, `metada
 they hold) and key-shaped values are masked, and so are the URL's credentials. Known keys are searched for
 only in the texts a server wrote (a reply's error, the raw bytes of its stream): never in a field the session
 schema constrains (ids, hashes, names), so no key of any shape can make a file unreadable; and in the title,
-which is made from the first message but shown on every screen.
+which is made from the first message but shown on every screen; and in the draft, the composer's text never
+sent (every key the process holds, and any fragment of one, as the prompt history masks them).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any, Iterable
 
 from tui.context.json_types import JSONObject
 
-from tui.context.untrusted.redaction import JSONPath, Redactor, bearer_tokens_masked, redact_url
+from tui.client.keys import held_keys
+from tui.context.untrusted.redaction import JSONPath, Redactor, bearer_tokens_masked, known_secrets_masked, redact_url
 
 BODY_WORDS = frozenset({"messages", "input", "instructions", "system", "prompt", "contents", "tools", "functions",
                         "response_format", "tool_choice"})
@@ -30,6 +32,7 @@ def outside_words(path: JSONPath) -> bool:
 def redacted_session(data: dict[str, Any], secrets: Iterable[str]) -> dict[str, Any]:
     """A copy of a session's dict (Session.to_dict) with its secrets out and its words untouched; what it
     does not change is shared with `data`, never modified."""
+    secrets = list(secrets)
     redactor = Redactor(secrets)
     out = dict(data)
     endpoint = data.get("endpoint")
@@ -39,6 +42,8 @@ def redacted_session(data: dict[str, Any], secrets: Iterable[str]) -> dict[str, 
         out["params"] = redactor.value(data["params"], by_name=True)
     if isinstance(data.get("title"), str):  # made from the first message, but shown everywhere: no key in it
         out["title"] = redactor.text(data["title"])
+    if isinstance(data.get("draft"), str):  # typed, never sent nor reviewed: masked as the prompt history is
+        out["draft"] = known_secrets_masked(data["draft"], {*secrets, *held_keys()})
     out["requests"] = [redacted_request(request, redactor) for request in data.get("requests") or []]
     return out
 

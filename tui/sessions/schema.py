@@ -366,6 +366,7 @@ class SessionIn(Struct):
     next_id: Annotated[int, Meta(ge=0, le=MAX_NEXT_ID)] | None = None  # absent in older files
     branches: Annotated[list[BranchIn], Meta(max_length=MAX_BRANCHES)] = []  # absent in older files
     bounded: Annotated[list[Note], Meta(max_length=MAX_BOUNDED)] = []  # values kept as text (tui/sessions/bounds.py)
+    draft: Text = ""  # the composer's unsent text (absent in older files, and when it was empty)
 
     def __post_init__(self) -> None:
         check_names(self.variables, ".variables")

@@ -38,7 +38,7 @@ __all__ = ["LOG_VERSION", "body_text_problem", "is_log", "read_log"]
 
 LOG_VERSION = 2
 SETTINGS = ("title", "created", "updated", "endpoint", "template", "tokenizer", "policy", "fences", "variables",
-            "tools", "params", "next_id", "bounded")
+            "tools", "params", "next_id", "bounded", "draft")
 WIRE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
 OWN_KEYS = frozenset({"provenance", "pinned", "incomplete", "id"})
 MIN_NAMED = 64  # a reply's content this long is written as the message it became, when one holds it
