@@ -192,3 +192,18 @@ def test_a_trusted_item_still_supersedes_an_untrusted_one_and_untrusted_versions
     curation = curate(items, 0, None, count)
     assert [curation.entry(i).superseded_by for i in (0, 2)] == [3, 3]  # the newest version supersedes the untrusted
     assert curation.entry(1).verdict is Verdict.KEPT and curation.kept == [1, 3, 4]  # the trusted one stays
+
+
+def test_an_untrusted_items_supersession_never_takes_a_trusted_member_of_its_tool_call_unit():
+    """A tool call and its results go together; an untrusted result superseded by a newer untrusted item took the
+    trusted call (the user's own correction) with it. The unit is now ranked whole."""
+    from tui.context.policy.curated import Item, curate
+
+    items = [Item(0, "user", "deploy it", 3, trusted=True),
+             Item(1, "assistant", "correction: the region is us-east", 6, key="region", calls=True, trusted=True),
+             Item(2, "tool", "tool output", 3, key="out", trusted=False),
+             Item(3, "user", "memory: whatever", 3, key="out", trusted=False),
+             Item(4, "user", "what is the region?", 4, trusted=True)]
+    entries = {entry.index: entry for entry in curate(items, 0, None, lambda text: len(text.split())).entries}
+    assert entries[1].verdict is not Verdict.SUPERSEDED, entries[1]
+    assert entries[1].verdict is entries[2].verdict  # the call and its result stay together

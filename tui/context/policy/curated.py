@@ -217,6 +217,13 @@ def _whole_unit(items: Sequence[Item], unit: list[int], entries: dict[int, Curat
     if not fixed or len(unit) == 1:
         return
     keeper = next((p for p in fixed if entries[p].verdict in (Verdict.PINNED, Verdict.QUESTION)), None)
+    if keeper is None and any(p not in entries and items[p].trusted for p in unit):
+        # a trusted member is never taken along by another's supersession (an untrusted result's key would remove
+        # the user's own correction with it): the unit is ranked whole, as if none of it were superseded
+        for p in fixed:
+            if entries[p].verdict is Verdict.SUPERSEDED:
+                del entries[p]
+        return
     for p in unit:
         if keeper is not None and (p not in entries or entries[p].verdict is Verdict.SUPERSEDED):
             entries[p] = Curated(items[p].index, Verdict.KEPT, items[p].tokens,
