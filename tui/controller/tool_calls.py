@@ -203,7 +203,7 @@ class ToolCalls:
                 return
             started = wb.reviews[key] = replace(wb.reviews[key], request=request, model=request.model)
             self._shown(wb)
-            wb.reviews[key] = await self._verdict(started, request, call, reviewer)
+            wb.reviews[key] = await self._verdict(started, request, call, reviewer, self._secrets(reviewer))
         finally:
             await reviewer.close()
         self._shown(wb)
@@ -213,17 +213,31 @@ class ToolCalls:
                          Tone.GOOD if review.allows else Tone.BAD)
             parts.emit(ToolCallsWaiting(len(self.pending()), WaitReason.REVIEWED))
 
+    def _secrets(self, reviewer: Reviewer) -> set[str]:
+        """The keys a reply must not show: those this process holds, the chat's and the reviewer's endpoint's."""
+        from tui.controller.tool_runner import secrets_of_environment
+        client = self.parts.client
+        return {*secrets_of_environment(self.parts.settings.api_key_env),
+                *(client.endpoint.secrets if client else ()),
+                *(reviewer.client.endpoint.secrets if reviewer.client is not None else ())}
+
     @staticmethod
-    async def _verdict(started: Review, request: ReviewRequest, call: PendingCall, reviewer: Reviewer) -> Review:
-        """The reviewer's answer read where its API puts the verdict; no answer, or any error, is no verdict."""
+    async def _verdict(started: Review, request: ReviewRequest, call: PendingCall, reviewer: Reviewer,
+                       secrets: set[str]) -> Review:
+        """The reviewer's answer read where its API puts the verdict; no answer, or any error, is no verdict. A key
+        the endpoint wrote back (in its rationale, its reply or its error) is masked, as a command's output is."""
+        from tui.context.untrusted.redaction import known_secrets_masked
         if reviewer.client is None:
             return replace(started, state=ReviewState.FAILED, reply="offline: no review was made")
         try:
             reply = await reviewer.client.chat(request.body, api=request.api)
         except ClientError as exc:
-            return replace(started, state=ReviewState.FAILED, reply=f"the review failed: {exc}")
+            return replace(started, state=ReviewState.FAILED,
+                           reply=known_secrets_masked(f"the review failed: {exc}", secrets))
         text = verdict_text(reply.content, reply.tool_calls)
-        return replace(started, state=ReviewState.DONE, reply=text, verdict=parse_verdict(text, call))
+        verdict = parse_verdict(text, call)  # read as it came; only what is shown is masked
+        verdict = replace(verdict, rationale=known_secrets_masked(verdict.rationale, secrets))
+        return replace(started, state=ReviewState.DONE, reply=known_secrets_masked(text, secrets), verdict=verdict)
 
     def reviewer(self) -> Reviewer:
         """The reviewer's own endpoint and model when settings name them (config.toml `review_base_url`,
