@@ -190,3 +190,28 @@ async def test_a_risky_call_runs_through_review_override_and_result_on_each_api(
         ctl.close()
     finally:
         loop.close()
+
+
+async def test_a_reviewer_endpoint_of_its_own_that_is_llama_cpp_is_held_to_the_schema_on_the_messages_api(
+        tmp_path, llama_server):
+    """The chat speaks Messages; the reviewer's own endpoint (config.toml review_base_url) is the real server, whose
+    /v1/messages ignores a forced tool: the reviewer learns what server it is and asks in chat completions there,
+    so its answer is a verdict of the schema (before, every review there was prose: a deny the user had to
+    override, every time)."""
+    loop = Loop(llama_server, tmp_path)
+    try:
+        made = await connected(tmp_path, loop.url, api="messages", review_base_url=llama_server,
+                               review_model="judge")
+        ctl = made.ctl
+        assert ctl.tool_calls.load(tool_file(tmp_path, tmp_path / "ran.txt"))
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        call = ctl.tool_calls.pending()[0]
+        review = ctl.tool_calls.review_of(call)
+        assert review.state is ReviewState.DONE and review.reviewer == "judge", review
+        assert review.request.api == "chat" and "response_format" in review.request.body, review.request.api
+        assert not any(s["body"] == review.request.body for s in loop.seen)  # it went to its own endpoint
+        assert set(json.loads(review.reply)) == {"risk_level", "user_authorization", "outcome", "rationale"}
+        ctl.close()
+    finally:
+        loop.close()

@@ -115,6 +115,7 @@ class ToolCalls:
         self.tools = ToolSet()
         self.running: set[str] = set()  # review_key of each call whose command is running
         self.ran: set[str] = set()  # review_key of each call whose command ran (a delete may bring the call back)
+        self.reviewer_kinds: dict[str, str] = {}  # a reviewer endpoint of its own: the server kind it answered
 
     # -- the tool file ------------------------------------------------------------------------------
     def load(self, path: Path) -> bool:
@@ -198,6 +199,7 @@ class ToolCalls:
         parts, key = self.parts, review_key(call)
         reviewer = self.reviewer()
         try:
+            reviewer.server_kind = await self._server_kind(reviewer)
             request = await parts.worker.run(lambda: self._review_request(wb, call, reviewer))
             if isinstance(request, Skipped):
                 return
@@ -238,6 +240,21 @@ class ToolCalls:
         verdict = parse_verdict(text, call)  # read as it came; only what is shown is masked
         verdict = replace(verdict, rationale=known_secrets_masked(verdict.rationale, secrets))
         return replace(started, state=ReviewState.DONE, reply=known_secrets_masked(text, secrets), verdict=verdict)
+
+    async def _server_kind(self, reviewer: Reviewer) -> str:
+        """A reviewer endpoint of its own is asked once what server it is, where that decides how the verdict's
+        schema is carried (reviewer_api: llama.cpp's Messages API holds no forced tool to a schema)."""
+        client = reviewer.client
+        if reviewer.server_kind or client is None or not reviewer.owned or client.endpoint.api == "chat":
+            return reviewer.server_kind
+        base = client.endpoint.base_url
+        if base not in self.reviewer_kinds:
+            from tui.client.server_info import probe
+            try:
+                self.reviewer_kinds[base] = (await probe(client, reviewer.model)).kind
+            except ClientError:
+                return ""  # asked again at the next review
+        return self.reviewer_kinds[base]
 
     def reviewer(self) -> Reviewer:
         """The reviewer's own endpoint and model when settings name them (config.toml `review_base_url`,
