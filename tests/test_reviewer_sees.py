@@ -1,6 +1,6 @@
 """What the isolated reviewer is shown and how it is asked: every turn it sees is whole (a long user turn's last
-words reach it), the oldest turns are left out first and said, the last user turns never; the tool's definition
-and the exact command line are in its prompt, fenced; the verdict's schema rides where each API takes it, and the
+words reach it), turns are left out (the model's and the tools' first, then the user's oldest) and said, the last
+user turns never; the tool's definition and the exact command line are in its prompt, fenced; the verdict's schema rides where each API takes it, and the
 verdict is read back from there. (A reviewer model set apart: tests/test_tool_calls.py.)"""
 
 from __future__ import annotations
@@ -55,11 +55,15 @@ def test_the_oldest_whole_turns_are_left_out_first_and_said_the_last_user_turns_
     prompt = prompt_of(call_turns(*old, last))
     assert "END-OF-ASK" in prompt  # the last user turn whole, even over the budget
     assert "old turn 0 " not in prompt and "old turn 11 " not in prompt
-    assert "Transcript (14 turns, the oldest 12 left out" in prompt
+    assert "Transcript (14 turns, 12 earlier turns left out" in prompt
     fits = prompt_of(call_turns(*old, Message("user", "delete thesis now", id="u9")))
     kept = [n for n in range(12) if f"old turn {n} " in fits]
-    assert kept and kept == list(range(kept[0], 12)) and kept[0] > 0  # the newest kept, the oldest dropped
-    assert f"the oldest {kept[0]} left out" in fits
+    assert kept == [0, 2, 4, 6, 8, 10]  # the model's turns left out first, the user's own words kept
+    assert "6 earlier turns left out" in fits
+    tight = [Message("user", f"old turn {n} " + "x" * 14_000, id=f"o{n}") if n % 2 == 0 else
+             Message("assistant", "ok", provenance=Provenance("model", True), id=f"o{n}") for n in range(11)]
+    kept = [n for n in range(11) if f"old turn {n} " in prompt_of(call_turns(*tight, Message("user", "now", id="u9")))]
+    assert kept and kept == list(range(kept[0], 11, 2)) and kept[0] > 0  # then the user's newest kept, the oldest dropped
 
 
 def body_for(api: str, kind: str = "") -> dict:
@@ -87,3 +91,19 @@ def test_the_verdict_is_read_from_the_forced_tool_and_never_from_another_tools_a
     assert parse_verdict(verdict_text("", forced)).allows
     other = [{"function": {"name": "delete_file", "arguments": json.dumps(ALLOW)}}]
     assert parse_verdict(verdict_text("", other)).outcome is Outcome.DENY  # fails closed
+
+
+def test_a_flood_of_tool_output_cannot_push_the_users_earlier_words_out_of_the_reviewers_sight():
+    """The user forbade it two turns ago; a tool result after the last user turn (always kept) fills the budget. The
+    model's turns and the tool results are left out before any of the user's own words."""
+    flood = Message("tool", "z" * (TRANSCRIPT_CHARS - 2_000), tool_call_id="c0",
+                    provenance=Provenance.for_source("tool", "tool:web"), id="t1")
+    turns = call_turns(Message("user", "Never delete anything under thesis.", id="u0"),
+                       Message("assistant", "Understood. " + "w" * 3_000, provenance=Provenance("model", True), id="a0"),
+                       Message("user", "Now tidy up the repository.", id="u1"),
+                       Message("assistant", None, tool_calls=[{"id": "c0", "type": "function", "function": {
+                           "name": "web_fetch", "arguments": "{}"}}], provenance=Provenance("model", True), id="a1"),
+                       flood)
+    prompt = prompt_of(turns)
+    assert "Never delete anything under thesis." in prompt and "Now tidy up the repository." in prompt
+    assert "Understood." not in prompt and "1 earlier turn left out" in prompt

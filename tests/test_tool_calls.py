@@ -579,3 +579,25 @@ async def test_a_reviewer_endpoint_set_apart_gets_the_review_and_the_chat_does_n
         assert not any("response_format" in body for body in chat.requests)
         assert [body["model"] for body in judge.requests] == ["judge-model"]
         ctl.close()
+
+
+@pytest.mark.parametrize("reply", ["verdict", "garbled"])
+async def test_a_key_the_reviewers_endpoint_echoes_is_masked_in_its_verdict_and_reply(tmp_path, monkeypatch, reply):
+    """A reviewer endpoint that writes the key it was sent into its rationale (or into a reply that is no verdict):
+    the dialog and the Review tab show it masked, as a command's output is."""
+    key = "sk-echoed-0123456789abcdefXYZ"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    verdict = {**ALLOW, "rationale": f"your header was Bearer {key}"} if reply == "verdict" else f"no verdict {key}"
+    with ToolCallServer(ALLOW) as chat, ToolCallServer(verdict) as judge:
+        made = await connected(tmp_path, chat.url, review_base_url=judge.url, review_model="judge-model")
+        ctl = made.ctl
+        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
+                                              "command": [sys.executable, "-c", "print('gone')"]}]))
+        await made.send("Please delete notes/old.txt")
+        await made.idle()
+        waiting = ctl.tool_calls.pending()[0]
+        review = ctl.tool_calls.review_of(waiting)
+        assert review.state is ReviewState.DONE and review.allows is (reply == "verdict")  # the verdict still reads
+        shown = [review.reply, review.verdict.rationale, review.line, ctl.tool_calls.facts(waiting).rationale]
+        assert all(key not in text for text in shown) and "***" in review.reply, shown
+        ctl.close()

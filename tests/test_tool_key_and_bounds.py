@@ -11,9 +11,11 @@ import asyncio
 import base64
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -227,6 +229,38 @@ async def test_a_child_a_command_left_in_the_background_ends_with_it(tmp_path):
     group = int(marker.read_text())
     until(lambda: not group_alive(group), 10, "the background child to end with its command")
 
+
+
+async def test_a_background_child_that_keeps_the_output_open_neither_holds_the_run_to_its_deadline_nor_outlives_it(
+        tmp_path):
+    """`server & echo started`: the child inherits the command's output. The run ends when the command does (its
+    exit code kept), not at the deadline, and the child ends with it."""
+    marker = tmp_path / "group"
+    leaves = (f"import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {IGNORES_INPUT!r}, "
+              "sys.argv[1]])\n"
+              "while not (os.path.exists(sys.argv[1]) and open(sys.argv[1]).read()): time.sleep(0.02)\n"
+              "print('started', flush=True); sys.exit(3)")
+    started = time.monotonic()
+    done = await run_tool((sys.executable, "-c", leaves, str(marker)), "{}", "OPENAI_API_KEY", seconds=20)
+    assert time.monotonic() - started < 10, done
+    assert done.code == 3 and "started" in done.output and "stopped" not in done.note, done
+    group = int(marker.read_text())
+    until(lambda: not group_alive(group), 10, "the background child to end with its command")
+
+
+async def test_a_child_in_a_session_of_its_own_holding_the_output_does_not_hold_the_run_to_its_deadline(tmp_path):
+    """A child that left the command's process group (setsid) is out of reach of the group's kill (a daemon the
+    user's own command starts is the user's); it cannot keep the run waiting for its output, though."""
+    daemon = "import time; time.sleep(30)"
+    leaves = (f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {daemon!r}], start_new_session=True)"
+              "; print(p.pid, flush=True)")
+    started = time.monotonic()
+    done = await run_tool((sys.executable, "-c", leaves), "{}", "OPENAI_API_KEY", seconds=20)
+    try:
+        assert time.monotonic() - started < 10, done
+        assert done.code == 0 and "still held" in done.note, done
+    finally:
+        os.kill(int(done.output.split()[0]), signal.SIGKILL)
 
 HANGS_UP = textwrap.dedent("""
     import asyncio, os, signal, sys

@@ -115,6 +115,7 @@ class ToolCalls:
         self.tools = ToolSet()
         self.running: set[str] = set()  # review_key of each call whose command is running
         self.ran: set[str] = set()  # review_key of each call whose command ran (a delete may bring the call back)
+        self.reviewer_kinds: dict[str, str] = {}  # a reviewer endpoint of its own: the server kind it answered
 
     # -- the tool file ------------------------------------------------------------------------------
     def load(self, path: Path) -> bool:
@@ -198,12 +199,13 @@ class ToolCalls:
         parts, key = self.parts, review_key(call)
         reviewer = self.reviewer()
         try:
+            reviewer.server_kind = await self._server_kind(reviewer)
             request = await parts.worker.run(lambda: self._review_request(wb, call, reviewer))
             if isinstance(request, Skipped):
                 return
             started = wb.reviews[key] = replace(wb.reviews[key], request=request, model=request.model)
             self._shown(wb)
-            wb.reviews[key] = await self._verdict(started, request, call, reviewer)
+            wb.reviews[key] = await self._verdict(started, request, call, reviewer, self._secrets(reviewer))
         finally:
             await reviewer.close()
         self._shown(wb)
@@ -213,17 +215,46 @@ class ToolCalls:
                          Tone.GOOD if review.allows else Tone.BAD)
             parts.emit(ToolCallsWaiting(len(self.pending()), WaitReason.REVIEWED))
 
+    def _secrets(self, reviewer: Reviewer) -> set[str]:
+        """The keys a reply must not show: those this process holds, the chat's and the reviewer's endpoint's."""
+        from tui.controller.tool_runner import secrets_of_environment
+        client = self.parts.client
+        return {*secrets_of_environment(self.parts.settings.api_key_env),
+                *(client.endpoint.secrets if client else ()),
+                *(reviewer.client.endpoint.secrets if reviewer.client is not None else ())}
+
     @staticmethod
-    async def _verdict(started: Review, request: ReviewRequest, call: PendingCall, reviewer: Reviewer) -> Review:
-        """The reviewer's answer read where its API puts the verdict; no answer, or any error, is no verdict."""
+    async def _verdict(started: Review, request: ReviewRequest, call: PendingCall, reviewer: Reviewer,
+                       secrets: set[str]) -> Review:
+        """The reviewer's answer read where its API puts the verdict; no answer, or any error, is no verdict. A key
+        the endpoint wrote back (in its rationale, its reply or its error) is masked, as a command's output is."""
+        from tui.context.untrusted.redaction import known_secrets_masked
         if reviewer.client is None:
             return replace(started, state=ReviewState.FAILED, reply="offline: no review was made")
         try:
             reply = await reviewer.client.chat(request.body, api=request.api)
         except ClientError as exc:
-            return replace(started, state=ReviewState.FAILED, reply=f"the review failed: {exc}")
+            return replace(started, state=ReviewState.FAILED,
+                           reply=known_secrets_masked(f"the review failed: {exc}", secrets))
         text = verdict_text(reply.content, reply.tool_calls)
-        return replace(started, state=ReviewState.DONE, reply=text, verdict=parse_verdict(text, call))
+        verdict = parse_verdict(text, call)  # read as it came; only what is shown is masked
+        verdict = replace(verdict, rationale=known_secrets_masked(verdict.rationale, secrets))
+        return replace(started, state=ReviewState.DONE, reply=known_secrets_masked(text, secrets), verdict=verdict)
+
+    async def _server_kind(self, reviewer: Reviewer) -> str:
+        """A reviewer endpoint of its own is asked once what server it is, where that decides how the verdict's
+        schema is carried (reviewer_api: llama.cpp's Messages API holds no forced tool to a schema)."""
+        client = reviewer.client
+        if reviewer.server_kind or client is None or not reviewer.owned or client.endpoint.api == "chat":
+            return reviewer.server_kind
+        base = client.endpoint.base_url
+        if base not in self.reviewer_kinds:
+            from tui.client.server_info import probe
+            try:
+                self.reviewer_kinds[base] = (await probe(client, reviewer.model)).kind
+            except ClientError:
+                return ""  # asked again at the next review
+        return self.reviewer_kinds[base]
 
     def reviewer(self) -> Reviewer:
         """The reviewer's own endpoint and model when settings name them (config.toml `review_base_url`,

@@ -5,7 +5,12 @@ from an allow-list (CHILD_VARIABLES), and a parent whose own environment no long
 them as it starts: tui/client/keys.py). Writing the arguments, running and reading share one deadline
 (RUN_SECONDS); past it, and on a refusal or the app's end, the child's whole process group is killed. Arguments over
 ARGUMENT_BYTES are refused before anything starts; the output (stdout and stderr together) is kept to OUTPUT_BYTES,
-and a key that still appears in it, whole or in fragments, is masked before the text goes anywhere."""
+and a key that still appears in it, whole or in fragments, is masked before the text goes anywhere.
+
+The run ends when the command does: what it left in its group is killed then, so a child sent to the background
+that inherited the output cannot hold the run open until the deadline. A process the command put in a session of its
+own (setsid, a daemon) is beyond the group's reach and outlives the run: the command is the user's own, and only its
+arguments are the model's; its hold on the output is let go after DRAIN_SECONDS, and the result says so."""
 
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ from tui.context.untrusted.redaction import known_secrets_masked
 
 RUN_SECONDS = 30.0
 OUTPUT_BYTES = 64 * 1024
+EXIT_POLL = 0.05  # seconds between two looks at whether the command ended while its output is still open
+DRAIN_SECONDS = 2.0  # how long the output is read after the command ended and its group was killed
 ARGUMENT_BYTES = 256 * 1024  # far past what a model writes as a call's arguments; more would be a flood
 # what a command may need of the environment to run: where programs are, the user's home and locale, a terminal's
 # kind, a place for temporary files. Nothing else: a variable a user set may hold a token of any name.
@@ -118,7 +125,7 @@ async def run_tool(argv: tuple[str, ...], arguments: str, key_env: str, secrets:
     output = bytearray()  # what it printed, kept if the deadline cuts it short
     try:
         async with asyncio.timeout(seconds):  # one deadline for writing, running and reading
-            cut, code = await _converse(process, given, output)
+            cut, code, held = await _converse(process, given, output)
     except TimeoutError:
         _kill(process)
         await process.wait()
@@ -129,23 +136,37 @@ async def run_tool(argv: tuple[str, ...], arguments: str, key_env: str, secrets:
         raise
     finally:
         _running.discard(process.pid)
-    _kill(process)  # what it left running in its group (a child sent to the background) ends with it
-    note = f"output cut at {OUTPUT_BYTES} bytes" if cut else ""
+    note = "; ".join(said for said in (f"output cut at {OUTPUT_BYTES} bytes" if cut else "", held) if said)
     return ToolRun(_without(output.decode("utf-8", "replace"), [*secrets, *secrets_of_environment(key_env)]), code,
                    note)
 
 
-async def _converse(process: asyncio.subprocess.Process, given: bytes, output: bytearray) -> tuple[bool, int]:
+async def _converse(process: asyncio.subprocess.Process, given: bytes, output: bytearray) -> tuple[bool, int, str]:
     """Write the arguments while reading the output into `output` (a command that writes before it reads, or never
-    reads, must not block the other side), then wait for its end."""
+    reads, must not block the other side) until the command ends. Then what it left in its group is killed, and
+    the output read to its end; a process beyond the group's reach (a session of its own) that still holds the
+    output open is not waited for. Returns (cut, exit code, note)."""
     assert process.stdin is not None and process.stdout is not None
     writing = asyncio.ensure_future(_write_arguments(process.stdin, given))
+    reading = asyncio.ensure_future(_read_capped(process.stdout, output))
+    note = ""
     try:
-        cut = await _read_capped(process.stdout, output)
-        code = await process.wait()
+        while process.returncode is None and not reading.done():  # (wait() would also wait for the output's end)
+            await asyncio.wait([reading], timeout=EXIT_POLL)
+        code = await process.wait() if reading.done() else process.returncode
+        _kill(process)  # a child left in the background ends with it, and so does its hold on the output
+        try:
+            cut = await asyncio.wait_for(asyncio.shield(reading), DRAIN_SECONDS)
+        except TimeoutError:
+            cut, note = False, "its output is still held open by a process it started: not read further"
+            transport = getattr(process, "_transport", None)  # its pipe is let go now, not when that process ends
+            if transport is not None:
+                transport.close()
     finally:
         writing.cancel()
-    return cut, code
+        reading.cancel()
+    assert code is not None
+    return cut, code, note
 
 
 async def _write_arguments(stdin: asyncio.StreamWriter, given: bytes) -> None:

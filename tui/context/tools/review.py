@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from tui.context.tokens.counting import Tokenizer
 
 REVIEW_MAX_TOKENS = 600
-TRANSCRIPT_CHARS = 60_000  # the transcript's budget: whole turns left out, oldest first, past it (never cut:
-# the end of a long user turn may be what forbids the call)
+TRANSCRIPT_CHARS = 60_000  # the transcript's budget: whole turns left out past it, the user's own words last
+# (never cut: the end of a long user turn may be what forbids the call)
 TURNS_KEPT = 40  # the newest turns at most (the last user turns always); the request says how many were left out
 VERDICT_CHARS = 16_000  # a reply longer than this is not a verdict
 ARGUMENTS_REVIEWED = 32_000  # characters of the proposed call's arguments the reviewer is shown: longer ones are
@@ -183,16 +183,27 @@ def _protected(messages: list[Message]) -> int:
     return start
 
 
-def kept_turns(messages: list[Message], budget: int = TRANSCRIPT_CHARS) -> int:
-    """How many of the oldest turns are left out: whole turns, oldest first, until the rest fits `budget`
-    characters; the last user turns and everything after them always stay, whatever their size."""
+def _users_own(message: Message) -> bool:
+    """The user's own words (not a document they attached: that is untrusted text, like a tool result)."""
+    return message.role == "user" and message.provenance.trusted
+
+
+def left_out_turns(messages: list[Message], budget: int = TRANSCRIPT_CHARS) -> list[int]:
+    """The places of the turns left out: whole turns, until the rest fits `budget` characters and TURNS_KEPT turns.
+    The model's turns, tool results and documents go first, oldest first, then the user's own oldest words: a flood
+    of tool output (always kept when it follows the last user turn) cannot push out what the user forbade earlier.
+    The last user turns and everything after them always stay, whatever their size."""
     sizes = [len(_turn_text(message)) for message in messages]
     protected = _protected(messages)
-    total, dropped = sum(sizes), 0
-    while dropped < protected and (total > budget or len(messages) - dropped > TURNS_KEPT):
-        total -= sizes[dropped]
-        dropped += 1
-    return dropped
+    order = ([n for n in range(protected) if not _users_own(messages[n])]
+             + [n for n in range(protected) if _users_own(messages[n])])
+    total, dropped = sum(sizes), list[int]()
+    for place in order:
+        if total <= budget and len(messages) - len(dropped) <= TURNS_KEPT:
+            break
+        total -= sizes[place]
+        dropped.append(place)
+    return sorted(dropped)
 
 
 def _tool_section(call: PendingCall, tool: ToolSpec | None, escapes: frozenset[str]) -> list[str]:
@@ -210,14 +221,15 @@ def _tool_section(call: PendingCall, tool: ToolSpec | None, escapes: frozenset[s
 
 def review_prompt(messages: list[Message], call: PendingCall, escapes: frozenset[str],
                   tool: ToolSpec | None = None) -> str:
-    """The reviewer's user message: the transcript (the oldest whole turns left out past the budget, the last
+    """The reviewer's user message: the transcript (whole turns left out past the budget, the user's words last, the last
     user turns always whole), the tool's definition and command, then the proposed call, all fenced."""
-    left_out = kept_turns(messages)
-    kept = messages[left_out:]
-    note = (f", the oldest {left_out} left out to fit the reviewer's budget; every turn shown is whole"
-            if left_out else "")
+    left_out = left_out_turns(messages)
+    gone = set(left_out)
+    turns = "turn" if len(left_out) == 1 else "turns"
+    note = (f", {len(left_out)} earlier {turns} left out to fit the reviewer's budget (the model's turns, tool results "
+            "and documents first, then the user's oldest words); every turn shown is whole" if left_out else "")
     parts = [f"Transcript ({len(messages)} turns{note}):"]
-    parts += [_turn(message, left_out + index, escapes) for index, message in enumerate(kept)]
+    parts += [_turn(message, index, escapes) for index, message in enumerate(messages) if index not in gone]
     parts += _tool_section(call, tool, escapes)
     proposed = f"tool: {call.name}\narguments: {_cut(call.arguments, ARGUMENTS_REVIEWED)}"
     parts += ["Proposed tool call:", fence(proposed, "proposed call", call.id, FenceStyle(), escapes).text,
