@@ -123,6 +123,27 @@ def test_a_nul_or_torn_tail_is_left_out_with_a_notice_and_the_next_save_goes_on(
     assert path.read_bytes().startswith(whole) and b"\x00" not in path.read_bytes()
 
 
+@pytest.mark.parametrize("after", [b"", b"\x00" * 4096], ids=["nothing after", "NULs after"])
+def test_a_whole_last_line_that_lost_only_its_newline_is_kept_and_the_next_save_ends_it(tmp_path, after):
+    """A write cut right before its newline leaves a whole line: it was taken for a torn one, left out, and cut off
+    for good at the next save (its message lost). It is kept, and the next append writes the newline first."""
+    path = tmp_path / "unended.ctxpane.json"
+    whole = _written(path)
+    session = load_session(path).session
+    session.messages.append(Message("user", "kept", provenance=Provenance("user", True), id=session.new_id()))
+    SessionAppender().append(session, path)
+    path.write_bytes(path.read_bytes()[:-1] + after)  # the last newline never reached the disk
+    opened = load_session(path)
+    assert [m.content for m in opened.session.messages] == ["hi", "kept"]
+    assert bool(opened.note) == bool(after) and ("NUL" in opened.note) == bool(after)  # only the NULs are left out
+    session = opened.session
+    session.messages.append(Message("user", "after", provenance=Provenance("user", True), id=session.new_id()))
+    SessionAppender().append(session, path)
+    again = load_session(path)
+    assert [m.content for m in again.session.messages] == ["hi", "kept", "after"] and not again.note
+    assert path.read_bytes().startswith(whole) and path.read_bytes().endswith(b"\n")
+
+
 def test_nuls_before_the_last_whole_line_are_still_refused(tmp_path):
     """Only a tail is cut: NULs with whole lines after them are damage in the middle of the file."""
     from tui.sessions.store import SessionFileError

@@ -32,6 +32,7 @@ class LogState:
     complete: int = 0  # bytes of whole lines (a last line cut short is not counted)
     cut: int = 0  # bytes of a last line cut short (NULs a power cut left included)
     nuls: int = 0  # of them, the NUL bytes at the very end
+    unended: bool = False  # its last line is whole but lacks its newline (the next append writes it first)
     lengths: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # array -> (request, its length)
     _lists: dict[tuple[int, str], list[str]] = field(default_factory=dict, repr=False)  # resolved, the latest
     unpacked: Unpacked = field(default_factory=lambda: Unpacked(MAX_SESSION_BYTES), repr=False)

@@ -96,6 +96,7 @@ class LogWriter:
         self.shown: list[str] = []
         self.branches: list[dict[str, Json]] = []
         self.size = 0
+        self.unended = False  # the file's last line lacks its newline (read_log): the next append writes it first
         self.identity: tuple[int, int] | None = None  # the file appended to (device, inode): one replaced is refused
         self.started = False
         self.own_wire = True  # the bodies' messages are written as request_text writes them (the app's own)
@@ -128,6 +129,7 @@ class LogWriter:
         self.shown = list(state.shown)
         self.branches = copy_json(state.branches)
         self.size = state.complete
+        self.unended = state.unended  # the last line lacks its newline: the next append writes it first
         self.started = True
 
     # -- appending -----------------------------------------------------------------------------------------------
@@ -190,6 +192,8 @@ class LogWriter:
                                        "appended (what it holds is kept; the next save reads it again first)")
             if info.st_size != self.size:
                 os.ftruncate(fd, self.size)  # a line cut short by a kill, or a write that failed: gone first
+            if self.unended:
+                data = b"\n" + data
             view = memoryview(data)
             written = 0
             try:
@@ -207,6 +211,7 @@ class LogWriter:
         finally:
             os.close(fd)
         self.size += len(data)
+        self.unended = False
 
     def _changed(self, fd: int, info: os.stat_result) -> str:
         """What another program did to the file since the last append ("" when nothing): another writer's lines

@@ -75,17 +75,22 @@ def read_log(raw: bytes) -> LogState:
     cut leaves where the last write's blocks never reached the disk. NULs anywhere else are damage: refused."""
     text = raw.rstrip(b"\x00")
     end = text.rfind(b"\n") + 1
+    unended = end and _whole_line(text[end:])  # the last write lost only its newline: the line is kept
+    if unended:
+        end = len(text)
     problem = text_problem(raw[:end] or text)
     if problem:
         raise SessionFormatError(problem)
     cut = len(raw) - end
     lines = raw[:end].split(b"\n")[:-1] if end else []
+    if unended:
+        lines.append(text[text.rfind(b"\n") + 1:])
     if not lines:
         raise SessionFormatError("is not a whole session file: its first line was cut short")
     header = _decode(lines[0], 1)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise SessionFormatError("holds JSON lines, but not a ctxpane session")
-    state = LogState(header, complete=end, cut=cut, nuls=len(raw) - len(text))
+    state = LogState(header, complete=end, cut=cut, nuls=len(raw) - len(text), unended=bool(unended))
     checked: set[str] = set()
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -100,6 +105,16 @@ def read_log(raw: bytes) -> LogState:
             raise SessionFormatError(f"line {number}: not a session line ctxpane writes "
                                      f"({type(exc).__name__}: {str(exc)[:120]})") from None
     return state
+
+
+def _whole_line(tail: bytes) -> bool:
+    """Whether the bytes after the last newline are a whole line (a JSON object), not half of one."""
+    if not tail.strip() or not tail.endswith(b"}"):
+        return False
+    try:
+        return isinstance(msgspec.json.decode(tail), dict)
+    except (msgspec.DecodeError, RecursionError):
+        return False
 
 
 def body_text_problem(raw: bytes) -> str | None:
