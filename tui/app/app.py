@@ -126,6 +126,10 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
     def read_only(self) -> bool:
         return self._controller.read_only if self._controller is not None else False
 
+    def closing_line(self) -> str:
+        """What to print once the terminal is back: where the session was saved, or why nothing was."""
+        return self._controller.closing_line() if self._controller is not None else ""
+
     @property
     def lock(self):
         return self.controller.file.lock
@@ -257,8 +261,9 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
                 self.main(ChatPanel).post_message(StatusUpdated(text, style))
             case Notice(text=text, title=title, severity=severity, timeout=timeout):
                 self.notify(text, title=title, severity=severity.value, timeout=timeout, markup=False)
-            case SessionChanged(title=title):
+            case SessionChanged(title=title, read_only_line=read_only_line):
                 self.sub_title = title
+                self.main(ChatPanel).show_read_only(read_only_line)
             case ToolCallsWaiting(count=count, reason=reason):
                 self.tool_dialogs.waiting(count, reason)
 

@@ -27,7 +27,7 @@ from tui.controller.capabilities import Capabilities
 from tui.controller.compute import ComputeWorker, Skipped
 from tui.controller.connecting import ConnectHooks, connect
 from tui.controller.editing import Editing
-from tui.controller.events import Event, ReplyEnded, ReplyStarted, SessionChanged
+from tui.controller.events import Event, ReplyEnded, ReplyStarted
 from tui.controller.link import Link
 from tui.controller.parts import Parts, Settings
 from tui.controller.opening import OpenHooks, Opening
@@ -44,6 +44,7 @@ from tui.controller.view_updates import ViewUpdates
 from tui.controller.tokenizing import Tokenizing
 from tui.controller.branches import branches_shown_from, kept_branches_notice
 from tui.controller.history import History
+from tui.controller.titling import session_changed
 from tui.controller.tuning import Tuning
 from tui.controller.tool_calls import ToolCalls, ToolHooks
 from tui.controller.workbench import CharEstimate, Workbench
@@ -306,7 +307,7 @@ class Controller:
         self.tool_calls.attach(self.wb)  # the loaded tool file's definitions are sent, never the session's in their place
         self.notes = {}
         self.history.forget()
-        self.emit(SessionChanged(session.title, self.read_only, self.file.session_file))
+        self.emit(session_changed(self.parts))
         if session.branches:  # kept in the file, shown only by the palette: said once
             self.notify(kept_branches_notice(session))
         self.changed(save=False)
@@ -324,6 +325,14 @@ class Controller:
     def rename_session(self, title: str) -> bool:
         from tui.controller.titling import rename
         return rename(self.parts, title)
+
+    def continue_in_new_session(self) -> bool:
+        """Fork: this session's history in a new file this app writes (from a read-only one: its way on)."""
+        return self.opening.continue_in_new_session()
+
+    def closing_line(self) -> str:
+        """What to tell the user once the app has quit: where the session was saved, or why nothing was."""
+        return self.file.closing_line()
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

@@ -53,6 +53,7 @@ class SessionChanged:
     title: str
     read_only: bool
     path: Path | None
+    read_only_line: str = ""  # why nothing is written here (who holds the file), for the composer to say
 
 
 @dataclass(frozen=True)

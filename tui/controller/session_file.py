@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tui.client.http import OpenAIClient
 
 SAVE_DELAY = 0.3  # seconds: changes within this are written once
+CONTINUE_HINT = "Continue in a new session (Ctrl+P) keeps the history in a file of its own"
 
 
 class SessionFile:
@@ -34,6 +35,8 @@ class SessionFile:
         self.session_file: Path | None = None
         self.lock: SessionLock | None = None
         self.read_only = False
+        self.held_by = ""  # the pid of the ctxpane whose lock made this one read-only ("" for any other reason)
+        self.read_only_note = ""  # why the file is read-only (a newer format's note), when no lock is the reason
         self.writer: SessionWriter | None = None  # made at the first save
         self.unsaved = False  # changed since the last snapshot was handed to the writer
         self.save_failure: str | None = None  # what quitting could not save
@@ -46,18 +49,38 @@ class SessionFile:
 
     def open(self, path: Path | None, read_only: bool) -> None:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
-        self.read_only = read_only
+        self.read_only, self.held_by, self.read_only_note = read_only, "", "opened read-only" if read_only else ""
         self._let_go()
         path = followed_link(path)
         if path is not None and not self.read_only:
-            lock = SessionLock(path)
-            try:
-                lock.acquire()
-                self.lock = lock
-            except SessionLocked as exc:
-                self.read_only = True
-                self.notify(visible(str(exc)) + " — opened read-only", severity=Severity.WARNING, timeout=15)
+            self._lock_or_read_only(path, SessionLock(path))
         self.session_file = path
+
+    def _lock_or_read_only(self, path: Path, lock: SessionLock) -> None:
+        """One writer per file: the lock taken, or this app reads only (and says who holds the file)."""
+        try:
+            lock.acquire()
+            self.lock = lock
+        except SessionLocked as exc:
+            self.read_only, self.held_by, self.read_only_note = True, exc.holder, visible(str(exc))
+            self.notify(visible(str(exc)) + " — opened read-only: " + CONTINUE_HINT, severity=Severity.WARNING,
+                        timeout=15)
+
+    def read_only_line(self) -> str:
+        """Why nothing is written here, in one line (the notices' and the quit line's words)."""
+        if self.held_by:
+            return f"read-only: the session is held by another ctxpane (pid {self.held_by})"
+        return f"read-only: {self.read_only_note or 'opened read-only'}"
+
+    def closing_line(self) -> str:
+        """What the user is told once the app has quit: the truth about the file ("" when there is nothing to say).
+        A writer names its file only when it holds it and the last state landed there."""
+        if self.read_only:
+            return f"{self.read_only_line()}: nothing saved" if self.session_file is not None else ""
+        if self.session_file is None or self.lock is None or self.save_failure is not None \
+                or not self.session_file.is_file():
+            return ""
+        return f"session saved in {self.session_file}"
 
     def _let_go(self) -> None:
         """Release the lock on the file, once what was handed to the writer for it has landed."""
@@ -75,11 +98,9 @@ class SessionFile:
             return
         if self.session_file is None:
             self.session_file = session_path(self.session, self.folder)
-            self.lock = SessionLock(self.session_file)
-            try:
-                self.lock.acquire()
-            except SessionLocked:
-                self.lock = None
+            self._lock_or_read_only(self.session_file, SessionLock(self.session_file))
+            if self.read_only:  # never written without its lock, even a file named after a new session's id
+                return
         self.unsaved = True
         if now:
             self.save()
