@@ -4,6 +4,8 @@ nothing; a rename from another app's session browser never writes over what the 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from app_helpers import isolated, make_app, settle
@@ -78,8 +80,9 @@ async def test_a_second_app_opened_on_a_held_session_reads_only_says_who_holds_i
     assert "held by another ctxpane (pid" in notices(b) and "not renamed" in notices(b)
     await exchange(a, 1)
     b.ctl.close()
-    assert b.ctl.closing_line().startswith("read-only: the session is held by another ctxpane (pid ")
-    assert b.ctl.closing_line().endswith("nothing saved")
+    assert b.ctl.closing_line() == (f"read-only: nothing saved; the session was held by another ctxpane "
+                                    f"(pid {b.ctl.file.held_by}) when it was opened here")
+    assert b.ctl.file.held_by == str(os.getpid())
     a.ctl.close()
     assert load_session(path).session.title == "three turns" and texts(path)[-1] == "answer 1"
 
@@ -95,7 +98,9 @@ async def test_a_read_only_app_refuses_to_send_at_the_controller_and_keeps_the_d
         assert not [r for r in server.requests if r["path"].endswith("/chat/completions")]
         assert b.ctl.wb.draft == "words typed in B" and not b.ctl.streaming
         assert "not sent" in notices(b) and "Continue in a new session" in notices(b)
+        assert "kept nowhere once this app quits" in b.ctl.quit_would_lose()
         b.ctl.close()
+        assert b.ctl.closing_line().endswith("the 16 characters left unsent in the composer were not kept")
     a.ctl.close()
     assert "words typed in B" not in texts(path)
 

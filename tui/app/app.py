@@ -86,6 +86,7 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
         self.pane_themes, theme_errors = load_themes(config_dir() / "themes")
         self.problems += theme_errors
         self.replay_only = False
+        self.quit_warned = False  # what quitting would lose was said once: the next Ctrl+Q quits
         self._prepare_build()  # the controller comes after the first frame (controller_build.py)
 
     def _new_controller(self) -> Controller:
@@ -421,6 +422,15 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield from palette_commands(self)
+
+    async def action_quit(self) -> None:
+        """Quit; but first say once what quitting would lose (a read-only app's draft), with the way to keep it."""
+        lost = self.controller.quit_would_lose() if self._controller is not None else ""
+        if lost and not self.quit_warned:
+            self.quit_warned = True
+            self.notify(lost, severity="warning", timeout=15)
+            return
+        await super().action_quit()
 
     def on_unmount(self) -> None:
         self._close_controller()

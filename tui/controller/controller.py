@@ -34,7 +34,7 @@ from tui.controller.opening import OpenHooks, Opening
 from tui.controller.runtime import Runtime
 from tui.controller.reply_stream import STOPPED
 from tui.controller.sending import NOT_SENT, SendHooks, Sending
-from tui.controller.session_file import SessionFile
+from tui.controller.session_file import CONTINUE_KEY, SessionFile
 from tui.controller.recall import Recall
 from tui.controller.slash import SlashIntents, SlashRunner
 from tui.controller.switching import Switches
@@ -332,7 +332,18 @@ class Controller:
 
     def closing_line(self) -> str:
         """What to tell the user once the app has quit: where the session was saved, or why nothing was."""
-        return self.file.closing_line()
+        line = self.file.closing_line()
+        if line and self.read_only and self.wb.draft.strip():
+            line += f"; the {len(self.wb.draft):,} characters left unsent in the composer were not kept"
+        return line
+
+    def quit_would_lose(self) -> str:
+        """What quitting now would lose, said before it does ("" when nothing): a read-only app keeps its draft
+        nowhere (its file is another's to write)."""
+        if not (self.read_only and self.wb.draft.strip()):
+            return ""
+        return (f"{self.file.read_only_line()}: what you typed is kept nowhere once this app quits. {CONTINUE_KEY} "
+                "continues in a new session that keeps it; quit again to leave without it")
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

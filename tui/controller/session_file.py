@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from tui.client.http import OpenAIClient
 
 SAVE_DELAY = 0.3  # seconds: changes within this are written once
-CONTINUE_HINT = "Continue in a new session (Ctrl+P) keeps the history in a file of its own"
+CONTINUE_KEY = "F10"  # the shipped key of the app's continue_in_new_session (tui/app/actions.py)
+CONTINUE_HINT = f"{CONTINUE_KEY} (Continue in a new session) keeps the whole history in a file of its own"
 
 
 class SessionFile:
@@ -75,6 +76,9 @@ class SessionFile:
     def closing_line(self) -> str:
         """What the user is told once the app has quit: the truth about the file ("" when there is nothing to say).
         A writer names its file only when it holds it and the last state landed there."""
+        if self.read_only and self.held_by:  # (the holder may have quit since: said of when it was opened)
+            return (f"read-only: nothing saved; the session was held by another ctxpane (pid {self.held_by}) when "
+                    "it was opened here")
         if self.read_only:
             return f"{self.read_only_line()}: nothing saved" if self.session_file is not None else ""
         if self.session_file is None or self.lock is None or self.save_failure is not None \

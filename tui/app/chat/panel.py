@@ -7,15 +7,13 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.context.messages import Message
+from tui.controller.session_file import CONTINUE_KEY
 from tui.controller.snapshot import ChatState
 
 from tui.app.chat.transcript import ChatView
 from tui.app.chat.composer import Composer
 from tui.app.shown import one_line, shown
 from tui.app.messages import ChatUpdated, ReplyArrived, ReplyBegan, ReplyFinished, StatusUpdated
-
-
-CONTINUE_KEY = "F10"  # the key of tui/app/actions.py's continue_in_new_session (as shipped)
 
 
 class ChatPanel(Vertical):
