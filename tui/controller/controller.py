@@ -342,8 +342,8 @@ class Controller:
         nowhere (its file is another's to write)."""
         if not (self.read_only and self.wb.draft.strip()):
             return ""
-        return (f"{self.file.read_only_line()}: what you typed is kept nowhere once this app quits. {CONTINUE_KEY} "
-                "continues in a new session that keeps it; quit again to leave without it")
+        return (f"not quit: what you typed is kept nowhere once this app quits ({self.file.read_only_line()}). "
+                f"{CONTINUE_KEY} continues in a new session that keeps it; quit again to leave without it")
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

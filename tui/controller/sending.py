@@ -90,7 +90,7 @@ class Sending:
         if not text.strip():
             return False
         if parts.read_only:  # one writer per session: a reply here could never be kept
-            parts.notify(f"{parts.file.read_only_line()}: not sent, your message stays in the composer; "
+            parts.notify(f"not sent: {parts.file.read_only_line()}; your message stays in the composer. "
                          f"{CONTINUE_HINT}", severity=Severity.WARNING, timeout=15)
             return False
         if parts.client is None and self.hooks.may_wait():
@@ -117,7 +117,7 @@ class Sending:
     def start(self) -> None:
         """Send the conversation as it stands (its last message is the user's)."""
         if self.parts.read_only:  # (a retry, a re-send, a tool's answer: none is sent from a session held elsewhere)
-            self.parts.notify(f"{self.parts.file.read_only_line()}: not sent; {CONTINUE_HINT}",
+            self.parts.notify(f"not sent: {self.parts.file.read_only_line()}. {CONTINUE_HINT}",
                               severity=Severity.WARNING, timeout=15)
             return
         self.streaming, self._begun = True, False

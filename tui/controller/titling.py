@@ -58,7 +58,7 @@ def rename(parts: "Parts", text: str) -> bool:
     if not title:
         return False
     if parts.read_only:  # the file is another ctxpane's to write: its title too
-        parts.notify(f"{parts.file.read_only_line()}: not renamed", severity=Severity.WARNING, timeout=15)
+        parts.notify(f"not renamed: {parts.file.read_only_line()}", severity=Severity.WARNING, timeout=15)
         return False
     parts.wb.session.title = title
     announce(parts)
