@@ -153,3 +153,21 @@ async def test_a_rename_in_another_apps_session_browser_never_writes_over_the_ho
     assert texts(path)[-2:] == ["question 1", "answer 1"]
     assert load_session(path).session.title == "three turns"
     a.ctl.close()
+
+
+async def test_a_file_renamed_while_its_app_had_let_it_go_is_read_again_when_the_app_takes_it_back(tmp_path):
+    """The app's writer remembered the file as it left it; a rename appended a line since. Taken back under the
+    lock, the file is read again: the next exchange lands after the rename, with no failed save."""
+    from tui.sessions.store import retitle_session
+    from tui.controller.events import Severity
+    a, path = await holder(tmp_path)
+    a.ctl.new_session()  # the first file let go (its lock released once its writes landed)
+    await a.idle()
+    retitle_session(path, "renamed while let go")
+    a.ctl.open_file(path)
+    await a.idle()
+    assert a.ctl.file.session_file == path and a.ctl.file.lock is not None
+    await exchange(a, 1)
+    a.ctl.close()
+    assert not [e for e in a.of(Notice) if e.severity is Severity.ERROR], notices(a)
+    assert load_session(path).session.title == "renamed while let go" and texts(path)[-1] == "answer 1"

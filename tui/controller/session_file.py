@@ -62,10 +62,18 @@ class SessionFile:
         try:
             lock.acquire()
             self.lock = lock
+            self._read_again(path)
         except SessionLocked as exc:
             self.read_only, self.held_by, self.read_only_note = True, exc.holder, visible(str(exc))
             self.notify(visible(str(exc)) + " — opened read-only: " + CONTINUE_HINT, severity=Severity.WARNING,
                         timeout=15)
+
+    def _read_again(self, path: Path) -> None:
+        """The file was let go before (another session was opened): what the writer remembers of it may be stale,
+        since another app may have written it meanwhile (a rename). Its next save reads the file first."""
+        writer = self.writer
+        if writer is not None:
+            writer.after_pending(lambda: writer.appender.forget(path))
 
     def read_only_line(self) -> str:
         """Why nothing is written here, in one line (the notices' and the quit line's words)."""
