@@ -171,3 +171,19 @@ async def test_a_file_renamed_while_its_app_had_let_it_go_is_read_again_when_the
     a.ctl.close()
     assert not [e for e in a.of(Notice) if e.severity is Severity.ERROR], notices(a)
     assert load_session(path).session.title == "renamed while let go" and texts(path)[-1] == "answer 1"
+
+
+async def test_an_export_over_a_held_session_file_is_refused_naming_the_holder(tmp_path):
+    from tui.commands import export
+    from tui.errors import UsageError
+    a, path = await holder(tmp_path)
+    await exchange(a, 1)
+    before = path.read_bytes()
+    with pytest.raises(UsageError, match=r"not written: .* is open in another ctxpane \(pid \d+\)"):
+        export.run([str(path), "--format", "json", "-o", str(path)])
+    assert path.read_bytes() == before
+    await exchange(a, 2)
+    a.ctl.close()
+    assert texts(path)[-1] == "answer 2"
+    assert export.run([str(path), "--format", "json", "-o", str(path)]) == 0  # let go: the user's to overwrite
+    assert texts(path)[-1] == "answer 2"

@@ -11,9 +11,10 @@ import fcntl
 import json
 import os
 import stat
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from platformdirs import user_data_dir
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from tui.sessions.log_writer import LogWriter
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
-           "SessionLocked", "convert_session", "followed_link", "list_sessions", "load_session", "retitle_session",
+           "SessionLocked", "convert_session", "followed_link", "held", "list_sessions", "load_session", "retitle_session",
            "save_session", "session_path", "session_text", "sessions_dir", "write_atomic", "write_private"]
 
 SUFFIX = ".ctxpane.json"
@@ -296,21 +297,29 @@ class SessionLock:
             self._fd = None
 
 
-def retitle_session(path: Path, title: str) -> None:
-    """Give the session in `path` a new title, and change nothing else: under its lock (SessionLocked when another
-    ctxpane holds it), the file read again and only the title appended. Never a copy read before the lock was
-    taken: what its writer saved meanwhile would be written over."""
+@contextmanager
+def held(path: Path) -> Iterator[Path]:
+    """The session file's lock, held for a write from outside an app (a rename, an export over it); yields the
+    file itself (a link followed). SessionLocked, naming the holder, when another ctxpane has it open."""
     path = followed_link(path) or path
     lock = SessionLock(path)
     lock.acquire()
     try:
+        yield path
+    finally:
+        lock.release()
+
+
+def retitle_session(path: Path, title: str) -> None:
+    """Give the session in `path` a new title, and change nothing else: under its lock (SessionLocked when another
+    ctxpane holds it), the file read again and only the title appended. Never a copy read before the lock was
+    taken: what its writer saved meanwhile would be written over."""
+    with held(path) as path:
         opened = load_session(path)
         if opened.read_only:
             raise SessionFileError(about(path, f"is {opened.note}: not renamed"))
         opened.session.title = title
         SessionAppender().append(opened.session, path)
-    finally:
-        lock.release()
 
 
 def _modified(path: Path) -> float:
