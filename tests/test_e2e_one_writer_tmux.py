@@ -77,7 +77,7 @@ def test_two_apps_on_one_session_lose_no_exchange_and_each_quit_line_tells_the_t
 
             replied(a, "second question", 4)
             b.keys("C-q")  # the draft would be lost: said first
-            b.wait_for(r"not quit: what you typed")
+            b.wait_for(r"not quit: what you typed or")
             order = [(a, "C-q"), (b, "C-q")] if writer_quits_first else [(b, "C-q"), (a, "C-q")]
             lines = {}
             for app, key in order:

@@ -187,3 +187,22 @@ async def test_an_export_over_a_held_session_file_is_refused_naming_the_holder(t
     assert texts(path)[-1] == "answer 2"
     assert export.run([str(path), "--format", "json", "-o", str(path)]) == 0  # let go: the user's to overwrite
     assert texts(path)[-1] == "answer 2"
+
+
+async def test_a_change_in_a_read_only_app_is_said_unsaved_once_warned_of_at_quit_and_kept_by_a_fork(tmp_path):
+    a, path = await holder(tmp_path)
+    before = path.read_bytes()
+    b = await second(tmp_path, path)
+    b.ctl.set_system_prompt("You are B.")
+    b.ctl.set_system_prompt("You are B, again.")
+    await b.idle()
+    assert notices(b).count("not saved: read-only: the session is held by another ctxpane (pid") == 1
+    assert path.read_bytes() == before
+    assert "what you typed or changed is kept nowhere" in b.ctl.quit_would_lose()
+    assert b.ctl.continue_in_new_session()
+    await b.idle()
+    assert b.ctl.quit_would_lose() == "" and not b.ctl.file.unsaved_here
+    assert load_session(b.ctl.file.session_file).session.messages[0].text() == "You are B, again."
+    b.ctl.close()
+    a.ctl.close()
+    assert path.read_bytes() == before

@@ -167,6 +167,8 @@ class Controller:
         the file saved soon (unless `save` is false)."""
         self.shown_again()
         self.compute()
+        if save and self.read_only:
+            self.file.changed_unsaved()
         if save:
             self.file.autosave()
 
@@ -333,6 +335,8 @@ class Controller:
     def closing_line(self) -> str:
         """What to tell the user once the app has quit: where the session was saved, or why nothing was."""
         line = self.file.closing_line()
+        if line and self.read_only and self.file.unsaved_here:
+            line += "; the changes made here were not kept"
         if line and self.read_only and self.wb.draft.strip():
             line += f"; the {len(self.wb.draft):,} characters left unsent in the composer were not kept"
         return line
@@ -340,9 +344,10 @@ class Controller:
     def quit_would_lose(self) -> str:
         """What quitting now would lose, said before it does ("" when nothing): a read-only app keeps its draft
         nowhere (its file is another's to write)."""
-        if not (self.read_only and self.wb.draft.strip()):
+        if not (self.read_only and (self.wb.draft.strip() or self.file.unsaved_here)):
             return ""
-        return (f"not quit: what you typed is kept nowhere once this app quits ({self.file.read_only_line()}). "
+        return (f"not quit: what you typed or changed is kept nowhere once this app quits "
+                f"({self.file.read_only_line()}). "
                 f"{CONTINUE_KEY} continues in a new session that keeps it; quit again to leave without it")
 
     def resend_from_step(self, session: Session, step: int) -> bool:

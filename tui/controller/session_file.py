@@ -38,6 +38,7 @@ class SessionFile:
         self.read_only = False
         self.held_by = ""  # the pid of the ctxpane whose lock made this one read-only ("" for any other reason)
         self.read_only_note = ""  # why the file is read-only (a newer format's note), when no lock is the reason
+        self.unsaved_here = False  # read-only, and changed here all the same: kept in memory alone (a fork keeps it)
         self.writer: SessionWriter | None = None  # made at the first save
         self.unsaved = False  # changed since the last snapshot was handed to the writer
         self.save_failure: str | None = None  # what quitting could not save
@@ -51,6 +52,7 @@ class SessionFile:
     def open(self, path: Path | None, read_only: bool) -> None:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
         self.read_only, self.held_by, self.read_only_note = read_only, "", "opened read-only" if read_only else ""
+        self.unsaved_here = False
         self._let_go()
         path = followed_link(path)
         if path is not None and not self.read_only:
@@ -74,6 +76,13 @@ class SessionFile:
         writer = self.writer
         if writer is not None:
             writer.after_pending(lambda: writer.appender.forget(path))
+
+    def changed_unsaved(self) -> None:
+        """The session this app reads only was changed here (an edit, a setting): said once, as it is not saved."""
+        if not self.unsaved_here:
+            self.notify(f"not saved: {self.read_only_line()}; this change lasts until you quit. {CONTINUE_HINT}",
+                        severity=Severity.WARNING, timeout=15)
+        self.unsaved_here = True
 
     def read_only_line(self) -> str:
         """Why nothing is written here, in one line (the notices' and the quit line's words)."""
