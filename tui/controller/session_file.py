@@ -51,7 +51,9 @@ class SessionFile:
 
     def open(self, path: Path | None, read_only: bool) -> None:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
-        self.read_only, self.held_by, self.read_only_note = read_only, "", "opened read-only" if read_only else ""
+        # (asked for read-only: a file written by a newer ctxpane, the one reason today)
+        self.read_only, self.held_by = read_only, ""
+        self.read_only_note = "the file was written by a newer ctxpane" if read_only else ""
         self.unsaved_here = False
         self._let_go()
         path = followed_link(path)
