@@ -123,6 +123,7 @@ class Opening:
         if hooks.answering():
             return False
         held = parts.file.session_file
+        parts.file.autosave(now=True)  # a file this app writes gets its last state first (read-only: nothing)
         copy = forked(parts.wb.session)
         hooks.adopt(copy, None, draft=parts.wb.draft)
         parts.file.autosave(now=True)

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from tui.sessions.log_writer import LogWriter
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
-           "SessionLocked", "convert_session", "followed_link", "held", "list_sessions", "load_session", "retitle_session",
-           "save_session", "session_path", "session_text", "sessions_dir", "write_atomic", "write_private"]
+           "SessionLocked", "convert_session", "followed_link", "held", "list_sessions", "load_session",
+           "retitle_session", "save_session", "session_path", "session_text", "sessions_dir", "write_atomic",
+           "write_private"]
 
 SUFFIX = ".ctxpane.json"
 
