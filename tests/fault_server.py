@@ -1,7 +1,7 @@
 """A small OpenAI-style server on a real loopback socket that misbehaves on purpose.
 
 The first path segment picks the behaviour: /ok, /cut, /nodone, /garbage, /errevent, /ratelimit,
-/busy, /auth, /missing, /overflow, /boom, /slow, /crlf, /redirect, /capture, and the hostile ones
+/busy, /auth, /missing, /overflow, /boom, /slow, /plain, /crlf, /redirect, /capture, and the hostile ones
 below (wrong shapes, huge lines and bodies, trickles, lies). A scenario's `p_` method answers the
 other paths under it (probes such as /props or /tokenize), its `m_` method answers /v1/models.
 Every request's headers are recorded so tests can check what was sent (e.g. that no key follows a
@@ -129,6 +129,9 @@ class Handler(BaseHTTPRequestHandler):
         self._events(GOOD_STREAM)
         self._send("data: [DONE]\n\n")
         self._finish()
+
+    def s_plain(self) -> None:  # a short reply of text alone (no tool calls): one exchange, nothing more to answer
+        self._stream([chunk("plain "), chunk("reply"), chunk(finish_reason="stop")])
 
     def s_crlf(self) -> None:
         self._start_chunked()

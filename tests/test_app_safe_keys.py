@@ -181,25 +181,26 @@ async def test_the_cursor_is_visible_in_every_shipped_theme(sessions, tmp_path, 
 
 
 class QuitApp:
-    """What launch._run reads of the app once it has exited."""
+    """What launch._run reads of the app once it has exited (its closing line is the controller's)."""
 
-    def __init__(self, session_file, read_only=False) -> None:
-        self.session_file, self.read_only, self.save_failure, self.return_code = session_file, read_only, None, 0
-        self.replay_only = False
+    def __init__(self, line: str, replay_only: bool = False) -> None:
+        self.line, self.replay_only, self.save_failure, self.return_code = line, replay_only, None, 0
 
     def run(self) -> None:
         pass
+
+    def closing_line(self) -> str:
+        return self.line
 
 
 def test_quitting_prints_where_the_session_was_saved(tmp_path, capsys):
     from tui.app.launch import _run
     path = tmp_path / "evil\x1b]0;title\x07.ctxpane.json"
-    path.write_text("{}")
-    assert _run(QuitApp(path)) == 0
+    assert _run(QuitApp(f"session saved in {path}")) == 0
     out = capsys.readouterr().out
     assert out.startswith("ctxpane: session saved in ") and "\x1b" not in out and "␛" in out
-    assert _run(QuitApp(path, read_only=True)) == 0 and capsys.readouterr().out == ""  # a replay saved nothing
-    assert _run(QuitApp(None)) == 0 and capsys.readouterr().out == ""  # nothing typed: no file
+    assert _run(QuitApp(f"session saved in {path}", replay_only=True)) == 0 and capsys.readouterr().out == ""
+    assert _run(QuitApp("")) == 0 and capsys.readouterr().out == ""  # nothing typed: no file
 
 
 async def test_one_numbering_scheme_in_the_chat_the_document_and_the_ledger(sessions, tmp_path):

@@ -86,6 +86,7 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
         self.pane_themes, theme_errors = load_themes(config_dir() / "themes")
         self.problems += theme_errors
         self.replay_only = False
+        self.quit_warned = False  # what quitting would lose was said once: the next Ctrl+Q quits
         self._prepare_build()  # the controller comes after the first frame (controller_build.py)
 
     def _new_controller(self) -> Controller:
@@ -125,6 +126,10 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
     @property
     def read_only(self) -> bool:
         return self._controller.read_only if self._controller is not None else False
+
+    def closing_line(self) -> str:
+        """What to print once the terminal is back: where the session was saved, or why nothing was."""
+        return self._controller.closing_line() if self._controller is not None else ""
 
     @property
     def lock(self):
@@ -257,8 +262,9 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
                 self.main(ChatPanel).post_message(StatusUpdated(text, style))
             case Notice(text=text, title=title, severity=severity, timeout=timeout):
                 self.notify(text, title=title, severity=severity.value, timeout=timeout, markup=False)
-            case SessionChanged(title=title, draft=draft):
+            case SessionChanged(title=title, read_only_line=read_only_line, draft=draft):
                 self.sub_title = title
+                self.main(ChatPanel).show_read_only(read_only_line)
                 if draft is not None:
                     self._composer_holds(draft)
             case ToolCallsWaiting(count=count, reason=reason):
@@ -426,6 +432,15 @@ class CtxpaneApp(BuildsController, ComposerActions, SafeClipboard):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield from palette_commands(self)
+
+    async def action_quit(self) -> None:
+        """Quit; but first say once what quitting would lose (a read-only app's draft), with the way to keep it."""
+        lost = self.controller.quit_would_lose() if self._controller is not None else ""
+        if lost and not self.quit_warned:
+            self.quit_warned = True
+            self.notify(lost, severity="warning", timeout=15)
+            return
+        await super().action_quit()
 
     def on_unmount(self) -> None:
         self._close_controller()

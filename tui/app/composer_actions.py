@@ -43,6 +43,9 @@ class ComposerActions:
         from tui.app.slash_commands import show_context
         show_context(self)
 
+    def action_continue_in_new_session(self) -> None:
+        self.controller.continue_in_new_session()
+
     def action_rename_session(self) -> None:
         self.dialogs.rename_session()
 

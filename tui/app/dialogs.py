@@ -109,8 +109,9 @@ class Dialogs:
 
     def rename_session(self) -> None:
         def done(result) -> None:
-            if result is not None and not self.controller.rename_session(result[0]):
-                self.app.notify("not renamed: the title is empty (or the session is read-only)", severity="warning", markup=False)
+            # (a read-only session's refusal is the controller's notice, naming who holds the file)
+            if result is not None and not self.controller.rename_session(result[0]) and not self.controller.read_only:
+                self.app.notify("not renamed: the title is empty", severity="warning", markup=False)
         self.app.push_screen(EditScreen("Session title", self.controller.wb.session.title), done)
 
     def attach(self) -> None:

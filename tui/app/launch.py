@@ -89,10 +89,10 @@ def _run(app) -> int:
     if app.save_failure:  # told once the terminal is back: the app's own screen is gone by now
         print(f"ctxpane: {app.save_failure}", file=sys.stderr)
         return app.return_code or 1
-    saved = app.session_file
-    if saved is not None and not (app.read_only or getattr(app, "replay_only", False)) and saved.is_file():  # so the user knows where to find it again
+    line = "" if getattr(app, "replay_only", False) else app.closing_line()
+    if line:  # where the session is, so the user finds it again; or, read-only, that nothing was saved and why
         from tui.context.untrusted.visible import visible
-        print(f"ctxpane: session saved in {visible(str(saved))}")
+        print(f"ctxpane: {visible(line)}")
     return app.return_code or 0
 
 

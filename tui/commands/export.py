@@ -18,6 +18,7 @@ from tui.context.untrusted.visible import visible
 from tui.errors import UsageError
 from tui.sessions.replay import Replayer
 from tui.sessions.safe_io import write_private
+from tui.sessions.store import SUFFIX, SessionLocked, held
 from tui.sessions.transfer import (TransferError, converted_request, export_curl, export_markdown, export_request,
                                    step_record)
 
@@ -34,6 +35,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable named in the curl command")
     parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
     return parser
+
+
+def write_output(target: Path, source: Path, text: str) -> None:
+    """The export written to `target` (0600, like the session it comes from). Over a session file (the one read,
+    or any other) only under that session's lock: an app writing it would lose its next save, or write after it."""
+    if target.name.endswith(SUFFIX) or (target.exists() and same_file(target, source)):
+        with held(target) as path:
+            write_private(path, text)
+        return
+    write_private(target, text)
+
+
+def same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.samefile(other)
+    except OSError:
+        return False
 
 
 def run(argv: list[str]) -> int:
@@ -67,7 +85,9 @@ def run(argv: list[str]) -> int:
         text += "\n"  # the document is written exactly as sent, with no newline added
     if args.output:
         try:
-            write_private(Path(args.output).expanduser(), text)  # 0600, like the session it comes from
+            write_output(Path(args.output).expanduser(), Path(args.file).expanduser(), text)
+        except SessionLocked as exc:
+            raise UsageError(f"not written: {exc}") from None
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:

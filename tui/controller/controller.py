@@ -27,14 +27,14 @@ from tui.controller.capabilities import Capabilities
 from tui.controller.compute import ComputeWorker, Skipped
 from tui.controller.connecting import ConnectHooks, connect
 from tui.controller.editing import Editing
-from tui.controller.events import Event, ReplyEnded, ReplyStarted, SessionChanged
+from tui.controller.events import Event, ReplyEnded, ReplyStarted
 from tui.controller.link import Link
 from tui.controller.parts import Parts, Settings
 from tui.controller.opening import OpenHooks, Opening
 from tui.controller.runtime import Runtime
 from tui.controller.reply_stream import STOPPED
 from tui.controller.sending import NOT_SENT, SendHooks, Sending
-from tui.controller.session_file import SessionFile
+from tui.controller.session_file import CONTINUE_KEY, SessionFile
 from tui.controller.recall import Recall
 from tui.controller.slash import SlashIntents, SlashRunner, draft_of
 from tui.controller.switching import Switches
@@ -44,6 +44,7 @@ from tui.controller.view_updates import ViewUpdates
 from tui.controller.tokenizing import Tokenizing
 from tui.controller.branches import branches_shown_from, kept_branches_notice
 from tui.controller.history import History
+from tui.controller.titling import session_changed
 from tui.controller.tuning import Tuning
 from tui.controller.tool_calls import ToolCalls, ToolHooks
 from tui.controller.workbench import CharEstimate, Workbench
@@ -166,6 +167,8 @@ class Controller:
         the file saved soon (unless `save` is false)."""
         self.shown_again()
         self.compute()
+        if save and self.read_only:
+            self.file.changed_unsaved()
         if save:
             self.file.autosave()
 
@@ -318,8 +321,7 @@ class Controller:
         self.tool_calls.attach(self.wb)  # the loaded tool file's definitions are sent, never the session's in their place
         self.notes = {}
         self.history.forget(from_file=path is not None and bool(session.messages))
-        self.emit(SessionChanged(session.title, self.read_only, self.file.session_file,
-                                 draft=typed if draft != typed else None))  # (None: the composer holds it already)
+        self.emit(session_changed(self.parts, draft=typed if draft != typed else None))  # (None: the composer has it)
         if session.branches:  # kept in the file, shown only by the palette: said once
             self.notify(kept_branches_notice(session))
         self.changed(save=False)
@@ -337,6 +339,28 @@ class Controller:
     def rename_session(self, title: str) -> bool:
         from tui.controller.titling import rename
         return rename(self.parts, title)
+
+    def continue_in_new_session(self) -> bool:
+        """Fork: this session's history in a new file this app writes (from a read-only one: its way on)."""
+        return self.opening.continue_in_new_session()
+
+    def closing_line(self) -> str:
+        """What to tell the user once the app has quit: where the session was saved, or why nothing was."""
+        line = self.file.closing_line()
+        if line and self.read_only and self.file.unsaved_here:
+            line += "; the changes made here were not kept"
+        if line and self.read_only and self.wb.draft.strip():
+            line += f"; the {len(self.wb.draft):,} characters left unsent in the composer were not kept"
+        return line
+
+    def quit_would_lose(self) -> str:
+        """What quitting now would lose, said before it does ("" when nothing): a read-only app keeps its draft
+        nowhere (its file is another's to write)."""
+        if not (self.read_only and (self.wb.draft.strip() or self.file.unsaved_here)):
+            return ""
+        return (f"not quit: what you typed or changed is kept nowhere once this app quits "
+                f"({self.file.read_only_line()}). "
+                f"{CONTINUE_KEY} continues in a new session that keeps it; quit again to leave without it")
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

@@ -53,6 +53,7 @@ class SessionChanged:
     title: str
     read_only: bool
     path: Path | None
+    read_only_line: str = ""  # why nothing is written here (who holds the file), for the composer to say
     draft: str | None = None  # the text the composer holds from now on (None: what it holds stays)
 
 

@@ -25,6 +25,21 @@ def read_and_recover(path: Path) -> tuple[Opened, bool]:
     return opened, recover_interrupted_reply(opened.session)
 
 
+def forked(session: Session) -> Session:
+    """A new session (its own id, so its own file) holding everything `session` holds: messages, requests, branches.
+    The copy shares the messages and records, which are replaced, never changed in place (saver.snapshot); the
+    session it was made from is no longer worked on."""
+    from tui.sessions.model import now_iso
+    from tui.sessions.transfer import new_title
+
+    from tui.controller.saver import snapshot
+    copy = snapshot(session)
+    copy.id, copy.created, copy.updated = Session().id, now_iso(), now_iso()
+    copy.title = new_title(session, "continued")
+    copy.read_notes = []
+    return copy
+
+
 @dataclass(frozen=True)
 class OpenHooks:
     """What opening does beyond the parts, each a function of another transition."""
@@ -110,6 +125,22 @@ class Opening:
         session = self.parts.wb.session
         typed, session.draft = session.draft, ""
         return typed
+
+    def continue_in_new_session(self) -> bool:
+        """The session's whole history in a new session of its own, which this app then writes (the way on from a
+        session another ctxpane holds). The draft stays in the composer. False when a reply is on its way."""
+        parts, hooks = self.parts, self.hooks
+        if hooks.answering():
+            return False
+        held = parts.file.session_file
+        parts.file.autosave(now=True)  # a file this app writes gets its last state first (read-only: nothing)
+        copy = forked(parts.wb.session)
+        hooks.adopt(copy, None, draft=self._carried_draft())
+        parts.file.autosave(now=True)
+        left = f"; {held.name} is left as it is" if held is not None else ""
+        parts.notify(visible(f"continued in a new session, {copy.title}: the whole history is kept{left}"),
+                     timeout=10)
+        return True
 
     def resend_from_step(self, session: Session, step: int) -> bool:
         """A replayed step becomes a new session, sent again (the old session is kept). False if it cannot be."""

@@ -23,6 +23,7 @@ from tui.controller.caching import ServerCache, report_line
 from tui.controller.receiving import check_before_sending, load_prices_once, receipt_note, say_receipt, settle_after
 from tui.controller.reply_stream import stream_reply
 from tui.controller.compute import Skipped
+from tui.controller.session_file import CONTINUE_HINT
 from tui.controller.titling import announce, name_if_untitled
 from tui.controller.events import ReplyGrew, Severity, Tone
 
@@ -98,6 +99,10 @@ class Sending:
             return False
         if not text.strip():
             return False
+        if parts.read_only:  # one writer per session: a reply here could never be kept
+            parts.notify(f"not sent: {parts.file.read_only_line()}; your message stays in the composer. "
+                         f"{CONTINUE_HINT}", severity=Severity.WARNING, timeout=15)
+            return False
         if parts.client is None and self.hooks.may_wait():
             return self.hooks.wait_to_send(text)
         if parts.client is None:
@@ -121,6 +126,10 @@ class Sending:
 
     def start(self) -> None:
         """Send the conversation as it stands (its last message is the user's)."""
+        if self.parts.read_only:  # (a retry, a re-send, a tool's answer: none is sent from a session held elsewhere)
+            self.parts.notify(f"not sent: {self.parts.file.read_only_line()}. {CONTINUE_HINT}",
+                              severity=Severity.WARNING, timeout=15)
+            return
         self.streaming, self._begun = True, False
         self._job = self.parts.runtime.spawn(self._send, "reply")
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from tui.client.http import OpenAIClient
 
 SAVE_DELAY = 0.3  # seconds: changes within this are written once
+CONTINUE_KEY = "F10"  # the shipped key of the app's continue_in_new_session (tui/app/actions.py)
+CONTINUE_HINT = f"{CONTINUE_KEY} (Continue in a new session) keeps the whole history in a file of its own"
 
 
 class SessionFile:
@@ -34,6 +36,9 @@ class SessionFile:
         self.session_file: Path | None = None
         self.lock: SessionLock | None = None
         self.read_only = False
+        self.held_by = ""  # the pid of the ctxpane whose lock made this one read-only ("" for any other reason)
+        self.read_only_note = ""  # why the file is read-only (a newer format's note), when no lock is the reason
+        self.unsaved_here = False  # read-only, and changed here all the same: kept in memory alone (a fork keeps it)
         self.writer: SessionWriter | None = None  # made at the first save
         self.unsaved = False  # changed since the last snapshot was handed to the writer
         self.draft_unsaved = False  # the composer's text changed since then (written at quit, or with a change)
@@ -47,23 +52,64 @@ class SessionFile:
 
     def open(self, path: Path | None, read_only: bool) -> None:
         """This file (or none yet) holds the session from now on; the lock on the previous one is let go."""
-        self.read_only = read_only
+        # (asked for read-only: a file written by a newer ctxpane, the one reason today)
+        self.read_only, self.held_by = read_only, ""
+        self.read_only_note = "the file was written by a newer ctxpane" if read_only else ""
+        self.unsaved_here = False
         self._let_go()
         path = followed_link(path)
         if path is not None and not self.read_only:
-            lock = SessionLock(path)
-            try:
-                lock.acquire()
-                self.lock = lock
-            except SessionLocked as exc:
-                self.read_only = True
-                self.notify(visible(str(exc)) + " — opened read-only", severity=Severity.WARNING, timeout=15)
+            self._lock_or_read_only(path, SessionLock(path))
         self.session_file = path
         self.draft_unsaved = False  # (the draft it is opened with is the one its file holds)
 
     def draft_typed(self) -> None:
         """The composer's text changed: not saved for that alone (a write per key), but before the app ends."""
         self.draft_unsaved = True
+
+    def _lock_or_read_only(self, path: Path, lock: SessionLock) -> None:
+        """One writer per file: the lock taken, or this app reads only (and says who holds the file)."""
+        try:
+            lock.acquire()
+            self.lock = lock
+            self._read_again(path)
+        except SessionLocked as exc:
+            self.read_only, self.held_by, self.read_only_note = True, exc.holder, visible(str(exc))
+            self.notify(visible(str(exc)) + " — opened read-only: " + CONTINUE_HINT, severity=Severity.WARNING,
+                        timeout=15)
+
+    def _read_again(self, path: Path) -> None:
+        """The file was let go before (another session was opened): what the writer remembers of it may be stale,
+        since another app may have written it meanwhile (a rename). Its next save reads the file first."""
+        writer = self.writer
+        if writer is not None:
+            writer.after_pending(lambda: writer.appender.forget(path))
+
+    def changed_unsaved(self) -> None:
+        """The session this app reads only was changed here (an edit, a setting): said once, as it is not saved."""
+        if not self.unsaved_here:
+            self.notify(f"not saved: {self.read_only_line()}; this change lasts until you quit. {CONTINUE_HINT}",
+                        severity=Severity.WARNING, timeout=15)
+        self.unsaved_here = True
+
+    def read_only_line(self) -> str:
+        """Why nothing is written here, in one line (the notices' and the quit line's words)."""
+        if self.held_by:
+            return f"read-only: the session is held by another ctxpane (pid {self.held_by})"
+        return f"read-only: {self.read_only_note or 'opened read-only'}"
+
+    def closing_line(self) -> str:
+        """What the user is told once the app has quit: the truth about the file ("" when there is nothing to say).
+        A writer names its file only when it holds it and the last state landed there."""
+        if self.read_only and self.held_by:  # (the holder may have quit since: said of when it was opened)
+            return (f"read-only: nothing saved; the session was held by another ctxpane (pid {self.held_by}) when "
+                    "it was opened here")
+        if self.read_only:
+            return f"{self.read_only_line()}: nothing saved" if self.session_file is not None else ""
+        if self.session_file is None or self.lock is None or self.save_failure is not None \
+                or not self.session_file.is_file():
+            return ""
+        return f"session saved in {self.session_file}"
 
     def _let_go(self) -> None:
         """Release the lock on the file, once what was handed to the writer for it has landed."""
@@ -81,11 +127,9 @@ class SessionFile:
             return
         if self.session_file is None:
             self.session_file = session_path(self.session, self.folder)
-            self.lock = SessionLock(self.session_file)
-            try:
-                self.lock.acquire()
-            except SessionLocked:
-                self.lock = None
+            self._lock_or_read_only(self.session_file, SessionLock(self.session_file))
+            if self.read_only:  # never written without its lock, even a file named after a new session's id
+                return
         self.unsaved = True
         if now:
             self.save()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tui.sessions.model import Session
 
-from tui.controller.events import SessionChanged
+from tui.controller.events import SessionChanged, Severity
 
 if TYPE_CHECKING:
     from tui.controller.parts import Parts
@@ -42,13 +42,24 @@ def name_if_untitled(session: Session) -> bool:
 
 
 def announce(parts: "Parts") -> None:
-    parts.emit(SessionChanged(parts.wb.session.title, parts.read_only, parts.file.session_file))
+    parts.emit(session_changed(parts))
+
+
+def session_changed(parts: "Parts", draft: str | None = None) -> SessionChanged:
+    """The event saying which session is open, under what title, and whether (and why) this app only reads it;
+    `draft`: the text the composer holds from now on (None: what it holds stays)."""
+    file = parts.file
+    return SessionChanged(parts.wb.session.title, file.read_only, file.session_file,
+                          file.read_only_line() if file.read_only else "", draft=draft)
 
 
 def rename(parts: "Parts", text: str) -> bool:
     """The user's new title (from the palette); an empty one is refused."""
     title = clean_title(text)
-    if not title or parts.read_only:
+    if not title:
+        return False
+    if parts.read_only:  # the file is another ctxpane's to write: its title too
+        parts.notify(f"not renamed: {parts.file.read_only_line()}", severity=Severity.WARNING, timeout=15)
         return False
     parts.wb.session.title = title
     announce(parts)

@@ -11,9 +11,10 @@ import fcntl
 import json
 import os
 import stat
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from platformdirs import user_data_dir
 
@@ -25,14 +26,20 @@ if TYPE_CHECKING:
     from tui.sessions.log_writer import LogWriter
 
 __all__ = ["MAX_SESSION_BYTES", "SUFFIX", "Opened", "SessionAppender", "SessionFileError", "SessionLock",
-           "SessionLocked", "convert_session", "followed_link", "list_sessions", "load_session", "save_session",
-           "session_path", "session_text", "sessions_dir", "write_atomic", "write_private"]
+           "SessionLocked", "convert_session", "followed_link", "held", "list_sessions", "load_session",
+           "retitle_session", "save_session", "session_path", "session_text", "sessions_dir", "write_atomic",
+           "write_private"]
 
 SUFFIX = ".ctxpane.json"
 
 
 class SessionLocked(SessionFileError):
-    """Another ctxpane has this session open."""
+    """Another ctxpane has this session open (`holder`: its pid as its lock file says, "" when no one holds it
+    and the lock could not be taken for another reason)."""
+
+    def __init__(self, text: str, holder: str = "") -> None:
+        super().__init__(text)
+        self.holder = holder
 
 
 def sessions_dir() -> Path:
@@ -251,7 +258,7 @@ class SessionLock:
                 os.close(fd)
                 if isinstance(exc, BlockingIOError):
                     raise SessionLocked(f"{self.path.name[:-5]} is open in another ctxpane (pid {holder[:12]}); "
-                                        "close it there, or open a copy") from None
+                                        "close it there, or open a copy", holder[:12]) from None
                 raise SessionLocked(f"cannot lock {self.path.name}: {exc.strerror or exc}") from None
             if self._still_linked(fd):
                 os.ftruncate(fd, 0)
@@ -289,6 +296,31 @@ class SessionLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+@contextmanager
+def held(path: Path) -> Iterator[Path]:
+    """The session file's lock, held for a write from outside an app (a rename, an export over it); yields the
+    file itself (a link followed). SessionLocked, naming the holder, when another ctxpane has it open."""
+    path = followed_link(path) or path
+    lock = SessionLock(path)
+    lock.acquire()
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
+def retitle_session(path: Path, title: str) -> None:
+    """Give the session in `path` a new title, and change nothing else: under its lock (SessionLocked when another
+    ctxpane holds it), the file read again and only the title appended. Never a copy read before the lock was
+    taken: what its writer saved meanwhile would be written over."""
+    with held(path) as path:
+        opened = load_session(path)
+        if opened.read_only:
+            raise SessionFileError(about(path, f"is {opened.note}: not renamed"))
+        opened.session.title = title
+        SessionAppender().append(opened.session, path)
 
 
 def _modified(path: Path) -> float:

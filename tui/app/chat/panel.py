@@ -7,11 +7,12 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.context.messages import Message
+from tui.controller.session_file import CONTINUE_KEY
 from tui.controller.snapshot import ChatState
 
 from tui.app.chat.transcript import ChatView
 from tui.app.chat.composer import Composer
-from tui.app.shown import shown
+from tui.app.shown import one_line, shown
 from tui.app.messages import ChatUpdated, ReplyArrived, ReplyBegan, ReplyFinished, StatusUpdated
 
 
@@ -22,6 +23,7 @@ class ChatPanel(Vertical):
     ChatPanel #status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
     ChatPanel #slash-hint { height: auto; max-height: 2; color: $accent; padding: 0 1; display: none; }
     ChatPanel #slash-hint.-shown { display: block; }
+    ChatPanel Composer.-read-only { border: tall $warning; border-title-color: $warning; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -68,6 +70,16 @@ class ChatPanel(Vertical):
             hint.shown_text = text
             hint.update(shown(text, "", limit=400))
             hint.set_class(bool(text), "-shown")
+
+    def show_read_only(self, line: str) -> None:
+        """`line` ("" when this app writes the session): why nothing typed here can be sent, said on the composer
+        itself, with the way on. What the composer holds stays there."""
+        composer = self.query_one(Composer)
+        composer.set_class(bool(line), "-read-only")
+        composer.border_title = f"{one_line(line, 100)} · {CONTINUE_KEY}: continue in a new session" if line else ""
+        composer.placeholder = (f"{one_line(line, 100)}: nothing sent from here. {CONTINUE_KEY} (or Ctrl+P, "
+                                "Continue in a new session) keeps the whole history in a new session you write"
+                                if line else "")
 
     def focused(self) -> tuple[int, Message] | None:
         """The selected message and its place, only while the transcript has focus."""

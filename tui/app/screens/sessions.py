@@ -21,7 +21,9 @@ from textual.worker import get_current_worker
 
 from tui.context.untrusted.visible import visible
 from tui.sessions.search_index import Hit, SearchIndex, SearchResult
-from tui.sessions.store import SessionFileError, list_sessions, load_session, save_session
+from tui.sessions.store import SessionFileError, list_sessions, retitle_session
+
+from tui.controller.titling import clean_title
 
 from tui.app.screens.confirm import ConfirmScreen
 from tui.app.screens.edit import EditScreen
@@ -207,24 +209,32 @@ class BrowserScreen(ModalScreen[Path | None]):
             self.dismiss(path)
 
     def action_rename(self) -> None:
+        """A new title for the selected session. The title shown comes from the listing; the file is read again,
+        under its lock, only when the new title is written (tui/sessions/store.py retitle_session)."""
         path = self._selected()
         if path is None:
             return
-        try:
-            opened = load_session(path)
-        except SessionFileError as exc:
-            self.notify(visible(str(exc)), severity="error", markup=False)
+        info = dict(self.listing).get(path, {})
+        if info.get("error"):
+            self.notify(visible(info["error"]), severity="error", markup=False)
             return
-        if opened.read_only or path == self.current:
-            self.notify("this session is open or read-only: rename it from where it is open", severity="warning", markup=False)
+        if path == self.current:
+            self.notify("this session is open here: rename it with Rename session (Ctrl+P)", severity="warning",
+                        markup=False)
             return
 
         def done(result) -> None:
             if result is not None and result[0].strip():
-                opened.session.title = result[0].strip().splitlines()[0][:200]
-                save_session(opened.session, path)
-                self.relist()
-        self.app.push_screen(EditScreen("New title", one_line(opened.session.title, 200)), done)
+                self._retitle(path, clean_title(result[0]))
+        self.app.push_screen(EditScreen("New title", one_line(info.get("title", ""), 200)), done)
+
+    def _retitle(self, path: Path, title: str) -> None:
+        try:
+            retitle_session(path, title)
+        except SessionFileError as exc:  # another ctxpane holds it (named), or the file cannot be read
+            self.notify(visible(f"not renamed: {exc}"), severity="warning", markup=False)
+            return
+        self.relist()
 
     def action_delete(self) -> None:
         path = self._selected()
