@@ -67,16 +67,18 @@ class SessionFile:
         """The composer's text changed: not saved for that alone (a write per key), but before the app ends."""
         self.draft_unsaved = True
 
-    def _lock_or_read_only(self, path: Path, lock: SessionLock) -> None:
-        """One writer per file: the lock taken, or this app reads only (and says who holds the file)."""
+    def _lock_or_read_only(self, path: Path, lock: SessionLock) -> bool:
+        """One writer per file: the lock taken (True), or this app reads only and says who holds the file."""
         try:
             lock.acquire()
             self.lock = lock
             self._read_again(path)
+            return True
         except SessionLocked as exc:
             self.read_only, self.held_by, self.read_only_note = True, exc.holder, visible(str(exc))
             self.notify(visible(str(exc)) + " — opened read-only: " + CONTINUE_HINT, severity=Severity.WARNING,
                         timeout=15)
+            return False
 
     def _read_again(self, path: Path) -> None:
         """The file was let go before (another session was opened): what the writer remembers of it may be stale,
@@ -127,9 +129,8 @@ class SessionFile:
             return
         if self.session_file is None:
             self.session_file = session_path(self.session, self.folder)
-            self._lock_or_read_only(self.session_file, SessionLock(self.session_file))
-            if self.read_only:  # never written without its lock, even a file named after a new session's id
-                return
+            if not self._lock_or_read_only(self.session_file, SessionLock(self.session_file)):
+                return  # never written without its lock, even a file named after a new session's id
         self.unsaved = True
         if now:
             self.save()
