@@ -8,6 +8,7 @@ import enum
 import re
 from dataclasses import dataclass, field, replace
 
+from tui.context.cache.prefix import common_prefix_length
 from tui.context.document import Document, build_document, claim_arguments
 from tui.context.families.identity import exact_counts, template_identity, tokenizer_identity
 from tui.context.json_types import JSONObject, WireMessage
@@ -141,7 +142,7 @@ def less_one_run(document: Document, text: str, specials: set[str] | frozenset[s
     the run lies, when it could lie in more than one place with a control string there, and how a control
     string inside a message's text would be read (the document's attribution of it is kept, not made again)."""
     full, cut = document.text, len(document.text) - len(text)
-    head = _common_prefix(full, text)
+    head = common_prefix_length(full, text)
     if cut < 0 or full[head + cut:] != text[head:]:
         return None
     earliest = len(text) - _common_suffix(full, text)  # the run may start anywhere from here to `head`
@@ -178,13 +179,3 @@ def _common_suffix(left: str, right: str) -> int:
     return low
 
 
-def _common_prefix(left: str, right: str) -> int:
-    """The length of the longest common prefix (halving: each comparison is one C loop over the texts)."""
-    low, high = 0, min(len(left), len(right))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if left[low:middle] == right[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low

@@ -34,7 +34,7 @@ from tui.controller.opening import OpenHooks, Opening
 from tui.controller.runtime import Runtime
 from tui.controller.reply_stream import STOPPED
 from tui.controller.sending import NOT_SENT, SendHooks, Sending
-from tui.controller.session_file import CONTINUE_KEY, SessionFile
+from tui.controller.session_file import SessionFile
 from tui.controller.recall import Recall
 from tui.controller.slash import SlashIntents, SlashRunner, draft_of
 from tui.controller.switching import Switches
@@ -48,7 +48,7 @@ from tui.controller.titling import session_changed
 from tui.controller.tuning import Tuning
 from tui.controller.tool_calls import ToolCalls, ToolHooks
 from tui.controller.workbench import CharEstimate, Workbench
-from tui.controller.events import Severity, Tone
+from tui.controller.events import CONTINUE_KEY, Severity, Tone
 
 if TYPE_CHECKING:
     from tui.client.http import OpenAIClient

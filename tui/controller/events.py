@@ -32,6 +32,8 @@ class Tone(StrEnum):
     ASIDE = "magenta"  # a note beside the conversation (a provider's own count)
 
 
+CONTINUE_KEY = "F10"  # the shipped key of the app's continue_in_new_session (tui/app/actions.py): said in hints
+
 @dataclass(frozen=True)
 class ChatChanged:
     """The transcript changed: messages, what is dropped, or a note."""

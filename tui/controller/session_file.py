@@ -18,13 +18,12 @@ from tui.sessions.store import SessionLock, SessionLocked, followed_link, sessio
 
 from tui.controller.runtime import Handle, Runtime
 from tui.controller.saver import FLUSH_SECONDS, SaveFailure, SessionWriter, snapshot
-from tui.controller.events import Notify, Severity
+from tui.controller.events import CONTINUE_KEY, Notify, Severity
 
 if TYPE_CHECKING:
     from tui.client.http import OpenAIClient
 
 SAVE_DELAY = 0.3  # seconds: changes within this are written once
-CONTINUE_KEY = "F10"  # the shipped key of the app's continue_in_new_session (tui/app/actions.py)
 CONTINUE_HINT = f"{CONTINUE_KEY} (Continue in a new session) keeps the whole history in a file of its own"
 
 

@@ -7,7 +7,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.context.messages import Message
-from tui.controller.session_file import CONTINUE_KEY
+from tui.controller.events import CONTINUE_KEY
 from tui.controller.snapshot import ChatState
 
 from tui.app.chat.transcript import ChatView
