@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REQUIRE_SHARED, ROOT, SHARED, free_port, need_shared
-from waiting import until
+from waiting import stopped, until
 
 CLIENTS_DIR = Path(os.environ.get("CTXPANE_CLIENTS_DIR")
                    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ctxpane-clients")
@@ -221,20 +221,8 @@ class Rig:
     def stop(self) -> None:
         """Stop the tap as a user does (Ctrl+C: what is recorded is written), then the shim and the proxy."""
         self.proxy.stop()
-        if self.tap.poll() is None:
-            self.tap.send_signal(signal.SIGINT)
-            try:
-                self.tap.wait(60)
-            except subprocess.TimeoutExpired:
-                self.tap.kill()
-                self.tap.wait()
-        if self.shim.poll() is None:
-            self.shim.terminate()
-            try:
-                self.shim.wait(10)
-            except subprocess.TimeoutExpired:
-                self.shim.kill()
-                self.shim.wait()
+        stopped(self.tap, lambda: self.tap.send_signal(signal.SIGINT), timeout=60)
+        stopped(self.shim)
 
     def sent(self) -> dict[str, int]:
         """The API requests the upstream (the shim) saw, by API: the client's own, as the tap forwarded them."""

@@ -549,14 +549,20 @@ async def test_a_tool_file_loaded_after_the_session_opened_wins_too_and_a_new_se
 
 
 # -- a reviewer of its own (config.toml review_model, review_base_url) --------------------------------------
+async def asked_to_delete(made):
+    """The controller with a risky delete_file tool loaded, once the model's call to it waits (its review done)."""
+    ctl = made.ctl
+    ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
+                                          "command": [sys.executable, "-c", "print('gone')"]}]))
+    await made.send("Please delete notes/old.txt")
+    await made.idle()
+    return ctl
+
+
 async def test_a_reviewer_model_set_apart_is_the_one_asked_and_named(tmp_path):
     with ToolCallServer(ALLOW) as server:
         made = await connected(tmp_path, server.url, review_model="judge-model")
-        ctl = made.ctl
-        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
-                                              "command": [sys.executable, "-c", "print('gone')"]}]))
-        await made.send("Please delete notes/old.txt")
-        await made.idle()
+        ctl = await asked_to_delete(made)
         waiting = ctl.tool_calls.pending()[0]
         review = ctl.tool_calls.review_of(waiting)
         assert review.state is ReviewState.DONE and review.allows
@@ -569,11 +575,7 @@ async def test_a_reviewer_model_set_apart_is_the_one_asked_and_named(tmp_path):
 async def test_a_reviewer_endpoint_set_apart_gets_the_review_and_the_chat_does_not(tmp_path):
     with ToolCallServer(ALLOW) as chat, ToolCallServer(ALLOW) as judge:
         made = await connected(tmp_path, chat.url, review_base_url=judge.url, review_model="judge-model")
-        ctl = made.ctl
-        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
-                                              "command": [sys.executable, "-c", "print('gone')"]}]))
-        await made.send("Please delete notes/old.txt")
-        await made.idle()
+        ctl = await asked_to_delete(made)
         review = ctl.tool_calls.review_of(ctl.tool_calls.pending()[0])
         assert review.allows and review.reviewer == "judge-model"
         assert not any("response_format" in body for body in chat.requests)
@@ -590,11 +592,7 @@ async def test_a_key_the_reviewers_endpoint_echoes_is_masked_in_its_verdict_and_
     verdict = {**ALLOW, "rationale": f"your header was Bearer {key}"} if reply == "verdict" else f"no verdict {key}"
     with ToolCallServer(ALLOW) as chat, ToolCallServer(verdict) as judge:
         made = await connected(tmp_path, chat.url, review_base_url=judge.url, review_model="judge-model")
-        ctl = made.ctl
-        ctl.tool_calls.use(tools_from_value([{"function": {"name": "delete_file"}, "risky": True,
-                                              "command": [sys.executable, "-c", "print('gone')"]}]))
-        await made.send("Please delete notes/old.txt")
-        await made.idle()
+        ctl = await asked_to_delete(made)
         waiting = ctl.tool_calls.pending()[0]
         review = ctl.tool_calls.review_of(waiting)
         assert review.state is ReviewState.DONE and review.allows is (reply == "verdict")  # the verdict still reads

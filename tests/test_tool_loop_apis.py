@@ -23,7 +23,7 @@ from conftest import SHARED, free_port, need_shared
 from controller_helpers import connected
 from tui.controller.tool_calls import ReviewState
 from tui.context.tools.review import Outcome, parse_verdict
-from waiting import until
+from waiting import stopped, until
 
 pytestmark = pytest.mark.server
 
@@ -99,12 +99,7 @@ class Loop:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
-        self.shim.terminate()
-        try:
-            self.shim.wait(10)
-        except subprocess.TimeoutExpired:
-            self.shim.kill()
-            self.shim.wait()
+        stopped(self.shim)
 
 
 def tool_file(folder, marker):

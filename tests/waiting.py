@@ -9,6 +9,7 @@ is true, and fail when the deadline passes with `what` (a text, or a function th
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from typing import Any, Callable
 
@@ -46,3 +47,15 @@ def _look(condition: Callable[[], Any], deadline: float, timeout: float, what: s
     if not value and time.monotonic() >= deadline:
         raise AssertionError(f"timed out after {timeout:g} s waiting for {_said(what)}")
     return value
+
+
+def stopped(process: Any, ask: Callable[[], None] | None = None, timeout: float = 10) -> None:
+    """A child process ended: asked (`ask`, else SIGTERM) and given `timeout` seconds, then killed; waited for."""
+    if process.poll() is not None:
+        return
+    (ask or process.terminate)()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
