@@ -40,6 +40,19 @@ class LoopThread:
         self.thread.join(10)
 
 
+def served(app: web.Application) -> tuple[LoopThread, int]:
+    """An aiohttp app served on 127.0.0.1 from a loop of its own: the loop and the port it listens on."""
+    async def start() -> int:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        return site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+
+    loop = LoopThread()
+    return loop, loop.run(start())
+
+
 class RunningTap:
     def __init__(self, upstream: str, folder: Path, **options) -> None:
         from tui.tap.runner import Tap

@@ -28,7 +28,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from tap_helpers import LoopThread  # noqa: E402
+from tap_helpers import served  # noqa: E402
 
 
 def upstream(chunks: int, gap: float):
@@ -57,18 +57,10 @@ def upstream(chunks: int, gap: float):
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "bench"}]})
 
-    async def start():
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", lambda r: stream(r) if r.query.get("s") else whole(r))
-        app.router.add_get("/v1/models", models)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return site._server.sockets[0].getsockname()[1]  # noqa: SLF001
-
-    loop = LoopThread()
-    return loop, loop.run(start())
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", lambda r: stream(r) if r.query.get("s") else whole(r))
+    app.router.add_get("/v1/models", models)
+    return served(app)
 
 
 def start_tap(upstream_url: str, folder: str) -> tuple[subprocess.Popen, str]:
